@@ -1,0 +1,223 @@
+"""What a written sentence must satisfy before anything is stored.
+
+`prepare` runs every check that needs no state — shape, naming roles, the placement of
+reserved functors, groundness, rule well-formedness — and turns one (sentence, context)
+into the `Entry` (or entries, for a rule with a conjunctive consequent) the engine stores.
+The checks that need the store (arity declarations, unknown handles, cycles) live in the
+engine, beside the state they read. Each refusal is raised from exactly one place here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.kb.contexts import EVERYTHING, UNIVERSE
+from koinii.kb.rules import (
+    AND,
+    EXCEPT,
+    GENL_CX,
+    IMPLIES,
+    SENTEX_HANDLE,
+    Rule,
+    compile_rule,
+    split,
+)
+from koinii.kb.sentex import NOT
+from koinii.terms import (
+    Sym,
+    Term,
+    Var,
+    is_context_name,
+    is_predicate_name,
+    is_type_name,
+    parse,
+    show,
+)
+
+
+@dataclass
+class Entry:
+    """One sentence ready to store: polarity split off, canonical text computed."""
+
+    positive: bool
+    atom: tuple
+    text: str
+    context: str
+    rule: Rule | None = None
+    handles: list[int] = field(default_factory=list)  # ground (sentexHandle N) inside
+
+
+def to_term(sentence: Term | str) -> Term:
+    """Text is parsed; a term is taken as is (and validated when shown)."""
+    return parse(sentence) if isinstance(sentence, str) else sentence
+
+
+def context_name(context: Any, *, query: bool = False) -> str:
+    """The context's name. Only a read (`query=True`) may name a variable or CxEverything."""
+    name = context.name if type(context) is Sym else context
+    if type(context) is Var or (isinstance(name, str) and name.startswith("?")):
+        text = context.text if type(context) is Var else name
+        if not query:
+            raise Refused(
+                "read-only-context",
+                f"{text} is a query context; this needs one named context",
+                {"context": text},
+            )
+        return Var(text).text
+    if not isinstance(name, str) or not is_context_name(name):
+        raise Refused(
+            "naming",
+            f"{name!r} is not a context name: contexts are Cx + CapitalCamelCase (CxDeploy)",
+            {"symbol": str(name), "role": "context"},
+        )
+    if not query and name == EVERYTHING:
+        raise Refused(
+            "read-only-context",
+            "CxEverything is the audit view for reads; this needs a real context",
+            {"context": name},
+        )
+    return name
+
+
+def prepare(sentence: Term | str, context: Any) -> list[Entry]:
+    """Check one written sentence; return what to store (several for a split rule)."""
+    term = to_term(sentence)
+    ctx = context_name(context)
+    if type(term) is not tuple:
+        raise Refused(
+            "shape",
+            f"a sentence is a list such as (usesDatabase ProdCluster Postgres), not {show(term)}",
+            {},
+        )
+    show(term)  # shape limits for terms handed in as Python values
+    positive = True
+    while term[0] is NOT:
+        if len(term) != 2 or type(term[1]) is not tuple:
+            raise Refused("not-well-formed", "`not` takes exactly one sentence", {})
+        positive, term = not positive, term[1]
+    functor = term[0]
+    if functor is IMPLIES:
+        if not positive:
+            raise Refused("not-well-formed", "a rule cannot be negated", {})
+        entries = []
+        for part in split(term):
+            rule = compile_rule(part)
+            entry = Entry(True, part, show(part), ctx, rule)
+            _walk(part, entry, top=True, in_rule=True)
+            entries.append(entry)
+        return entries
+    entry = Entry(positive, term, show(term), ctx)
+    _walk(term, entry, top=True, in_rule=False)
+    if functor is GENL_CX:
+        _check_genl_cx(entry)
+    elif functor is EXCEPT:
+        _check_except(entry)
+    return [entry]
+
+
+_FUNCTORS: dict[tuple[Sym, int], bool] = {}
+
+
+def _functor_ok(functor: Sym, arity: int) -> bool:
+    found = _FUNCTORS.get((functor, arity))
+    if found is None:
+        name = functor.name
+        found = is_predicate_name(name) or (arity == 1 and is_type_name(name))
+        _FUNCTORS[(functor, arity)] = found
+    return found
+
+
+def _walk(term: tuple, entry: Entry, *, top: bool, in_rule: bool) -> None:
+    functor = term[0]
+    arity = len(term) - 1
+    if functor is SENTEX_HANDLE:
+        if top:
+            raise Refused(
+                "not-well-formed", "(sentexHandle N) names a sentex; it is not a sentence", {}
+            )
+        handle = term[1] if arity == 1 else None
+        if type(handle) is Var and in_rule:
+            return
+        if type(handle) is not int or handle <= 0:
+            raise Refused(
+                "bad-handle",
+                f"{show(term)} must name a positive integer handle",
+                {"term": show(term)},
+            )
+        entry.handles.append(handle)
+        return
+    if functor in (NOT, AND, IMPLIES) and not (top and in_rule):
+        raise Refused(
+            "not-well-formed",
+            f"`{functor.name}` cannot appear inside a sentence",
+            {"sentence": entry.text},
+        )
+    if functor in (GENL_CX, EXCEPT) and not top:
+        raise Refused(
+            "not-well-formed",
+            f"`{functor.name}` is a sentence of its own, not an argument",
+            {"sentence": entry.text},
+        )
+    if functor not in (NOT, AND, IMPLIES) and not _functor_ok(functor, arity):
+        name = functor.name
+        expected = (
+            "a type (snake_case) takes exactly one argument"
+            if is_type_name(name)
+            else "predicates are lowerCamelCase (usesDatabase), types snake_case (dog)"
+        )
+        raise Refused(
+            "naming",
+            f"{name!r} cannot be a functor here: {expected}",
+            {"symbol": name, "role": "predicate", "arity": arity},
+        )
+    structural = in_rule and functor in (AND, IMPLIES, NOT)
+    for arg in term[1:]:
+        cls = type(arg)
+        if cls is tuple:
+            _walk(arg, entry, top=structural, in_rule=in_rule)
+        elif cls is Var and not in_rule:
+            raise Refused(
+                "not-ground",
+                f"{arg.text} is a variable; only rules may hold variables",
+                {"variable": arg.text, "sentence": entry.text},
+            )
+
+
+def _check_genl_cx(entry: Entry) -> None:
+    atom = entry.atom
+    if not entry.positive:
+        raise Refused("not-well-formed", "a genlCx edge cannot be negated", {})
+    if len(atom) != 3 or not all(type(a) is Sym and is_context_name(a.name) for a in atom[1:]):
+        raise Refused(
+            "naming",
+            "genlCx takes two context names: (genlCx CxSub CxSuper)",
+            {"sentence": entry.text, "role": "context"},
+        )
+    if entry.context != UNIVERSE:
+        raise Refused(
+            "not-well-formed",
+            f"genlCx edges live in CxUniverse, not {entry.context}",
+            {"sentence": entry.text, "context": entry.context},
+        )
+    if atom[1].name == UNIVERSE:
+        raise Refused(
+            "not-well-formed",
+            "CxUniverse is the root: it cannot see another context",
+            {"sentence": entry.text},
+        )
+    if EVERYTHING in (atom[1].name, atom[2].name):
+        raise Refused("not-well-formed", "CxEverything is a read view, not a context to place", {})
+
+
+def _check_except(entry: Entry) -> None:
+    atom = entry.atom
+    if not entry.positive:
+        raise Refused("not-well-formed", "a mask cannot be negated; retract it instead", {})
+    if len(atom) != 2 or type(atom[1]) is not tuple or atom[1][0] is not SENTEX_HANDLE:
+        raise Refused(
+            "not-well-formed",
+            "except takes one (sentexHandle N): (except (sentexHandle 42))",
+            {"sentence": entry.text},
+        )

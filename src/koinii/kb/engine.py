@@ -1,0 +1,1467 @@
+"""The knowledge base: writes, belief, reads and the feed over one store.
+
+Invariants kept here:
+- Every write runs inside one transaction (`_Tx`): checks come before any change, every
+  in-memory change is undo-logged, and the write either commits to the store as one
+  durable record with the next global `seq` — then its event is published — or is undone
+  completely (handles it consumed are still never reused).
+- Belief is a function of what is stored, never of arrival order: rules fire over every
+  stored sentex whatever its belief (so the justifications are a function of the stored
+  set), and belief is the two-stratum least fixed point computed in `_relabel`
+  (monotonic support first, then defeat by monotonic clashes, then default support).
+- One `RLock` serialises everything, so a KB may be shared between threads; callbacks
+  run on the writer's thread and may write (their events follow).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.kb import checks
+from koinii.kb.checks import Entry
+from koinii.kb.contexts import EVERYTHING, UNIVERSE, Hierarchy
+from koinii.kb.feed import Change, Event, Feed
+from koinii.kb.index import Index, key, match, members, same, solve
+from koinii.kb.rules import EXCEPT, GENL_CX, IMPLIES, SENTEX_HANDLE, Rule, compile_rule, literal
+from koinii.kb.sentex import (
+    DEFAULT,
+    MONOTONIC,
+    NOT,
+    STRENGTHS,
+    Justification,
+    Node,
+    Sentex,
+)
+from koinii.kb.store import Commit, LogEntry, Store, open_store
+from koinii.terms import Sym, Term, Var, is_ground, parse, parse_all, show
+
+ARITY = Sym("arity")
+FUNCTIONAL = Sym("functional")
+TARGET_FOLLOWING = Sym("target_following_predicate")
+WRITE_OPTIONS = frozenset({"strength", "creator", "provenance"})
+RESERVED_PROVENANCE = frozenset({"creator", "created", "principal"})
+
+
+@dataclass(frozen=True)
+class Retracted:
+    """What a retract removed (counts; zero for an unknown handle)."""
+
+    removed_sentexes: int
+    removed_justifications: int
+    seq: int | None = None
+
+
+@dataclass(frozen=True)
+class Edited:
+    """What an edit did: one handle (or list, for a split rule) per added entry."""
+
+    handles: list[Any]
+    removed_sentexes: int
+    removed_justifications: int
+    seq: int | None = None
+
+
+@dataclass
+class _Tx:
+    op: str
+    undo: list[Callable[[], None]] = field(default_factory=list)
+    added: dict[int, Node] = field(default_factory=dict)  # nodes created in this tx
+    deleted: dict[int, tuple[Node, str]] = field(default_factory=dict)  # pre-existing, gone
+    touched: set[Node] = field(default_factory=set)  # pre-existing, rows changed
+    new_justs: dict[int, Justification] = field(default_factory=dict)
+    dead_justs: dict[int, Justification] = field(default_factory=dict)
+    old_belief: dict[Node, tuple[bool, bool, bool]] = field(default_factory=dict)
+    seeds: set[Node] = field(default_factory=set)  # where belief may have changed
+    fire: list[Node] = field(default_factory=list)  # new nodes the rules must see
+    new_rules: list[Node] = field(default_factory=list)
+    masks: list[tuple[Node, bool]] = field(default_factory=list)  # (mask, added?)
+    full: bool = False  # the hierarchy or a declaration changed: recompute everything
+    limbo: dict[tuple[str, str, bool], Node] = field(default_factory=dict)
+    depth: dict[Node, int] = field(default_factory=dict)
+    derivations: int = 0
+    removed_sentexes: int = 0
+    removed_justifications: int = 0
+    changes: tuple[list[Change], list[Change]] = ([], [])  # the belief diff, once settled
+
+
+class KB:
+    """A knowledge base over one store. Open one with `koinii.open_kb`."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        max_depth: int = 64,
+        max_derivations: int = 100_000,
+    ) -> None:
+        self._store = store
+        self._lock = threading.RLock()
+        self._index = Index()
+        self._hierarchy = Hierarchy()
+        self._rules: dict[Node, Rule] = {}
+        self._rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]] = {}
+        self._masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
+        self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it
+        self._feed = Feed()
+        self._tx: _Tx | None = None
+        self._closed = False
+        self.max_depth = max_depth
+        self.max_derivations = max_derivations
+        self._rebuild()
+
+    # ================================================================ lifecycle
+
+    @property
+    def location(self) -> str:
+        return self._store.location
+
+    def _rebuild(self) -> None:
+        """Build indexes and belief from the store's records, in one pass, no re-checks."""
+        loaded = self._store.load()
+        self._next_handle = loaded.next_handle
+        self._seq = loaded.seq
+        index_link = self._link_quiet
+        for row in loaded.sentexes:
+            atom = parse(row.text)
+            node = Node(
+                row.handle,
+                atom,
+                row.text,
+                row.context,
+                row.positive,
+                row.premise,
+                row.strength,
+                row.creator,
+                row.created,
+                row.extra,
+            )
+            index_link(node)
+        by_handle = self._index.by_handle
+        top = 0
+        for jrow in loaded.justifications:
+            j = Justification(
+                jrow.id,
+                by_handle[jrow.conclusion],
+                by_handle[jrow.rule],
+                tuple(by_handle[h] for h in jrow.antecedents),
+            )
+            self._attach(j)
+            top = max(top, jrow.id)
+        self._next_just = top + 1
+        self._relabel(list(by_handle.values()), None)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._store.close()
+
+    def __enter__(self) -> KB:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ================================================================ writes
+
+    def assert_(
+        self,
+        sentence: Term | str,
+        context: Any,
+        *,
+        strength: str = "default",
+        creator: str | None = None,
+        provenance: dict[str, Any] | None = None,
+    ) -> int | list[int]:
+        """Store `sentence` in `context`; returns its handle (a list for a split rule).
+
+        Idempotent: a canonically equal sentence in the same context returns the existing
+        handle, keeping the stronger strength and merging new provenance fields.
+        """
+        opts = {"strength": strength, "creator": creator, "provenance": provenance}
+        with self._lock:
+            tx = self._begin("assert")
+            try:
+                handles = self._add(tx, sentence, context, opts)
+                return self._finish(tx, handles)
+            except BaseException:
+                self._abort(tx)
+                raise
+
+    def retract(self, handle: Any) -> Retracted:
+        """Remove an asserted sentex and everything that rested only on it.
+
+        Also tears down, recursively, every stored meta-sentex whose predicate is marked
+        `(target_following_predicate P)` and that names a removed sentex. An unknown
+        handle is a no-op with zero counts.
+        """
+        handle = _handle(handle)
+        with self._lock:
+            tx = self._begin("retract")
+            try:
+                self._remove(tx, handle)
+                seq = self._finish(tx, None, want_seq=True)
+                return Retracted(tx.removed_sentexes, tx.removed_justifications, seq)
+            except BaseException:
+                self._abort(tx)
+                raise
+
+    def edit(self, add: Sequence[Any] = (), remove: Sequence[Any] = ()) -> Edited:
+        """Adds, then removes, as ONE all-or-nothing write with one settle and one event.
+
+        `add` holds `(sentence, context)` or `(sentence, context, opts)`; a refusal rolls
+        the whole batch back and carries `{"rolled_back": True, "in", "index"}`.
+        """
+        with self._lock:
+            tx = self._begin("edit")
+            try:
+                handles = self._apply_batch(tx, add, remove)
+                seq = self._finish(tx, None, want_seq=True)
+                return Edited(handles, tx.removed_sentexes, tx.removed_justifications, seq)
+            except Refused as refusal:
+                self._abort(tx)
+                refusal.data.setdefault("rolled_back", True)
+                raise
+            except BaseException:
+                self._abort(tx)
+                raise
+
+    def check(self, sentence: Term | str, context: Any, **opts: Any) -> list[dict[str, Any]]:
+        """Dry run of `assert_`: [] when admissible, else the problems. Stores nothing."""
+        return self.check_edit(add=[(sentence, context, opts)])
+
+    def check_edit(
+        self, add: Sequence[Any] = (), remove: Sequence[Any] = ()
+    ) -> list[dict[str, Any]]:
+        """Dry run of `edit`: every problem of the batch, judged against the KB as it is."""
+        problems: list[dict[str, Any]] = []
+        with self._lock:
+            next_handle, next_just = self._next_handle, self._next_just
+            tx = self._begin("check")
+            try:
+                for where, items in (("add", add), ("remove", remove)):
+                    for i, item in enumerate(_listed(items, where)):
+                        try:
+                            if where == "add":
+                                self._add_entry(tx, item)
+                            else:
+                                self._remove(tx, _handle(item), top=True)
+                        except Refused as refusal:
+                            problems.append(_problem(refusal, where, i))
+                if not problems:
+                    try:
+                        self._settle(tx)
+                    except Refused as refusal:
+                        problems.append(_problem(refusal, "add", len(add) - 1))
+            finally:
+                self._undo(tx)
+                self._next_handle, self._next_just = next_handle, next_just
+        return problems
+
+    def load_text(self, source: Any, context: Any, *, strength: str = "default") -> Edited:
+        """Load every sentence of a vocabulary text (or file) into `context`, atomically.
+
+        `source` is a path (str or PathLike) or the text itself (a str holding `(`).
+        Loading is idempotent: sentences already stored change nothing.
+        """
+        if isinstance(source, os.PathLike) or (isinstance(source, str) and "(" not in source):
+            with open(source, encoding="utf-8") as f:
+                source = f.read()
+        terms = parse_all(source)
+        return self.edit(add=[(t, context, {"strength": strength}) for t in terms])
+
+    def add_provenance(self, handle: Any, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """Add provenance fields to a stored sentex (fields it has already are kept)."""
+        handle = _handle(handle)
+        extra = _provenance(fields)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            if node is None:
+                return None
+            tx = self._begin("provenance")
+            try:
+                self._merge_provenance(tx, node, None, extra)
+                self._finish(tx, None)
+            except BaseException:
+                self._abort(tx)
+                raise
+            return node.provenance()
+
+    # ---------------------------------------------------------------- transaction
+
+    def _begin(self, op: str) -> _Tx:
+        if self._closed:
+            raise Refused("closed", "this knowledge base is closed", {})
+        if self._tx is not None:
+            raise Refused(
+                "reentrant-write",
+                "a write started while another was in progress on this thread",
+                {},
+            )
+        self._tx = _Tx(op)
+        return self._tx
+
+    def _finish(self, tx: _Tx, result: Any, want_seq: bool = False) -> Any:
+        """Settle belief, commit durably, publish the event; returns `result` (or seq)."""
+        self._settle(tx)
+        seq = self._commit(tx)
+        self._tx = None
+        if seq is not None and self._feed:
+            added, removed = tx.changes
+            if added or removed:
+                self._feed.publish(seq, added, removed, self._hierarchy.up)
+        return seq if want_seq else result
+
+    def _abort(self, tx: _Tx) -> None:
+        consumed = bool(tx.added) or bool(tx.limbo)
+        self._undo(tx)
+        if consumed:
+            try:
+                self._store.save_next_handle(self._next_handle)
+            except Exception:  # the refusal being raised matters more
+                pass
+
+    def _undo(self, tx: _Tx) -> None:
+        for step in reversed(tx.undo):
+            step()
+        for node, (believed, mono, defeated) in tx.old_belief.items():
+            node.believed, node.mono, node.defeated = believed, mono, defeated
+        self._tx = None
+
+    def _apply_batch(self, tx: _Tx, add: Sequence[Any], remove: Sequence[Any]) -> list[Any]:
+        handles = []
+        for where, items in (("add", add), ("remove", remove)):
+            for i, item in enumerate(_listed(items, where)):
+                try:
+                    if where == "add":
+                        handles.append(self._add_entry(tx, item))
+                    else:
+                        self._remove(tx, _handle(item), top=True)
+                except Refused as refusal:
+                    refusal.data.update({"rolled_back": True, "in": where, "index": i})
+                    raise
+        return handles
+
+    def _add_entry(self, tx: _Tx, item: Any) -> int | list[int]:
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+            raise Refused(
+                "shape",
+                "an added entry is (sentence, context) or (sentence, context, options)",
+                {},
+            )
+        opts = item[2] if len(item) == 3 else {}
+        if opts is None:
+            opts = {}
+        if not isinstance(opts, dict):
+            raise Refused("bad-option", "options must be a mapping", {})
+        return self._add(tx, item[0], item[1], opts)
+
+    # ---------------------------------------------------------------- adding
+
+    def _add(self, tx: _Tx, sentence: Any, context: Any, opts: dict[str, Any]) -> int | list[int]:
+        unknown = set(opts) - WRITE_OPTIONS
+        if unknown:
+            name = sorted(unknown)[0]
+            raise Refused(
+                "unknown-option",
+                f"unknown option {name!r}; known: creator, provenance, strength",
+                {"option": name, "known": sorted(WRITE_OPTIONS)},
+            )
+        strength = STRENGTHS.get(opts.get("strength") or "default")
+        if strength is None:
+            raise Refused(
+                "bad-option",
+                f"strength must be 'default' or 'monotonic', not {opts.get('strength')!r}",
+                {"option": "strength", "value": str(opts.get("strength"))},
+            )
+        creator = opts.get("creator")
+        if creator is not None and not isinstance(creator, str):
+            raise Refused("bad-option", "creator must be a string", {"option": "creator"})
+        extra = _provenance(opts.get("provenance"))
+        entries = checks.prepare(sentence, context)
+        handles = [self._store_entry(tx, e, strength, creator, extra) for e in entries]
+        return handles[0] if len(handles) == 1 and entries[0].rule is None else handles
+
+    def _store_entry(
+        self, tx: _Tx, entry: Entry, strength: int, creator: str | None, extra: dict | None
+    ) -> int:
+        atom = entry.atom
+        if atom[0] is GENL_CX:
+            strength = MONOTONIC  # genlCx edges are always held monotonic
+        node = self._index.find(entry.text, entry.context, entry.positive)
+        if node is not None:
+            self._strengthen(tx, node, strength)
+            self._merge_provenance(tx, node, creator, extra)
+            return node.handle
+        self._check_state(tx, entry)
+        node = Node(
+            self._next_handle,
+            atom,
+            entry.text,
+            entry.context,
+            entry.positive,
+            True,
+            strength,
+            creator,
+            _now(),
+            extra,
+        )
+        self._next_handle += 1
+        self._link(tx, node)
+        return node.handle
+
+    def _check_state(self, tx: _Tx, entry: Entry) -> None:
+        """The checks that read the store: handles, cycles, arity declarations."""
+        for handle in entry.handles:
+            if handle not in self._index.by_handle:
+                raise Refused(
+                    "unknown-handle",
+                    f"(sentexHandle {handle}) names no stored sentex",
+                    {"handle": handle},
+                )
+        atom = entry.atom
+        if atom[0] is GENL_CX and self._hierarchy.would_cycle(atom[1].name, atom[2].name):
+            raise Refused(
+                "not-well-formed",
+                f"{entry.text} would make a cycle: {atom[2].name} already sees {atom[1].name}",
+                {"sentence": entry.text},
+            )
+        atoms = (
+            [atom]
+            if entry.rule is None
+            else [a for _, a in entry.rule.antecedents] + [entry.rule.consequent[1]]
+        )
+        for a in atoms:
+            declared = self._declared_arity(a[0], entry.context, tx)
+            if declared is not None and declared != len(a) - 1:
+                raise Refused(
+                    "arity",
+                    f"{a[0].name} takes {declared} argument(s), not {len(a) - 1}",
+                    {"predicate": a[0].name, "declared": declared, "given": len(a) - 1},
+                )
+
+    def _strengthen(self, tx: _Tx, node: Node, strength: int) -> None:
+        if not node.premise:
+            self._set(tx, node, "premise", True)
+            self._set(tx, node, "strength", strength)
+        elif strength > node.strength:
+            self._set(tx, node, "strength", strength)
+        else:
+            return
+        tx.seeds.add(node)
+
+    def _merge_provenance(
+        self, tx: _Tx, node: Node, creator: str | None, extra: dict | None
+    ) -> None:
+        if creator is not None and node.creator is None:
+            self._set(tx, node, "creator", creator)
+        if extra:
+            current = node.extra or {}
+            new = {k: v for k, v in extra.items() if k not in current}
+            if new:
+                self._set(tx, node, "extra", {**current, **new})
+
+    def _set(self, tx: _Tx, node: Node, attr: str, value: Any) -> None:
+        old = getattr(node, attr)
+        setattr(node, attr, value)
+        tx.undo.append(lambda: setattr(node, attr, old))
+        if node.handle not in tx.added:
+            tx.touched.add(node)
+
+    # ---------------------------------------------------------------- removing
+
+    def _remove(self, tx: _Tx, handle: int, top: bool = True) -> None:
+        node = self._index.by_handle.get(handle)
+        if node is None:
+            return
+        if not node.premise:
+            raise Refused(
+                "not-a-premise",
+                f"sentex {handle} was derived, not asserted; retract what it rests on (see why())",
+                {"handle": handle},
+            )
+        self._set(tx, node, "premise", False)
+        if node.justs:
+            tx.seeds.add(node)
+        else:
+            self._delete(tx, node, "retracted")
+
+    def _delete(self, tx: _Tx, first: Node, reason: str) -> None:
+        """Remove `first` and, transitively, what rested only on it or follows it."""
+        queue = deque([(first, reason)])
+        by_handle = self._index.by_handle
+        while queue:
+            node, why = queue.popleft()
+            if by_handle.get(node.handle) is not node:
+                continue
+            for j in list(node.justs or ()):
+                self._drop_just(tx, j)
+            self._unlink(tx, node)
+            if node.handle in tx.added:
+                del tx.added[node.handle]
+            else:
+                tx.deleted[node.handle] = (node, why)
+            tx.removed_sentexes += 1
+            tx.seeds.update(self._index.same_atom(node.text))
+            for j in list(node.uses or ()):
+                self._drop_just(tx, j)
+                concl = j.conclusion
+                if not concl.premise and not concl.justs:
+                    queue.append((concl, "unsupported"))
+            for referrer in list(self._referrers.get(node.handle, ())):
+                if self._follows_target(referrer, tx):
+                    queue.append((referrer, "retracted"))
+
+    def _follows_target(self, node: Node, tx: _Tx) -> bool:
+        """Is node's predicate marked target-following where node is stored?"""
+        return self._declared(TARGET_FOLLOWING, node.atom[0], node.context, tx) is not None
+
+    # ---------------------------------------------------------------- linking
+
+    def _link_quiet(self, node: Node) -> None:
+        """Put a node in every structure that knows stored nodes (no undo, no checks)."""
+        self._index.link(node)
+        atom = node.atom
+        functor = atom[0]
+        for handle in _handles_in(atom):
+            self._referrers.setdefault(handle, set()).add(node)
+        if functor is GENL_CX:
+            self._hierarchy.add_edge(atom[1].name, atom[2].name)
+        elif functor is EXCEPT:
+            self._masks.setdefault(atom[1][1], []).append(node)
+        elif functor is IMPLIES:
+            rule = compile_rule(atom)
+            self._rules[node] = rule
+            for i, (positive, pattern) in enumerate(rule.antecedents):
+                self._rules_by_literal.setdefault((pattern[0], positive), []).append((node, i))
+
+    def _unlink_quiet(self, node: Node) -> None:
+        self._index.unlink(node)
+        atom = node.atom
+        functor = atom[0]
+        for handle in _handles_in(atom):
+            refs = self._referrers[handle]
+            refs.discard(node)
+            if not refs:
+                del self._referrers[handle]
+        if functor is GENL_CX:
+            self._hierarchy.remove_edge(atom[1].name, atom[2].name)
+        elif functor is EXCEPT:
+            masks = self._masks[atom[1][1]]
+            masks.remove(node)
+            if not masks:
+                del self._masks[atom[1][1]]
+        elif node in self._rules:
+            rule = self._rules.pop(node)
+            for i, (positive, pattern) in enumerate(rule.antecedents):
+                entries = self._rules_by_literal[(pattern[0], positive)]
+                entries.remove((node, i))
+                if not entries:
+                    del self._rules_by_literal[(pattern[0], positive)]
+
+    def _link(self, tx: _Tx, node: Node) -> None:
+        self._link_quiet(node)
+        tx.undo.append(lambda: self._unlink_quiet(node))
+        tx.added[node.handle] = node
+        tx.seeds.add(node)
+        self._note_structure(tx, node, added=True)
+
+    def _unlink(self, tx: _Tx, node: Node) -> None:
+        self._unlink_quiet(node)
+        tx.undo.append(lambda: self._link_quiet(node))
+        self._note_structure(tx, node, added=False)
+
+    def _note_structure(self, tx: _Tx, node: Node, added: bool) -> None:
+        functor = node.atom[0]
+        if functor is GENL_CX:
+            tx.full = True
+        elif functor is EXCEPT:
+            tx.masks.append((node, added))
+            target = self._index.by_handle.get(node.atom[1][1])
+            if target is not None:
+                tx.seeds.add(target)
+        elif node in self._rules:
+            if added:
+                tx.new_rules.append(node)
+        elif added:
+            tx.fire.append(node)
+
+    def _attach(self, j: Justification) -> None:
+        concl = j.conclusion
+        if concl.justs is None:
+            concl.justs = []
+        concl.justs.append(j)
+        for support in j.supports():
+            if support.uses is None:
+                support.uses = []
+            support.uses.append(j)
+
+    def _detach(self, j: Justification) -> None:
+        concl = j.conclusion
+        concl.justs.remove(j)
+        if not concl.justs:
+            concl.justs = None
+        for support in j.supports():
+            support.uses.remove(j)
+            if not support.uses:
+                support.uses = None
+
+    def _add_just(self, tx: _Tx, j: Justification) -> None:
+        self._attach(j)
+        tx.undo.append(lambda: self._detach(j))
+        tx.new_justs[j.id] = j
+        tx.seeds.add(j.conclusion)
+
+    def _drop_just(self, tx: _Tx, j: Justification) -> None:
+        self._detach(j)
+        tx.undo.append(lambda: self._attach(j))
+        if tx.new_justs.pop(j.id, None) is None:
+            tx.dead_justs[j.id] = j
+            tx.removed_justifications += 1
+        tx.seeds.add(j.conclusion)
+
+    # ---------------------------------------------------------------- declarations
+
+    def _in_force(self, node: Node, tx: _Tx | None) -> bool:
+        # a declaration added earlier in the same write is in force for later entries
+        return node.believed or (tx is not None and node.premise and node.handle in tx.added)
+
+    def _declared(self, functor: Sym, subject: Any, context: str, tx: _Tx | None) -> Node | None:
+        """A `(functor subject …)` declaration in force and visible at `context`."""
+        findex = self._index.by_functor.get(functor)
+        if findex is None or not findex.args:
+            return None
+        up = self._hierarchy.up(context)
+        for node in members(findex.args[0].get(subject)):
+            if node.positive and node.context in up and self._in_force(node, tx):
+                return node
+        return None
+
+    def _declared_arity(self, functor: Sym, context: str, tx: _Tx | None) -> int | None:
+        node = self._declared(ARITY, functor, context, tx)
+        if node is None or len(node.atom) != 3 or type(node.atom[2]) is not int:
+            return None
+        return node.atom[2]
+
+    def _functional_predicates(self) -> set[Sym]:
+        return {
+            n.atom[1]
+            for n in self._index.with_functor(FUNCTIONAL)
+            if n.believed and n.positive and len(n.atom) == 2 and type(n.atom[1]) is Sym
+        }
+
+    # ================================================================ settle: rules + belief
+
+    def _settle(self, tx: _Tx) -> None:
+        if tx.full:
+            if self._rules:
+                self._rederive_all(tx)
+            self._relabel(list(self._index.by_handle.values()), tx)
+        else:
+            if self._rules and (tx.fire or tx.new_rules):
+                self._fire(tx)
+            if tx.seeds:
+                self._relabel(self._closure(tx.seeds), tx)
+        tx.changes = self._changes(tx)
+
+    def _fire(self, tx: _Tx) -> None:
+        """Semi-naive forward chaining from the new rules and the new nodes."""
+        for rule_node in tx.new_rules:
+            if self._index.by_handle.get(rule_node.handle) is not rule_node:
+                continue
+            rule = self._rules[rule_node]
+            for binding, antecedents in list(
+                solve(self._index, list(rule.antecedents), {}, _any_node)
+            ):
+                self._conclude(tx, rule_node, rule, binding, antecedents)
+        queue = tx.fire
+        while queue:
+            node = queue.pop()
+            if self._index.by_handle.get(node.handle) is not node:
+                continue
+            for rule_node, i in list(self._rules_by_literal.get((node.atom[0], node.positive), ())):
+                rule = self._rules[rule_node]
+                binding = match(rule.antecedents[i][1], node.atom, {})
+                if binding is None:
+                    continue
+                others = [lit for k, lit in enumerate(rule.antecedents) if k != i]
+                for full, rest in list(solve(self._index, others, binding, _any_node)):
+                    antecedents = rest[:i] + (node,) + rest[i:]
+                    self._conclude(tx, rule_node, rule, full, antecedents)
+
+    def _conclude(
+        self, tx: _Tx, rule_node: Node, rule: Rule, binding: dict, antecedents: tuple[Node, ...]
+    ) -> None:
+        contexts = {rule_node.context, *(a.context for a in antecedents)}
+        placements = self._hierarchy.maximal_common_descendants(contexts)
+        if not placements:
+            return  # reported by violations()
+        positive, pattern = rule.consequent
+        atom = _substitute(pattern, binding)
+        try:
+            text = show(atom)
+        except Refused as refusal:
+            raise Refused(
+                "derivation-limit",
+                f"a rule derived a sentence past the limits: {refusal.message}",
+                {"rule": rule_node.handle},
+            ) from None
+        depth = 1 + max((tx.depth.get(a, 0) for a in antecedents), default=0)
+        for ctx in placements:
+            node = self._index.find(text, ctx, positive)
+            if node is None:
+                node = tx.limbo.pop((text, ctx, positive), None)
+                if node is not None:
+                    self._link_quiet(node)
+                    tx.undo.append(lambda n=node: self._unlink_quiet(n))
+                    tx.fire.append(node)
+                else:
+                    if depth > self.max_depth:
+                        raise Refused(
+                            "derivation-limit",
+                            f"derivations chained deeper than {self.max_depth} in one write",
+                            {"limit": self.max_depth, "rule": rule_node.handle},
+                        )
+                    node = Node(
+                        self._next_handle,
+                        atom,
+                        text,
+                        ctx,
+                        positive,
+                        False,
+                        DEFAULT,
+                        None,
+                        _now(),
+                        None,
+                    )
+                    self._next_handle += 1
+                    self._link(tx, node)
+                    tx.depth[node] = depth
+            elif any(
+                j.rule is rule_node and j.antecedents == antecedents for j in node.justs or ()
+            ):
+                continue
+            tx.derivations += 1
+            if tx.derivations > self.max_derivations:
+                raise Refused(
+                    "derivation-limit",
+                    f"one write derived more than {self.max_derivations} conclusions",
+                    {"limit": self.max_derivations},
+                )
+            self._add_just(tx, Justification(self._next_just, node, rule_node, antecedents))
+            self._next_just += 1
+
+    def _rederive_all(self, tx: _Tx) -> None:
+        """After a hierarchy change: recompute every justification from the premises.
+
+        Derived nodes that are derived again keep their handles (they wait in `limbo`);
+        those that are not are deleted as unsupported.
+        """
+        for node in list(self._index.by_handle.values()):
+            for j in list(node.justs or ()):
+                self._drop_just(tx, j)
+        for node in list(self._index.by_handle.values()):
+            if not node.premise:
+                self._unlink_quiet(node)
+                tx.undo.append(lambda n=node: self._link_quiet(n))
+                tx.limbo[(node.text, node.context, node.positive)] = node
+        tx.fire = [n for n in self._index.by_handle.values() if n not in self._rules]
+        tx.new_rules = list(self._rules)
+        self._fire(tx)
+        for node in tx.limbo.values():
+            if node.handle in tx.added:
+                del tx.added[node.handle]
+            else:
+                tx.deleted[node.handle] = (node, "unsupported")
+            tx.removed_sentexes += 1
+            for referrer in list(self._referrers.get(node.handle, ())):
+                if self._follows_target(referrer, tx):
+                    self._delete(tx, referrer, "retracted")
+        tx.limbo.clear()
+
+    def _closure(self, seeds: Iterable[Node]) -> list[Node]:
+        """Seeds plus everything whose belief can depend on them."""
+        by_handle = self._index.by_handle
+        seen: set[Node] = set()
+        stack = [n for n in seeds if by_handle.get(n.handle) is n]
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            for j in node.uses or ():
+                stack.append(j.conclusion)
+            if node.text in self._index.two_sided:
+                stack.extend(self._index.same_atom(node.text))
+        return list(seen)
+
+    def _relabel(self, nodes: list[Node], tx: _Tx | None) -> None:
+        """Recompute belief for `nodes` (a set closed under dependence).
+
+        Stratum 1: monotonic support (premises held monotonic, rules and antecedents all
+        monotonic). Then defeat: a node without monotonic support is defeated by a
+        monotonic contrary that some common context sees unmasked. Stratum 2: support at
+        any strength for the undefeated. Least fixed points, so arrival order is moot.
+        """
+        region = set(nodes)
+        old = {n: (n.believed, n.mono, n.defeated) for n in nodes}
+        if tx is not None:
+            for n, flags in old.items():
+                tx.old_belief.setdefault(n, flags)
+        for n in nodes:
+            n.believed = n.mono = n.defeated = False
+        masks = self._masks
+
+        def unmasked(j: Justification) -> bool:
+            if not masks:
+                return True
+            ctx = j.conclusion.context
+            return not any(self._masked_at(s, ctx) for s in j.supports())
+
+        # stratum 1: monotonic
+        self._propagate(
+            region,
+            [n for n in nodes if n.premise and n.strength == MONOTONIC],
+            lambda s: s.mono,
+            "mono",
+            unmasked,
+        )
+        # defeat
+        for n in nodes:
+            if not n.mono and n.text in self._index.two_sided:
+                n.defeated = any(
+                    other.mono
+                    and other.positive is not n.positive
+                    and self._clash_visible(n, other)
+                    for other in self._index.same_atom(n.text)
+                )
+        # stratum 2: any strength
+        for n in nodes:
+            if n.mono:
+                n.believed = True
+        self._propagate(
+            region,
+            [n for n in nodes if not n.believed and n.premise and not n.defeated],
+            lambda s: s.believed,
+            "believed",
+            unmasked,
+            skip=lambda n: n.defeated,
+        )
+
+    def _propagate(self, region, starts, holds, flag, valid, skip=lambda n: False) -> None:
+        missing: dict[Justification, int] = {}
+        for n in region:
+            if getattr(n, flag) or skip(n):
+                continue
+            for j in n.justs or ():
+                count = sum(1 for s in j.supports() if not holds(s))
+                missing[j] = count
+                if count == 0 and valid(j):
+                    starts.append(n)
+        queue = deque(starts)
+        while queue:
+            n = queue.popleft()
+            if getattr(n, flag) or skip(n):
+                continue
+            setattr(n, flag, True)
+            if flag == "mono":
+                n.believed = True
+            for j in n.uses or ():
+                concl = j.conclusion
+                if concl not in region or getattr(concl, flag) or j not in missing:
+                    continue
+                missing[j] -= 1
+                if missing[j] == 0 and valid(j) and not skip(concl):
+                    queue.append(concl)
+
+    def _masked_at(self, node: Node, ctx: str) -> bool:
+        """Is `node` hidden at `ctx` by a mask stored in a context `ctx` sees?"""
+        masks = self._masks.get(node.handle)
+        if not masks:
+            return False
+        up = self._hierarchy.up(ctx)
+        return any(m.context in up for m in masks)
+
+    def _clash_visible(self, a: Node, b: Node) -> bool:
+        """Does some context see both `a` and `b`, with neither masked there?"""
+        hierarchy = self._hierarchy
+        plain = not (self._masks.get(a.handle) or self._masks.get(b.handle))
+        if plain and (a.context in hierarchy.up(b.context) or b.context in hierarchy.up(a.context)):
+            return True
+        common = hierarchy.down(a.context) & hierarchy.down(b.context)
+        if plain:
+            return bool(common)
+        return any(not self._masked_at(a, c) and not self._masked_at(b, c) for c in common)
+
+    # ---------------------------------------------------------------- commit
+
+    def _changes(self, tx: _Tx) -> tuple[list[Change], list[Change]]:
+        added: list[Change] = []
+        removed: list[Change] = []
+        for node, (was, _, _) in tx.old_belief.items():
+            gone = node.handle in tx.deleted or node.handle not in self._index.by_handle
+            if gone:
+                continue
+            if node.believed and not was:
+                added.append(_change(node))
+            elif was and not node.believed:
+                removed.append(_change(node, "defeated" if node.defeated else "unsupported"))
+        for node, why in tx.deleted.values():
+            if tx.old_belief.get(node, (node.believed,))[0]:
+                removed.append(_change(node, why))
+        for mask, was_added in tx.masks:
+            target = self._index.by_handle.get(mask.atom[1][1])
+            if target is None or not target.believed:
+                continue
+            if was_added and mask.handle in self._index.by_handle:
+                removed.append(_change(target, "excepted", mask.context))
+            elif not was_added and mask.handle not in self._index.by_handle:
+                added.append(_change(target, None, mask.context))
+        added.sort(key=lambda c: c.public["handle"])
+        removed.sort(key=lambda c: c.public["handle"])
+        return added, removed
+
+    def _commit(self, tx: _Tx) -> int | None:
+        """Make the transaction durable; returns its seq, or None if it changed nothing."""
+        added, removed = tx.changes
+        upserts = [n for n in tx.added.values()]
+        upserts.extend(
+            n for n in tx.touched if n.handle not in tx.deleted and n.handle not in tx.added
+        )
+        if not (upserts or tx.deleted or tx.new_justs or tx.dead_justs or added or removed):
+            return None
+        seq = self._seq + 1
+        entry = LogEntry(seq, tx.op, _now(), [c.public for c in added], [c.public for c in removed])
+        self._store.commit(
+            Commit(
+                entry,
+                self._next_handle,
+                upserts,
+                [h for h in tx.deleted],
+                list(tx.new_justs.values()),
+                list(tx.dead_justs),
+            )
+        )
+        self._seq = seq
+        return seq
+
+    # ================================================================ reads
+
+    def sentex(self, handle: Any) -> Sentex | None:
+        handle = _handle(handle)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            return None if node is None else Sentex.of(node)
+
+    def provenance(self, handle: Any) -> dict[str, Any] | None:
+        handle = _handle(handle)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            return None if node is None else node.provenance()
+
+    def believed(self, handle: Any, ctx: Any = None) -> bool:
+        """Is the sentex believed (and, given `ctx`, visible and unmasked there)?"""
+        handle = _handle(handle)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            if node is None or not node.believed:
+                return False
+            if ctx is None:
+                return True
+            ctx = checks.context_name(ctx, query=True)
+            return node.context in self._hierarchy.up(ctx) and not self._masked_at(node, ctx)
+
+    def why(self, handle: Any) -> dict[str, Any] | None:
+        """The justification tree: premises at the leaves, rules and antecedents above."""
+        handle = _handle(handle)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            return None if node is None else self._why(node, frozenset())
+
+    def _why(self, node: Node, path: frozenset[Node]) -> dict[str, Any]:
+        tree: dict[str, Any] = {
+            "handle": node.handle,
+            "sentence": node.full_text,
+            "context": node.context,
+            "believed": node.believed,
+            "premise": node.premise,
+        }
+        if node in path:
+            tree["cycle"] = True
+            return tree
+        path = path | {node}
+        tree["justifications"] = [
+            {
+                "rule": j.rule.handle,
+                "rule_sentence": j.rule.full_text,
+                "antecedents": [self._why(a, path) for a in j.antecedents],
+            }
+            for j in sorted(node.justs or (), key=lambda j: j.id)
+        ]
+        return tree
+
+    def why_not(self, handle: Any, ctx: Any = None) -> str | None:
+        """Why a sentex is not believed: retracted, defeated, unsupported, excepted,
+        not-visible (at `ctx`) or not-stored; None when it is believed."""
+        handle = _handle(handle)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            if node is None:
+                return "retracted" if handle < self._next_handle else "not-stored"
+            if not node.believed:
+                return "defeated" if node.defeated else "unsupported"
+            if ctx is None:
+                return "excepted" if self._masks.get(handle) else None
+            ctx = checks.context_name(ctx, query=True)
+            if node.context not in self._hierarchy.up(ctx):
+                return "not-visible"
+            return "excepted" if self._masked_at(node, ctx) else None
+
+    def sentexes_matching(self, pattern: Any, ctx: Any) -> list[Sentex]:
+        """Believed sentexes stored in exactly `ctx` (a variable: any) unifying with
+        `pattern`. No inheritance; `CxEverything` reads every stored one."""
+        literals = _goal_literals(pattern)
+        if len(literals) != 1:
+            raise Refused("shape", "sentexes_matching takes one pattern, not a conjunction", {})
+        positive, atom = literals[0]
+        ctx_name = checks.context_name(ctx, query=True)
+        with self._lock:
+            out = []
+            everything = ctx_name == EVERYTHING
+            anywhere = ctx_name.startswith("?")
+            for node in self._index.candidates(atom, {}):
+                if node.positive is not positive or match(atom, node.atom, {}) is None:
+                    continue
+                if not everything:
+                    if not node.believed:
+                        continue
+                    if not anywhere and node.context != ctx_name:
+                        continue
+                    if self._masks and self._masked_at(node, node.context):
+                        continue
+                out.append(Sentex.of(node))
+            out.sort(key=lambda s: (s.text, s.context))
+            return out
+
+    def query(self, goal: Any, ctx: Any, *, limit: int | None = None) -> list[dict[str, Any]]:
+        """Solutions of `goal` (a literal or a list of them, joined on shared variables)
+        read at `ctx` through its ancestor set, as binding maps keyed by "?var".
+
+        A variable `ctx` reads everywhere and binds the witness context; `CxEverything`
+        reads every stored sentex, believed or not. Results are ordered by content.
+        """
+        literals = _goal_literals(goal)
+        ctx_name = checks.context_name(ctx, query=True)
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise Refused("bad-option", "limit must be a non-negative integer", {"option": "limit"})
+        with self._lock:
+            accept = self._acceptor(ctx_name)
+            seen: dict[tuple, dict[str, Any]] = {}
+            for binding, _ in solve(self._index, literals, {}, accept):
+                out = {v.text: value for v, value in binding.items()}
+                k = tuple((name, key(value)) for name, value in sorted(out.items()))
+                if k not in seen:
+                    seen[k] = out
+            results = list(seen.values())
+        if len(results) > 1:
+            results.sort(key=_solution_order)
+        return results if limit is None else results[:limit]
+
+    def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
+        if ctx == EVERYTHING:
+            return _any_node
+        masks = self._masks
+        if ctx.startswith("?"):
+            var = Var(ctx)
+
+            def anywhere(node: Node, binding: dict) -> dict | None:
+                if not node.believed or (masks and self._masked_at(node, node.context)):
+                    return None
+                witness = Sym(node.context)
+                bound = binding.get(var)
+                if bound is None:
+                    binding = dict(binding)
+                    binding[var] = witness
+                    return binding
+                return binding if bound is witness else None
+
+            return anywhere
+        up = self._hierarchy.up(ctx)
+
+        def at_context(node: Node, binding: dict) -> dict | None:
+            if node.believed and node.context in up:
+                if masks and self._masked_at(node, ctx):
+                    return None
+                return binding
+            return None
+
+        return at_context
+
+    def argue(self, sentence: Any, ctx: Any) -> str:
+        """ "true", "false", "contradiction" (both believed) or "unknown" at `ctx`."""
+        positive, atom = _goal_literals(sentence)[0]
+        ctx_name = checks.context_name(ctx, query=True)
+        text = show(atom)
+        if not is_ground(atom):
+            raise Refused("not-ground", "argue takes a ground sentence", {"sentence": text})
+        with self._lock:
+            accept = self._acceptor(ctx_name)
+            sides = {n.positive for n in self._index.same_atom(text) if accept(n, {}) is not None}
+        if len(sides) == 2:
+            return "contradiction"
+        if not sides:
+            return "unknown"
+        return "true" if (positive in sides) else "false"
+
+    def contradictions(self, ctx: Any = None) -> list[dict[str, Any]]:
+        """Dilemmas (default vs default) a reader at `ctx` can see (None: all)."""
+        return self._clashes(ctx, monotonic=False)
+
+    def conflicts(self, ctx: Any = None) -> list[dict[str, Any]]:
+        """Clashes between monotonic sentexes a reader at `ctx` can see (None: all)."""
+        return self._clashes(ctx, monotonic=True)
+
+    def _clashes(self, ctx: Any, monotonic: bool) -> list[dict[str, Any]]:
+        ctx_name = None if ctx is None else checks.context_name(ctx, query=True)
+        with self._lock:
+            visible = None if ctx_name is None else self._acceptor(ctx_name)
+            groups: list[list[Node]] = []
+            for text in sorted(self._index.two_sided):
+                nodes = [
+                    n
+                    for n in self._index.same_atom(text)
+                    if n.believed
+                    and n.mono == monotonic
+                    and (visible is None or visible(n, {}) is not None)
+                ]
+                pos = [n for n in nodes if n.positive]
+                neg = [n for n in nodes if not n.positive]
+                members_: set[Node] = set()
+                for p in pos:
+                    for q in neg:
+                        if visible is not None or self._clash_visible(p, q):
+                            members_.update((p, q))
+                if members_:
+                    groups.append(sorted(members_, key=lambda n: n.handle))
+            for functor in sorted(self._functional_predicates(), key=lambda s: s.name):
+                groups.extend(self._functional_clashes(functor, visible, monotonic))
+            return [_clash_entry(g) for g in groups]
+
+    def _functional_clashes(self, functor: Sym, visible, monotonic: bool) -> list[list[Node]]:
+        by_prefix: dict[str, list[Node]] = {}
+        for n in self._index.with_functor(functor):
+            if n.believed and n.positive and len(n.atom) >= 2:
+                if visible is None or visible(n, {}) is not None:
+                    by_prefix.setdefault(show(n.atom[:-1]), []).append(n)
+        groups = []
+        for prefix in sorted(by_prefix):
+            nodes = by_prefix[prefix]
+            members_: set[Node] = set()
+            for a in nodes:
+                for b in nodes:
+                    if a is not b and not same(a.atom[-1], b.atom[-1]):
+                        if (a.mono and b.mono) == monotonic and (
+                            visible is not None or self._clash_visible(a, b)
+                        ):
+                            members_.update((a, b))
+            if members_:
+                groups.append(sorted(members_, key=lambda n: n.handle))
+        return groups
+
+    def violations(self) -> list[dict[str, Any]]:
+        """Rule firings that found no context to place their conclusion in."""
+        with self._lock:
+            out = []
+            for rule_node, rule in self._rules.items():
+                for binding, antecedents in solve(
+                    self._index, list(rule.antecedents), {}, _any_node
+                ):
+                    contexts = {rule_node.context, *(a.context for a in antecedents)}
+                    if not self._hierarchy.maximal_common_descendants(contexts):
+                        positive, pattern = rule.consequent
+                        atom = _substitute(pattern, binding)
+                        out.append(
+                            {
+                                "rule": rule_node.handle,
+                                "antecedents": [a.handle for a in antecedents],
+                                "conclusion": show(atom if positive else (NOT, atom)),
+                                "contexts": sorted(contexts),
+                            }
+                        )
+            out.sort(key=lambda v: (v["rule"], v["antecedents"]))
+            return out
+
+    def context_up(self, ctx: Any) -> frozenset[str]:
+        """`ctx` and every context it sees, CxUniverse included."""
+        name = checks.context_name(ctx)
+        with self._lock:
+            return self._hierarchy.up(name)
+
+    def context_down(self, ctx: Any) -> frozenset[str]:
+        """`ctx` and every context that sees it."""
+        name = checks.context_name(ctx)
+        with self._lock:
+            return self._hierarchy.down(name)
+
+    def sees(self, ctx: Any, other: Any) -> bool:
+        return checks.context_name(other) in self.context_up(ctx)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            nodes = self._index.by_handle.values()
+            believed = sum(1 for n in nodes if n.believed)
+            premises = sum(1 for n in nodes if n.premise)
+            justifications = sum(len(n.justs) for n in nodes if n.justs)
+            contexts = set(self._index.per_context) | self._hierarchy.known()
+            return {
+                "sentexes": len(self._index.by_handle),
+                "believed": believed,
+                "premises": premises,
+                "derived": len(self._index.by_handle) - premises,
+                "rules": len(self._rules),
+                "justifications": justifications,
+                "contexts": len(contexts),
+                "seq": self._seq,
+            }
+
+    @property
+    def seq(self) -> int:
+        """The global log sequence number of the last durable write."""
+        return self._seq
+
+    def changes(self, since: int = 0, limit: int = 1000) -> dict[str, Any]:
+        """The durable change log after global seq `since`: `{entries, seq, too_old}`.
+
+        `too_old` is True when the log was compacted past `since`: resnapshot.
+        """
+        if type(since) is not int or since < 0:
+            raise Refused(
+                "bad-cursor", "since must be a non-negative integer seq", {"since": since}
+            )
+        with self._lock:
+            floor = self._store.floor()
+            if since < floor:
+                return {"entries": [], "seq": self._seq, "too_old": True, "floor": floor}
+            entries = self._store.changes(since, max(1, min(limit, 10_000)))
+            return {
+                "entries": [
+                    {"seq": e.seq, "op": e.op, "at": e.at, "added": e.added, "removed": e.removed}
+                    for e in entries
+                ],
+                "seq": self._seq,
+                "too_old": False,
+                "floor": floor,
+            }
+
+    def compact_log(self, keep: int) -> int:
+        """Keep only the newest `keep` change-log entries; returns how many were dropped."""
+        with self._lock:
+            return self._store.compact(keep)
+
+    # ================================================================ feed
+
+    def watch(self, callback: Callable[[Event], Any], goal: Any = None, ctx: Any = None) -> int:
+        """Call `callback(event)` after each durable write that changes belief.
+
+        With a goal, only matching changes in `context_up(ctx)` (a variable ctx watches
+        everywhere and binds the witness). Returns a token for `unwatch`.
+        """
+        if not callable(callback):
+            raise Refused("not-watchable", "the callback must be callable", {})
+        literal_ = None
+        goal_text = None
+        if goal is not None:
+            literals = _goal_literals(goal)
+            if len(literals) != 1:
+                raise Refused("not-watchable", "a standing query watches one literal", {})
+            literal_ = literals[0]
+            goal_text = show(literal_[1] if literal_[0] else (NOT, literal_[1]))
+        ctx_name = None
+        if ctx is not None:
+            if goal is None:
+                raise Refused(
+                    "not-watchable",
+                    "a context without a goal is not watchable; give a goal (e.g. (?p ?x)) or neither",
+                    {},
+                )
+            ctx_name = checks.context_name(ctx, query=True)
+            if ctx_name == EVERYTHING:
+                raise Refused("not-watchable", "CxEverything is not watchable", {})
+        with self._lock:
+            return self._feed.add(callback, literal_, ctx_name, goal_text)
+
+    def unwatch(self, token: Any) -> bool:
+        with self._lock:
+            return self._feed.remove(token)
+
+    def watchers(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return self._feed.describe()
+
+
+# ==================================================================== helpers
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _handle(value: Any) -> int:
+    if type(value) is not int or value <= 0:
+        raise Refused(
+            "bad-handle",
+            f"a handle is a positive integer, not {value!r:.40}",
+            {"handle": repr(value)},
+        )
+    return value
+
+
+def _listed(items: Any, where: str) -> list[Any]:
+    if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple)):
+        raise Refused("shape", f"`{where}` must be a list", {"in": where})
+    return list(items)
+
+
+def _provenance(fields: Any) -> dict[str, Any] | None:
+    if fields is None:
+        return None
+    if not isinstance(fields, dict) or not all(isinstance(k, str) for k in fields):
+        raise Refused(
+            "bad-option", "provenance is a mapping with string keys", {"option": "provenance"}
+        )
+    reserved = sorted(set(fields) & RESERVED_PROVENANCE)
+    if reserved:
+        raise Refused(
+            "reserved-provenance",
+            f"provenance field {reserved[0]!r} is set by Koinii, not by a writer",
+            {"field": reserved[0]},
+        )
+    try:
+        json.dumps(fields)
+    except (TypeError, ValueError):
+        raise Refused(
+            "bad-option", "provenance values must be JSON values", {"option": "provenance"}
+        ) from None
+    return dict(fields) or None
+
+
+def _problem(refusal: Refused, where: str, index: int) -> dict[str, Any]:
+    return {"kind": refusal.kind, "message": refusal.message, "in": where, "index": index}
+
+
+def _any_node(node: Node, binding: dict) -> dict:
+    return binding
+
+
+def _handles_in(atom: tuple) -> list[int]:
+    out = []
+    for arg in atom[1:]:
+        if type(arg) is tuple:
+            if arg[0] is SENTEX_HANDLE and len(arg) == 2 and type(arg[1]) is int:
+                out.append(arg[1])
+            else:
+                out.extend(_handles_in(arg))
+    return out
+
+
+def _substitute(pattern: Any, binding: dict) -> Any:
+    cls = type(pattern)
+    if cls is Var:
+        return binding[pattern]
+    if cls is tuple:
+        return tuple([_substitute(x, binding) for x in pattern])
+    return pattern
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_goal(text: str) -> tuple:
+    return _literals_of(parse(text))
+
+
+def _goal_literals(goal: Any) -> list[tuple[bool, tuple]]:
+    """A goal as literals: text or a term (an `and` is a conjunction) or a list of them."""
+    if isinstance(goal, str):
+        return list(_parse_goal(goal))
+    if isinstance(goal, list):
+        out: list[tuple[bool, tuple]] = []
+        for part in goal:
+            out.extend(_goal_literals(part))
+        if not out:
+            raise Refused("shape", "an empty goal", {})
+        return out
+    return list(_literals_of(goal))
+
+
+def _literals_of(term: Any) -> tuple:
+    if type(term) is not tuple:
+        raise Refused("shape", "a goal is a sentence such as (usesDatabase ?x Postgres)", {})
+    show(term)
+    if term[0] is Sym("and"):
+        return tuple(lit for part in term[1:] for lit in _literals_of(part))
+    return (literal(term, "a goal"),)
+
+
+def _solution_order(solution: dict[str, Any]) -> tuple:
+    return tuple(show(solution[name]) for name in sorted(solution))
+
+
+def _change(node: Node, reason: str | None = None, hidden_in: str | None = None) -> Change:
+    public: dict[str, Any] = {
+        "handle": node.handle,
+        "sentence": node.full_text,
+        "context": node.context,
+    }
+    if reason is not None:
+        public["reason"] = reason
+    if hidden_in is not None:
+        public["hidden_in"] = hidden_in
+    return Change(public, node.positive, node.atom, node.context, hidden_in)
+
+
+def _clash_entry(nodes: list[Node]) -> dict[str, Any]:
+    sides = sorted(
+        (
+            {
+                "handle": n.handle,
+                "sentence": n.full_text,
+                "context": n.context,
+                "strength": n.effective_strength(),
+            }
+            for n in nodes
+        ),
+        key=lambda s: (s["sentence"], s["context"]),
+    )
+    return {"handles": sorted(n.handle for n in nodes), "sides": sides}
+
+
+def open_kb(location: Any = None, **options: Any) -> KB:
+    """Open a knowledge base: None → in memory, a path → SQLite, `postgresql://…`.
+
+    Options: `synchronous` ("normal"/"full", SQLite), `max_depth`, `max_derivations`.
+    The shipped vocabulary (CxCore) is loaded into a new store; loading is idempotent.
+    """
+    from koinii.kb.vocab import install
+
+    engine_opts = {k: options.pop(k) for k in ("max_depth", "max_derivations") if k in options}
+    if location is not None and isinstance(location, os.PathLike):
+        location = os.fspath(location)
+    store = open_store(location, **options)
+    try:
+        kb = KB(store, **engine_opts)
+        install(kb)
+    except BaseException:
+        store.close()
+        raise
+    return kb
+
+
+__all__ = ["KB", "open_kb", "Retracted", "Edited", "Event", "Sentex", "UNIVERSE"]

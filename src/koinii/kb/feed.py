@@ -1,0 +1,151 @@
+"""The in-process change feed: events, standing queries, delivery.
+
+Invariant: one `Event` per durable write that changed belief, carrying that write's
+global `seq`; watchers see events in seq order, each filtered to what its standing query
+(goal + context) matches. Delivery happens after the write is durable, on the writer's
+thread, in registration order; a callback that raises loses only its own delivery.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from koinii.kb.index import match
+from koinii.terms import Sym, Var
+
+log = logging.getLogger("koinii.feed")
+
+
+@dataclass(frozen=True)
+class Event:
+    """What one write changed: sentexes that became believed / stopped being believed.
+
+    Each change is `{handle, sentence, context}` (sentence as canonical text); removals
+    add `reason` (`retracted`, `unsupported`, `defeated`, `excepted`); a mask's effect
+    adds `hidden_in` (the mask's context); a standing query adds `bindings`.
+    """
+
+    seq: int
+    added: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Change:
+    """One change as the engine knows it: the public dict plus the atom to match."""
+
+    public: dict[str, Any]
+    positive: bool
+    atom: tuple
+    context: str
+    hidden_in: str | None = None
+
+
+@dataclass
+class Watcher:
+    token: int
+    callback: Callable[[Event], Any]
+    literal: tuple[bool, tuple] | None  # the standing query's goal, if any
+    context: str | None  # a context name, a variable ("?ctx"), or None for all
+    goal_text: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"token": self.token, "goal": self.goal_text, "context": self.context}
+
+
+class Feed:
+    """Registered watchers and the delivery loop."""
+
+    MAX_ROUNDS = 64  # callbacks that write cause more events; this bounds the cascade
+
+    def __init__(self) -> None:
+        self._watchers: dict[int, Watcher] = {}
+        self._tokens = itertools.count(1)
+        self._pending: list[tuple[int, list[Change], list[Change]]] = []
+        self._delivering = False
+
+    def add(self, callback, literal, context, goal_text) -> int:
+        token = next(self._tokens)
+        self._watchers[token] = Watcher(token, callback, literal, context, goal_text)
+        return token
+
+    def remove(self, token: Any) -> bool:
+        return self._watchers.pop(token, None) is not None
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [w.describe() for w in self._watchers.values()]
+
+    def __bool__(self) -> bool:
+        return bool(self._watchers)
+
+    def publish(self, seq: int, added: list[Change], removed: list[Change], up) -> None:
+        """Deliver one write's changes; `up(ctx)` is the hierarchy's ancestor set."""
+        self._pending.append((seq, added, removed))
+        if self._delivering:
+            return  # a callback wrote: its event goes out after this round
+        self._delivering = True
+        try:
+            rounds = 0
+            while self._pending:
+                rounds += 1
+                if rounds > self.MAX_ROUNDS:
+                    log.warning(
+                        "feed: callbacks kept writing for %d rounds; %d events not delivered "
+                        "(they are in the change log)",
+                        self.MAX_ROUNDS,
+                        len(self._pending),
+                    )
+                    self._pending.clear()
+                    break
+                seq, added, removed = self._pending.pop(0)
+                for watcher in list(self._watchers.values()):
+                    if watcher.token not in self._watchers:
+                        continue
+                    event = _filter(watcher, seq, added, removed, up)
+                    if event is None:
+                        continue
+                    try:
+                        watcher.callback(event)
+                    except Exception:
+                        log.exception(
+                            "feed: watcher %s raised; its delivery is lost", watcher.token
+                        )
+        finally:
+            self._delivering = False
+
+
+def _filter(watcher: Watcher, seq: int, added, removed, up) -> Event | None:
+    if watcher.literal is None and watcher.context is None:
+        return Event(seq, [c.public for c in added], [c.public for c in removed])
+    out_added = [p for c in added if (p := _admit(watcher, c, up)) is not None]
+    out_removed = [p for c in removed if (p := _admit(watcher, c, up)) is not None]
+    if not out_added and not out_removed:
+        return None
+    return Event(seq, out_added, out_removed)
+
+
+def _admit(watcher: Watcher, change: Change, up) -> dict[str, Any] | None:
+    ctx = watcher.context
+    binding: dict[Var, Any] = {}
+    if ctx is not None and not ctx.startswith("?"):
+        visible = up(ctx)
+        if change.context not in visible:
+            return None
+        if change.hidden_in is not None and change.hidden_in not in visible:
+            return None
+    if watcher.literal is None:
+        return change.public
+    positive, pattern = watcher.literal
+    if positive is not change.positive:
+        return None
+    found = match(pattern, change.atom, binding)
+    if found is None:
+        return None
+    bindings = {v.text: value for v, value in found.items()}
+    if ctx is not None and ctx.startswith("?"):
+        bindings[ctx] = Sym(change.context)
+    return {**change.public, "bindings": bindings}

@@ -1,0 +1,263 @@
+"""The in-memory indexes over stored sentexes, and pattern matching against them.
+
+Invariant: a Node is in the indexes exactly while it is stored (`link` / `unlink` are the
+only writers and are inverses). Index keys tell apart values Python calls equal
+(`1`, `1.0`, `True`), so `(p 1)` and `(p true)` never meet in a bucket; `same` is the
+type-aware equality that matching uses for the same reason.
+
+Buckets hold a single Node until a second arrives, then a set: most (functor, position,
+value) keys name one sentex, and a set per key would cost ~200 bytes each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from koinii.kb.sentex import Node
+from koinii.terms import Sym, Var, show, substitute
+
+
+def key(value: Any) -> Any:
+    """A dict key for `value` that keeps bool, int, float and compounds apart."""
+    cls = type(value)
+    if cls is Sym or cls is str or cls is int or cls is Var:
+        return value
+    if cls is tuple:
+        return ("(", show(value))
+    return (cls.__name__, value)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Term equality that does not confuse `1`, `1.0` and `true`."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is tuple:
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def match(pattern: Any, value: Any, binding: dict[Var, Any]) -> dict[Var, Any] | None:
+    """Extend `binding` so that `pattern` equals the ground `value`, or None.
+
+    Returns `binding` itself when nothing new was bound, else a new dict.
+    """
+    cls = type(pattern)
+    if cls is Var:
+        bound = binding.get(pattern, _UNBOUND)
+        if bound is _UNBOUND:
+            extended = dict(binding)
+            extended[pattern] = value
+            return extended
+        return binding if same(bound, value) else None
+    if cls is tuple:
+        if type(value) is not tuple or len(value) != len(pattern):
+            return None
+        for p, v in zip(pattern, value):
+            binding = match(p, v, binding)
+            if binding is None:
+                return None
+        return binding
+    if cls is type(value) and pattern == value:
+        return binding
+    return None
+
+
+_UNBOUND = object()
+
+
+def _add(table: dict, k: Any, node: Node) -> None:
+    bucket = table.get(k)
+    if bucket is None:
+        table[k] = node
+    elif type(bucket) is set:
+        bucket.add(node)
+    else:
+        table[k] = {bucket, node}
+
+
+def _discard(table: dict, k: Any, node: Node) -> None:
+    bucket = table.get(k)
+    if bucket is node:
+        del table[k]
+    elif type(bucket) is set:
+        bucket.discard(node)
+        if len(bucket) == 1:
+            table[k] = next(iter(bucket))
+
+
+def members(bucket: Any) -> Iterable[Node]:
+    if bucket is None:
+        return ()
+    if type(bucket) is set:
+        return bucket
+    return (bucket,)
+
+
+def size(bucket: Any) -> int:
+    if bucket is None:
+        return 0
+    return len(bucket) if type(bucket) is set else 1
+
+
+class FunctorIndex:
+    """Every stored sentex with one functor, and per argument position by value."""
+
+    __slots__ = ("nodes", "args")
+
+    def __init__(self) -> None:
+        self.nodes: set[Node] = set()
+        self.args: list[dict[Any, Any]] = []
+
+
+class Index:
+    """Stored nodes by handle, by atom text, by functor and argument, by context."""
+
+    def __init__(self) -> None:
+        self.by_handle: dict[int, Node] = {}
+        self.by_atom: dict[str, Any] = {}  # atom text -> bucket (both polarities, all contexts)
+        self.by_functor: dict[Sym, FunctorIndex] = {}
+        self.per_context: dict[str, int] = {}
+        # atom texts stored with both polarities: where negation clashes can be
+        self.two_sided: set[str] = set()
+
+    def link(self, node: Node) -> None:
+        self.by_handle[node.handle] = node
+        _add(self.by_atom, node.text, node)
+        if type(self.by_atom[node.text]) is set:
+            self._recheck_sides(node.text)
+        atom = node.atom
+        findex = self.by_functor.get(atom[0])
+        if findex is None:
+            findex = self.by_functor[atom[0]] = FunctorIndex()
+        findex.nodes.add(node)
+        args = findex.args
+        while len(args) < len(atom) - 1:
+            args.append({})
+        for position in range(1, len(atom)):
+            _add(args[position - 1], key(atom[position]), node)
+        self.per_context[node.context] = self.per_context.get(node.context, 0) + 1
+
+    def unlink(self, node: Node) -> None:
+        del self.by_handle[node.handle]
+        _discard(self.by_atom, node.text, node)
+        if node.text in self.two_sided:
+            self._recheck_sides(node.text)
+        atom = node.atom
+        findex = self.by_functor[atom[0]]
+        findex.nodes.discard(node)
+        for position in range(1, len(atom)):
+            _discard(findex.args[position - 1], key(atom[position]), node)
+        left = self.per_context[node.context] - 1
+        if left:
+            self.per_context[node.context] = left
+        else:
+            del self.per_context[node.context]
+
+    def _recheck_sides(self, text: str) -> None:
+        polarities = {n.positive for n in members(self.by_atom.get(text))}
+        if len(polarities) == 2:
+            self.two_sided.add(text)
+        else:
+            self.two_sided.discard(text)
+
+    def find(self, text: str, context: str, positive: bool) -> Node | None:
+        """The stored node with this atom text, context and polarity, if any."""
+        for node in members(self.by_atom.get(text)):
+            if node.context == context and node.positive == positive:
+                return node
+        return None
+
+    def same_atom(self, text: str) -> Iterable[Node]:
+        return members(self.by_atom.get(text))
+
+    def candidates(self, pattern: tuple, binding: dict[Var, Any]) -> Iterable[Node]:
+        """The smallest indexed superset of the nodes that can match `pattern`."""
+        findex = self.by_functor.get(pattern[0])
+        if findex is None:
+            return ()
+        best: Any = findex.nodes
+        best_size = len(best)
+        args = findex.args
+        arity = len(pattern) - 1
+        if arity > len(args):
+            return ()
+        for position in range(arity):
+            term = pattern[position + 1]
+            if type(term) is Var:
+                term = binding.get(term, _UNBOUND)
+                if term is _UNBOUND:
+                    continue
+            elif type(term) is tuple and not _ground(term):
+                term = substitute(term, binding)
+                if not _ground(term):
+                    continue
+            bucket = args[position].get(key(term))
+            n = size(bucket)
+            if n < best_size:
+                if n == 0:
+                    return ()
+                best, best_size = bucket, n
+                if n == 1:
+                    break
+        return members(best) if best is not findex.nodes else best
+
+    def cost(self, pattern: tuple, binding: dict[Var, Any]) -> int:
+        """How many candidates `candidates` would return (for join ordering)."""
+        found = self.candidates(pattern, binding)
+        return len(found) if hasattr(found, "__len__") else sum(1 for _ in found)
+
+    def with_functor(self, functor: Sym) -> Iterator[Node]:
+        findex = self.by_functor.get(functor)
+        return iter(findex.nodes) if findex else iter(())
+
+
+def _ground(term: tuple) -> bool:
+    for x in term:
+        cls = type(x)
+        if cls is Var or (cls is tuple and not _ground(x)):
+            return False
+    return True
+
+
+Literal = tuple  # (positive: bool, pattern: tuple)
+
+
+def solve(
+    index: Index,
+    literals: list[Literal],
+    binding: dict[Var, Any],
+    accept: Any,
+) -> Iterator[tuple[dict[Var, Any], tuple[Node, ...]]]:
+    """Every way to match all `literals` against stored nodes, joined on shared variables.
+
+    `accept(node, binding)` filters each candidate (belief, context) and may extend the
+    binding; it returns the binding to go on with, or None. Yields the final binding and
+    the matched nodes in literal order. The next literal is always the one with the
+    fewest candidates under the binding so far.
+    """
+    chosen: list[Node | None] = [None] * len(literals)
+    yield from _solve(index, list(enumerate(literals)), binding, accept, chosen)
+
+
+def _solve(index, pending, binding, accept, chosen):
+    if not pending:
+        yield binding, tuple(chosen)
+        return
+    pick = 0
+    if len(pending) > 1:
+        costs = [index.cost(lit[1][1], binding) for lit in pending]
+        pick = costs.index(min(costs))
+    position, (positive, pattern) = pending[pick]
+    rest = pending[:pick] + pending[pick + 1 :]
+    for node in index.candidates(pattern, binding):
+        if node.positive is not positive:
+            continue
+        extended = match(pattern, node.atom, binding)
+        if extended is None:
+            continue
+        extended = accept(node, extended)
+        if extended is None:
+            continue
+        chosen[position] = node
+        yield from _solve(index, rest, extended, accept, chosen)

@@ -1,0 +1,101 @@
+"""Forward rules: `(implies A C)` compiled into literals the join can run.
+
+Invariant: a compiled `Rule` is range-restricted (every consequent variable occurs in an
+antecedent) and its consequent is one literal — a conjunctive consequent is split into one
+rule sentence per conjunct before anything is stored, so each stored rule sentex derives
+exactly one kind of conclusion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from koinii.errors import Refused
+from koinii.kb.sentex import NOT
+from koinii.terms import Sym, Term, Var, show, variables
+
+IMPLIES = Sym("implies")
+AND = Sym("and")
+GENL_CX = Sym("genlCx")
+EXCEPT = Sym("except")
+SENTEX_HANDLE = Sym("sentexHandle")
+RESERVED = frozenset({NOT, AND, IMPLIES, GENL_CX, EXCEPT, SENTEX_HANDLE})
+# A rule may not conclude these: the hierarchy, masks and rules are never derived, so
+# belief can be computed over a fixed hierarchy and a fixed set of rules.
+NOT_DERIVABLE = frozenset({NOT, AND, IMPLIES, GENL_CX, EXCEPT, SENTEX_HANDLE})
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A stored rule: antecedent literals and one consequent literal."""
+
+    antecedents: tuple[tuple[bool, tuple], ...]  # (positive, atom pattern)
+    consequent: tuple[bool, tuple]
+
+
+def literal(term: Term, what: str) -> tuple[bool, tuple]:
+    """`(not X)` → (False, X); `X` → (True, X); refuse what is not a literal."""
+    positive = True
+    if type(term) is tuple and term[0] is NOT:
+        if len(term) != 2 or type(term[1]) is not tuple:
+            raise Refused("not-well-formed", f"`not` takes one sentence in {what}", {})
+        positive, term = False, term[1]
+        if term[0] is NOT:
+            raise Refused("not-well-formed", f"double negation in {what}", {})
+    if type(term) is not tuple:
+        raise Refused("not-well-formed", f"{what} must be a sentence, not {show(term)}", {})
+    if term[0] in (AND, IMPLIES):
+        raise Refused("not-well-formed", f"`{term[0].name}` cannot be nested in {what}", {})
+    return positive, term
+
+
+def split(sentence: tuple) -> list[tuple]:
+    """One rule sentence per conjunct of the consequent (the sentence itself if one)."""
+    if len(sentence) != 3:
+        raise Refused(
+            "not-well-formed",
+            "`implies` takes an antecedent and a consequent",
+            {"sentence": show(sentence)},
+        )
+    consequent = sentence[2]
+    if type(consequent) is tuple and consequent[0] is AND:
+        if len(consequent) < 2:
+            raise Refused("not-well-formed", "`and` needs at least one conjunct", {})
+        return [(IMPLIES, sentence[1], conjunct) for conjunct in consequent[1:]]
+    return [sentence]
+
+
+def compile_rule(sentence: tuple) -> Rule:
+    """Check and compile one (already split) rule sentence."""
+    antecedent = sentence[1]
+    if type(antecedent) is tuple and antecedent[0] is AND:
+        if len(antecedent) < 2:
+            raise Refused("not-well-formed", "`and` needs at least one conjunct", {})
+        parts = antecedent[1:]
+    else:
+        parts = (antecedent,)
+    antecedents = tuple(literal(part, "a rule's antecedent") for part in parts)
+    consequent = literal(sentence[2], "a rule's consequent")
+    if consequent[1][0] in NOT_DERIVABLE:
+        raise Refused(
+            "not-well-formed",
+            f"a rule cannot conclude `{consequent[1][0].name}`",
+            {"sentence": show(sentence)},
+        )
+    bound = {v for _, atom in antecedents for v in variables(atom)}
+    unbound = [v for v in variables(consequent[1]) if v not in bound]
+    if unbound:
+        names = ", ".join(v.text for v in unbound)
+        raise Refused(
+            "not-range-restricted",
+            f"the consequent uses {names}, which no antecedent binds",
+            {"variables": [v.text for v in unbound], "sentence": show(sentence)},
+        )
+    return Rule(antecedents, consequent)
+
+
+def is_rule(atom: tuple) -> bool:
+    return atom[0] is IMPLIES
+
+
+__all__ = ["Rule", "compile_rule", "split", "literal", "is_rule", "Var"]

@@ -1,0 +1,141 @@
+"""Sentexes as the engine holds them (`Node`, `Justification`) and as readers see them.
+
+A `Node` is the one in-memory record of a stored sentex: the positive atom, its canonical
+text, the context, polarity, whether it was asserted (a premise) and with what strength,
+its provenance, the justifications that derive it, and the belief flags the labeller
+keeps. Readers never get a Node: they get a frozen `Sentex` snapshot, so nothing outside
+the engine can change belief by accident.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from koinii.terms import Sym, Term, show
+
+NOT = Sym("not")
+DEFAULT, MONOTONIC = 0, 1
+STRENGTHS = {"default": DEFAULT, "monotonic": MONOTONIC}
+STRENGTH_NAMES = ("default", "monotonic")
+
+
+class Node:
+    """One stored sentex (engine-internal, mutable, identity-hashed)."""
+
+    __slots__ = (
+        "handle",
+        "atom",  # the sentence without `not`
+        "text",  # canonical text of `atom`
+        "context",
+        "positive",
+        "premise",  # asserted by a writer (else it exists only by derivation)
+        "strength",  # the premise's strength (DEFAULT / MONOTONIC)
+        "creator",
+        "created",  # epoch ms
+        "extra",  # other provenance fields, or None
+        "justs",  # justifications concluding this node, or None
+        "uses",  # justifications this node is an antecedent (or the rule) of, or None
+        "believed",
+        "mono",  # believed at monotonic strength
+        "defeated",
+    )
+
+    def __init__(
+        self,
+        handle: int,
+        atom: tuple,
+        text: str,
+        context: str,
+        positive: bool,
+        premise: bool,
+        strength: int,
+        creator: str | None,
+        created: int,
+        extra: dict[str, Any] | None,
+    ) -> None:
+        self.handle = handle
+        self.atom = atom
+        self.text = text
+        self.context = context
+        self.positive = positive
+        self.premise = premise
+        self.strength = strength
+        self.creator = creator
+        self.created = created
+        self.extra = extra
+        self.justs: list[Justification] | None = None
+        self.uses: list[Justification] | None = None
+        self.believed = False
+        self.mono = False
+        self.defeated = False
+
+    @property
+    def full_text(self) -> str:
+        return self.text if self.positive else "(not " + self.text + ")"
+
+    @property
+    def sentence(self) -> Term:
+        return self.atom if self.positive else (NOT, self.atom)
+
+    def provenance(self) -> dict[str, Any]:
+        prov: dict[str, Any] = {"creator": self.creator, "created": self.created}
+        if self.extra:
+            for key, value in self.extra.items():
+                prov.setdefault(key, value)
+        return prov
+
+    def effective_strength(self) -> str:
+        if self.mono or (self.premise and self.strength == MONOTONIC):
+            return "monotonic"
+        return "default"
+
+    def __repr__(self) -> str:
+        return f"<Node {self.handle} {self.full_text} in {self.context}>"
+
+
+class Justification:
+    """`conclusion` holds while `rule` and every antecedent are believed and unmasked."""
+
+    __slots__ = ("id", "conclusion", "rule", "antecedents")
+
+    def __init__(self, id: int, conclusion: Node, rule: Node, antecedents: tuple[Node, ...]):
+        self.id = id
+        self.conclusion = conclusion
+        self.rule = rule
+        self.antecedents = antecedents
+
+    def supports(self) -> tuple[Node, ...]:
+        """What the conclusion rests on: the rule and the antecedents."""
+        return (self.rule, *self.antecedents)
+
+
+@dataclass(frozen=True)
+class Sentex:
+    """A read-only snapshot of one stored sentex."""
+
+    handle: int
+    sentence: Term
+    context: str
+    polarity: bool  # True for a positive sentence, False for `(not …)`
+    strength: str
+    provenance: dict[str, Any] = field(compare=False)
+    believed: bool
+    derived: bool  # exists only by derivation (never asserted)
+
+    @property
+    def text(self) -> str:
+        return show(self.sentence)
+
+    @classmethod
+    def of(cls, node: Node) -> Sentex:
+        return cls(
+            handle=node.handle,
+            sentence=node.sentence,
+            context=node.context,
+            polarity=node.positive,
+            strength=node.effective_strength(),
+            provenance=node.provenance(),
+            believed=node.believed,
+            derived=not node.premise,
+        )

@@ -1,0 +1,36 @@
+"""The vocabularies that ship with Koinii, and their loading.
+
+Each vocabulary is a text file of sentences loaded into its own context, placed under its
+parents with genlCx edges in CxUniverse. `install` loads every vocabulary in one edit;
+sentences already stored change nothing, so it is run on every open (a store written by
+an older version picks up vocabulary added since).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import TYPE_CHECKING
+
+from koinii.terms import Sym, parse_all
+
+if TYPE_CHECKING:
+    from koinii.kb.engine import KB
+
+# (context, parents) in load order; later issues append theirs.
+VOCABULARIES: list[tuple[str, tuple[str, ...]]] = [
+    ("CxCore", ()),
+]
+
+
+def text_of(context: str) -> str:
+    return resources.files(__name__).joinpath(f"{context}.sx").read_text(encoding="utf-8")
+
+
+def install(kb: KB) -> None:
+    monotonic = {"strength": "monotonic"}
+    add = []
+    for context, parents in VOCABULARIES:
+        for parent in parents:
+            add.append(((Sym("genlCx"), Sym(context), Sym(parent)), "CxUniverse", monotonic))
+        add.extend((term, context, monotonic) for term in parse_all(text_of(context)))
+    kb.edit(add=add)

@@ -1,0 +1,337 @@
+"""Terms: the sentence syntax, its Python model, canonical text and naming roles.
+
+Invariant: `show` is the one printer and `parse` the one reader, and for every term t
+that either accepts, `parse(show(t)) == t` and `show(parse(text))` is the canonical text.
+Both refuse what the limits forbid (kind `shape`) so no other layer has to re-check
+depth, size, empty lists or functors.
+
+Model: `Sym` (a symbol), `Var` (a variable), `str`, `int`, `float`, `bool`, and tuples
+for compounds, whose first element is a `Sym` functor. `Sym` and `Var` are interned (one
+object per name), so equality is identity and they never collide with strings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from typing import Any, Union
+
+from koinii.errors import Refused
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_TEXT",
+    "Sym",
+    "Var",
+    "Term",
+    "parse",
+    "parse_all",
+    "show",
+    "is_ground",
+    "variables",
+    "substitute",
+    "is_context_name",
+    "is_individual_name",
+    "is_predicate_name",
+    "is_type_name",
+]
+
+MAX_DEPTH = 64  # deepest list nesting a sentence may have
+MAX_TEXT = 64 * 1024  # longest canonical text of a sentence, in UTF-8 bytes
+
+_SYMBOL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
+_CONTEXT = re.compile(r"Cx[A-Z][A-Za-z0-9]*\Z")
+_INDIVIDUAL = re.compile(r"[A-Z][A-Za-z0-9]*\Z")
+_PREDICATE = re.compile(r"[a-z][A-Za-z0-9]*\Z")
+_TYPE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*\Z")
+
+
+def is_context_name(name: str) -> bool:
+    """`Cx` + CapitalCamelCase, e.g. `CxDeploy`."""
+    return _CONTEXT.match(name) is not None
+
+
+def is_individual_name(name: str) -> bool:
+    """CapitalCamelCase, e.g. `ProdCluster`."""
+    return _INDIVIDUAL.match(name) is not None
+
+
+def is_predicate_name(name: str) -> bool:
+    """lowerCamelCase, e.g. `usesDatabase`."""
+    return _PREDICATE.match(name) is not None
+
+
+def is_type_name(name: str) -> bool:
+    """snake_case, e.g. `physical_object`; a type takes exactly one argument."""
+    return _TYPE.match(name) is not None
+
+
+class Sym:
+    """A symbol. Interned: `Sym("a") is Sym("a")`, and `Sym("a") != "a"`."""
+
+    __slots__ = ("name", "__weakref__")
+    _interned: dict[str, Sym] = {}
+    name: str
+
+    def __new__(cls, name: str) -> Sym:
+        sym = cls._interned.get(name)
+        if sym is not None:
+            return sym
+        if not isinstance(name, str) or not _SYMBOL.match(name) or name in ("true", "false"):
+            raise Refused(
+                "shape",
+                f"{name!r} is not a symbol: a symbol is a letter then letters, digits, _ or -",
+                {"symbol": repr(name)},
+            )
+        sym = object.__new__(cls)
+        object.__setattr__(sym, "name", name)
+        cls._interned[name] = sym
+        return sym
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError("Sym is immutable")
+
+    def __reduce__(self):
+        return (Sym, (self.name,))
+
+    def __repr__(self) -> str:
+        return f"Sym({self.name!r})"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Var:
+    """A variable, written `?name`. `Var("db")` and `Var("?db")` are the same object."""
+
+    __slots__ = ("name", "text", "__weakref__")
+    _interned: dict[str, Var] = {}
+    name: str
+    text: str
+
+    def __new__(cls, name: str) -> Var:
+        var = cls._interned.get(name)
+        if var is not None:
+            return var
+        bare = name[1:] if isinstance(name, str) and name.startswith("?") else name
+        if not isinstance(bare, str) or not _SYMBOL.match(bare):
+            raise Refused(
+                "shape",
+                f"{name!r} is not a variable: a variable is ? then a symbol, e.g. ?db",
+                {"variable": repr(name)},
+            )
+        var = cls._interned.get(bare)
+        if var is None:
+            var = object.__new__(cls)
+            object.__setattr__(var, "name", bare)
+            object.__setattr__(var, "text", "?" + bare)
+            cls._interned[bare] = var
+        cls._interned[name] = var
+        return var
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError("Var is immutable")
+
+    def __reduce__(self):
+        return (Var, (self.name,))
+
+    def __repr__(self) -> str:
+        return f"Var({self.name!r})"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+Term = Union[Sym, Var, str, int, float, bool, tuple]
+
+
+# --- printing ---------------------------------------------------------------------------
+
+
+def show(term: Term) -> str:
+    """The canonical text of `term`; refuses (kind `shape`) what is not a valid term."""
+    text = _show(term, 0)
+    if len(text) > MAX_TEXT // 4 and len(text.encode("utf-8")) > MAX_TEXT:
+        raise Refused(
+            "shape",
+            f"the sentence is {len(text.encode('utf-8'))} bytes; the limit is {MAX_TEXT}",
+            {"limit": MAX_TEXT},
+        )
+    return text
+
+
+def _show(term: Any, depth: int) -> str:
+    cls = type(term)
+    if cls is Sym:
+        return term.name
+    if cls is tuple:
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise Refused("shape", f"nesting deeper than {MAX_DEPTH} lists", {"limit": MAX_DEPTH})
+        if not term:
+            raise Refused("shape", "an empty list is not a term", {})
+        if type(term[0]) is not Sym:
+            raise Refused(
+                "shape",
+                f"the functor must be a symbol, not {_describe(term[0])}",
+                {"functor": _describe(term[0])},
+            )
+        return "(" + " ".join([_show(x, depth) for x in term]) + ")"
+    if cls is str:
+        try:
+            term.encode("utf-8")
+        except UnicodeEncodeError:
+            raise Refused("shape", "a string holds an unpaired surrogate", {}) from None
+        return json.dumps(term, ensure_ascii=False)
+    if cls is int:
+        return str(term)
+    if cls is bool:
+        return "true" if term else "false"
+    if cls is Var:
+        return term.text
+    if cls is float:
+        if not math.isfinite(term):
+            raise Refused("shape", f"{term!r} is not a finite number", {})
+        return repr(term)
+    raise Refused("shape", f"{_describe(term)} is not a term", {"type": type(term).__name__})
+
+
+def _describe(value: Any) -> str:
+    if type(value) in (Sym, Var):
+        return f"the {type(value).__name__.lower()} {value}"
+    return f"a {type(value).__name__} ({value!r:.40})"
+
+
+# --- reading ----------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"""
+    (?P<space>\s+|;[^\n]*)
+  | (?P<open>\()
+  | (?P<close>\))
+  | (?P<string>"(?:[^"\\]|\\.)*")
+  | (?P<number>-?\d+(?P<frac>\.\d+)?(?P<exp>[eE][+-]?\d+)?)(?![A-Za-z0-9_.?-])
+  | (?P<var>\?[A-Za-z][A-Za-z0-9_-]*)(?![^\s();"])
+  | (?P<symbol>[A-Za-z][A-Za-z0-9_-]*)(?![^\s();"])
+  | (?P<bad>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+def parse(text: str) -> Term:
+    """Read exactly one term from `text` (kind `parse` with the offset on bad syntax)."""
+    terms = list(_read(text))
+    if len(terms) != 1:
+        raise Refused(
+            "parse",
+            "expected one term, found " + ("nothing" if not terms else f"{len(terms)}"),
+            {"offset": 0 if not terms else len(text)},
+        )
+    return terms[0]
+
+
+def parse_all(text: str) -> list[Term]:
+    """Read every term in `text` (a vocabulary file: sentences, `;` comments)."""
+    return list(_read(text))
+
+
+def _read(text: str) -> Iterator[Term]:
+    if not isinstance(text, str):
+        raise Refused("parse", f"expected text, got {type(text).__name__}", {"offset": 0})
+    stack: list[list[Any]] = []
+    starts: list[int] = []
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup
+        if kind == "space":
+            continue
+        offset = match.start()
+        if kind == "open":
+            if len(stack) >= MAX_DEPTH:
+                raise Refused(
+                    "shape",
+                    f"nesting deeper than {MAX_DEPTH} lists",
+                    {"limit": MAX_DEPTH, "offset": offset},
+                )
+            stack.append([])
+            starts.append(offset)
+            continue
+        if kind == "close":
+            if not stack:
+                raise Refused("parse", "unbalanced ')'", {"offset": offset})
+            items = stack.pop()
+            start = starts.pop()
+            if not items:
+                raise Refused("shape", "an empty list is not a term", {"offset": start})
+            if type(items[0]) is not Sym:
+                raise Refused(
+                    "shape",
+                    f"the functor must be a symbol, not {_describe(items[0])}",
+                    {"offset": start, "functor": _describe(items[0])},
+                )
+            value: Any = tuple(items)
+        elif kind == "symbol":
+            name = match.group()
+            value = True if name == "true" else False if name == "false" else Sym(name)
+        elif kind == "var":
+            value = Var(match.group())
+        elif kind == "number":
+            token = match.group()
+            if match.group("frac") is None and match.group("exp") is None:
+                value = int(token)
+            else:
+                value = float(token)
+                if not math.isfinite(value):
+                    raise Refused("parse", f"{token} is out of range", {"offset": offset})
+        elif kind == "string":
+            try:
+                value = json.loads(match.group(), strict=False)
+                value.encode("utf-8")
+            except (ValueError, UnicodeEncodeError):
+                raise Refused("parse", "bad escape in a string", {"offset": offset}) from None
+        else:
+            what = "an unterminated string" if match.group() == '"' else repr(match.group())
+            raise Refused("parse", f"unexpected {what}", {"offset": offset})
+        if stack:
+            stack[-1].append(value)
+        else:
+            yield value
+    if stack:
+        raise Refused("parse", "unbalanced '(': the list is never closed", {"offset": starts[-1]})
+
+
+# --- structure --------------------------------------------------------------------------
+
+
+def is_ground(term: Term) -> bool:
+    """True when `term` holds no variable."""
+    if type(term) is tuple:
+        return all(is_ground(x) for x in term)
+    return type(term) is not Var
+
+
+def variables(term: Term) -> list[Var]:
+    """The variables of `term`, each once, in order of first appearance."""
+    seen: dict[Var, None] = {}
+
+    def walk(t: Term) -> None:
+        if type(t) is tuple:
+            for x in t:
+                walk(x)
+        elif type(t) is Var:
+            seen[t] = None
+
+    walk(term)
+    return list(seen)
+
+
+def substitute(term: Term, bindings: dict[Var, Term]) -> Term:
+    """`term` with each bound variable replaced by its value."""
+    cls = type(term)
+    if cls is Var:
+        return bindings.get(term, term)
+    if cls is tuple:
+        return tuple([substitute(x, bindings) for x in term])
+    return term
