@@ -262,7 +262,7 @@ def _read(text: str) -> Iterator[Term]:
             if not stack:
                 raise Refused("parse", "unbalanced ')'", {"offset": offset})
             items = stack.pop()
-            start = starts.pop()
+            start = starts_of_top = starts.pop()
             if not items:
                 raise Refused("shape", "an empty list is not a term", {"offset": start})
             if type(items[0]) is not Sym:
@@ -297,6 +297,13 @@ def _read(text: str) -> Iterator[Term]:
         if stack:
             stack[-1].append(value)
         else:
+            start = starts_of_top if kind == "close" else offset
+            if match.end() - start > MAX_TEXT:
+                raise Refused(
+                    "shape",
+                    f"the sentence is {match.end() - start} characters; the limit is {MAX_TEXT}",
+                    {"limit": MAX_TEXT, "offset": start},
+                )
             yield value
     if stack:
         raise Refused("parse", "unbalanced '(': the list is never closed", {"offset": starts[-1]})

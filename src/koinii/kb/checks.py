@@ -91,12 +91,13 @@ def prepare(sentence: Term | str, context: Any) -> list[Entry]:
             f"a sentence is a list such as (usesDatabase ProdCluster Postgres), not {show(term)}",
             {},
         )
-    show(term)  # shape limits for terms handed in as Python values
+    text = show(term)  # also checks the shape limits of terms handed in as Python values
     positive = True
     while term[0] is NOT:
         if len(term) != 2 or type(term[1]) is not tuple:
             raise Refused("not-well-formed", "`not` takes exactly one sentence", {})
         positive, term = not positive, term[1]
+        text = ""
     functor = term[0]
     if functor is IMPLIES:
         if not positive:
@@ -108,7 +109,7 @@ def prepare(sentence: Term | str, context: Any) -> list[Entry]:
             _walk(part, entry, top=True, in_rule=True)
             entries.append(entry)
         return entries
-    entry = Entry(positive, term, show(term), ctx)
+    entry = Entry(positive, term, text or show(term), ctx)
     _walk(term, entry, top=True, in_rule=False)
     if functor is GENL_CX:
         _check_genl_cx(entry)

@@ -42,7 +42,7 @@ from koinii.kb.sentex import (
     Sentex,
 )
 from koinii.kb.store import Commit, LogEntry, Store, open_store
-from koinii.terms import Sym, Term, Var, is_ground, parse, parse_all, show
+from koinii.terms import Sym, Term, Var, is_ground, parse, parse_all, show, variables
 
 ARITY = Sym("arity")
 FUNCTIONAL = Sym("functional")
@@ -1073,7 +1073,9 @@ class KB:
                     seen[k] = out
             results = list(seen.values())
         if len(results) > 1:
-            results.sort(key=_solution_order)
+            order = [v.text for _, atom in literals for v in variables(atom)]
+            order = list(dict.fromkeys(order + ([ctx_name] if ctx_name.startswith("?") else [])))
+            results.sort(key=lambda solution: tuple(show(solution[v]) for v in order))
         return results if limit is None else results[:limit]
 
     def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
@@ -1408,10 +1410,6 @@ def _literals_of(term: Any) -> tuple:
     if term[0] is Sym("and"):
         return tuple(lit for part in term[1:] for lit in _literals_of(part))
     return (literal(term, "a goal"),)
-
-
-def _solution_order(solution: dict[str, Any]) -> tuple:
-    return tuple(show(solution[name]) for name in sorted(solution))
 
 
 def _change(node: Node, reason: str | None = None, hidden_in: str | None = None) -> Change:

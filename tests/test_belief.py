@@ -1,0 +1,445 @@
+"""Belief: rules, justifications, placement, nogoods, masks (engine.md §2, §5, §6)."""
+
+import pytest
+
+import koinii
+from koinii import Refused
+
+
+@pytest.fixture
+def kb():
+    with koinii.open_kb() as kb:
+        yield kb
+
+
+def place(kb, sub, sup):
+    kb.assert_(f"(genlCx {sub} {sup})", "CxUniverse")
+
+
+def texts(kb, pattern, ctx="?ctx"):
+    return [s.text for s in kb.sentexes_matching(pattern, ctx)]
+
+
+# --- contexts ----------------------------------------------------------------------------
+
+
+def test_a_context_sees_its_ancestors_and_the_universe(kb):
+    place(kb, "CxChild", "CxParent")
+    place(kb, "CxParent", "CxRoot")
+    assert kb.context_up("CxChild") == {"CxChild", "CxParent", "CxRoot", "CxUniverse"}
+    assert kb.context_down("CxRoot") == {"CxRoot", "CxParent", "CxChild"}
+    assert kb.sees("CxChild", "CxRoot") and not kb.sees("CxRoot", "CxChild")
+
+
+def test_a_read_sees_what_ancestors_hold_but_not_descendants(kb):
+    place(kb, "CxChild", "CxParent")
+    kb.assert_("(color Sky Blue)", "CxParent")
+    kb.assert_("(color Grass Green)", "CxChild")
+    assert kb.query("(color ?x ?c)", "CxChild") == [
+        {"?x": koinii.Sym("Grass"), "?c": koinii.Sym("Green")},
+        {"?x": koinii.Sym("Sky"), "?c": koinii.Sym("Blue")},
+    ]
+    assert kb.query("(color ?x ?c)", "CxParent") == [
+        {"?x": koinii.Sym("Sky"), "?c": koinii.Sym("Blue")}
+    ]
+
+
+def test_universe_facts_are_seen_everywhere(kb):
+    kb.assert_("(color Sky Blue)", "CxUniverse")
+    assert kb.query("(color Sky ?c)", "CxAnywhere") == [{"?c": koinii.Sym("Blue")}]
+
+
+def test_genl_cx_edges_are_monotonic(kb):
+    h = kb.assert_("(genlCx CxA CxB)", "CxUniverse")
+    assert kb.sentex(h).strength == "monotonic"
+
+
+def test_retracting_an_edge_narrows_what_a_context_sees(kb):
+    edge = kb.assert_("(genlCx CxA CxB)", "CxUniverse")
+    kb.assert_("(color Sky Blue)", "CxB")
+    assert kb.query("(color Sky ?c)", "CxA")
+    kb.retract(edge)
+    assert kb.query("(color Sky ?c)", "CxA") == []
+
+
+def test_a_variable_context_reads_everywhere_and_binds_the_witness(kb):
+    kb.assert_("(color Sky Blue)", "CxA")
+    kb.assert_("(color Sky Grey)", "CxB")
+    assert kb.query("(color Sky ?c)", "?where") == [
+        {"?c": koinii.Sym("Blue"), "?where": koinii.Sym("CxA")},
+        {"?c": koinii.Sym("Grey"), "?where": koinii.Sym("CxB")},
+    ]
+
+
+def test_cx_everything_reads_what_is_stored_believed_or_not(kb):
+    weak = kb.assert_("(open Door)", "CxA")
+    kb.assert_("(not (open Door))", "CxA", strength="monotonic")
+    assert not kb.believed(weak)
+    assert kb.query("(open Door)", "CxA") == []
+    assert kb.query("(open Door)", "CxEverything") == [{}]
+
+
+def test_a_conjunction_joins_on_shared_variables(kb):
+    kb.assert_("(parent Ann Bob)", "CxA")
+    kb.assert_("(parent Bob Cy)", "CxA")
+    kb.assert_("(parent Dee Eve)", "CxA")
+    assert kb.query(["(parent ?x ?y)", "(parent ?y ?z)"], "CxA") == [
+        {"?x": koinii.Sym("Ann"), "?y": koinii.Sym("Bob"), "?z": koinii.Sym("Cy")}
+    ]
+    assert kb.query("(and (parent ?x ?y) (parent ?y ?z))", "CxA", limit=0) == []
+
+
+def test_sentexes_matching_reads_one_context_without_inheritance(kb):
+    place(kb, "CxChild", "CxParent")
+    kb.assert_("(color Sky Blue)", "CxParent")
+    assert texts(kb, "(color ?x ?c)", "CxChild") == []
+    assert texts(kb, "(color ?x ?c)", "CxParent") == ["(color Sky Blue)"]
+
+
+# --- sentexes ----------------------------------------------------------------------------
+
+
+def test_assert_is_idempotent_and_keeps_the_stronger_strength(kb):
+    h = kb.assert_("(color Sky Blue)", "CxA", creator="AgentAtlas")
+    seq = kb.seq
+    assert kb.assert_("(color  Sky   Blue)", "CxA") == h
+    assert kb.seq == seq  # nothing stored, no event
+    assert kb.assert_("(color Sky Blue)", "CxA", strength="monotonic") == h
+    assert kb.sentex(h).strength == "monotonic"
+    assert kb.assert_("(color Sky Blue)", "CxA", strength="default") == h
+    assert kb.sentex(h).strength == "monotonic"
+
+
+def test_provenance_merges_first_writer_wins(kb):
+    h = kb.assert_("(color Sky Blue)", "CxA", creator="AgentAtlas", provenance={"why": "saw it"})
+    kb.assert_("(color Sky Blue)", "CxA", creator="AgentBoreas", provenance={"why": "x", "n": 1})
+    prov = kb.provenance(h)
+    assert prov["creator"] == "AgentAtlas"
+    assert prov["why"] == "saw it" and prov["n"] == 1
+    assert isinstance(prov["created"], int)
+    kb.add_provenance(h, {"tag": "t", "why": "ignored"})
+    assert kb.provenance(h)["tag"] == "t" and kb.provenance(h)["why"] == "saw it"
+
+
+def test_handles_grow_and_are_never_reused(kb):
+    a = kb.assert_("(color Sky Blue)", "CxA")
+    kb.retract(a)
+    b = kb.assert_("(color Sky Blue)", "CxA")
+    assert b > a
+
+
+def test_negation_is_stored_as_polarity_and_double_negation_removed(kb):
+    h = kb.assert_("(not (open Door))", "CxA")
+    s = kb.sentex(h)
+    assert s.polarity is False and s.text == "(not (open Door))"
+    assert kb.assert_("(not (not (open Window)))", "CxA") == kb.assert_("(open Window)", "CxA")
+
+
+# --- rules and justifications ------------------------------------------------------------
+
+
+def test_a_rule_derives_and_why_explains(kb):
+    rule = kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA")[0]
+    fact = kb.assert_("(dog Muffet)", "CxA")
+    [derived] = kb.sentexes_matching("(mammal Muffet)", "CxA")
+    assert derived.derived and derived.believed
+    why = kb.why(derived.handle)
+    [just] = why["justifications"]
+    assert just["rule"] == rule and [a["handle"] for a in just["antecedents"]] == [fact]
+
+
+def test_a_rule_arriving_after_its_facts_fires_too(kb):
+    kb.assert_("(dog Muffet)", "CxA")
+    kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA")
+    assert texts(kb, "(mammal ?x)") == ["(mammal Muffet)"]
+
+
+def test_rules_chain(kb):
+    kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA")
+    kb.assert_("(implies (mammal ?x) (animal ?x))", "CxA")
+    kb.assert_("(dog Muffet)", "CxA")
+    assert kb.query("(animal Muffet)", "CxA") == [{}]
+
+
+def test_a_conjunctive_consequent_splits_into_one_rule_each(kb):
+    handles = kb.assert_("(implies (dog ?x) (and (mammal ?x) (pet ?x)))", "CxA")
+    assert len(handles) == 2
+    kb.assert_("(dog Muffet)", "CxA")
+    assert kb.query(["(mammal Muffet)", "(pet Muffet)"], "CxA") == [{}]
+
+
+def test_negative_literals_match_negative_sentexes(kb):
+    kb.assert_("(implies (not (alive ?x)) (deceased ?x))", "CxA")
+    kb.assert_("(not (alive Rex))", "CxA")
+    kb.assert_("(alive Muffet)", "CxA")
+    assert texts(kb, "(deceased ?x)") == ["(deceased Rex)"]
+
+
+def test_retracting_a_premise_removes_what_rested_only_on_it(kb):
+    kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA")
+    kb.assert_("(implies (cat ?x) (mammal ?x))", "CxA")
+    dog = kb.assert_("(dog Muffet)", "CxA")
+    cat = kb.assert_("(cat Muffet)", "CxA")
+    result = kb.retract(dog)
+    assert result.removed_sentexes == 1 and result.removed_justifications == 1
+    assert texts(kb, "(mammal ?x)") == ["(mammal Muffet)"]  # still held up by the cat
+    kb.retract(cat)
+    assert texts(kb, "(mammal ?x)") == []
+
+
+def test_retracting_a_rule_removes_its_conclusions(kb):
+    [rule] = kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA")
+    kb.assert_("(dog Muffet)", "CxA")
+    kb.retract(rule)
+    assert texts(kb, "(mammal ?x)") == []
+
+
+def test_a_derived_sentex_cannot_be_retracted_directly(kb):
+    kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA")
+    kb.assert_("(dog Muffet)", "CxA")
+    [derived] = kb.sentexes_matching("(mammal Muffet)", "CxA")
+    with pytest.raises(Refused) as refusal:
+        kb.retract(derived.handle)
+    assert refusal.value.kind == "not-a-premise"
+
+
+def test_asserting_a_derived_sentence_makes_it_a_premise_too(kb):
+    kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA")
+    dog = kb.assert_("(dog Muffet)", "CxA")
+    [derived] = kb.sentexes_matching("(mammal Muffet)", "CxA")
+    assert kb.assert_("(mammal Muffet)", "CxA") == derived.handle
+    kb.retract(dog)
+    assert kb.believed(derived.handle)
+
+
+def test_derived_strength_is_the_weakest_of_rule_and_antecedents(kb):
+    kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA", strength="monotonic")
+    kb.assert_("(dog Muffet)", "CxA")
+    kb.assert_("(dog Rex)", "CxA", strength="monotonic")
+    strengths = {s.text: s.strength for s in kb.sentexes_matching("(mammal ?x)", "CxA")}
+    assert strengths == {"(mammal Muffet)": "default", "(mammal Rex)": "monotonic"}
+
+
+def test_a_conclusion_is_placed_where_rule_and_antecedents_are_all_seen(kb):
+    place(kb, "CxTeam", "CxRules")
+    place(kb, "CxTeam", "CxFacts")
+    kb.assert_("(implies (dog ?x) (mammal ?x))", "CxRules")
+    kb.assert_("(dog Muffet)", "CxFacts")
+    assert [(s.text, s.context) for s in kb.sentexes_matching("(mammal ?x)", "?c")] == [
+        ("(mammal Muffet)", "CxTeam")
+    ]
+
+
+def test_a_firing_with_no_common_context_is_a_violation(kb):
+    [rule] = kb.assert_("(implies (dog ?x) (mammal ?x))", "CxRules")
+    dog = kb.assert_("(dog Muffet)", "CxElsewhere")
+    assert texts(kb, "(mammal ?x)") == []
+    assert kb.violations() == [
+        {
+            "rule": rule,
+            "antecedents": [dog],
+            "conclusion": "(mammal Muffet)",
+            "contexts": ["CxElsewhere", "CxRules"],
+        }
+    ]
+    place(kb, "CxElsewhere", "CxRules")  # the hierarchy changes: the firing now places
+    assert kb.violations() == []
+    assert texts(kb, "(mammal ?x)") == ["(mammal Muffet)"]
+
+
+def test_runaway_rules_are_refused_not_hung(kb):
+    kb.assert_("(implies (num ?x) (num (succ ?x)))", "CxA")
+    with pytest.raises(Refused) as refusal:
+        kb.assert_("(num Zero)", "CxA")
+    assert refusal.value.kind == "derivation-limit"
+    assert texts(kb, "(num ?x)") == []
+
+
+def test_edges_to_and_from_a_context_replace_its_placements(kb):
+    kb.assert_("(implies (dog ?x) (mammal ?x))", "CxRules")
+    kb.assert_("(dog Muffet)", "CxFacts")
+    edge = kb.assert_("(genlCx CxFacts CxRules)", "CxUniverse")
+    [m] = kb.sentexes_matching("(mammal Muffet)", "?c")
+    assert m.context == "CxFacts"
+    kb.retract(edge)
+    assert texts(kb, "(mammal ?x)") == []
+
+
+# --- nogoods -----------------------------------------------------------------------------
+
+
+def test_two_defaults_make_a_dilemma_both_believed(kb):
+    place(kb, "CxTeam", "CxA")
+    place(kb, "CxTeam", "CxB")
+    p = kb.assert_("(open Door)", "CxA")
+    n = kb.assert_("(not (open Door))", "CxB")
+    assert kb.believed(p) and kb.believed(n)
+    [clash] = kb.contradictions()
+    assert clash["handles"] == sorted([p, n])
+    assert [side["context"] for side in clash["sides"]] == ["CxB", "CxA"]  # by content
+    assert kb.contradictions("CxTeam") == [clash]
+    assert kb.contradictions("CxA") == []  # CxA cannot see CxB
+    assert kb.argue("(open Door)", "CxTeam") == "contradiction"
+    assert kb.argue("(open Door)", "CxA") == "true"
+    assert kb.argue("(open Door)", "CxB") == "false"
+    assert kb.argue("(open Window)", "CxA") == "unknown"
+
+
+def test_contraries_no_context_sees_together_do_not_clash(kb):
+    kb.assert_("(open Door)", "CxA")
+    kb.assert_("(not (open Door))", "CxB")
+    assert kb.contradictions() == []
+
+
+def test_monotonic_defeats_default_and_retracting_it_restores(kb):
+    place(kb, "CxTeam", "CxA")
+    place(kb, "CxTeam", "CxB")
+    weak = kb.assert_("(open Door)", "CxA")
+    strong = kb.assert_("(not (open Door))", "CxB", strength="monotonic")
+    assert not kb.believed(weak) and kb.why_not(weak) == "defeated"
+    assert kb.sentex(weak) is not None  # defeated is still stored
+    assert kb.contradictions() == [] and kb.conflicts() == []
+    kb.retract(strong)
+    assert kb.believed(weak)
+
+
+def test_two_monotonics_are_a_conflict(kb):
+    p = kb.assert_("(open Door)", "CxA", strength="monotonic")
+    n = kb.assert_("(not (open Door))", "CxA", strength="monotonic")
+    assert kb.believed(p) and kb.believed(n)
+    assert [c["handles"] for c in kb.conflicts()] == [sorted([p, n])]
+    assert kb.contradictions() == []
+
+
+def test_defeat_reaches_what_rests_on_the_defeated(kb):
+    kb.assert_("(implies (open Door) (draughty Room))", "CxA")
+    kb.assert_("(open Door)", "CxA")
+    assert kb.query("(draughty Room)", "CxA") == [{}]
+    kb.assert_("(not (open Door))", "CxA", strength="monotonic")
+    assert kb.query("(draughty Room)", "CxA") == []
+
+
+def test_a_clash_may_have_more_than_two_members(kb):
+    place(kb, "CxTeam", "CxA")
+    place(kb, "CxTeam", "CxB")
+    place(kb, "CxTeam", "CxC")
+    hs = [
+        kb.assert_("(open Door)", "CxA"),
+        kb.assert_("(open Door)", "CxB"),
+        kb.assert_("(not (open Door))", "CxC"),
+    ]
+    assert [c["handles"] for c in kb.contradictions("CxTeam")] == [sorted(hs)]
+
+
+def test_a_functional_predicate_with_two_values_is_a_dilemma(kb):
+    kb.assert_("(functional trustLevel)", "CxA")
+    a = kb.assert_("(trustLevel AgentAtlas 3)", "CxA")
+    b = kb.assert_("(trustLevel AgentAtlas 5)", "CxA")
+    assert kb.believed(a) and kb.believed(b)
+    assert [c["handles"] for c in kb.contradictions("CxA")] == [sorted([a, b])]
+
+
+# --- masks -------------------------------------------------------------------------------
+
+
+def test_except_hides_at_its_context_and_below_and_is_reversible(kb):
+    place(kb, "CxChild", "CxParent")
+    place(kb, "CxParent", "CxRoot")
+    h = kb.assert_("(color Sky Blue)", "CxRoot")
+    mask = kb.assert_(f"(except (sentexHandle {h}))", "CxParent")
+    assert kb.query("(color Sky ?c)", "CxRoot") != []
+    assert kb.query("(color Sky ?c)", "CxParent") == []
+    assert kb.query("(color Sky ?c)", "CxChild") == []
+    assert kb.why_not(h, "CxChild") == "excepted"
+    assert not kb.believed(h, "CxChild") and kb.believed(h, "CxRoot")
+    kb.retract(mask)
+    assert kb.query("(color Sky ?c)", "CxChild") != []
+
+
+def test_a_mask_hides_from_clash_detection_there(kb):
+    place(kb, "CxTeam", "CxA")
+    place(kb, "CxTeam", "CxB")
+    weak = kb.assert_("(open Door)", "CxA")
+    strong = kb.assert_("(not (open Door))", "CxB", strength="monotonic")
+    assert not kb.believed(weak)
+    mask = kb.assert_(f"(except (sentexHandle {strong}))", "CxTeam")
+    assert kb.believed(weak)
+    kb.retract(mask)
+    assert not kb.believed(weak)
+
+
+def test_a_mask_hides_from_derivations_placed_below_it(kb):
+    kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA")
+    dog = kb.assert_("(dog Muffet)", "CxA")
+    mask = kb.assert_(f"(except (sentexHandle {dog}))", "CxA")
+    assert kb.query("(mammal Muffet)", "CxA") == []
+    kb.retract(mask)
+    assert kb.query("(mammal Muffet)", "CxA") == [{}]
+
+
+# --- target-following cascade ------------------------------------------------------------
+
+
+def test_target_following_meta_sentexes_are_torn_down_with_their_target(kb):
+    kb.assert_("(target_following_predicate endorses)", "CxUniverse")
+    p = kb.assert_("(trusts AgentAtlas Oracle)", "CxA")
+    e1 = kb.assert_(f"(endorses AgentBoreas (sentexHandle {p}))", "CxA")
+    e2 = kb.assert_(f"(endorses AgentCiel (sentexHandle {p}))", "CxA")
+    e3 = kb.assert_(f"(endorses AgentDune (sentexHandle {e1}))", "CxA")
+    m = kb.assert_(f"(mentions AgentBoreas (sentexHandle {p}))", "CxA")
+    result = kb.retract(p)
+    assert result.removed_sentexes == 4
+    assert [kb.sentex(h) for h in (e1, e2, e3)] == [None, None, None]
+    assert kb.sentex(m) is not None  # unmarked meta orphans harmlessly
+
+
+def test_the_cascade_follows_the_marks_belief(kb):
+    mark = kb.assert_("(target_following_predicate endorses)", "CxUniverse")
+    p = kb.assert_("(trusts AgentAtlas Oracle)", "CxA")
+    e = kb.assert_(f"(endorses AgentBoreas (sentexHandle {p}))", "CxA")
+    kb.retract(mark)
+    kb.retract(p)
+    assert kb.sentex(e) is not None
+
+
+def test_the_cascade_runs_through_edit_removes(kb):
+    kb.assert_("(target_following_predicate endorses)", "CxUniverse")
+    p = kb.assert_("(trusts AgentAtlas Oracle)", "CxA")
+    e = kb.assert_(f"(endorses AgentBoreas (sentexHandle {p}))", "CxA")
+    kb.edit(remove=[p])
+    assert kb.sentex(e) is None
+
+
+# --- edits and dry runs ------------------------------------------------------------------
+
+
+def test_edit_adds_before_removes_in_one_event(kb):
+    events = []
+    kb.watch(events.append)
+    old = kb.assert_("(color Sky Grey)", "CxA")
+    result = kb.edit(add=[("(color Sky Blue)", "CxA")], remove=[old])
+    assert len(events) == 2
+    assert [c["sentence"] for c in events[1].added] == ["(color Sky Blue)"]
+    assert [c["sentence"] for c in events[1].removed] == ["(color Sky Grey)"]
+    assert events[1].seq == result.seq == kb.seq
+
+
+def test_check_judges_without_storing(kb):
+    seq = kb.seq
+    assert kb.check("(color Sky Blue)", "CxA") == []
+    assert kb.seq == seq and kb.query("(color Sky ?c)", "CxA") == []
+    [problem] = kb.check("(Color Sky Blue)", "CxA")
+    assert problem["kind"] == "naming" and problem["in"] == "add" and problem["index"] == 0
+
+
+def test_check_edit_reports_every_problem(kb):
+    problems = kb.check_edit(
+        add=[("(color Sky Blue)", "CxA"), ("(color ?x Blue)", "CxA"), ("(Bad x)", "CxA")],
+        remove=["nope"],
+    )
+    assert [(p["kind"], p["in"], p["index"]) for p in problems] == [
+        ("not-ground", "add", 1),
+        ("naming", "add", 2),
+        ("bad-handle", "remove", 0),
+    ]
+    assert kb.query("(color ?x ?c)", "CxA") == []
