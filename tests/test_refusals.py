@@ -96,13 +96,20 @@ BAD_SENTENCES = [
     pytest.param("(genlCx CxD CxD)", "CxUniverse", "not-well-formed", id="genlCx-self-edge"),
     pytest.param("(genlCx CxA CxB)", "CxUniverse", "not-well-formed", id="genlCx-2-cycle"),
     pytest.param("(genlCx CxA CxC)", "CxUniverse", "not-well-formed", id="genlCx-3-cycle"),
-    pytest.param("(genlCx CxUniverse CxX)", "CxUniverse", "not-well-formed", id="genlCx-under-universe"),
-    pytest.param("(about (sentexHandle 99999) Alice)", "CxA", "unknown-handle", id="unknown-sentexHandle"),
+    pytest.param(
+        "(genlCx CxUniverse CxX)", "CxUniverse", "not-well-formed", id="genlCx-under-universe"
+    ),
+    pytest.param(
+        "(about (sentexHandle 99999) Alice)", "CxA", "unknown-handle", id="unknown-sentexHandle"
+    ),
     pytest.param("(except (sentexHandle 99999))", "CxA", "unknown-handle", id="unknown-except"),
     pytest.param("(likes Alice Bob Carol)", "CxA", "arity", id="arity-where-declared"),
     pytest.param("(likes Alice Bob Carol)", "CxC", "arity", id="arity-seen-through-genlCx"),
     pytest.param(
-        "(implies (likes ?x ?y) (friends ?x ?z))", "CxA", "not-range-restricted", id="unbound-consequent"
+        "(implies (likes ?x ?y) (friends ?x ?z))",
+        "CxA",
+        "not-range-restricted",
+        id="unbound-consequent",
     ),
     pytest.param(
         "(implies (likes ?x ?y) (and (friends ?x ?y) (knows ?y ?z)))",
@@ -177,9 +184,13 @@ def test_check_edit_reports_the_bad_entry_by_index(kb, sentence, context, kind):
 
 def test_a_naming_refusal_names_the_symbol():
     with koinii.open_kb(None) as kb:
-        refusal = refused_unchanged(kb, "naming", kb.assert_, "(UsesDatabase ProdCluster Pg)", "CxA")
+        refusal = refused_unchanged(
+            kb, "naming", kb.assert_, "(UsesDatabase ProdCluster Pg)", "CxA"
+        )
         assert "UsesDatabase" in refusal.message
-        refusal = refused_unchanged(kb, "naming", kb.assert_, "(usesDatabase ProdCluster Pg)", "Deploy")
+        refusal = refused_unchanged(
+            kb, "naming", kb.assert_, "(usesDatabase ProdCluster Pg)", "Deploy"
+        )
         assert "Deploy" in refusal.message
 
 
@@ -270,7 +281,10 @@ def test_an_unknown_option_in_an_edit_entry_is_refused(kb):
         kb,
         "unknown-option",
         kb.edit,
-        add=[("(likes Carol Dave)", "CxA"), ("(likes Erin Frank)", "CxA", {"strenght": "monotonic"})],
+        add=[
+            ("(likes Carol Dave)", "CxA"),
+            ("(likes Erin Frank)", "CxA", {"strenght": "monotonic"}),
+        ],
     )
     assert refusal.data["rolled_back"] is True
     assert refusal.data["in"] == "add"
@@ -287,7 +301,13 @@ def test_check_edit_reports_an_unknown_option(kb):
 
 def test_known_options_in_an_edit_entry_are_accepted(kb):
     edited = kb.edit(
-        add=[("(likes Carol Dave)", "CxA", {"strength": "monotonic", "creator": "me", "provenance": {"via": "test"}})]
+        add=[
+            (
+                "(likes Carol Dave)",
+                "CxA",
+                {"strength": "monotonic", "creator": "me", "provenance": {"via": "test"}},
+            )
+        ]
     )
     (handle,) = edited.handles
     sentex = kb.sentex(handle)
@@ -328,7 +348,12 @@ def test_check_returns_nothing_for_good_input_and_stores_nothing(kb):
 def test_check_edit_returns_nothing_for_a_good_batch_and_stores_nothing(kb):
     (fact,) = [s.handle for s in kb.sentexes_matching("(likes Alice Bob)", "CxA")]
     before = state(kb)
-    assert kb.check_edit(add=[("(likes Carol Dave)", "CxA"), ("(likes Erin Frank)", "CxB")], remove=[fact]) == []
+    assert (
+        kb.check_edit(
+            add=[("(likes Carol Dave)", "CxA"), ("(likes Erin Frank)", "CxB")], remove=[fact]
+        )
+        == []
+    )
     assert state(kb) == before
     assert kb.believed(fact)
     assert stored(kb, "(likes Carol Dave)") == []
@@ -373,13 +398,21 @@ def test_retract_of_an_unknown_positive_handle_is_a_no_op(kb):
 
 def test_a_provenance_naming_principal_is_refused(kb):
     refused_unchanged(
-        kb, "reserved-provenance", kb.assert_, "(likes Carol Dave)", "CxA", provenance={"principal": "Mallory"}
+        kb,
+        "reserved-provenance",
+        kb.assert_,
+        "(likes Carol Dave)",
+        "CxA",
+        provenance={"principal": "Mallory"},
     )
     refusal = refused_unchanged(
         kb,
         "reserved-provenance",
         kb.edit,
-        add=[("(likes Erin Frank)", "CxA"), ("(likes Carol Dave)", "CxA", {"provenance": {"principal": "M"}})],
+        add=[
+            ("(likes Erin Frank)", "CxA"),
+            ("(likes Carol Dave)", "CxA", {"provenance": {"principal": "M"}}),
+        ],
     )
     assert refusal.data["index"] == 1
     assert stored(kb, "(likes Erin Frank)") == []
@@ -424,7 +457,10 @@ def test_a_second_writer_in_another_process_is_store_locked(tmp_path):
         first.assert_("(likes Alice Bob)", "CxA")
         before = state(first)
         child = subprocess.run(
-            [sys.executable, "-c", CHILD_OPEN, str(path)], capture_output=True, text=True, timeout=60
+            [sys.executable, "-c", CHILD_OPEN, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert child.stdout.split() == ["refused", "store-locked"], child.stderr
         assert state(first) == before
@@ -454,4 +490,6 @@ def test_this_process_is_store_locked_while_another_process_writes(tmp_path):
         child.stdin.close()
         child.wait(timeout=60)
     with koinii.open_kb(path) as kb:
-        assert [s.text for s in kb.sentexes_matching("(likes ?x ?y)", "CxA")] == ["(likes Alice Bob)"]
+        assert [s.text for s in kb.sentexes_matching("(likes ?x ?y)", "CxA")] == [
+            "(likes Alice Bob)"
+        ]

@@ -54,7 +54,9 @@ def test_a_list_of_one_element_is_a_functor_alone():
     assert parse("(ping)") == (Sym("ping"),)
 
 
-@pytest.mark.parametrize("name", ["a", "Z", "dog", "ProdCluster", "usesDatabase", "x1", "a_b", "a-b", "physical_object"])
+@pytest.mark.parametrize(
+    "name", ["a", "Z", "dog", "ProdCluster", "usesDatabase", "x1", "a_b", "a-b", "physical_object"]
+)
 def test_a_symbol_reads_as_sym(name):
     term = parse(name)
     assert type(term) is Sym
@@ -111,7 +113,14 @@ def test_an_integer_of_any_size_is_read_exactly(value):
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("1.5", 1.5), ("-2.25", -2.25), ("0.0", 0.0), ("1e10", 1e10), ("2.5E-3", 2.5e-3), ("-1.0e+2", -100.0)],
+    [
+        ("1.5", 1.5),
+        ("-2.25", -2.25),
+        ("0.0", 0.0),
+        ("1e10", 1e10),
+        ("2.5E-3", 2.5e-3),
+        ("-1.0e+2", -100.0),
+    ],
 )
 def test_a_float_is_read_as_float(text, value):
     term = parse(text)
@@ -191,7 +200,7 @@ def test_symbols_are_interned():
 
 def test_a_symbol_is_not_equal_to_its_name():
     assert Sym("a") != "a"
-    assert "a" != Sym("a")
+    assert "a" != Sym("a")  # noqa: SIM300 - the reflected comparison too
     assert not isinstance(Sym("a"), str)
 
 
@@ -255,13 +264,17 @@ def test_an_empty_list_is_refused_as_shape():
     assert refusal(show, (Sym("p"), ())).kind == "shape"
 
 
-@pytest.mark.parametrize("text", ['("s" 1)', "(1 2)", "(1.5 a)", "(true a)", "(?x a)", "((p) a)", "(p (?f a))"])
+@pytest.mark.parametrize(
+    "text", ['("s" 1)', "(1 2)", "(1.5 a)", "(true a)", "(?x a)", "((p) a)", "(p (?f a))"]
+)
 def test_a_non_symbol_functor_in_text_is_refused_as_shape(text):
     assert refusal(parse, text).kind == "shape"
 
 
 @pytest.mark.parametrize(
-    "functor", ["s", 1, 1.5, True, Var("x"), (Sym("p"),)], ids=["string", "int", "float", "bool", "variable", "list"]
+    "functor",
+    ["s", 1, 1.5, True, Var("x"), (Sym("p"),)],
+    ids=["string", "int", "float", "bool", "variable", "list"],
 )
 def test_a_non_symbol_functor_in_a_term_is_refused_as_shape(functor):
     assert refusal(show, (functor, Sym("A"))).kind == "shape"
@@ -296,9 +309,14 @@ def test_a_sentence_over_64_kib_is_refused_as_shape_when_shown():
     assert refusal(show, (Sym("note"), "x" * (1024 * KIB))).kind == "shape"
 
 
-def test_the_size_limit_counts_utf8_bytes():
+def test_the_size_limit_counts_utf8_bytes_when_shown():
     # 40,000 three-byte characters are 120,000 bytes of text: over the limit
     assert refusal(show, (Sym("note"), "€" * 40_000)).kind == "shape"
+
+
+def test_the_size_limit_counts_utf8_bytes_when_parsed():
+    # what parse accepts, show must print: both measure the same 64 KiB
+    assert refusal(parse, '(note "' + "€" * 40_000 + '")').kind == "shape"
 
 
 # --- properties ---------------------------------------------------------------------------

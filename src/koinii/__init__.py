@@ -1,5 +1,6 @@
 """Koinii: a shared, durable knowledge base that teams of AI agents coordinate through."""
 
+from koinii.client import Client, connect
 from koinii.errors import KoiniiError, Refused, Unavailable
 from koinii.kb import KB, Edited, Event, Retracted, Sentex, open_kb
 from koinii.terms import Sym, Var, parse, show
@@ -8,6 +9,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "KB",
+    "Client",
     "Edited",
     "Event",
     "KoiniiError",
@@ -17,6 +19,7 @@ __all__ = [
     "Sym",
     "Unavailable",
     "Var",
+    "connect",
     "open_kb",
     "parse",
     "show",

@@ -15,6 +15,8 @@ Invariants kept here:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import json
 import os
@@ -44,6 +46,9 @@ from koinii.kb.sentex import (
 from koinii.kb.store import Commit, LogEntry, Store, open_store
 from koinii.terms import Sym, Term, Var, is_ground, parse, parse_all, show, variables
 
+_PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "koinii_principal", default=None
+)
 ARITY = Sym("arity")
 FUNCTIONAL = Sym("functional")
 TARGET_FOLLOWING = Sym("target_following_predicate")
@@ -102,6 +107,7 @@ class KB:
         *,
         max_depth: int = 64,
         max_derivations: int = 100_000,
+        query_budget_s: float | None = None,
     ) -> None:
         self._store = store
         self._lock = threading.RLock()
@@ -116,6 +122,7 @@ class KB:
         self._closed = False
         self.max_depth = max_depth
         self.max_derivations = max_derivations
+        self.query_budget_s = query_budget_s
         self._rebuild()
 
     # ================================================================ lifecycle
@@ -387,6 +394,9 @@ class KB:
         if creator is not None and not isinstance(creator, str):
             raise Refused("bad-option", "creator must be a string", {"option": "creator"})
         extra = _provenance(opts.get("provenance"))
+        principal = _PRINCIPAL.get()
+        if principal is not None:
+            extra = {**(extra or {}), "principal": principal}
         entries = checks.prepare(sentence, context)
         handles = [self._store_entry(tx, e, strength, creator, extra) for e in entries]
         return handles[0] if len(handles) == 1 and entries[0].rule is None else handles
@@ -1064,7 +1074,7 @@ class KB:
         if limit is not None and (type(limit) is not int or limit < 0):
             raise Refused("bad-option", "limit must be a non-negative integer", {"option": "limit"})
         with self._lock:
-            accept = self._acceptor(ctx_name)
+            accept = self._budgeted(self._acceptor(ctx_name))
             seen: dict[tuple, dict[str, Any]] = {}
             for binding, _ in solve(self._index, literals, {}, accept):
                 out = {v.text: value for v, value in binding.items()}
@@ -1077,6 +1087,27 @@ class KB:
             order = list(dict.fromkeys(order + ([ctx_name] if ctx_name.startswith("?") else [])))
             results.sort(key=lambda solution: tuple(show(solution[v]) for v in order))
         return results if limit is None else results[:limit]
+
+    def _budgeted(self, accept: Callable[[Node, dict], dict | None]):
+        """`accept`, refusing with `budget-exhausted` once the query budget is spent."""
+        budget = self.query_budget_s
+        if budget is None:
+            return accept
+        deadline = time.monotonic() + budget
+        calls = 0
+
+        def within_budget(node: Node, binding: dict) -> dict | None:
+            nonlocal calls
+            calls += 1
+            if calls % 1024 == 0 and time.monotonic() > deadline:
+                raise Refused(
+                    "budget-exhausted",
+                    f"the query ran past its {budget:g} s budget; bind more of the goal",
+                    {"budget_s": budget},
+                )
+            return accept(node, binding)
+
+        return within_budget
 
     def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
         if ctx == EVERYTHING:
@@ -1269,6 +1300,21 @@ class KB:
         with self._lock:
             return self._store.compact(keep)
 
+    # ================================================================ attribution
+
+    @contextlib.contextmanager
+    def attributed_to(self, principal: str | None):
+        """Writes inside the block record `principal` in provenance.
+
+        For the daemon, which knows who authenticated; a writer's own provenance may not
+        name a principal (`reserved-provenance`), so the field cannot be forged.
+        """
+        token = _PRINCIPAL.set(principal)
+        try:
+            yield
+        finally:
+            _PRINCIPAL.reset(token)
+
     # ================================================================ feed
 
     def watch(self, callback: Callable[[Event], Any], goal: Any = None, ctx: Any = None) -> int:
@@ -1449,7 +1495,11 @@ def open_kb(location: Any = None, **options: Any) -> KB:
     """
     from koinii.kb.vocab import install
 
-    engine_opts = {k: options.pop(k) for k in ("max_depth", "max_derivations") if k in options}
+    engine_opts = {
+        k: options.pop(k)
+        for k in ("max_depth", "max_derivations", "query_budget_s")
+        if k in options
+    }
     if location is not None and isinstance(location, os.PathLike):
         location = os.fspath(location)
     store = open_store(location, **options)

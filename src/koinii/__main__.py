@@ -1,0 +1,3 @@
+from koinii.cli import main
+
+main()

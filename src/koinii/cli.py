@@ -1,0 +1,95 @@
+"""The `koinii` command: a thin shell over the library (one call per command, plus printing)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+import koinii
+from koinii.errors import Refused
+
+
+@click.group()
+@click.version_option(koinii.__version__, prog_name="koinii")
+def main() -> None:
+    """Koinii: a shared knowledge base for teams of AI agents."""
+
+
+@main.command()
+@click.option("--db", default="koinii.db", show_default=True, help="SQLite file (or DSN).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=7411, show_default=True, type=int, help="Port to listen on.")
+@click.option("--tokens", default=None, help="Token table file (required off loopback).")
+@click.option("--ring-size", default=256, show_default=True, help="Events kept per subscription.")
+@click.option("--reap-after", default=300.0, show_default=True, help="Seconds before an unpolled subscription is dropped.")
+@click.option("--max-subscriptions", default=1024, show_default=True)
+@click.option("--max-body", default=16 * 1024 * 1024, show_default=True, help="Largest request body, bytes.")
+@click.option("--query-budget", default=30.0, show_default=True, help="Seconds a query may run.")
+@click.option("--log-retention", default=None, type=int, help="Change-log entries to keep (default: all).")
+@click.option("--log-level", default="warning", show_default=True)
+def serve(db, host, port, tokens, ring_size, reap_after, max_subscriptions, max_body,
+          query_budget, log_retention, log_level) -> None:
+    """Run the daemon: the single writer of one store, over HTTP."""
+    from koinii.server import Limits
+    from koinii.server import serve as run
+
+    limits = Limits(
+        body_bytes=max_body,
+        query_budget_s=query_budget,
+        max_subscriptions=max_subscriptions,
+        ring=ring_size,
+        idle_s=reap_after,
+        log_retention=log_retention,
+    )
+    sys.exit(run(db=db, host=host, port=port, tokens=tokens, limits=limits, log_level=log_level))
+
+
+@main.group()
+def token() -> None:
+    """Manage the daemon's token table."""
+
+
+@token.command("add")
+@click.argument("principal")
+@click.option(
+    "--role",
+    type=click.Choice(["agent", "admin", "operator", "reader"]),
+    default="agent",
+    show_default=True,
+)
+@click.option("--tokens", "path", required=True, help="Token table file.")
+def token_add(principal: str, role: str, path: str) -> None:
+    """Mint a token for PRINCIPAL; it is printed once and only its hash is stored."""
+    from koinii.server.tokens import add_token
+
+    click.echo(_refusing(lambda: add_token(path, principal, role)))
+
+
+@token.command("list")
+@click.option("--tokens", "path", required=True, help="Token table file.")
+def token_list(path: str) -> None:
+    """List the principals in the table (never the tokens)."""
+    from koinii.server.tokens import list_tokens
+
+    for entry in _refusing(lambda: list_tokens(path)):
+        click.echo(f"{entry['id']:<24} {entry['role']:<9} {entry['fingerprint']}")
+
+
+@token.command("revoke")
+@click.argument("principal")
+@click.option("--tokens", "path", required=True, help="Token table file.")
+def token_revoke(principal: str, path: str) -> None:
+    """Remove every token of PRINCIPAL."""
+    from koinii.server.tokens import revoke
+
+    removed = _refusing(lambda: revoke(path, principal))
+    click.echo(f"revoked {removed} token(s) of {principal}")
+
+
+def _refusing(call):
+    try:
+        return call()
+    except Refused as refusal:
+        click.echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
+        sys.exit(1)

@@ -1,0 +1,78 @@
+"""The daemon: one process that owns one store and is its single writer.
+
+`serve()` opens the store (refusing a second writer), loads the token table, refuses to
+bind a non-loopback address without one, and runs the ASGI app (`app.build_app`) under
+uvicorn until SIGTERM/SIGINT: then it stops accepting, wakes every parked poll, lets
+in-flight requests finish and closes the store cleanly.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+
+from koinii.errors import Refused
+from koinii.kb import open_kb
+from koinii.server.app import Limits, build_app
+from koinii.server.tokens import TokenTable
+
+__all__ = ["Limits", "build_app", "serve", "is_loopback"]
+
+log = logging.getLogger("koinii.server")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    db: str = "koinii.db",
+    host: str = "127.0.0.1",
+    port: int = 7411,
+    tokens: str | None = None,
+    limits: Limits | None = None,
+    log_level: str = "warning",
+) -> int:
+    """Run the daemon in the foreground; returns the process exit code."""
+    import uvicorn
+
+    if tokens is None and not is_loopback(host):
+        print(
+            f"koinii serve: refusing to bind {host} without a token table: anyone who can "
+            "reach it could write. Add tokens (koinii token add …) and pass --tokens FILE.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        table = TokenTable(tokens) if tokens is not None else None
+        kb = open_kb(db)
+    except Refused as refusal:
+        print(f"koinii serve: {refusal.kind}: {refusal.message}", file=sys.stderr)
+        return 1
+    app = build_app(kb, table, limits)
+    daemon = app.state.daemon
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:  # wake parked polls so shutdown is prompt
+            daemon.subs.close()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+        access_log=False,
+    )
+    Server(config).run()
+    return 0

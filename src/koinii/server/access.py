@@ -1,0 +1,134 @@
+"""Who may write where: the daemon's server-side write boundaries (wire.md §4).
+
+Invariant: every write the daemon performs has passed `check_add` / `check_remove` for
+the authenticated caller first, and is then attributed to the caller (`principal` in
+provenance, set by the engine from `KB.attributed_to`, never from the request). The
+client library may check the same rules earlier; this is where they are enforced.
+
+| role     | may write                                                   | may retract       |
+| agent    | its own context, plus genlCx edges that place its own context | what it created   |
+| admin    | CxRegistry                                                   | registry rows     |
+| operator | anything, and load vocabulary                                | anything          |
+| reader   | nothing                                                      | nothing           |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.identity import AGENT_CONTEXT, REGISTRY, context_for, speaker_of_sentence
+from koinii.kb import KB
+from koinii.kb.checks import prepare
+from koinii.kb.rules import GENL_CX
+from koinii.server.tokens import Caller
+from koinii.terms import Sym, Var
+
+UNIVERSE = "CxUniverse"
+
+
+def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[str, Any]) -> None:
+    """Refuse a write the caller's role does not allow (before anything is stored)."""
+    if caller.role == "operator":
+        return
+    if caller.role == "reader":
+        raise Refused("forbidden", "a reader may not write", {"principal": caller.id})
+    entries = prepare(sentence, context)  # shape and naming first: the same refusals as in-process
+    ctx = entries[0].context
+    if caller.role == "admin":
+        if ctx != REGISTRY:
+            raise Refused(
+                "koinii/admin-off-registry",
+                f"an admin writes {REGISTRY} only, not {ctx}",
+                {"principal": caller.id, "context": ctx},
+            )
+        return
+    agent = caller.id
+    creator = opts.get("creator")
+    if creator is not None and creator != agent:
+        raise Refused(
+            "koinii/creator-mismatch",
+            f"{agent} may not write as {creator}",
+            {"agent": agent, "creator": creator},
+        )
+    if ctx == REGISTRY:
+        raise Refused(
+            "koinii/registry-forbidden",
+            f"{REGISTRY} is written by admins only",
+            {"agent": agent, "context": ctx},
+        )
+    own = context_for(agent)
+    for entry in entries:
+        if ctx == UNIVERSE and entry.atom[0] is GENL_CX:
+            _check_placement(kb, agent, own, entry.atom)
+            continue
+        if ctx != own:
+            raise Refused(
+                "koinii/foreign-context",
+                f"{agent} writes its own context {own}, not {ctx}",
+                {"agent": agent, "context": ctx, "own": own},
+            )
+        named = speaker_of_sentence(entry.atom)
+        if named is not None and named != agent:
+            raise Refused(
+                "koinii/speaker-mismatch",
+                f"{agent} may not speak as {named}",
+                {"agent": agent, "named": named, "act": entry.atom[0].name},
+            )
+
+
+def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
+    """An agent may place its own context: under a channel, or over the vocabulary it speaks."""
+    sub, sup = atom[1].name, atom[2].name
+    if own not in (sub, sup):
+        raise Refused(
+            "koinii/foreign-context",
+            f"{agent} may only place its own context {own}",
+            {"agent": agent, "context": UNIVERSE, "own": own},
+        )
+    if sup == own:  # (genlCx channel own): the channel must be a channel
+        owners = sorted(
+            {
+                str(b["?a"])
+                for b in kb.query((AGENT_CONTEXT, Sym(sub), Var("a")), sub)
+            }
+            - {agent}
+        )
+        if sub == REGISTRY or owners:
+            raise Refused(
+                "koinii/not-a-channel",
+                f"{sub} is not a channel" + (f": it is {owners[0]}'s own context" if owners else ""),
+                {"agent": agent, "parent": sub, "owners": owners},
+            )
+
+
+def check_remove(kb: KB, caller: Caller, handle: Any) -> None:
+    """Refuse a retract of what the caller may not retract (unknown handles pass: no-ops)."""
+    if caller.role == "operator":
+        return
+    if caller.role == "reader":
+        raise Refused("forbidden", "a reader may not retract", {"principal": caller.id})
+    if type(handle) is not int:
+        return  # the engine refuses it by name
+    sentex = kb.sentex(handle)
+    if sentex is None:
+        return
+    if caller.role == "admin":
+        if sentex.context != REGISTRY:
+            raise Refused(
+                "koinii/admin-off-registry",
+                f"an admin retracts registry rows only; sentex {handle} is in {sentex.context}",
+                {"principal": caller.id, "handle": handle},
+            )
+        return
+    if sentex.provenance.get("principal") != caller.id:
+        raise Refused(
+            "koinii/foreign-sentex",
+            f"{caller.id} may retract only what it wrote; sentex {handle} is not its own",
+            {"agent": caller.id, "handle": handle},
+        )
+
+
+def check_operator(caller: Caller, what: str) -> None:
+    if caller.role != "operator":
+        raise Refused("forbidden", f"only an operator may {what}", {"principal": caller.id})

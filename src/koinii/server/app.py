@@ -1,0 +1,595 @@
+"""The daemon's HTTP API: one JSON operation per route, all over one KB (wire.md).
+
+Invariants:
+- The KB is touched only from the event loop's thread, one operation at a time: that is
+  the single writer and the total order. Engine operations take microseconds; the only
+  waits (long polls, the durable tail) are futures that never block it.
+- Every request body is checked against the operation's field table before the engine
+  sees it; the same table generates `/openapi.json`, so the document cannot drift.
+- Every refusal leaves as `{"ok": false, "error": {kind, message, data}}` with the status
+  of `status_of(kind)`; any other exception is a 500 `internal-error` with no traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+import koinii
+from koinii.errors import Refused
+from koinii.kb import KB
+from koinii.server import access
+from koinii.server.subscriptions import Subscriptions
+from koinii.server.tokens import OPEN, Caller, TokenTable
+from koinii.wire import API, encode_bindings, encode_edited, encode_retracted, encode_sentex
+
+log = logging.getLogger("koinii.server")
+
+
+@dataclass
+class Limits:
+    body_bytes: int = 16 * 1024 * 1024
+    query_budget_s: float = 30.0
+    max_subscriptions: int = 1024
+    ring: int = 256
+    idle_s: float = 300.0
+    log_retention: int | None = None  # keep this many change-log entries (None: all)
+
+
+_FORBIDDEN = {
+    "forbidden",
+    "cross-origin",
+    "koinii/foreign-context",
+    "koinii/registry-forbidden",
+    "koinii/admin-off-registry",
+    "koinii/foreign-sentex",
+}
+
+
+def status_of(kind: str) -> int:
+    if kind == "unauthorized":
+        return 401
+    if kind in _FORBIDDEN:
+        return 403
+    if kind == "not-found":
+        return 404
+    if kind == "body-too-large":
+        return 413
+    if kind == "internal-error":
+        return 500
+    return 400
+
+
+# --- the operation table -----------------------------------------------------------------
+# name -> (fields {name: (json type, required, description)}, summary). Types are JSON
+# Schema types; "term" is a sentence in canonical text; "goal" is a term or a list of them.
+
+_T = "term"
+SENTENCE = {"sentence": (_T, True, "a sentence in canonical text, e.g. (usesDatabase A B)")}
+CONTEXT = {"context": ("string", True, "a context name, e.g. CxDeploy")}
+READ_CONTEXT = {"context": ("string", True, "a context, a variable (?ctx) or CxEverything")}
+HANDLE = {"handle": ("integer", True, "a sentex handle")}
+WRITE_OPTS = {
+    "strength": ("string", False, "default | monotonic"),
+    "creator": ("string", False, "who wrote it; an agent may only name itself"),
+    "provenance": ("object", False, "extra provenance fields"),
+}
+ENTRY = {
+    "type": "object",
+    "required": ["sentence", "context"],
+    "properties": {
+        "sentence": {"type": "string"},
+        "context": {"type": "string"},
+        "strength": {"type": "string"},
+        "creator": {"type": "string"},
+        "provenance": {"type": "object"},
+    },
+}
+
+OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
+    "assert": ({**SENTENCE, **CONTEXT, **WRITE_OPTS}, "store a sentence; returns its handle"),
+    "retract": (HANDLE, "remove a sentex and what rested only on it"),
+    "edit": (
+        {
+            "add": (("array", ENTRY), False, "entries to add"),
+            "remove": (("array", {"type": "integer"}), False, "handles to remove"),
+        },
+        "adds then removes, all or nothing",
+    ),
+    "check": ({**SENTENCE, **CONTEXT, **WRITE_OPTS}, "dry run of assert: the problems"),
+    "check_edit": (
+        {
+            "add": (("array", ENTRY), False, "entries to add"),
+            "remove": (("array", {"type": "integer"}), False, "handles to remove"),
+        },
+        "dry run of edit: every problem",
+    ),
+    "load_text": (
+        {
+            "text": ("string", True, "vocabulary text: sentences and ; comments"),
+            **CONTEXT,
+            "strength": ("string", False, "default | monotonic"),
+        },
+        "load vocabulary (operator only)",
+    ),
+    "add_provenance": (
+        {**HANDLE, "fields": ("object", True, "fields to add")},
+        "add provenance fields to a sentex",
+    ),
+    "sentex": (HANDLE, "one sentex, or null"),
+    "provenance": (HANDLE, "a sentex's provenance, or null"),
+    "sentexes_matching": (
+        {"pattern": (_T, True, "a pattern"), **READ_CONTEXT},
+        "believed sentexes stored in exactly the context that match",
+    ),
+    "query": (
+        {
+            "goal": ("goal", True, "a literal or a list of literals"),
+            **READ_CONTEXT,
+            "limit": ("integer", False, "at most this many solutions"),
+        },
+        "solutions through the context's ancestor set, as bindings",
+    ),
+    "argue": ({**SENTENCE, **READ_CONTEXT}, "true | false | contradiction | unknown"),
+    "believed": (
+        {**HANDLE, "context": ("string", False, "read at this context")},
+        "is the sentex believed",
+    ),
+    "why": (HANDLE, "the justification tree"),
+    "why_not": (
+        {**HANDLE, "context": ("string", False, "read at this context")},
+        "why a sentex is not believed",
+    ),
+    "contradictions": (
+        {"context": ("string", False, "clashes this context can see")},
+        "default/default dilemmas",
+    ),
+    "conflicts": (
+        {"context": ("string", False, "clashes this context can see")},
+        "monotonic/monotonic clashes",
+    ),
+    "violations": ({}, "rule firings with no context to place their conclusion"),
+    "compact_log": (
+        {"keep": ("integer", True, "change-log entries to keep")},
+        "drop older change-log entries (operator only)",
+    ),
+    "context_up": ({"context": ("string", True, "a context name")}, "what a context sees"),
+    "context_down": ({"context": ("string", True, "a context name")}, "what sees a context"),
+    "stats": ({}, "counts and the global seq"),
+    "watch": (
+        {
+            "goal": (_T, False, "a standing query (one literal)"),
+            "context": ("string", False, "watch changes in view of this context"),
+            "max_events": ("integer", False, "ring size (default 256)"),
+        },
+        "open a subscription",
+    ),
+    "poll": (
+        {
+            "token": ("string", True, "the subscription token"),
+            "cursor": ("integer", True, "events consumed so far"),
+            "wait_ms": ("integer", False, "long-poll up to this long (max 30000)"),
+        },
+        "events after the cursor",
+    ),
+    "unwatch": ({"token": ("string", True, "the subscription token")}, "drop a subscription"),
+    "watchers": ({}, "the live subscriptions"),
+    "changes": (
+        {
+            "since": ("integer", True, "a global seq"),
+            "limit": ("integer", False, "at most this many entries (max 10000)"),
+            "wait_ms": ("integer", False, "long-poll up to this long (max 30000)"),
+        },
+        "the durable change log after a seq",
+    ),
+}
+
+_JSON_TYPES = {
+    "string": str,
+    "integer": int,
+    "object": dict,
+    "boolean": bool,
+}
+
+
+def _check_fields(op: str, body: Any) -> dict[str, Any]:
+    fields, _ = OPERATIONS[op]
+    if not isinstance(body, dict):
+        raise Refused("bad-request", "the body must be a JSON object", {"operation": op})
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        raise Refused(
+            "unknown-option",
+            f"{op} takes no field {unknown[0]!r}",
+            {"option": unknown[0], "known": sorted(fields)},
+        )
+    for name, (kind, required, _) in fields.items():
+        if name not in body or body[name] is None:
+            if required:
+                raise Refused(
+                    "bad-request", f"{op} needs the field {name!r}", {"field": name}
+                )
+            continue
+        value = body[name]
+        if kind in (_T, "string"):
+            ok = isinstance(value, str)
+        elif kind == "goal":
+            ok = isinstance(value, str) or (
+                isinstance(value, list) and all(isinstance(v, str) for v in value)
+            )
+        elif isinstance(kind, tuple):
+            ok = isinstance(value, list)
+        elif kind == "integer":
+            ok = type(value) is int
+        else:
+            ok = isinstance(value, _JSON_TYPES[kind])
+        if not ok:
+            raise Refused(
+                "bad-request",
+                f"{op}: the field {name!r} has the wrong type",
+                {"field": name, "expected": kind if isinstance(kind, str) else "array"},
+            )
+    return body
+
+
+def _opts(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: body[k] for k in ("strength", "creator", "provenance") if body.get(k) is not None}
+
+
+def _entries(body: dict[str, Any]) -> list[tuple]:
+    out = []
+    for i, item in enumerate(body.get("add") or []):
+        if not isinstance(item, dict) or not isinstance(item.get("sentence"), str):
+            raise Refused(
+                "bad-request",
+                "each added entry is {sentence, context, strength?, creator?, provenance?}",
+                {"in": "add", "index": i},
+            )
+        extra = sorted(set(item) - {"sentence", "context", "strength", "creator", "provenance"})
+        if extra:
+            raise Refused(
+                "unknown-option",
+                f"unknown option {extra[0]!r}",
+                {"option": extra[0], "in": "add", "index": i},
+            )
+        out.append((item["sentence"], item.get("context"), _opts(item)))
+    return out
+
+
+class Daemon:
+    """The operations, bound to one KB, its subscriptions and its access rules."""
+
+    def __init__(self, kb: KB, tokens: TokenTable | None, limits: Limits) -> None:
+        self.kb = kb
+        self.tokens = tokens
+        self.limits = limits
+        kb.query_budget_s = limits.query_budget_s
+        self.subs = Subscriptions(
+            kb, cap=limits.max_subscriptions, ring=limits.ring, idle_s=limits.idle_s
+        )
+
+    # --- writes ---------------------------------------------------------------------
+
+    def _guard_adds(self, caller: Caller, entries: list[tuple]) -> None:
+        for i, (sentence, context, opts) in enumerate(entries):
+            try:
+                access.check_add(self.kb, caller, sentence, context, opts)
+            except Refused as refusal:
+                if len(entries) > 1 or refusal.kind.startswith("koinii/"):
+                    refusal.data.update({"in": "add", "index": i})
+                raise
+
+    def _attributed(self, caller: Caller, opts: dict[str, Any]) -> dict[str, Any]:
+        if caller.role == "agent" and opts.get("creator") is None:
+            opts = {**opts, "creator": caller.id}
+        return opts
+
+    def op_assert(self, caller: Caller, body: dict[str, Any]) -> Any:
+        opts = _opts(body)
+        self._guard_adds(caller, [(body["sentence"], body["context"], opts)])
+        with self.kb.attributed_to(caller.id):
+            return self.kb.assert_(
+                body["sentence"], body["context"], **self._attributed(caller, opts)
+            )
+
+    def op_retract(self, caller: Caller, body: dict[str, Any]) -> Any:
+        access.check_remove(self.kb, caller, body["handle"])
+        return encode_retracted(self.kb.retract(body["handle"]))
+
+    def op_edit(self, caller: Caller, body: dict[str, Any]) -> Any:
+        entries = _entries(body)
+        self._guard_adds(caller, entries)
+        removes = body.get("remove") or []
+        for i, handle in enumerate(removes):
+            try:
+                access.check_remove(self.kb, caller, handle)
+            except Refused as refusal:
+                refusal.data.update({"in": "remove", "index": i})
+                raise
+        adds = [(s, c, self._attributed(caller, o)) for s, c, o in entries]
+        with self.kb.attributed_to(caller.id):
+            return encode_edited(self.kb.edit(add=adds, remove=removes))
+
+    def op_check(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.check(body["sentence"], body["context"], **_opts(body))
+
+    def op_check_edit(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.check_edit(add=_entries(body), remove=body.get("remove") or [])
+
+    def op_load_text(self, caller: Caller, body: dict[str, Any]) -> Any:
+        access.check_operator(caller, "load vocabulary")
+        with self.kb.attributed_to(caller.id):
+            result = self.kb.load_text(
+                body["text"], body["context"], strength=body.get("strength") or "default"
+            )
+        return encode_edited(result)
+
+    def op_add_provenance(self, caller: Caller, body: dict[str, Any]) -> Any:
+        access.check_remove(self.kb, caller, body["handle"])  # same ownership rule
+        return self.kb.add_provenance(body["handle"], body["fields"])
+
+    # --- reads ----------------------------------------------------------------------
+
+    def op_sentex(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return encode_sentex(self.kb.sentex(body["handle"]))
+
+    def op_provenance(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.provenance(body["handle"])
+
+    def op_sentexes_matching(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return [
+            encode_sentex(s) for s in self.kb.sentexes_matching(body["pattern"], body["context"])
+        ]
+
+    def op_query(self, caller: Caller, body: dict[str, Any]) -> Any:
+        solutions = self.kb.query(body["goal"], body["context"], limit=body.get("limit"))
+        return [encode_bindings(b) for b in solutions]
+
+    def op_argue(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.argue(body["sentence"], body["context"])
+
+    def op_believed(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.believed(body["handle"], body.get("context"))
+
+    def op_why(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.why(body["handle"])
+
+    def op_why_not(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.why_not(body["handle"], body.get("context"))
+
+    def op_contradictions(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.contradictions(body.get("context"))
+
+    def op_conflicts(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.conflicts(body.get("context"))
+
+    def op_violations(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.violations()
+
+    def op_context_up(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return sorted(self.kb.context_up(body["context"]))
+
+    def op_context_down(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return sorted(self.kb.context_down(body["context"]))
+
+    def op_stats(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.stats()
+
+    def op_compact_log(self, caller: Caller, body: dict[str, Any]) -> Any:
+        access.check_operator(caller, "compact the change log")
+        if body["keep"] < 0:
+            raise Refused("bad-option", "keep is a non-negative integer", {"option": "keep"})
+        return self.kb.compact_log(body["keep"])
+
+    # --- the wire feed --------------------------------------------------------------
+
+    def op_watch(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.subs.watch(body.get("goal"), body.get("context"), body.get("max_events"))
+
+    async def op_poll(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return await self.subs.poll(body["token"], body["cursor"], body.get("wait_ms"))
+
+    def op_unwatch(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.subs.unwatch(body["token"])
+
+    def op_watchers(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.subs.describe()
+
+    async def op_changes(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return await self.subs.changes(body["since"], body.get("limit"), body.get("wait_ms"))
+
+    # --- plumbing ---------------------------------------------------------------------
+
+    def caller(self, request: Request) -> Caller:
+        if self.tokens is None:
+            return OPEN
+        return self.tokens.caller(request.headers.get("authorization"))
+
+    async def body(self, request: Request) -> Any:
+        limit = self.limits.body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
+        chunks = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise Refused(
+                    "body-too-large", f"the body is over {limit} bytes", {"limit": limit}
+                )
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        if not raw:
+            return {}
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            raise Refused("not-json", "the body is not valid JSON (UTF-8)", {}) from None
+
+
+def _reply(result: Any) -> Response:
+    return JSONResponse({"ok": True, "result": result})
+
+
+def _refusal(refusal: Refused) -> Response:
+    return JSONResponse({"ok": False, "error": refusal.to_dict()}, status_code=status_of(refusal.kind))
+
+
+def _check_origin(request: Request) -> None:
+    origin = request.headers.get("origin")
+    if origin is None:
+        return
+    host = request.headers.get("host", "")
+    if origin not in (f"http://{host}", f"https://{host}"):
+        raise Refused(
+            "cross-origin",
+            "requests from another origin (a browser page) are refused",
+            {"origin": origin[:200]},
+        )
+
+
+def _endpoint(daemon: Daemon, op: str) -> Callable[[Request], Awaitable[Response]]:
+    handler = getattr(daemon, "op_" + op)
+    is_async = asyncio.iscoroutinefunction(handler)
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            _check_origin(request)
+            caller = daemon.caller(request)
+            body = _check_fields(op, await daemon.body(request))
+            result = await handler(caller, body) if is_async else handler(caller, body)
+            return _reply(result)
+        except Refused as refusal:
+            return _refusal(refusal)
+        except Exception:
+            log.exception("internal error in %s", op)
+            return _refusal(Refused("internal-error", "the daemon failed; see its log", {}))
+
+    return endpoint
+
+
+def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = None) -> Starlette:
+    """The ASGI application over `kb` (opened by the caller, closed at shutdown)."""
+    daemon = Daemon(kb, tokens, limits or Limits())
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"ok": True, "version": koinii.__version__, "seq": kb.seq})
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _refusal(Refused("not-found", f"no route {request.url.path}", {}))
+
+    async def housekeeping() -> None:
+        while True:
+            await asyncio.sleep(max(0.05, min(10.0, daemon.limits.idle_s / 10)))
+            for token in daemon.subs.reap():
+                log.info("reaped idle subscription %s", token)
+            if daemon.limits.log_retention is not None:
+                kb.compact_log(daemon.limits.log_retention)
+
+    async def lifespan(app: Starlette):
+        task = asyncio.create_task(housekeeping())
+        try:
+            yield
+        finally:
+            task.cancel()
+            daemon.subs.close()
+            kb.close()
+
+    routes = [Route("/health", health, methods=["GET"]), Route("/openapi.json", openapi)]
+    routes += [
+        Route(f"{API}/{op}", _endpoint(daemon, op), methods=["POST"]) for op in OPERATIONS
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found})
+    app.state.daemon = daemon
+    return app
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI 3.1 description of every route, generated from `OPERATIONS`."""
+    error = {
+        "type": "object",
+        "required": ["ok", "error"],
+        "properties": {
+            "ok": {"const": False},
+            "error": {
+                "type": "object",
+                "required": ["kind", "message", "data"],
+                "properties": {
+                    "kind": {"type": "string"},
+                    "message": {"type": "string"},
+                    "data": {"type": "object"},
+                },
+            },
+        },
+    }
+    ok = {"type": "object", "required": ["ok", "result"], "properties": {"ok": {"const": True}, "result": {}}}
+
+    def schema_of(kind: Any) -> dict[str, Any]:
+        if isinstance(kind, tuple):
+            return {"type": "array", "items": kind[1]}
+        if kind == _T:
+            return {"type": "string"}
+        if kind == "goal":
+            return {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+        return {"type": kind}
+
+    def responses() -> dict[str, Any]:
+        out = {"200": {"description": "done", "content": {"application/json": {"schema": ok}}}}
+        for status, what in (
+            ("400", "refused by a rule"),
+            ("401", "missing, wrong or malformed token"),
+            ("403", "outside the caller's scope, or a foreign Origin"),
+            ("413", "body too large"),
+            ("500", "internal error"),
+        ):
+            out[status] = {"description": what, "content": {"application/json": {"schema": error}}}
+        return out
+
+    paths: dict[str, Any] = {
+        "/health": {
+            "get": {
+                "summary": "liveness, version and seq (no token needed)",
+                "security": [],
+                "responses": {"200": {"description": "alive", "content": {"application/json": {"schema": {"type": "object"}}}}},
+            }
+        }
+    }
+    for op, (fields, summary) in OPERATIONS.items():
+        properties = {
+            name: {**schema_of(kind), "description": text} for name, (kind, _, text) in fields.items()
+        }
+        required = [name for name, (_, req, _) in fields.items() if req]
+        body_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": False,
+        }
+        if required:
+            body_schema["required"] = required
+        paths[f"{API}/{op}"] = {
+            "post": {
+                "operationId": op,
+                "summary": summary,
+                "requestBody": {"required": True, "content": {"application/json": {"schema": body_schema}}},
+                "responses": responses(),
+            }
+        }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Koinii daemon", "version": koinii.__version__},
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"bearer": []}],
+        "paths": paths,
+    }

@@ -1,0 +1,205 @@
+"""The wire feed: per-subscription rings, cursors, long polls, reaping (wire.md §3).
+
+A callback cannot cross the wire, so for each subscription the daemon keeps the newest
+`max_events` events in a ring and the client advances a cursor that counts events
+(0, 1, 2, …). Invariants:
+- `delivered` counts every event ever pushed into the ring; the ring holds events
+  `delivered - len(ring)` … `delivered - 1`; a cursor is valid iff 0 <= cursor <= delivered.
+- `lagged = max(0, (delivered - ring_size) - cursor)` on every reply: how many events the
+  client missed because they fell off the ring (it must resnapshot).
+- Everything here runs on the daemon's event-loop thread (the engine calls back on it),
+  so a parked poll is a future, and waking it never blocks the writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.kb import KB, Event
+from koinii.wire import encode_event
+
+MAX_WAIT_MS = 30_000
+
+
+@dataclass
+class Subscription:
+    token: str
+    goal: str | None
+    context: str | None
+    max_events: int
+    kb_token: int = 0
+    ring: deque = field(default_factory=deque)
+    delivered: int = 0
+    last_poll: float = field(default_factory=time.monotonic)
+    waiters: set[asyncio.Future] = field(default_factory=set)
+    alive: bool = True
+
+    def push(self, event: Event) -> None:
+        self.ring.append(encode_event(event, self.delivered))
+        self.delivered += 1
+        if len(self.ring) > self.max_events:
+            self.ring.popleft()
+        _wake(self.waiters)
+
+    def reply(self, cursor: int) -> dict[str, Any]:
+        first = self.delivered - len(self.ring)
+        skip = max(0, cursor - first)
+        events = list(self.ring)[skip:] if skip < len(self.ring) else []
+        lagged = max(0, (self.delivered - self.max_events) - cursor)
+        return {"events": events, "cursor": self.delivered, "lagged": lagged}
+
+
+def _wake(waiters: set[asyncio.Future]) -> None:
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)
+    waiters.clear()
+
+
+class Subscriptions:
+    """Every live subscription of one daemon, plus the waiters of the durable tail."""
+
+    def __init__(
+        self, kb: KB, *, cap: int = 1024, ring: int = 256, idle_s: float = 300.0
+    ) -> None:
+        self.kb = kb
+        self.cap = cap
+        self.ring = ring
+        self.idle_s = idle_s
+        self._subs: dict[str, Subscription] = {}
+        self._tail_waiters: set[asyncio.Future] = set()
+        self._tail_token = kb.watch(lambda event: _wake(self._tail_waiters))
+
+    def watch(self, goal: Any, context: Any, max_events: int | None) -> dict[str, Any]:
+        if len(self._subs) >= self.cap:
+            raise Refused(
+                "too-many-subscriptions",
+                f"the daemon holds {self.cap} subscriptions; unwatch some first",
+                {"cap": self.cap},
+            )
+        size = self.ring if max_events is None else max_events
+        if type(size) is not int or not 1 <= size <= 65_536:
+            raise Refused(
+                "bad-option",
+                "max_events is an integer from 1 to 65536",
+                {"option": "max_events", "value": repr(max_events)},
+            )
+        sub = Subscription(secrets.token_urlsafe(16), goal, context, size)
+        # The engine validates goal and context; the subscription starts exactly here,
+        # between two writes, because the loop runs one operation at a time.
+        sub.kb_token = self.kb.watch(sub.push, goal=goal, ctx=context)
+        self._subs[sub.token] = sub
+        return {"token": sub.token, "cursor": 0, "max_events": size}
+
+    def _get(self, token: Any) -> Subscription:
+        sub = self._subs.get(token) if isinstance(token, str) else None
+        if sub is None:
+            raise Refused(
+                "unknown-subscription",
+                "no such subscription (never made, unwatched, or reaped after idling)",
+                {"token": str(token)[:64]},
+            )
+        return sub
+
+    async def poll(self, token: Any, cursor: Any, wait_ms: Any) -> dict[str, Any]:
+        sub = self._get(token)
+        sub.last_poll = time.monotonic()
+        if type(cursor) is not int or cursor < 0 or cursor > sub.delivered:
+            raise Refused(
+                "bad-cursor",
+                f"cursor must be an integer from 0 to {sub.delivered} (events delivered so far)",
+                {"cursor": repr(cursor), "delivered": sub.delivered},
+            )
+        wait_ms = check_wait(wait_ms)
+        if cursor == sub.delivered and wait_ms > 0:
+            waiter = asyncio.get_running_loop().create_future()
+            sub.waiters.add(waiter)
+            try:
+                await asyncio.wait_for(waiter, wait_ms / 1000)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                sub.waiters.discard(waiter)
+            if not sub.alive:
+                raise Refused(
+                    "unknown-subscription",
+                    "the subscription was dropped while the poll waited",
+                    {"token": token},
+                )
+            sub.last_poll = time.monotonic()
+        return sub.reply(cursor)
+
+    def unwatch(self, token: Any) -> bool:
+        sub = self._subs.pop(token, None) if isinstance(token, str) else None
+        if sub is None:
+            return False
+        sub.alive = False
+        self.kb.unwatch(sub.kb_token)
+        _wake(sub.waiters)
+        return True
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "token": s.token,
+                "delivered": s.delivered,
+                "pending": len(s.ring),
+                "goal": s.goal,
+                "context": s.context,
+            }
+            for s in self._subs.values()
+        ]
+
+    def reap(self) -> list[str]:
+        """Drop subscriptions nobody polled for `idle_s`; returns their tokens."""
+        now = time.monotonic()
+        idle = [
+            t for t, s in self._subs.items() if not s.waiters and now - s.last_poll > self.idle_s
+        ]
+        for token in idle:
+            self.unwatch(token)
+        return idle
+
+    async def changes(self, since: Any, limit: Any, wait_ms: Any) -> dict[str, Any]:
+        """The durable tail after global seq `since`, waiting up to `wait_ms` for news."""
+        if limit is None:
+            limit = 1000
+        if type(limit) is not int or not 1 <= limit <= 10_000:
+            raise Refused("bad-option", "limit is an integer from 1 to 10000", {"option": "limit"})
+        wait_ms = check_wait(wait_ms)
+        reply = self.kb.changes(since, limit)
+        if not reply["entries"] and not reply["too_old"] and wait_ms > 0 and since >= self.kb.seq:
+            waiter = asyncio.get_running_loop().create_future()
+            self._tail_waiters.add(waiter)
+            try:
+                await asyncio.wait_for(waiter, wait_ms / 1000)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                self._tail_waiters.discard(waiter)
+            reply = self.kb.changes(since, limit)
+        return reply
+
+    def close(self) -> None:
+        """Shutdown: drop every subscription and wake every parked poll."""
+        for token in list(self._subs):
+            self.unwatch(token)
+        _wake(self._tail_waiters)
+
+
+def check_wait(wait_ms: Any) -> int:
+    if wait_ms is None:
+        return 0
+    if type(wait_ms) is not int or not 0 <= wait_ms <= MAX_WAIT_MS:
+        raise Refused(
+            "bad-option",
+            f"wait_ms is an integer from 0 to {MAX_WAIT_MS}",
+            {"option": "wait_ms", "value": repr(wait_ms)[:40], "max": MAX_WAIT_MS},
+        )
+    return wait_ms

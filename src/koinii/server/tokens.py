@@ -1,0 +1,131 @@
+"""The token table: who may talk to the daemon, and as what.
+
+Invariant: the file never holds a token, only its SHA-256 (tokens are 256-bit random, so
+a fast hash is enough and a stolen file grants nothing). A presented token is compared
+against every entry in constant time, so timing does not tell a wrong token from a
+missing one; missing, wrong and malformed tokens all get the same 401.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.terms import is_individual_name
+
+ROLES = ("agent", "admin", "operator", "reader")
+_PREFIX = "kt_"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking: an authenticated id and its role (id None on an open daemon)."""
+
+    id: str | None
+    role: str
+
+
+OPEN = Caller(None, "operator")  # a daemon without a token table trusts its loopback callers
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _read(path: str) -> dict[str, Any]:
+    if not os.path.exists(path):
+        return {"version": 1, "tokens": []}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise Refused("bad-token-table", f"cannot read {path}: {exc}", {"path": path}) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
+        raise Refused("bad-token-table", f"{path} is not a Koinii token table", {"path": path})
+    return data
+
+
+def _write(path: str, data: dict[str, Any]) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tokens-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def add_token(path: str, principal: str, role: str) -> str:
+    """Mint a token for `principal`; returns it (the only time it is ever shown)."""
+    if role not in ROLES:
+        raise Refused(
+            "bad-role", f"unknown role {role!r}; roles: {', '.join(ROLES)}", {"known": list(ROLES)}
+        )
+    if not isinstance(principal, str) or not is_individual_name(principal):
+        raise Refused(
+            "naming",
+            f"{principal!r} is not an id: ids are CapitalCamelCase, e.g. AgentAtlas",
+            {"symbol": str(principal), "role": "individual"},
+        )
+    data = _read(path)
+    token = _PREFIX + secrets.token_urlsafe(32)
+    data["tokens"].append(
+        {"id": principal, "role": role, "sha256": _digest(token), "created": int(time.time())}
+    )
+    _write(path, data)
+    return token
+
+
+def list_tokens(path: str) -> list[dict[str, Any]]:
+    """The entries (id, role, created, fingerprint) — never the tokens."""
+    return [
+        {"id": e["id"], "role": e["role"], "created": e["created"], "fingerprint": e["sha256"][:12]}
+        for e in _read(path)["tokens"]
+    ]
+
+
+def revoke(path: str, principal: str) -> int:
+    """Remove every token of `principal`; returns how many were removed."""
+    data = _read(path)
+    kept = [e for e in data["tokens"] if e["id"] != principal]
+    removed = len(data["tokens"]) - len(kept)
+    if removed:
+        data["tokens"] = kept
+        _write(path, data)
+    return removed
+
+
+class TokenTable:
+    """The loaded table; `caller(header)` authenticates an Authorization header."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._entries = [
+            (bytes.fromhex(e["sha256"]), Caller(e["id"], e["role"])) for e in _read(path)["tokens"]
+        ]
+
+    def caller(self, authorization: str | None) -> Caller:
+        presented = b"\0" * 32
+        if authorization and authorization.startswith("Bearer "):
+            presented = hashlib.sha256(authorization[7:].strip().encode("utf-8")).digest()
+        found = None
+        for digest, caller in self._entries:  # no early exit: constant time in the table
+            if hmac.compare_digest(digest, presented):
+                found = caller
+        if found is None:
+            raise Refused("unauthorized", "a valid bearer token is required", {})
+        return found
