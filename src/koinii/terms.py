@@ -298,10 +298,11 @@ def _read(text: str) -> Iterator[Term]:
             stack[-1].append(value)
         else:
             start = starts_of_top if kind == "close" else offset
-            if match.end() - start > MAX_TEXT:
+            span = match.end() - start
+            if span > MAX_TEXT // 4 and len(text[start : match.end()].encode("utf-8")) > MAX_TEXT:
                 raise Refused(
                     "shape",
-                    f"the sentence is {match.end() - start} characters; the limit is {MAX_TEXT}",
+                    f"the sentence is over {MAX_TEXT} bytes",
                     {"limit": MAX_TEXT, "offset": start},
                 )
             yield value

@@ -46,6 +46,7 @@ class Entry:
     text: str
     context: str
     rule: Rule | None = None
+    split: bool = False  # one of the rules a conjunctive consequent was split into
     handles: list[int] = field(default_factory=list)  # ground (sentexHandle N) inside
 
 
@@ -103,9 +104,10 @@ def prepare(sentence: Term | str, context: Any) -> list[Entry]:
         if not positive:
             raise Refused("not-well-formed", "a rule cannot be negated", {})
         entries = []
-        for part in split(term):
+        parts = split(term)
+        for part in parts:
             rule = compile_rule(part)
-            entry = Entry(True, part, show(part), ctx, rule)
+            entry = Entry(True, part, show(part), ctx, rule, split=parts[0] is not term)
             _walk(part, entry, top=True, in_rule=True)
             entries.append(entry)
         return entries

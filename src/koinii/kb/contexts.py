@@ -37,6 +37,8 @@ class Hierarchy:
             edges = table[key]
             if edges[other] == 1:
                 del edges[other]
+                if not edges:
+                    del table[key]
             else:
                 edges[other] -= 1
         self._forget()

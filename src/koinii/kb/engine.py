@@ -399,7 +399,7 @@ class KB:
             extra = {**(extra or {}), "principal": principal}
         entries = checks.prepare(sentence, context)
         handles = [self._store_entry(tx, e, strength, creator, extra) for e in entries]
-        return handles[0] if len(handles) == 1 and entries[0].rule is None else handles
+        return handles if entries[0].split else handles[0]
 
     def _store_entry(
         self, tx: _Tx, entry: Entry, strength: int, creator: str | None, extra: dict | None

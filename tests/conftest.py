@@ -1,0 +1,125 @@
+"""Shared fixtures: real daemon processes on free ports with temporary databases."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+
+import pytest
+
+import koinii
+from koinii.server.tokens import add_token
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Daemon:
+    """A `koinii serve` child process."""
+
+    db: str
+    args: list[str]
+    tokens: dict[str, str] = field(default_factory=dict)  # principal -> token
+    port: int = 0
+    proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 15.0) -> Daemon:
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "koinii", "serve", "--db", self.db, "--port", str(self.port), *self.args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daemon exited: {self.proc.stderr.read().decode()}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("daemon did not come up")
+
+    def client(self, principal: str | None = None, **kw) -> koinii.Client:
+        token = self.tokens[principal] if principal is not None else None
+        return koinii.connect(self.url, token=token, **kw)
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> int:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise
+        return self.proc.returncode if self.proc else 0
+
+    def restart(self) -> Daemon:
+        self.stop()
+        return self.start()
+
+
+@pytest.fixture
+def start_daemon(tmp_path):
+    """start_daemon(*args, principals={"AgentAtlas": "agent", ...}) -> a running Daemon."""
+    started: list[Daemon] = []
+
+    def start(*args: str, principals: dict[str, str] | None = None, db: str | None = None) -> Daemon:
+        args_ = list(args)
+        tokens: dict[str, str] = {}
+        if principals:
+            table = str(tmp_path / f"tokens-{len(started)}.json")
+            for principal, role in principals.items():
+                tokens[principal] = add_token(table, principal, role)
+            args_ += ["--tokens", table]
+        daemon = Daemon(db or str(tmp_path / f"daemon-{len(started)}.db"), args_, tokens)
+        started.append(daemon)
+        return daemon.start()
+
+    yield start
+    for daemon in started:
+        daemon.kill()
+
+
+@pytest.fixture
+def daemon(start_daemon):
+    return start_daemon()
+
+
+@pytest.fixture
+def client(daemon):
+    with daemon.client() as c:
+        yield c
+
+
+def wait_until(predicate, timeout: float = 5.0, interval: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+os.environ.setdefault("PYTHONUNBUFFERED", "1")
