@@ -40,7 +40,17 @@ class Daemon:
     def start(self, timeout: float = 15.0) -> Daemon:
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "koinii", "serve", "--db", self.db, "--port", str(self.port), *self.args],
+            [
+                sys.executable,
+                "-m",
+                "koinii",
+                "serve",
+                "--db",
+                self.db,
+                "--port",
+                str(self.port),
+                *self.args,
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -85,7 +95,9 @@ def start_daemon(tmp_path):
     """start_daemon(*args, principals={"AgentAtlas": "agent", ...}) -> a running Daemon."""
     started: list[Daemon] = []
 
-    def start(*args: str, principals: dict[str, str] | None = None, db: str | None = None) -> Daemon:
+    def start(
+        *args: str, principals: dict[str, str] | None = None, db: str | None = None
+    ) -> Daemon:
         args_ = list(args)
         tokens: dict[str, str] = {}
         if principals:

@@ -43,7 +43,7 @@ def test_removal_reasons_name_why_belief_went(kb):
     events = []
     kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA")
     dog = kb.assert_("(dog Muffet)", "CxA")
-    weak = kb.assert_("(open Door)", "CxA")
+    kb.assert_("(open Door)", "CxA")
     shown = kb.assert_("(color Sky Blue)", "CxA")
     kb.watch(events.append)
     kb.retract(dog)

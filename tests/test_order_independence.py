@@ -93,5 +93,7 @@ def test_one_batch_or_many_writes_give_the_same_belief(ops, rnd):
         got = set()
         for functor in ("p", "q", "r", "s", "t"):
             for pattern in (f"({functor} ?x)", f"(not ({functor} ?x))", f"({functor} ?x ?y)"):
-                got.update((s.text, s.context, s.strength) for s in kb.sentexes_matching(pattern, "?c"))
+                got.update(
+                    (s.text, s.context, s.strength) for s in kb.sentexes_matching(pattern, "?c")
+                )
     assert got == expected[0]

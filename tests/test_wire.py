@@ -22,7 +22,10 @@ def script(kb):
     seen["query"] = kb.query("(usesDatabase ?c ?db)", "CxTeam")
     seen["conjunction"] = kb.query(["(usesDatabase ?c ?db)", "(needsBackup ?c)"], "CxAtlas")
     seen["witness"] = kb.query("(needsBackup ?c)", "?where")
-    seen["argue"] = [kb.argue("(usesDatabase ProdCluster Postgres)", c) for c in ("CxTeam", "CxAtlas", "CxBoreas", "CxOther")]
+    seen["argue"] = [
+        kb.argue("(usesDatabase ProdCluster Postgres)", c)
+        for c in ("CxTeam", "CxAtlas", "CxBoreas", "CxOther")
+    ]
     seen["believed"] = (kb.believed(h), kb.believed(h, "CxTeam"), kb.believed(h, "CxBoreas"))
     seen["why"] = kb.why(seen["matching"][0].handle)
     seen["why_not"] = (kb.why_not(h), kb.why_not(h, "CxBoreas"), kb.why_not(99999))
@@ -32,7 +35,9 @@ def script(kb):
     seen["up"] = kb.context_up("CxTeam")
     seen["down"] = kb.context_down("CxAtlas")
     seen["check"] = (kb.check("(fine Thing)", "CxAtlas"), kb.check("(Bad Thing)", "CxAtlas"))
-    seen["check_edit"] = kb.check_edit(add=[("(a B)", "CxAtlas"), ("(a ?x)", "CxAtlas")], remove=[-1])
+    seen["check_edit"] = kb.check_edit(
+        add=[("(a B)", "CxAtlas"), ("(a ?x)", "CxAtlas")], remove=[-1]
+    )
     edited = kb.edit(add=[("(color Sky Blue)", "CxAtlas", {"strength": "monotonic"})], remove=[no])
     seen["edited"] = (edited.handles != [], edited.removed_sentexes, edited.removed_justifications)
     seen["added_provenance"] = kb.add_provenance(h, {"tag": "x"})["tag"]
@@ -52,7 +57,10 @@ def test_every_operation_round_trips_with_the_same_results_as_in_process(client)
     remote = script(client)
     for key in local:
         if key == "sentex":  # created times differ between the two runs
-            assert {**remote[key].__dict__, "provenance": None} == {**local[key].__dict__, "provenance": None}
+            assert {**remote[key].__dict__, "provenance": None} == {
+                **local[key].__dict__,
+                "provenance": None,
+            }
         elif key == "matching":
             assert [s.text for s in remote[key]] == [s.text for s in local[key]]
         else:
@@ -62,7 +70,13 @@ def test_every_operation_round_trips_with_the_same_results_as_in_process(client)
 def test_terms_come_back_as_terms(client):
     client.assert_('(says AgentAtlas "héllo\\n" 42 1.5 true (sentexHandle 1))', "CxA")
     [binding] = client.query("(says AgentAtlas ?s ?n ?f ?b ?h)", "CxA")
-    assert binding == {"?s": "héllo\n", "?n": 42, "?f": 1.5, "?b": True, "?h": (Sym("sentexHandle"), 1)}
+    assert binding == {
+        "?s": "héllo\n",
+        "?n": 42,
+        "?f": 1.5,
+        "?b": True,
+        "?h": (Sym("sentexHandle"), 1),
+    }
     assert type(binding["?b"]) is bool
 
 
@@ -80,7 +94,10 @@ def test_terms_come_back_as_terms(client):
         (lambda c: c.assert_("(implies (p ?x) (q ?y))", "CxA"), "not-range-restricted"),
         (lambda c: c.assert_("(p a)", "CxEverything"), "read-only-context"),
         (lambda c: c.assert_("(p a)", "CxA", strength="sure"), "bad-option"),
-        (lambda c: c.assert_("(p a)", "CxA", provenance={"principal": "AgentX"}), "reserved-provenance"),
+        (
+            lambda c: c.assert_("(p a)", "CxA", provenance={"principal": "AgentX"}),
+            "reserved-provenance",
+        ),
         (lambda c: c.edit(add=[("(p a)", "CxA", {"colour": 1})]), "unknown-option"),
         (lambda c: c.retract(0), "bad-handle"),
         (lambda c: c.watch(ctx="CxA"), "not-watchable"),

@@ -22,14 +22,34 @@ def main() -> None:
 @click.option("--port", default=7411, show_default=True, type=int, help="Port to listen on.")
 @click.option("--tokens", default=None, help="Token table file (required off loopback).")
 @click.option("--ring-size", default=256, show_default=True, help="Events kept per subscription.")
-@click.option("--reap-after", default=300.0, show_default=True, help="Seconds before an unpolled subscription is dropped.")
+@click.option(
+    "--reap-after",
+    default=300.0,
+    show_default=True,
+    help="Seconds before an unpolled subscription is dropped.",
+)
 @click.option("--max-subscriptions", default=1024, show_default=True)
-@click.option("--max-body", default=16 * 1024 * 1024, show_default=True, help="Largest request body, bytes.")
+@click.option(
+    "--max-body", default=16 * 1024 * 1024, show_default=True, help="Largest request body, bytes."
+)
 @click.option("--query-budget", default=30.0, show_default=True, help="Seconds a query may run.")
-@click.option("--log-retention", default=None, type=int, help="Change-log entries to keep (default: all).")
+@click.option(
+    "--log-retention", default=None, type=int, help="Change-log entries to keep (default: all)."
+)
 @click.option("--log-level", default="warning", show_default=True)
-def serve(db, host, port, tokens, ring_size, reap_after, max_subscriptions, max_body,
-          query_budget, log_retention, log_level) -> None:
+def serve(
+    db,
+    host,
+    port,
+    tokens,
+    ring_size,
+    reap_after,
+    max_subscriptions,
+    max_body,
+    query_budget,
+    log_retention,
+    log_level,
+) -> None:
     """Run the daemon: the single writer of one store, over HTTP."""
     from koinii.server import Limits
     from koinii.server import serve as run

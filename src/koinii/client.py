@@ -17,7 +17,8 @@ import http.client
 import json
 import os
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from koinii.errors import Refused, Unavailable
@@ -35,7 +36,9 @@ from koinii.wire import (
 __all__ = ["Client", "connect"]
 
 
-def connect(url: str = "http://127.0.0.1:7411", token: str | None = None, timeout: float = 30) -> Client:
+def connect(
+    url: str = "http://127.0.0.1:7411", token: str | None = None, timeout: float = 30
+) -> Client:
     """A client of the daemon at `url` (no request is made until the first call)."""
     return Client(url, token=token, timeout=timeout)
 
@@ -92,7 +95,9 @@ class _Transport:
                 # safe to resend (an assert returns the same handle the second time).
                 if attempt == 1 and reused:
                     continue
-                raise Unavailable(f"the daemon at {self.url} dropped the connection: {exc}") from exc
+                raise Unavailable(
+                    f"the daemon at {self.url} dropped the connection: {exc}"
+                ) from exc
             except (OSError, http.client.HTTPException) as exc:
                 self._drop()
                 raise Unavailable(f"cannot reach the daemon at {self.url}: {exc}") from exc
@@ -201,11 +206,13 @@ class Client:
     def check(self, sentence: Any, context: Any, **opts: Any) -> list[dict[str, Any]]:
         return self._call("check", sentence=_text(sentence), context=_ctx(context), **opts)
 
-    def check_edit(self, add: Sequence[Any] = (), remove: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    def check_edit(
+        self, add: Sequence[Any] = (), remove: Sequence[Any] = ()
+    ) -> list[dict[str, Any]]:
         return self._call("check_edit", add=self._entries(add), remove=list(remove))
 
     def load_text(self, source: Any, context: Any, *, strength: str = "default") -> Edited:
-        if isinstance(source, os.PathLike) or (isinstance(source, str) and "(" not in source):
+        if isinstance(source, os.PathLike):  # a file is read here, never by the daemon
             with open(source, encoding="utf-8") as f:
                 source = f.read()
         return decode_edited(
@@ -271,7 +278,9 @@ class Client:
 
     # --- the wire feed --------------------------------------------------------------
 
-    def watch(self, goal: Any = None, ctx: Any = None, max_events: int | None = None) -> dict[str, Any]:
+    def watch(
+        self, goal: Any = None, ctx: Any = None, max_events: int | None = None
+    ) -> dict[str, Any]:
         """Open a subscription: `{token, cursor: 0, max_events}`; then `poll` it."""
         return self._call(
             "watch",
@@ -300,5 +309,3 @@ class Client:
         """The durable change log after global seq `since` (survives daemon restarts)."""
         extra = wait_ms / 1000 if isinstance(wait_ms, int) and wait_ms > 0 else 0.0
         return self._call("changes", extra, since=since, limit=limit, wait_ms=wait_ms)
-
-

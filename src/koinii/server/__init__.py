@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import signal
 import sys
 
 from koinii.errors import Refused
@@ -74,5 +75,9 @@ def serve(
         timeout_graceful_shutdown=10,
         access_log=False,
     )
+    # uvicorn restores the handlers it found and re-raises the signal after a graceful
+    # shutdown; handlers that ignore it let a clean stop exit 0.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
     Server(config).run()
     return 0

@@ -88,16 +88,13 @@ def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
         )
     if sup == own:  # (genlCx channel own): the channel must be a channel
         owners = sorted(
-            {
-                str(b["?a"])
-                for b in kb.query((AGENT_CONTEXT, Sym(sub), Var("a")), sub)
-            }
-            - {agent}
+            {str(b["?a"]) for b in kb.query((AGENT_CONTEXT, Sym(sub), Var("a")), sub)} - {agent}
         )
         if sub == REGISTRY or owners:
             raise Refused(
                 "koinii/not-a-channel",
-                f"{sub} is not a channel" + (f": it is {owners[0]}'s own context" if owners else ""),
+                f"{sub} is not a channel"
+                + (f": it is {owners[0]}'s own context" if owners else ""),
                 {"agent": agent, "parent": sub, "owners": owners},
             )
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -200,6 +201,18 @@ _JSON_TYPES = {
 }
 
 
+# A field of the wrong type is refused with the kind the engine uses for the same mistake.
+_TYPE_REFUSAL = {
+    "handle": "bad-handle",
+    "cursor": "bad-cursor",
+    "since": "bad-cursor",
+    "wait_ms": "bad-option",
+    "limit": "bad-option",
+    "max_events": "bad-option",
+    "keep": "bad-option",
+}
+
+
 def _check_fields(op: str, body: Any) -> dict[str, Any]:
     fields, _ = OPERATIONS[op]
     if not isinstance(body, dict):
@@ -214,9 +227,7 @@ def _check_fields(op: str, body: Any) -> dict[str, Any]:
     for name, (kind, required, _) in fields.items():
         if name not in body or body[name] is None:
             if required:
-                raise Refused(
-                    "bad-request", f"{op} needs the field {name!r}", {"field": name}
-                )
+                raise Refused("bad-request", f"{op} needs the field {name!r}", {"field": name})
             continue
         value = body[name]
         if kind in (_T, "string"):
@@ -233,7 +244,7 @@ def _check_fields(op: str, body: Any) -> dict[str, Any]:
             ok = isinstance(value, _JSON_TYPES[kind])
         if not ok:
             raise Refused(
-                "bad-request",
+                _TYPE_REFUSAL.get(name, "bad-request"),
                 f"{op}: the field {name!r} has the wrong type",
                 {"field": name, "expected": kind if isinstance(kind, str) else "array"},
             )
@@ -278,13 +289,13 @@ class Daemon:
 
     # --- writes ---------------------------------------------------------------------
 
-    def _guard_adds(self, caller: Caller, entries: list[tuple]) -> None:
+    def _guard_adds(self, caller: Caller, entries: list[tuple], batch: bool) -> None:
         for i, (sentence, context, opts) in enumerate(entries):
             try:
                 access.check_add(self.kb, caller, sentence, context, opts)
             except Refused as refusal:
-                if len(entries) > 1 or refusal.kind.startswith("koinii/"):
-                    refusal.data.update({"in": "add", "index": i})
+                if batch:
+                    refusal.data.update({"rolled_back": True, "in": "add", "index": i})
                 raise
 
     def _attributed(self, caller: Caller, opts: dict[str, Any]) -> dict[str, Any]:
@@ -294,7 +305,7 @@ class Daemon:
 
     def op_assert(self, caller: Caller, body: dict[str, Any]) -> Any:
         opts = _opts(body)
-        self._guard_adds(caller, [(body["sentence"], body["context"], opts)])
+        self._guard_adds(caller, [(body["sentence"], body["context"], opts)], batch=False)
         with self.kb.attributed_to(caller.id):
             return self.kb.assert_(
                 body["sentence"], body["context"], **self._attributed(caller, opts)
@@ -306,13 +317,13 @@ class Daemon:
 
     def op_edit(self, caller: Caller, body: dict[str, Any]) -> Any:
         entries = _entries(body)
-        self._guard_adds(caller, entries)
+        self._guard_adds(caller, entries, batch=True)
         removes = body.get("remove") or []
         for i, handle in enumerate(removes):
             try:
                 access.check_remove(self.kb, caller, handle)
             except Refused as refusal:
-                refusal.data.update({"in": "remove", "index": i})
+                refusal.data.update({"rolled_back": True, "in": "remove", "index": i})
                 raise
         adds = [(s, c, self._attributed(caller, o)) for s, c, o in entries]
         with self.kb.attributed_to(caller.id):
@@ -385,8 +396,6 @@ class Daemon:
 
     def op_compact_log(self, caller: Caller, body: dict[str, Any]) -> Any:
         access.check_operator(caller, "compact the change log")
-        if body["keep"] < 0:
-            raise Refused("bad-option", "keep is a non-negative integer", {"option": "keep"})
         return self.kb.compact_log(body["keep"])
 
     # --- the wire feed --------------------------------------------------------------
@@ -423,9 +432,7 @@ class Daemon:
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
-                raise Refused(
-                    "body-too-large", f"the body is over {limit} bytes", {"limit": limit}
-                )
+                raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
             chunks.append(chunk)
         raw = b"".join(chunks)
         if not raw:
@@ -441,7 +448,9 @@ def _reply(result: Any) -> Response:
 
 
 def _refusal(refusal: Refused) -> Response:
-    return JSONResponse({"ok": False, "error": refusal.to_dict()}, status_code=status_of(refusal.kind))
+    return JSONResponse(
+        {"ok": False, "error": refusal.to_dict()}, status_code=status_of(refusal.kind)
+    )
 
 
 def _check_origin(request: Request) -> None:
@@ -508,10 +517,10 @@ def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = 
             kb.close()
 
     routes = [Route("/health", health, methods=["GET"]), Route("/openapi.json", openapi)]
-    routes += [
-        Route(f"{API}/{op}", _endpoint(daemon, op), methods=["POST"]) for op in OPERATIONS
-    ]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found})
+    routes += [Route(f"{API}/{op}", _endpoint(daemon, op), methods=["POST"]) for op in OPERATIONS]
+    app = Starlette(
+        routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found}
+    )
     app.state.daemon = daemon
     return app
 
@@ -534,7 +543,11 @@ def openapi_document() -> dict[str, Any]:
             },
         },
     }
-    ok = {"type": "object", "required": ["ok", "result"], "properties": {"ok": {"const": True}, "result": {}}}
+    ok = {
+        "type": "object",
+        "required": ["ok", "result"],
+        "properties": {"ok": {"const": True}, "result": {}},
+    }
 
     def schema_of(kind: Any) -> dict[str, Any]:
         if isinstance(kind, tuple):
@@ -562,13 +575,19 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "summary": "liveness, version and seq (no token needed)",
                 "security": [],
-                "responses": {"200": {"description": "alive", "content": {"application/json": {"schema": {"type": "object"}}}}},
+                "responses": {
+                    "200": {
+                        "description": "alive",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    }
+                },
             }
         }
     }
     for op, (fields, summary) in OPERATIONS.items():
         properties = {
-            name: {**schema_of(kind), "description": text} for name, (kind, _, text) in fields.items()
+            name: {**schema_of(kind), "description": text}
+            for name, (kind, _, text) in fields.items()
         }
         required = [name for name, (_, req, _) in fields.items() if req]
         body_schema: dict[str, Any] = {
@@ -582,7 +601,10 @@ def openapi_document() -> dict[str, Any]:
             "post": {
                 "operationId": op,
                 "summary": summary,
-                "requestBody": {"required": True, "content": {"application/json": {"schema": body_schema}}},
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": body_schema}},
+                },
                 "responses": responses(),
             }
         }

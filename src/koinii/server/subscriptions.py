@@ -65,9 +65,7 @@ def _wake(waiters: set[asyncio.Future]) -> None:
 class Subscriptions:
     """Every live subscription of one daemon, plus the waiters of the durable tail."""
 
-    def __init__(
-        self, kb: KB, *, cap: int = 1024, ring: int = 256, idle_s: float = 300.0
-    ) -> None:
+    def __init__(self, kb: KB, *, cap: int = 1024, ring: int = 256, idle_s: float = 300.0) -> None:
         self.kb = kb
         self.cap = cap
         self.ring = ring
@@ -122,7 +120,7 @@ class Subscriptions:
             sub.waiters.add(waiter)
             try:
                 await asyncio.wait_for(waiter, wait_ms / 1000)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             finally:
                 sub.waiters.discard(waiter)
@@ -179,7 +177,7 @@ class Subscriptions:
             self._tail_waiters.add(waiter)
             try:
                 await asyncio.wait_for(waiter, wait_ms / 1000)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             finally:
                 self._tail_waiters.discard(waiter)

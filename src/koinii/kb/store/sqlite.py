@@ -204,7 +204,8 @@ class SQLiteStore:
                         [(i,) for i in commit.dropped_justifications],
                     )
                 db.execute(
-                    "INSERT INTO change_log (seq, op, at, next_handle, diff) VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO change_log (seq, op, at, next_handle, diff) "
+                    "VALUES (?, ?, ?, ?, ?)",
                     (
                         entry.seq,
                         entry.op,
@@ -270,7 +271,8 @@ class _transaction:
 
 
 def _take_writer_lock(location: str):
-    lock_file = open(location + ".lock", "a+")
+    # held open (not a `with` block) for as long as the store is open: closing it unlocks
+    lock_file = open(location + ".lock", "a+")  # noqa: SIM115
     try:
         fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -1,0 +1,636 @@
+"""Wire benchmark: the Koinii daemon over HTTP, against the stack it runs on.
+
+What is measured (every server is started here on a free 127.0.0.1 port, with a
+temporary database, and stopped at the end; no traffic leaves the loopback interface)
+
+1. One client's durable assert round trip: ``Client.assert_`` of ~3,000 distinct
+   sentences, one after another, each timed with ``time.perf_counter_ns``; p50 / p99.
+2. Load: 1, 4 and 16 client *processes*, each with its own client and keep-alive
+   connection, asserting distinct sentences for a fixed time (default 5 s) from a common
+   start; total durable writes/s and p50 / p99 over every call. A fresh daemon per level.
+3. Feed latency: a subscriber process long-polls (``poll(..., wait_ms=20000)`` in a
+   loop) while this process asserts ``(ping ItemN <time_ns>)`` every 5 ms. Latency is
+   the subscriber's ``time.time_ns()`` when the poll returns minus the timestamp carried
+   in the sentence (one machine, one clock); p50 / p99 over ~500 events.
+4. The framework ceiling: a bare Starlette app with one POST route that parses the JSON
+   body and answers ``{"ok": true, "result": 1}``, under uvicorn with uvloop and
+   httptools like the daemon, hit through the client's own transport
+   (``koinii.client._Transport``) with the same bodies as 1 and 2, at the same load
+   levels. It is the reference column of rows 1 and 2; the 16-process target is Koinii's
+   rate as a fraction of the ceiling's.
+5. PostgreSQL ``LISTEN/NOTIFY`` on loopback (psycopg 3; 127.0.0.1:5432, user and
+   database postgres, trust auth): a listener process and ``pg_notify`` with a
+   ``time_ns`` payload every 5 ms. It is the reference column of row 3, or
+   "n/a (PostgreSQL not reachable)".
+
+Durable is what the daemon promises before it replies: the write is one committed SQLite
+transaction (WAL, synchronous=NORMAL), so it survives kill -9 of the daemon.
+
+Run it (about a minute on a 2-core machine)::
+
+    .venv/bin/python benchmarks/wire.py               # 5 s per load phase
+    .venv/bin/python benchmarks/wire.py --quick       # a few-second smoke run
+    .venv/bin/python benchmarks/wire.py --seconds 10  # longer load phases
+
+Progress goes to stderr and the table to stdout. Clients and servers share the
+machine's cores, so absolute numbers move between machines; the ratios to the reference
+column are the part to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import platform
+import queue
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from importlib.metadata import version
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+import koinii
+from koinii.client import _Transport
+
+HOST = "127.0.0.1"
+LOAD_CONTEXT = "CxBench"
+FEED_CONTEXT = "CxFeed"
+CEILING_PATH = "/x"
+PG_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
+PG_CHANNEL = "koinii_wire_bench"
+LEVELS = (1, 4, 16)  # client processes in the load phase
+WARMUP_CALLS = 50  # untimed calls before any timed series
+PACE_NS = 5_000_000  # one feed write every 5 ms
+POLL_WAIT_MS = 20_000
+START_TIMEOUT_S = 15.0  # a server must answer within this
+BARRIER_TIMEOUT_S = 60.0  # every worker must be connected and warm within this
+STOP_TIMEOUT_S = 15.0  # after SIGTERM, before SIGKILL
+SPAWN = multiprocessing.get_context("spawn")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    round_trips: int  # timed sequential calls (row 1)
+    seconds: float  # length of each load phase (row 2)
+    feed_events: int  # timed events (row 3)
+    feed_warmup: int  # untimed events before them
+
+    @staticmethod
+    def for_run(quick: bool, seconds: float | None) -> Sizes:
+        if quick:
+            return Sizes(200, seconds or 0.5, 50, 5)
+        return Sizes(3_000, seconds or 5.0, 500, 20)
+
+
+# ================================================================ statistics
+
+
+def p50_ms(samples_ns: Sequence[int]) -> float:
+    return statistics.median(samples_ns) / 1e6
+
+
+def p99_ms(samples_ns: Sequence[int]) -> float:
+    return statistics.quantiles(samples_ns, n=100)[98] / 1e6
+
+
+@dataclass(frozen=True)
+class Load:
+    """What one load level produced: every call's latency and the summed rate."""
+
+    samples_ns: list[int]
+    per_second: float
+
+
+# ================================================================ servers
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def wait_until_answering(probe: Callable[[], Any], alive: Callable[[], bool], what: str) -> None:
+    """Call `probe` until it succeeds; give up when the server dies or the time is up."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not alive():
+            raise RuntimeError(f"{what} exited before it answered")
+        try:
+            probe()
+            return
+        except koinii.Unavailable:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not answer within {START_TIMEOUT_S:.0f} s")
+
+
+@contextmanager
+def koinii_daemon(workdir: str) -> Iterator[str]:
+    """A fresh `python -m koinii serve` on a new database; yields its URL."""
+    port = free_port()
+    url = f"http://{HOST}:{port}"
+    command = [sys.executable, "-m", "koinii", "serve", "--host", HOST, "--port", str(port)]
+    command += ["--db", os.path.join(workdir, f"koinii-{port}.db")]
+    with open(os.path.join(workdir, f"koinii-{port}.log"), "wb") as log:
+        daemon = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            probe = koinii.connect(url, timeout=1)
+            try:
+                wait_until_answering(probe.health, lambda: daemon.poll() is None, "the daemon")
+            finally:
+                probe.close()
+            yield url
+        finally:
+            daemon.terminate()  # SIGTERM: a graceful shutdown that closes the store
+            try:
+                daemon.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+
+
+def serve_ceiling(port: int) -> None:
+    """The ceiling (runs in a child process): one JSON POST route on the daemon's stack."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def bare(request: Request) -> JSONResponse:
+        await request.json()  # read and parse the body, as every daemon operation does
+        return JSONResponse({"ok": True, "result": 1})
+
+    app = Starlette(routes=[Route(CEILING_PATH, bare, methods=["POST"])])
+    uvicorn.run(
+        app,
+        host=HOST,
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+    )
+
+
+@contextmanager
+def ceiling_server() -> Iterator[str]:
+    """The bare Starlette app in a child process; yields its URL."""
+    port = free_port()
+    url = f"http://{HOST}:{port}"
+    with child_processes(serve_ceiling, [(port,)]) as (server,):
+        probe = _Transport(url, None, 1)
+        try:
+            wait_until_answering(
+                lambda: probe.post(CEILING_PATH, {}), server.is_alive, "the ceiling server"
+            )
+        finally:
+            probe.close()
+        yield url
+
+
+@contextmanager
+def child_processes(target: Callable[..., None], args: Sequence[tuple]) -> Iterator[list]:
+    """Spawned processes, one per argument tuple; always stopped on the way out."""
+    children = [SPAWN.Process(target=target, args=a, daemon=True) for a in args]
+    try:
+        for child in children:
+            child.start()
+        yield children
+    finally:
+        for child in children:
+            stop_process(child)
+
+
+def stop_process(child: BaseProcess) -> None:
+    """Let a finished child exit; SIGTERM one still running, then SIGKILL if it lingers."""
+    if child.pid is None:  # never started
+        return
+    child.join(timeout=2)
+    if child.is_alive():
+        child.terminate()
+        child.join(timeout=STOP_TIMEOUT_S)
+    if child.is_alive():
+        child.kill()
+        child.join()
+
+
+# ================================================================ calls
+
+
+@contextmanager
+def writer(kind: str, url: str) -> Iterator[Callable[[str], Any]]:
+    """One durable Koinii assert per call, or the same body posted to the ceiling."""
+    if kind == "koinii":
+        with koinii.connect(url) as client:
+            yield lambda sentence: client.assert_(sentence, LOAD_CONTEXT)
+        return
+    transport = _Transport(url, None, 30)
+    try:
+        yield lambda sentence: transport.post(
+            CEILING_PATH, {"sentence": sentence, "context": LOAD_CONTEXT}
+        )
+    finally:
+        transport.close()
+
+
+def load_sentence(worker: int, n: int) -> str:
+    return f"(rel Writer{worker} Item{n})"
+
+
+def warm_up(call: Callable[[str], Any], worker: int) -> None:
+    for n in range(WARMUP_CALLS):
+        call(f"(rel Warmer{worker} Item{n})")
+
+
+def round_trips(kind: str, url: str, count: int) -> list[int]:
+    """Row 1: `count` sequential calls from this process, each timed."""
+    clock = time.perf_counter_ns
+    samples = []
+    with writer(kind, url) as call:
+        warm_up(call, 0)
+        for n in range(count):
+            start = clock()
+            call(load_sentence(0, n))
+            samples.append(clock() - start)
+    return samples
+
+
+def load_worker(kind: str, url: str, worker: int, seconds: float, barrier, results) -> None:
+    """Row 2, in a child process: connect, warm up, wait for all, then write until time."""
+    clock = time.perf_counter_ns
+    samples: list[int] = []
+    try:
+        with writer(kind, url) as call:
+            warm_up(call, worker)
+            barrier.wait(timeout=BARRIER_TIMEOUT_S)
+            began = start = clock()
+            deadline = began + int(seconds * 1e9)
+            while start < deadline:
+                call(load_sentence(worker, len(samples)))
+                end = clock()
+                samples.append(end - start)
+                start = end
+        results.put(("ok", (samples, start - began)))
+    except Exception as exc:
+        barrier.abort()
+        results.put(("error", f"worker {worker}: {exc!r}"))
+
+
+def run_load(kind: str, url: str, processes: int, seconds: float) -> Load:
+    """`processes` writers released together; writes/s is the sum of each one's rate."""
+    barrier = SPAWN.Barrier(processes + 1)
+    results = SPAWN.Queue()
+    args = [(kind, url, w, seconds, barrier, results) for w in range(processes)]
+    with child_processes(load_worker, args):
+        # A broken barrier means a worker failed or was late: its report below says which.
+        with suppress(threading.BrokenBarrierError):
+            barrier.wait(timeout=BARRIER_TIMEOUT_S)
+        reports = [receive(results, seconds + BARRIER_TIMEOUT_S) for _ in range(processes)]
+    samples = [ns for worker_samples, _ in reports for ns in worker_samples]
+    per_second = sum(len(s) / (elapsed / 1e9) for s, elapsed in reports if elapsed)
+    return Load(samples, per_second)
+
+
+def receive(results, timeout: float) -> Any:
+    """The next ("ok", payload) from a child, or an error naming what went wrong."""
+    try:
+        status, payload = results.get(timeout=timeout)
+    except queue.Empty:
+        raise RuntimeError(f"a child process did not report within {timeout:.0f} s") from None
+    if status != "ok":
+        raise RuntimeError(payload)
+    return payload
+
+
+# ================================================================ one-way latency
+
+
+def paced(send: Callable[[int], Any], count: int) -> None:
+    """Call `send(n)` for n in range(count), one every PACE_NS (never catching up in bursts)."""
+    clock = time.perf_counter_ns
+    due = clock()
+    for n in range(count):
+        pause = due - clock()
+        if pause > 0:
+            time.sleep(pause / 1e9)
+        send(n)
+        due = max(due + PACE_NS, clock())
+
+
+def listen_timeout(count: int) -> float:
+    """How long a listener waits for `count` paced events before it gives up (bounded)."""
+    return count * PACE_NS / 1e9 + 30.0
+
+
+def one_way(
+    listener: Callable[..., None], args: tuple, send: Callable[[int], Any], count: int, warmup: int
+) -> list[int]:
+    """Start `listener(*args, count, ready, results)`, send `count` events, collect latencies."""
+    ready = SPAWN.Event()
+    results = SPAWN.Queue()
+    with child_processes(listener, [(*args, count, ready, results)]):
+        if not ready.wait(timeout=BARRIER_TIMEOUT_S):
+            raise RuntimeError("the listener did not get ready")
+        paced(send, count)
+        latencies = receive(results, listen_timeout(count) + POLL_WAIT_MS / 1000)
+    if len(latencies) < count:
+        raise RuntimeError(f"the listener got {len(latencies)} of {count} events")
+    return latencies[warmup:]
+
+
+def sent_ns(sentence: str) -> int:
+    """The send timestamp of `(ping ItemN <time_ns>)`."""
+    return int(sentence.rstrip(")").rsplit(" ", 1)[1])
+
+
+def feed_subscriber(url: str, count: int, ready, results) -> None:
+    """Row 3, in a child process: watch, then long-poll until `count` pings arrived."""
+    latencies: list[int] = []
+    try:
+        with koinii.connect(url) as client:
+            subscription = client.watch()
+            token, cursor = subscription["token"], subscription["cursor"]
+            ready.set()
+            deadline = time.monotonic() + listen_timeout(count)
+            while len(latencies) < count and time.monotonic() < deadline:
+                reply = client.poll(token, cursor, wait_ms=POLL_WAIT_MS)
+                received = time.time_ns()
+                cursor = reply["cursor"]
+                latencies += [
+                    received - sent_ns(entry["sentence"])
+                    for event in reply["events"]
+                    for entry in event.added
+                ]
+        results.put(("ok", latencies))
+    except Exception as exc:
+        results.put(("error", f"feed subscriber: {exc!r}"))
+
+
+def feed_latency(url: str, sizes: Sizes) -> list[int]:
+    with koinii.connect(url) as client:
+        return one_way(
+            feed_subscriber,
+            (url,),
+            lambda n: client.assert_(f"(ping Item{n} {time.time_ns()})", FEED_CONTEXT),
+            sizes.feed_warmup + sizes.feed_events,
+            sizes.feed_warmup,
+        )
+
+
+def pg_listener(count: int, ready, results) -> None:
+    """Row 3's reference, in a child process: LISTEN, then take `count` notifications."""
+    import psycopg
+
+    try:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(f"LISTEN {PG_CHANNEL}")
+            ready.set()
+            latencies = [
+                time.time_ns() - int(note.payload)
+                for note in conn.notifies(timeout=listen_timeout(count), stop_after=count)
+            ]
+        results.put(("ok", latencies))
+    except Exception as exc:
+        results.put(("error", f"PostgreSQL listener: {exc!r}"))
+
+
+def pg_unreachable() -> str | None:
+    """Why PostgreSQL cannot be the reference here, or None when it can."""
+    try:
+        import psycopg
+    except ImportError:
+        return "n/a (psycopg not installed)"
+    try:
+        psycopg.connect(PG_DSN).close()
+    except (psycopg.Error, OSError):
+        return "n/a (PostgreSQL not reachable)"
+    return None
+
+
+def notify_latency(sizes: Sizes) -> list[int]:
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+
+        def send(n: int) -> None:
+            conn.execute("SELECT pg_notify(%s, %s)", (PG_CHANNEL, str(time.time_ns())))
+
+        return one_way(
+            pg_listener, (), send, sizes.feed_warmup + sizes.feed_events, sizes.feed_warmup
+        )
+
+
+# ================================================================ the run
+
+
+@dataclass
+class Results:
+    koinii_trips: list[int]
+    ceiling_trips: list[int]
+    koinii_load: dict[int, Load]
+    ceiling_load: dict[int, Load]
+    feed: list[int]
+    notify: list[int] | None
+    notify_missing: str | None
+
+
+def measure(sizes: Sizes) -> Results:
+    with tempfile.TemporaryDirectory(prefix="koinii-wire-") as workdir:
+        progress(f"Koinii: {sizes.round_trips:,} sequential asserts")
+        with koinii_daemon(workdir) as url:
+            koinii_trips = round_trips("koinii", url, sizes.round_trips)
+        koinii_load = {}
+        for n in LEVELS:
+            progress(f"Koinii: {n} client process(es) for {sizes.seconds:g} s")
+            with koinii_daemon(workdir) as url:
+                koinii_load[n] = run_load("koinii", url, n, sizes.seconds)
+        progress(f"Koinii: feed latency over {sizes.feed_events} events")
+        with koinii_daemon(workdir) as url:
+            feed = feed_latency(url, sizes)
+    with ceiling_server() as url:
+        progress(f"ceiling: {sizes.round_trips:,} sequential requests")
+        ceiling_trips = round_trips("ceiling", url, sizes.round_trips)
+        ceiling_load = {}
+        for n in LEVELS:
+            progress(f"ceiling: {n} client process(es) for {sizes.seconds:g} s")
+            ceiling_load[n] = run_load("ceiling", url, n, sizes.seconds)
+    missing = pg_unreachable()
+    notify = None
+    if missing is None:
+        progress(f"PostgreSQL: LISTEN/NOTIFY over {sizes.feed_events} notifications")
+        notify = notify_latency(sizes)
+    return Results(koinii_trips, ceiling_trips, koinii_load, ceiling_load, feed, notify, missing)
+
+
+# ================================================================ the table
+
+TARGET_TRIP_P50_MS = 1.0
+TARGET_CEILING_FRACTION = 0.7
+TARGET_FEED_P50_MS = 1.0
+TARGET_FEED_P99_MS = 5.0
+
+
+def ms(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def rate(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def ratio(mine: float, reference: float) -> str:
+    return f"{mine / reference:.2f}x" if reference else ""
+
+
+def verdict(ok: bool) -> str:
+    return "pass" if ok else "MISS"
+
+
+def latency_rows(
+    mine: Sequence[int],
+    ref: Sequence[int] | None,
+    missing: str,
+    targets: tuple[float | None, float | None],
+) -> list[list[str]]:
+    """A p50 row and a p99 row: label, target, Koinii, verdict, reference, Koinii/reference."""
+    rows = []
+    for name, stat, target in (("p50", p50_ms, targets[0]), ("p99", p99_ms, targets[1])):
+        value = stat(mine)
+        row = [f"   {name} ms", "" if target is None else f"<= {target:g}", ms(value)]
+        row.append("" if target is None else verdict(value <= target))
+        row += [missing, ""] if ref is None else [ms(stat(ref)), ratio(value, stat(ref))]
+        rows.append(row)
+    return rows
+
+
+def load_rows(n: int, mine: Load, ref: Load) -> list[list[str]]:
+    """A writes/s row and a p50 / p99 row for one load level; the top level has the target."""
+    clients = f"   {n} process{'es' if n > 1 else ''}"
+    fraction = mine.per_second / ref.per_second if ref.per_second else 0.0
+    top = n == LEVELS[-1]
+    target = f">= {TARGET_CEILING_FRACTION:g}x ref" if top else ""
+    check = verdict(fraction >= TARGET_CEILING_FRACTION) if top else ""
+    both = [f"{ms(p50_ms(s.samples_ns))} / {ms(p99_ms(s.samples_ns))}" for s in (mine, ref)]
+    rates = [rate(mine.per_second), check, rate(ref.per_second)]
+    return [
+        [f"{clients}, writes/s", target, *rates, ratio(mine.per_second, ref.per_second)],
+        [f"{clients}, p50 / p99 ms", "", both[0], "", both[1], ""],
+    ]
+
+
+def build_table(r: Results, sizes: Sizes) -> str:
+    """Sections are one-cell rows; the reference column is the ceiling (4) or PostgreSQL (5)."""
+    rows = [["measure", "target", "Koinii", "", "reference", "Koinii/ref"]]
+    rows.append(["1  One client's durable assert round trip; reference (4): the bare JSON route"])
+    rows += latency_rows(r.koinii_trips, r.ceiling_trips, "", (TARGET_TRIP_P50_MS, None))
+    rows.append(
+        [
+            f"2  Durable asserts from N client processes for {sizes.seconds:g} s; "
+            "reference (4): the bare JSON route"
+        ]
+    )
+    for n in LEVELS:
+        rows += load_rows(n, r.koinii_load[n], r.ceiling_load[n])
+    rows.append(
+        ["3  Feed, write -> long poll in another process; reference (5): PostgreSQL NOTIFY"]
+    )
+    rows += latency_rows(
+        r.feed, r.notify, r.notify_missing or "", (TARGET_FEED_P50_MS, TARGET_FEED_P99_MS)
+    )
+    return render(rows, right={2, 4, 5})
+
+
+def render(rows: list[list[str]], right: set[int]) -> str:
+    """Aligned columns; a one-cell row is a section title printed as it is."""
+    columns = len(rows[0])
+    widths = [max(len(row[i]) for row in rows if len(row) == columns) for i in range(columns)]
+    lines = []
+    for k, row in enumerate(rows):
+        if len(row) == 1:
+            lines.append(row[0])
+            continue
+        cells = [
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+        if k == 0:
+            lines.append("-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def header(sizes: Sizes) -> str:
+    stack = ", ".join(
+        f"{name} {version(name)}" for name in ("uvicorn", "starlette", "uvloop", "httptools")
+    )
+    return "\n".join(
+        [
+            f"Koinii wire benchmark: {sizes.round_trips:,} sequential asserts, "
+            f"{'/'.join(map(str, LEVELS))} client processes x {sizes.seconds:g} s, "
+            f"{sizes.feed_events} feed events every {PACE_NS / 1e6:g} ms",
+            f"Python {platform.python_version()} on {platform.system()} {platform.machine()}, "
+            f"{os.cpu_count()} CPUs; koinii {koinii.__version__}, {stack}",
+        ]
+    )
+
+
+def notes(elapsed: float) -> str:
+    return "\n".join(
+        [
+            "(4) the ceiling: a bare Starlette POST route that parses the JSON body, on the "
+            "daemon's stack",
+            "    (uvicorn, uvloop, httptools), called through the same client transport with "
+            "the same bodies.",
+            "(5) PostgreSQL LISTEN/NOTIFY on 127.0.0.1 (psycopg 3): pg_notify in autocommit, "
+            "a listener process.",
+            "Koinii/ref above 1 is slower on latency rows and faster on writes/s rows; "
+            "pass/MISS is Koinii vs its target.",
+            "Durable: one committed SQLite transaction (WAL, synchronous=NORMAL) per write "
+            "before the reply.",
+            f"Latencies per call with perf_counter_ns after {WARMUP_CALLS} untimed warm-up "
+            "calls; under load each process",
+            "has its own connection, writes/s sums each process's calls over its own window, "
+            "p50/p99 cover every call.",
+            "Feed: the subscriber's time.time_ns() when its poll returns minus the time_ns the "
+            "write carried.",
+            f"Whole run: {elapsed:.0f} s.",
+        ]
+    )
+
+
+def progress(message: str) -> None:
+    print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny smoke run (seconds)")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        metavar="N",
+        help="length of each load phase (default 5; 0.5 with --quick)",
+    )
+    args = parser.parse_args(argv)
+    if args.seconds is not None and not 0 < args.seconds <= 600:
+        parser.error("--seconds must be above 0 and at most 600")
+    sizes = Sizes.for_run(args.quick, args.seconds)
+    started = time.perf_counter()
+    results = measure(sizes)
+    elapsed = time.perf_counter() - started
+    print("\n".join([header(sizes), "", build_table(results, sizes), "", notes(elapsed)]))
+
+
+if __name__ == "__main__":
+    main()
