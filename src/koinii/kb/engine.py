@@ -20,6 +20,7 @@ import contextvars
 import functools
 import gc
 import json
+import logging
 import os
 import threading
 import time
@@ -51,6 +52,7 @@ _PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "koinii_principal", default=None
 )
 _SQL_MAX = 2**63 - 1  # the largest integer a store column holds
+log = logging.getLogger("koinii.kb")
 ARITY = Sym("arity")
 FUNCTIONAL = Sym("functional")
 TARGET_FOLLOWING = Sym("target_following_predicate")
@@ -98,6 +100,9 @@ class _Tx:
     removed_sentexes: int = 0
     removed_justifications: int = 0
     changes: tuple[list[Change], list[Change]] = ([], [])  # the belief diff, once settled
+    records: Callable[[Any], Any] | None = None  # a domain write in the same transaction
+    summary: dict[str, Any] | None = None  # its brief, for the change log
+    records_result: Any = None
 
 
 class KB:
@@ -120,6 +125,7 @@ class KB:
         self._masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
         self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it
         self._feed = Feed()
+        self._commit_listeners: dict[int, Callable[[int, str], Any]] = {}
         self._tx: _Tx | None = None
         self._closed = False
         self.max_depth = max_depth
@@ -327,10 +333,15 @@ class KB:
         self._settle(tx)
         seq = self._commit(tx)
         self._tx = None
-        if seq is not None and self._feed:
+        if seq is not None:
             added, removed = tx.changes
-            if added or removed:
+            if self._feed and (added or removed):
                 self._feed.publish(seq, added, removed, self._hierarchy.up)
+            for listener in list(self._commit_listeners.values()):
+                try:
+                    listener(seq, tx.op)
+                except Exception:
+                    log.exception("commit listener failed")
         return seq if want_seq else result
 
     def _abort(self, tx: _Tx) -> None:
@@ -952,18 +963,27 @@ class KB:
         upserts.extend(
             n for n in tx.touched if n.handle not in tx.deleted and n.handle not in tx.added
         )
-        if not (upserts or tx.deleted or tx.new_justs or tx.dead_justs or added or removed):
+        changed = upserts or tx.deleted or tx.new_justs or tx.dead_justs or added or removed
+        if not changed and tx.records is None:
             return None
         seq = self._seq + 1
-        entry = LogEntry(seq, tx.op, _now(), [c.public for c in added], [c.public for c in removed])
-        self._store.commit(
+        entry = LogEntry(
+            seq,
+            tx.op,
+            _now(),
+            [c.public for c in added],
+            [c.public for c in removed],
+            tx.summary,
+        )
+        tx.records_result = self._store.commit(
             Commit(
                 entry,
                 self._next_handle,
                 upserts,
-                [h for h in tx.deleted],
+                list(tx.deleted),
                 list(tx.new_justs.values()),
                 list(tx.dead_justs),
+                tx.records,
             )
         )
         self._seq = seq
@@ -1295,10 +1315,7 @@ class KB:
                 raise Refused("bad-option", "limit is a positive integer", {"option": "limit"})
             entries = self._store.changes(min(since, _SQL_MAX), min(limit, 10_000))
             return {
-                "entries": [
-                    {"seq": e.seq, "op": e.op, "at": e.at, "added": e.added, "removed": e.removed}
-                    for e in entries
-                ],
+                "entries": [_entry(e) for e in entries],
                 "seq": self._seq,
                 "too_old": False,
                 "floor": floor,
@@ -1310,6 +1327,58 @@ class KB:
             raise Refused("bad-option", "keep is a non-negative integer", {"option": "keep"})
         with self._lock:
             return self._store.compact(min(keep, _SQL_MAX))
+
+    # ================================================================ domain records
+
+    def ensure_schema(self, domain: str, migrations: list[str]) -> None:
+        """Create or upgrade a domain's record tables (wraps, sessions) in this store."""
+        with self._lock:
+            self._store.ensure_schema(domain, migrations)
+
+    def read_records(self, reader: Callable[[Any], Any]) -> Any:
+        """`reader(connection)` over the record tables, between writes."""
+        with self._lock:
+            return self._store.read(reader)
+
+    def transact(
+        self,
+        op: str,
+        records: Callable[[Any, list[Any]], Any],
+        *,
+        add: Sequence[Any] = (),
+        remove: Sequence[Any] = (),
+        summary: dict[str, Any] | None = None,
+    ) -> tuple[Any, Edited]:
+        """One durable write of sentexes and domain records together, all or nothing.
+
+        Applies `add`/`remove` like `edit`, then runs `records(connection, handles)` in the
+        same store transaction (its SQL commits with the sentexes and the change-log
+        entry, or none of it does), and returns `(records' result, Edited)`. The write
+        always takes a seq; `summary` is what the change log says it changed.
+        """
+        with self._lock:
+            tx = self._begin(op)
+            try:
+                handles = self._apply_batch(tx, add, remove)
+                tx.records = lambda connection: records(connection, handles)
+                tx.summary = summary
+                seq = self._finish(tx, None, want_seq=True)
+            except BaseException:
+                self._abort(tx)
+                raise
+            edited = Edited(handles, tx.removed_sentexes, tx.removed_justifications, seq)
+            return tx.records_result, edited
+
+    def on_commit(self, listener: Callable[[int, str], Any]) -> int:
+        """Call `listener(seq, op)` after every durable write (belief changed or not)."""
+        with self._lock:
+            token = self._next_listener = getattr(self, "_next_listener", 0) + 1
+            self._commit_listeners[token] = listener
+            return token
+
+    def off_commit(self, token: int) -> bool:
+        with self._lock:
+            return self._commit_listeners.pop(token, None) is not None
 
     # ================================================================ attribution
 
@@ -1389,6 +1458,19 @@ def _collector_paused(pause: bool):
         yield
     finally:
         gc.enable()
+
+
+def _entry(entry: LogEntry) -> dict[str, Any]:
+    out = {
+        "seq": entry.seq,
+        "op": entry.op,
+        "at": entry.at,
+        "added": entry.added,
+        "removed": entry.removed,
+    }
+    if entry.records is not None:
+        out["records"] = entry.records
+    return out
 
 
 def _now() -> int:

@@ -27,6 +27,7 @@ from starlette.routing import Route
 import koinii
 from koinii.errors import Refused
 from koinii.kb import KB
+from koinii.operations import Operation, load_domains
 from koinii.server import access
 from koinii.server.subscriptions import Subscriptions
 from koinii.server.tokens import OPEN, Caller, TokenTable
@@ -213,8 +214,7 @@ _TYPE_REFUSAL = {
 }
 
 
-def _check_fields(op: str, body: Any) -> dict[str, Any]:
-    fields, _ = OPERATIONS[op]
+def _check_fields(op: str, fields: dict[str, tuple[Any, bool, str]], body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise Refused("bad-request", "the body must be a JSON object", {"operation": op})
     unknown = sorted(set(body) - set(fields))
@@ -238,6 +238,8 @@ def _check_fields(op: str, body: Any) -> dict[str, Any]:
             )
         elif isinstance(kind, tuple):
             ok = isinstance(value, list)
+        elif kind == "any":
+            ok = True
         elif kind == "integer":
             ok = type(value) is int
         else:
@@ -468,15 +470,49 @@ def _check_origin(request: Request) -> None:
 
 def _endpoint(daemon: Daemon, op: str) -> Callable[[Request], Awaitable[Response]]:
     handler = getattr(daemon, "op_" + op)
+    fields = OPERATIONS[op][0]
     is_async = asyncio.iscoroutinefunction(handler)
 
+    async def run(caller: Caller, body: dict[str, Any]) -> Any:
+        return await handler(caller, body) if is_async else handler(caller, body)
+
+    return _serve(daemon, op, fields, run)
+
+
+def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Awaitable[Response]]:
+    async def run(caller: Caller, body: dict[str, Any]) -> Any:
+        if op.authorize is not None:
+            op.authorize(daemon.kb, caller, body)
+        if op.wait_field is None:
+            with daemon.kb.attributed_to(caller.id):
+                return op.run(daemon.kb, **body)
+        # a long poll: re-run after each write until there is something, or time is up
+        wait = body.get(op.wait_field) or 0
+        if not isinstance(wait, (int, float)) or isinstance(wait, bool) or not 0 <= wait <= 30:
+            raise Refused(
+                "bad-option",
+                f"{op.wait_field} is a number of seconds from 0 to 30",
+                {"option": op.wait_field},
+            )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        quick = {**body, op.wait_field: 0}
+        result = op.run(daemon.kb, **quick)
+        while not result and loop.time() < deadline:
+            await daemon.subs.next_commit(deadline - loop.time())
+            result = op.run(daemon.kb, **quick)
+        return result
+
+    return _serve(daemon, op.name, op.fields, run)
+
+
+def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
             _check_origin(request)
             caller = daemon.caller(request)
-            body = _check_fields(op, await daemon.body(request))
-            result = await handler(caller, body) if is_async else handler(caller, body)
-            return _reply(result)
+            body = _check_fields(op, fields, await daemon.body(request))
+            return _reply(await run(caller, body))
         except Refused as refusal:
             return _refusal(refusal)
         except Exception:
@@ -518,6 +554,10 @@ def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = 
 
     routes = [Route("/health", health, methods=["GET"]), Route("/openapi.json", openapi)]
     routes += [Route(f"{API}/{op}", _endpoint(daemon, op), methods=["POST"]) for op in OPERATIONS]
+    routes += [
+        Route(f"{API}/{op.route}", _domain_endpoint(daemon, op), methods=["POST"])
+        for op in load_domains().values()
+    ]
     app = Starlette(
         routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found}
     )
@@ -554,6 +594,8 @@ def openapi_document() -> dict[str, Any]:
             return {"type": "array", "items": kind[1]}
         if kind == _T:
             return {"type": "string"}
+        if kind == "any":
+            return {}
         if kind == "goal":
             return {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
         return {"type": kind}
@@ -584,7 +626,9 @@ def openapi_document() -> dict[str, Any]:
             }
         }
     }
-    for op, (fields, summary) in OPERATIONS.items():
+    tables = [(f"{API}/{op}", op, fields, summary) for op, (fields, summary) in OPERATIONS.items()]
+    tables += [(f"{API}/{o.route}", o.name, o.fields, o.summary) for o in load_domains().values()]
+    for path, op, fields, summary in tables:
         properties = {
             name: {**schema_of(kind), "description": text}
             for name, (kind, _, text) in fields.items()
@@ -597,7 +641,7 @@ def openapi_document() -> dict[str, Any]:
         }
         if required:
             body_schema["required"] = required
-        paths[f"{API}/{op}"] = {
+        paths[path] = {
             "post": {
                 "operationId": op,
                 "summary": summary,

@@ -72,7 +72,7 @@ class Subscriptions:
         self.idle_s = idle_s
         self._subs: dict[str, Subscription] = {}
         self._tail_waiters: set[asyncio.Future] = set()
-        self._tail_token = kb.watch(lambda event: _wake(self._tail_waiters))
+        self._tail_token = kb.on_commit(lambda seq, op: _wake(self._tail_waiters))
 
     def watch(self, goal: Any, context: Any, max_events: int | None) -> dict[str, Any]:
         if len(self._subs) >= self.cap:
@@ -183,6 +183,17 @@ class Subscriptions:
                 self._tail_waiters.discard(waiter)
             reply = self.kb.changes(since, limit)
         return reply
+
+    async def next_commit(self, timeout_s: float) -> None:
+        """Wait until the next durable write (or the timeout)."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._tail_waiters.add(waiter)
+        try:
+            await asyncio.wait_for(waiter, max(0.0, timeout_s))
+        except TimeoutError:
+            pass
+        finally:
+            self._tail_waiters.discard(waiter)
 
     def close(self) -> None:
         """Shutdown: drop every subscription and wake every parked poll."""

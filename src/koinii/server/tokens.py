@@ -15,22 +15,14 @@ import os
 import secrets
 import tempfile
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from koinii.errors import Refused
+from koinii.operations import Caller
 from koinii.terms import is_individual_name
 
 ROLES = ("agent", "admin", "operator", "reader")
 _PREFIX = "kt_"
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is asking: an authenticated id and its role (id None on an open daemon)."""
-
-    id: str | None
-    role: str
 
 
 OPEN = Caller(None, "operator")  # a daemon without a token table trusts its loopback callers

@@ -11,7 +11,8 @@ embedded default). PostgreSQL is one more implementation of the same `Store`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -48,6 +49,7 @@ class LogEntry:
     at: int  # epoch ms
     added: list[dict[str, Any]]
     removed: list[dict[str, Any]]
+    records: dict[str, Any] | None = None  # what a domain write changed, in brief
 
 
 @dataclass
@@ -71,6 +73,9 @@ class Commit:
     deletes: list[int] = field(default_factory=list)
     new_justifications: list[Justification] = field(default_factory=list)
     dropped_justifications: list[int] = field(default_factory=list)
+    # A domain write (wraps, sessions): runs inside the same transaction, on the store's
+    # record tables; its return value is commit()'s. Raising rolls everything back.
+    records: Callable[[Any], Any] | None = None
 
 
 class Store(Protocol):
@@ -78,7 +83,13 @@ class Store(Protocol):
 
     def load(self) -> Loaded: ...
 
-    def commit(self, commit: Commit) -> None: ...
+    def commit(self, commit: Commit) -> Any: ...
+
+    def ensure_schema(self, domain: str, migrations: list[str]) -> None:
+        """Bring a domain's record tables up to `len(migrations)` (each a SQL script)."""
+
+    def read(self, reader: Callable[[Any], Any]) -> Any:
+        """Run `reader(connection)` against the record tables (reads only)."""
 
     def save_next_handle(self, next_handle: int) -> None:
         """Persist the handle high-water mark after a rolled-back write."""
@@ -127,3 +138,43 @@ def row_of(node: Node) -> SentexRow:
         node.created,
         node.extra,
     )
+
+
+SCHEMA_TABLE = (
+    "CREATE TABLE IF NOT EXISTS koinii_schema (domain TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+)
+
+
+def migrate_records(db: sqlite3.Connection, domain: str, migrations: list[str]) -> None:
+    """Apply a domain's missing migrations to an SQLite connection, each atomically."""
+    db.execute(SCHEMA_TABLE)
+    row = db.execute("SELECT version FROM koinii_schema WHERE domain = ?", (domain,)).fetchone()
+    version = row[0] if row else 0
+    for number in range(version, len(migrations)):
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(migrations[number]):
+                db.execute(statement)
+            db.execute(
+                "INSERT OR REPLACE INTO koinii_schema (domain, version) VALUES (?, ?)",
+                (domain, number + 1),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into statements (sqlite3.complete_statement knows
+    where a trigger body ends, so a `;` inside one does not split it)."""
+    out, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                out.append(current.strip())
+            current = ""
+    if current.strip():
+        out.append(current.strip())
+    return out

@@ -1,14 +1,18 @@
 """The in-memory store: nothing outlives the process.
 
 The engine's own nodes are the records, so this store keeps only what the engine does
-not: the change log (bounded: the newest `retain` entries) for `changes(since)` tails.
+not: the change log (bounded: the newest `retain` entries) for `changes(since)` tails,
+and the domain record tables (wraps, sessions) in an in-memory SQLite database, so the
+domains run the same SQL whatever the store.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections import deque
+from typing import Any
 
-from koinii.kb.store import Commit, Loaded, LogEntry
+from koinii.kb.store import Commit, Loaded, LogEntry, migrate_records
 
 
 class MemoryStore:
@@ -17,14 +21,31 @@ class MemoryStore:
     def __init__(self, retain: int = 10_000) -> None:
         self._log: deque[LogEntry] = deque(maxlen=retain)
         self._floor = 0
+        self._records = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
 
     def load(self) -> Loaded:
         return Loaded([], [], next_handle=1, seq=0, floor=0)
 
-    def commit(self, commit: Commit) -> None:
+    def commit(self, commit: Commit) -> Any:
+        result = None
+        if commit.records is not None:
+            self._records.execute("BEGIN")
+            try:
+                result = commit.records(self._records)
+                self._records.execute("COMMIT")
+            except BaseException:
+                self._records.execute("ROLLBACK")
+                raise
         if len(self._log) == self._log.maxlen:
             self._floor = self._log[0].seq
         self._log.append(commit.entry)
+        return result
+
+    def ensure_schema(self, domain: str, migrations: list[str]) -> None:
+        migrate_records(self._records, domain, migrations)
+
+    def read(self, reader):
+        return reader(self._records)
 
     def save_next_handle(self, next_handle: int) -> None:
         pass
@@ -48,4 +69,4 @@ class MemoryStore:
         return dropped
 
     def close(self) -> None:
-        pass
+        self._records.close()

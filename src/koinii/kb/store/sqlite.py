@@ -26,6 +26,7 @@ from koinii.kb.store import (
     Loaded,
     LogEntry,
     SentexRow,
+    migrate_records,
 )
 
 _MIGRATIONS = [
@@ -148,7 +149,9 @@ class SQLiteStore:
         out = []
         for seq, op, at, diff in rows:
             decoded = json.loads(diff)
-            out.append(LogEntry(seq, op, at, decoded["added"], decoded["removed"]))
+            out.append(
+                LogEntry(seq, op, at, decoded["added"], decoded["removed"], decoded.get("records"))
+            )
         return out
 
     def floor(self) -> int:
@@ -156,9 +159,10 @@ class SQLiteStore:
 
     # --- writing ------------------------------------------------------------------
 
-    def commit(self, commit: Commit) -> None:
+    def commit(self, commit: Commit) -> Any:
         db = self._db
         entry = commit.entry
+        result = None
         try:
             db.execute("BEGIN")
             try:
@@ -203,16 +207,15 @@ class SQLiteStore:
                         "DELETE FROM justification WHERE id = ?",
                         [(i,) for i in commit.dropped_justifications],
                     )
+                if commit.records is not None:
+                    result = commit.records(db)
+                diff: dict[str, Any] = {"added": entry.added, "removed": entry.removed}
+                if entry.records is not None:
+                    diff["records"] = entry.records
                 db.execute(
                     "INSERT INTO change_log (seq, op, at, next_handle, diff) "
                     "VALUES (?, ?, ?, ?, ?)",
-                    (
-                        entry.seq,
-                        entry.op,
-                        entry.at,
-                        commit.next_handle,
-                        json.dumps({"added": entry.added, "removed": entry.removed}),
-                    ),
+                    (entry.seq, entry.op, entry.at, commit.next_handle, json.dumps(diff)),
                 )
                 db.execute("COMMIT")
             except BaseException:
@@ -223,6 +226,13 @@ class SQLiteStore:
             raise Refused(
                 "store-error", f"the write could not be stored: {exc}", {"location": self.location}
             ) from exc
+        return result
+
+    def ensure_schema(self, domain: str, migrations: list[str]) -> None:
+        migrate_records(self._db, domain, migrations)
+
+    def read(self, reader):
+        return reader(self._db)
 
     def _set_meta(self, values: dict[str, int]) -> None:
         self._db.executemany(

@@ -1,7 +1,12 @@
-"""The `koinii` command: a thin shell over the library (one call per command, plus printing)."""
+"""The `koinii` command: a thin shell over the library (one call per command, plus printing).
+
+Each subsystem's commands live in their own module here (`koinii.cli.<name>`, exposing a
+click `command`) and are listed in `COMMAND_MODULES`.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -83,7 +88,7 @@ def token_add(principal: str, role: str, path: str) -> None:
     """Mint a token for PRINCIPAL; it is printed once and only its hash is stored."""
     from koinii.server.tokens import add_token
 
-    click.echo(_refusing(lambda: add_token(path, principal, role)))
+    click.echo(refusing(lambda: add_token(path, principal, role)))
 
 
 @token.command("list")
@@ -92,7 +97,7 @@ def token_list(path: str) -> None:
     """List the principals in the table (never the tokens)."""
     from koinii.server.tokens import list_tokens
 
-    for entry in _refusing(lambda: list_tokens(path)):
+    for entry in refusing(lambda: list_tokens(path)):
         click.echo(f"{entry['id']:<24} {entry['role']:<9} {entry['fingerprint']}")
 
 
@@ -103,13 +108,21 @@ def token_revoke(principal: str, path: str) -> None:
     """Remove every token of PRINCIPAL."""
     from koinii.server.tokens import revoke
 
-    removed = _refusing(lambda: revoke(path, principal))
+    removed = refusing(lambda: revoke(path, principal))
     click.echo(f"revoked {removed} token(s) of {principal}")
 
 
-def _refusing(call):
+def refusing(call):
+    """Run `call`; a refusal becomes one readable line on stderr and exit code 1."""
     try:
         return call()
     except Refused as refusal:
         click.echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
         sys.exit(1)
+
+
+# Subsystem command groups: koinii.cli.<name>.command is added to `koinii`.
+COMMAND_MODULES: tuple[str, ...] = ()
+
+for _name in COMMAND_MODULES:
+    main.add_command(importlib.import_module(f"koinii.cli.{_name}").command)

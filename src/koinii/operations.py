@@ -1,0 +1,92 @@
+"""Domain operations: one definition, run in-process on a KB or over the wire.
+
+A domain (wraps, sessions) defines each operation once with `@operation`: its JSON
+fields, its access rule for the daemon, and the function that runs it on a `KB`. Then:
+- in-process, `invoker(kb)(name, **fields)` calls the function directly;
+- over the wire, `invoker(client)` is `client.invoke`, which POSTs to the daemon, and
+  the daemon serves every registered operation at `POST /v1/<domain>/<name>` after
+  checking its fields (the same table generates the OpenAPI document) and its access rule.
+
+So a domain class written against `invoker(source)` runs the same over either medium,
+and never imports the transport.
+
+Invariant: every operation's arguments and result are JSON values (terms as text).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from koinii.kb import KB
+
+# The domain modules whose operations the daemon serves (imported by the daemon).
+DOMAIN_MODULES: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who invokes an operation over the wire: principal id (None when open) and role."""
+
+    id: str | None
+    role: str
+
+
+IN_PROCESS = Caller(None, "operator")  # in one process there is no boundary to enforce
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str  # "<domain>.<verb>", e.g. "wraps.add"
+    run: Callable[..., Any]  # run(kb, **fields) -> JSON value
+    fields: dict[str, tuple[Any, bool, str]]  # name -> (JSON type, required, description)
+    summary: str
+    authorize: Callable[[KB, Caller, dict[str, Any]], None] | None = None
+    # A long poll: the daemon re-runs the operation after each write until its result is
+    # non-empty or this many seconds (the field's value) have passed.
+    wait_field: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def route(self) -> str:
+        return self.name.replace(".", "/")
+
+
+REGISTRY: dict[str, Operation] = {}
+
+
+def operation(
+    name: str,
+    fields: dict[str, tuple[Any, bool, str]],
+    summary: str,
+    *,
+    authorize: Callable[[KB, Caller, dict[str, Any]], None] | None = None,
+    wait_field: str | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register `run(kb, **fields)` as the operation `name`."""
+
+    def register(run: Callable[..., Any]) -> Callable[..., Any]:
+        REGISTRY[name] = Operation(name, run, fields, summary, authorize, wait_field)
+        return run
+
+    return register
+
+
+def invoker(source: Any) -> Callable[..., Any]:
+    """`call(name, **fields)` for a KB (direct) or a Client (over the wire)."""
+    if isinstance(source, KB):
+
+        def call(name: str, **fields: Any) -> Any:
+            return REGISTRY[name].run(source, **fields)
+
+        return call
+    return source.invoke
+
+
+def load_domains() -> dict[str, Operation]:
+    """Import every domain module (registering its operations); returns the registry."""
+    for module in DOMAIN_MODULES:
+        importlib.import_module(module)
+    return REGISTRY
