@@ -140,12 +140,15 @@ def koinii_daemon(workdir: str) -> Iterator[str]:
     url = f"http://{HOST}:{port}"
     command = [sys.executable, "-m", "koinii", "serve", "--host", HOST, "--port", str(port)]
     command += ["--db", os.path.join(workdir, f"koinii-{port}.db")]
-    with open(os.path.join(workdir, f"koinii-{port}.log"), "wb") as log:
+    log_path = os.path.join(workdir, f"koinii-{port}.log")
+    with open(log_path, "wb") as log:
         daemon = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:
             probe = koinii.connect(url, timeout=1)
             try:
                 wait_until_answering(probe.health, lambda: daemon.poll() is None, "the daemon")
+            except RuntimeError as exc:
+                raise RuntimeError(f"{exc}; its log ends:\n{log_tail(log_path)}") from None
             finally:
                 probe.close()
             yield url
@@ -156,6 +159,11 @@ def koinii_daemon(workdir: str) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 daemon.kill()
                 daemon.wait()
+
+
+def log_tail(path: str, lines: int = 20) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return "".join(f.readlines()[-lines:])
 
 
 def serve_ceiling(port: int) -> None:

@@ -519,7 +519,8 @@ def test_an_acknowledged_write_survives_kill_9(tmp_path):
         stats = kb.stats()
         assert stats["sentexes"] == stats["premises"] + stats["derived"] == stats["believed"]
         assert stats["derived"] == len(seen)
-        assert stats["rules"] == 1
+        with koinii.open_kb() as fresh:  # the shipped vocabulary brings rules of its own
+            assert stats["rules"] == fresh.stats()["rules"] + 1
         # the store is writable again, and handles continue past everything acknowledged
         handle = kb.assert_("(tick -1)", "CxCrash")
         assert handle > max(asserted.values())

@@ -1,18 +1,36 @@
-"""Identity: which context an agent owns, and who a speech act names as its speaker.
+"""Identity: who an agent is, which context it owns, and where it may write.
 
-Invariant: an agent's own context is a function of its id (`context_for`), so the write
-destination is fixed by identity, not chosen by the writer. Agent contexts and channels
-are spelled alike, so which context belongs to an agent is a written fact — the mark
-`(agentContext CxAtlas AgentAtlas)` — never inferred from the name.
+Invariants:
+- An agent's own context is a function of its id (`context_for`): the write destination
+  is fixed by identity, not chosen by the writer.
+- Which context belongs to an agent is a written fact — the mark
+  `(agentContext CxAtlas AgentAtlas)` — never inferred from a name, because agent
+  contexts and channels are spelled alike.
+- A `Principal` is only as good as its grant: `authenticate` mints an HMAC-SHA256 grant
+  over a fixed serialisation under the process key, and every check that matters
+  (admin writes, attestation) verifies it in constant time. A hand-built or altered
+  principal does not verify.
+- In one process these checks are cooperative (they catch mistakes); across processes
+  the daemon enforces the same boundaries from the token (docs/security.md).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import inspect
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
 from koinii.errors import Refused
-from koinii.terms import Sym, Var, is_individual_name
+from koinii.terms import Sym, Var, is_individual_name, parse, show
 
 REGISTRY = "CxRegistry"
 AGENT_CONTEXT = Sym("agentContext")
+POLICIES = ("cooperative", "proof-tier")
 # Argument 1 of each speech act is the acting agent (channel.md §2).
 SPEECH_ACTS = frozenset(
     Sym(name)
@@ -28,6 +46,8 @@ SPEECH_ACTS = frozenset(
         "refuse",
     )
 )
+
+# --- contexts -----------------------------------------------------------------------------
 
 
 def context_for(agent_id: str) -> str:
@@ -48,9 +68,311 @@ def agent_context_mark(ctx: str, agent: str) -> tuple:
     return (AGENT_CONTEXT, Sym(ctx), who)
 
 
-def speaker_of_sentence(sentence: tuple) -> str | None:
+def owners_of(store: Any, ctx: str) -> list[str]:
+    """The agents whose own context `ctx` is (read from the marks; sorted)."""
+    found = store.query(agent_context_mark(ctx, "?agent"), ctx)
+    return sorted({b["?agent"].name for b in found if type(b["?agent"]) is Sym})
+
+
+def check_channel_parent(store: Any, agent_id: str, parent: str) -> None:
+    """Refuse to place an agent's context under something that is not a channel: the
+    registry, the agent's own context, or a context marked as another agent's own."""
+    own = context_for(agent_id)
+    owners = [] if parent == REGISTRY else owners_of(store, parent)
+    if parent == REGISTRY:
+        why = "the registry"
+    elif parent == own:
+        why = "the agent's own context"
+    elif any(owner != agent_id for owner in owners):
+        why = f"{next(o for o in owners if o != agent_id)}'s own context"
+    else:
+        return
+    raise Refused(
+        "koinii/not-a-channel",
+        f"{parent} is not a channel: it is {why}",
+        {"agent": agent_id, "parent": parent, "owners": owners},
+    )
+
+
+def place_agent_context(
+    write: Callable[[Any, str, dict[str, Any]], Any], parent: str, agent_id: str, roots: str
+) -> str:
+    """The one placement routine: the channel sees the agent's context, which sees `roots`,
+    and the context is marked as the agent's own. Three monotonic, idempotent writes."""
+    own = context_for(agent_id)
+    monotonic = {"strength": "monotonic"}
+    write((Sym("genlCx"), Sym(parent), Sym(own)), "CxUniverse", monotonic)
+    write((Sym("genlCx"), Sym(own), Sym(roots)), "CxUniverse", monotonic)
+    write(agent_context_mark(own, agent_id), own, {**monotonic, "creator": agent_id})
+    return own
+
+
+def speaker_of_sentence(sentence: Any) -> str | None:
     """The agent a speech-act sentence names as its speaker (None if not a speech act)."""
-    if sentence and sentence[0] in SPEECH_ACTS and len(sentence) > 1:
+    if type(sentence) is tuple and sentence and sentence[0] in SPEECH_ACTS and len(sentence) > 1:
         speaker = sentence[1]
-        return speaker.name if type(speaker) is Sym else str(speaker)
+        return speaker.name if type(speaker) is Sym else show(speaker)
     return None
+
+
+# --- the process key, grants and attestations ---------------------------------------------
+
+_key: bytes = secrets.token_bytes(32)
+
+
+def set_attest_key(key: bytes | str) -> None:
+    """Use `key` (>= 32 bytes) for grants and attestations in this process."""
+    global _key
+    _key = _checked_key(key)
+
+
+def _checked_key(key: Any) -> bytes:
+    raw = key.encode("utf-8") if isinstance(key, str) else key
+    if not isinstance(raw, bytes) or len(raw) < 32:
+        raise Refused(
+            "koinii/bad-attest-key",
+            "the attestation key must be at least 32 bytes",
+            {"key_class": type(key).__name__},
+        )
+    return raw
+
+
+def _mac(*parts: Any) -> str:
+    message = json.dumps(parts, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return hmac.new(_checked_key(_key), message, hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated (or cooperatively claimed) identity."""
+
+    id: str
+    context: str
+    source: str | None
+    policy: str
+    authenticated: bool
+    admin: bool
+    grant: str | None = None
+
+    def _claims(self) -> tuple:
+        return (
+            "grant",
+            self.id,
+            self.context,
+            self.source,
+            self.policy,
+            self.authenticated,
+            self.admin,
+        )
+
+    @property
+    def minted(self) -> bool:
+        """Was this principal made by `authenticate` under the current key, unaltered?"""
+        return self.grant is not None and hmac.compare_digest(self.grant, _mac(*self._claims()))
+
+
+def authenticate(
+    request: dict[str, Any],
+    policy: str | None = None,
+    verify: Callable[..., bool] | None = None,
+) -> Principal:
+    """A principal from `request` (`claimed_id`, `credential`, `source`, `admin`).
+
+    `cooperative` (the default) trusts the claimed id; `proof-tier` needs `verify` to
+    prove it. An admin request always needs a verifier that takes the claims:
+    `verify(claimed_id, credential, claims)`.
+    """
+    policy = policy or "cooperative"
+    if policy not in POLICIES:
+        raise Refused(
+            "koinii/unknown-policy",
+            f"unknown identity policy {policy!r}; policies: {', '.join(POLICIES)}",
+            {"policy": policy, "known": list(POLICIES)},
+        )
+    claimed = request.get("claimed_id")
+    context = context_for(claimed)
+    admin = bool(request.get("admin"))
+    needs_proof = admin or policy == "proof-tier"
+    if needs_proof:
+        claims = {"admin": admin, "source": request.get("source")}
+        if not _verified(verify, claimed, request.get("credential"), claims, admin):
+            raise Refused(
+                "koinii/identity-unverified",
+                f"the identity {claimed} could not be verified",
+                {
+                    "claimed_id": claimed,
+                    "admin": admin,
+                    "verifier": verify is not None,
+                    "policy": policy,
+                },
+            )
+    principal = Principal(
+        id=claimed,
+        context=context,
+        source=request.get("source"),
+        policy=policy,
+        authenticated=needs_proof,
+        admin=admin,
+    )
+    return replace(principal, grant=_mac(*principal._claims()))
+
+
+def _verified(verify, claimed, credential, claims, admin: bool) -> bool:
+    if verify is None:
+        return False
+    try:
+        params = inspect.signature(verify).parameters.values()
+        takes_claims = sum(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params
+        ) >= 3 or any(p.kind is p.VAR_POSITIONAL for p in params)
+    except (TypeError, ValueError):
+        takes_claims = True
+    if takes_claims:
+        return verify(claimed, credential, claims) is True
+    if admin:
+        return False  # an admin grant needs a verifier that sees the claims
+    return verify(claimed, credential) is True
+
+
+def _require_minted(principal: Any) -> None:
+    if not isinstance(principal, Principal) or not principal.minted:
+        raise Refused(
+            "koinii/identity-unverified",
+            "this principal was not minted by authenticate (or was altered)",
+            {"minted": False},
+        )
+
+
+# --- write boundaries ---------------------------------------------------------------------
+
+
+def check_registry_write(who: Any, ctx: str) -> None:
+    """Only a minted admin principal writes the registry."""
+    if ctx == REGISTRY and not (isinstance(who, Principal) and who.admin and who.minted):
+        name = who.id if isinstance(who, Principal) else who
+        raise Refused(
+            "koinii/registry-forbidden",
+            f"{REGISTRY} is written only by a verified admin",
+            {"agent": name, "context": ctx, "minted": isinstance(who, Principal) and who.minted},
+        )
+
+
+def check_write_boundary(principal: Any, ctx: str) -> None:
+    """A principal writes its own context; a minted admin writes only the registry."""
+    check_registry_write(principal, ctx)
+    if ctx == REGISTRY:
+        return
+    if isinstance(principal, Principal) and principal.admin and principal.minted:
+        raise Refused(
+            "koinii/admin-off-registry",
+            f"an admin writes {REGISTRY} only, not {ctx}",
+            {"principal": principal.id, "context": ctx},
+        )
+    own = principal.context if isinstance(principal, Principal) else context_for(principal)
+    if ctx != own:
+        name = principal.id if isinstance(principal, Principal) else principal
+        raise Refused(
+            "koinii/foreign-context",
+            f"{name} writes its own context {own}, not {ctx}",
+            {"agent": name, "context": ctx, "own": own},
+        )
+
+
+def ingest(store: Any, principal: Principal, sentence: Any) -> int:
+    """Write `sentence` into the principal's own context, attributed to it."""
+    return ingest_into(store, principal, principal.context, sentence)
+
+
+def ingest_into(store: Any, principal: Principal, ctx: str, sentence: Any) -> int:
+    """Write through the boundary: creator = principal id, provenance {source, policy,
+    authenticated}; a minted proof-tier principal's write is attested."""
+    return store.assert_(sentence, ctx, **_ingest_options(principal, ctx, sentence))
+
+
+def _ingest_options(principal: Principal, ctx: str, sentence: Any) -> dict[str, Any]:
+    check_write_boundary(principal, ctx)
+    if principal.authenticated or principal.admin:
+        _require_minted(principal)
+    provenance: dict[str, Any] = {
+        "source": principal.source,
+        "policy": principal.policy,
+        "authenticated": principal.authenticated,
+    }
+    if principal.authenticated and principal.minted:
+        text = show(parse(sentence) if isinstance(sentence, str) else sentence)
+        provenance["attestation"] = _mac("attest", ctx, text, principal.id)
+    return {"creator": principal.id, "provenance": provenance}
+
+
+def attested_by(store: Any, handle: int) -> str | None:
+    """The creator whose attestation of this sentex verifies, else None.
+
+    Attested means: an in-process HMAC attestation bound to this sentex's context, text
+    and creator (so it does not survive copying), or a `principal` recorded by an
+    authenticated daemon that equals the creator.
+    """
+    sentex = store.sentex(handle)
+    if sentex is None:
+        return None
+    creator = sentex.provenance.get("creator")
+    if creator is None:
+        return None
+    attestation = sentex.provenance.get("attestation")
+    if isinstance(attestation, str) and hmac.compare_digest(
+        attestation, _mac("attest", sentex.context, sentex.text, creator)
+    ):
+        return creator
+    if sentex.provenance.get("principal") == creator:
+        return creator
+    return None
+
+
+# --- the registry -------------------------------------------------------------------------
+
+
+def register_agent(store: Any, admin: Principal, agent_id: str, name: str, trust: float) -> None:
+    """Write the registry rows of an agent (admin only), in one edit."""
+    context_for(agent_id)  # the id must be an id
+    rows = [
+        (Sym("registeredAgent"), Sym(agent_id)),
+        (Sym("displayNameOf"), Sym(agent_id), name),
+        (Sym("trustLevel"), Sym(agent_id), trust),
+    ]
+    store.edit(add=[(row, REGISTRY, _ingest_options(admin, REGISTRY, row)) for row in rows])
+
+
+def set_trust(store: Any, admin: Principal, agent_id: str, value: float) -> None:
+    """Replace the agent's trust level: the old rows go and the new one lands, in one edit."""
+    row = (Sym("trustLevel"), Sym(agent_id), value)
+    options = _ingest_options(admin, REGISTRY, row)
+    old = [s.handle for s in store.sentexes_matching(f"(trustLevel {agent_id} ?t)", REGISTRY)]
+    store.edit(add=[(row, REGISTRY, options)], remove=old)
+
+
+def _single(store: Any, predicate: str, agent_id: str) -> Any:
+    rows = store.sentexes_matching(f"({predicate} {agent_id} ?v)", REGISTRY)
+    if len(rows) > 1:
+        raise Refused(
+            "koinii/registry-not-functional",
+            f"{agent_id} has {len(rows)} believed {predicate} rows; expected one",
+            {"agent": agent_id, "predicate": predicate, "handles": [r.handle for r in rows]},
+        )
+    return rows[0].sentence[2] if rows else None
+
+
+def trust_of(store: Any, agent_id: str) -> Any:
+    return _single(store, "trustLevel", agent_id)
+
+
+def display_name_of(store: Any, agent_id: str) -> Any:
+    return _single(store, "displayNameOf", agent_id)
+
+
+def registered_agents(store: Any) -> list[str]:
+    rows = store.sentexes_matching("(registeredAgent ?a)", REGISTRY)
+    return sorted({r.sentence[1].name for r in rows if type(r.sentence[1]) is Sym})
+
+
+def co_attribution(store: Any, sentence: Any) -> list[str]:
+    """The contexts that assert `sentence` (believed), sorted."""
+    return sorted({s.context for s in store.sentexes_matching(sentence, "?ctx")})

@@ -17,12 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.identity import AGENT_CONTEXT, REGISTRY, context_for, speaker_of_sentence
+from koinii.identity import REGISTRY, check_channel_parent, context_for, speaker_of_sentence
 from koinii.kb import KB
 from koinii.kb.checks import prepare
 from koinii.kb.rules import GENL_CX
 from koinii.server.tokens import Caller
-from koinii.terms import Sym, Var
 
 UNIVERSE = "CxUniverse"
 
@@ -87,16 +86,7 @@ def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
             {"agent": agent, "context": UNIVERSE, "own": own},
         )
     if sup == own:  # (genlCx channel own): the channel must be a channel
-        owners = sorted(
-            {str(b["?a"]) for b in kb.query((AGENT_CONTEXT, Sym(sub), Var("a")), sub)} - {agent}
-        )
-        if sub == REGISTRY or owners:
-            raise Refused(
-                "koinii/not-a-channel",
-                f"{sub} is not a channel"
-                + (f": it is {owners[0]}'s own context" if owners else ""),
-                {"agent": agent, "parent": sub, "owners": owners},
-            )
+        check_channel_parent(kb, agent, sub)
 
 
 def check_remove(kb: KB, caller: Caller, handle: Any) -> None:

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 # (context, parents) in load order; later issues append theirs.
 VOCABULARIES: list[tuple[str, tuple[str, ...]]] = [
     ("CxCore", ()),
+    ("CxSpeechActs", ("CxCore",)),
+    ("CxRegistry", ("CxCore",)),
+    ("CxDisputes", ("CxCore",)),
 ]
 
 

@@ -1,0 +1,414 @@
+"""The coordination channel: agents as contexts, moves as sentexes, the feed as the medium.
+
+An agent JOINS: its own context is placed under a shared channel context (the channel
+then sees every member's claims), rooted in the speech-act vocabulary, and marked as the
+agent's own. It then makes MOVES — claims, queries and replies — each a sentex in its own
+context with itself as creator; a reply is a meta-sentex ON its target, so retracting the
+target tears the reply down with it. It SUBSCRIBES to the channel through the change
+feed and reacts, decoupled in time: nothing needs two agents online at once, because the
+conversation lives in the knowledge base, not in the agents.
+
+Two media, one surface: `local(kb)` for agents in one process (subscribe is a plain
+`kb.watch`, whose callback runs on the writer's thread) and `wire(client)` for agents in
+separate processes (every write goes through the daemon, the single writer; subscribe
+polls the wire feed on a thread of its own, so a slow agent never stalls the writer).
+
+Invariant: every write check (registry, creator, speaker) runs before the first write of
+a move, in the order channel.md states, so a refused move writes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.identity import (
+    REGISTRY,
+    check_channel_parent,
+    context_for,
+    place_agent_context,
+    speaker_of_sentence,
+)
+from koinii.kb import Edited, Event, Sentex
+from koinii.kb.sentex import NOT
+from koinii.terms import Sym, Var, parse
+
+__all__ = [
+    "WRITER_ORDER",
+    "Agent",
+    "Subscription",
+    "answer_content",
+    "join",
+    "local",
+    "speaker_of",
+    "unsubscribe",
+    "wire",
+]
+
+log = logging.getLogger("koinii.channel")
+
+WRITER_ORDER = "single-writer-total-order"
+"""The consistency model, as documentation: the daemon serialises every write, so the feed
+delivers one total order — every agent reads the same events in the same sequence and can
+only reply to what it has seen. With one writer the store order is the causal order, so
+no logical clocks are needed; they would be only if Koinii went multi-writer."""
+
+STANCES = {"for": Sym("votesFor"), "against": Sym("votesAgainst")}
+_HANDLE = Sym("sentexHandle")
+
+
+def _ref(target: int) -> tuple:
+    return (_HANDLE, target)
+
+
+# --- media ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Local:
+    """The single-process medium: an in-process KB."""
+
+    store: Any
+
+    def subscribe(self, goal, ctx, callback, wait_ms, on_lagged, on_error) -> Subscription:
+        token = self.store.watch(callback, goal=goal, ctx=ctx)
+        return Subscription(str(token), lambda: self.store.unwatch(token))
+
+    def _no_feed(self, *args: Any, **kwargs: Any) -> Any:
+        raise Refused(
+            "koinii/no-wire-feed",
+            "a local medium has no cursor feed: subscribe with a callback instead",
+            {},
+        )
+
+    open_feed = poll_feed = close_feed = _no_feed
+
+
+@dataclass(frozen=True)
+class Wire:
+    """The cross-process medium: a daemon connection (`koinii.connect`)."""
+
+    store: Any
+
+    def subscribe(self, goal, ctx, callback, wait_ms, on_lagged, on_error) -> Subscription:
+        opened = self.store.watch(goal=goal, ctx=ctx)
+        sub = Subscription(opened["token"], lambda: self.store.unwatch(opened["token"]))
+        thread = threading.Thread(
+            target=_poll_loop,
+            args=(self.store, sub, opened["cursor"], callback, wait_ms, on_lagged, on_error),
+            name=f"koinii-subscribe-{opened['token']}",
+            daemon=True,
+        )
+        sub._thread = thread
+        thread.start()
+        return sub
+
+    def open_feed(self, goal: Any = None, ctx: Any = None) -> dict[str, Any]:
+        return self.store.watch(goal=goal, ctx=ctx)
+
+    def poll_feed(self, token: str, cursor: int, wait_ms: int = 0) -> dict[str, Any]:
+        return self.store.poll(token, cursor, wait_ms)
+
+    def close_feed(self, token: str) -> bool:
+        return self.store.unwatch(token)
+
+
+def local(kb: Any) -> Local:
+    """A medium over an in-process KB — the single-process shape."""
+    return Local(kb)
+
+
+def wire(client: Any) -> Wire:
+    """A medium over a daemon connection — the cross-process shape."""
+    return Wire(client)
+
+
+@dataclass
+class Subscription:
+    """A live subscription; `stop()` (or `unsubscribe`) drops it, idempotently."""
+
+    token: str
+    _stop: Callable[[], Any] = field(repr=False)
+    running: bool = True
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _stopped: bool = field(default=False, repr=False)
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            self._stop()  # over the wire this also wakes the parked poll
+        except Exception:
+            log.warning("subscription %s: unwatch failed", self.token, exc_info=True)
+        if self._thread is None:
+            self.running = False
+        elif self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+
+def unsubscribe(sub: Subscription) -> None:
+    """Drop a subscription. Idempotent."""
+    sub.stop()
+
+
+_QUIET_ENDS = ("unknown-subscription", "bad-cursor")
+
+
+def _poll_loop(store, sub, cursor, callback, wait_ms, on_lagged, on_error) -> None:
+    """The wire subscription's loop, on its own thread (named koinii-subscribe-<token>)."""
+    try:
+        while not sub._stopped:
+            try:
+                reply = store.poll(sub.token, cursor, wait_ms)
+            except Refused as refusal:
+                if refusal.kind in _QUIET_ENDS:
+                    return  # dropped, reaped or unwatched: a normal end
+                _report(on_error, refusal, sub)
+                return
+            except BaseException as exc:  # the transport, or worse: report once and end
+                _report(on_error, exc, sub)
+                return
+            lagged = reply.get("lagged", 0)
+            if lagged:
+                if on_lagged is not None:
+                    on_lagged(lagged)
+                else:
+                    log.warning(
+                        "subscription-lagged: %s missed %d events; resync", sub.token, lagged
+                    )
+            for event in reply["events"]:
+                try:
+                    callback(event)
+                except Exception as exc:  # loses only this event
+                    _report(on_error, exc, sub)
+            cursor = reply["cursor"]
+    finally:
+        sub.running = False
+
+
+def _report(on_error, exc: BaseException, sub: Subscription) -> None:
+    if on_error is not None:
+        try:
+            on_error(exc)
+            return
+        except Exception:
+            log.exception("subscription %s: on_error raised", sub.token)
+    log.error("subscription-failed: %s: %s", sub.token, exc)
+
+
+# --- joining ----------------------------------------------------------------------------------
+
+
+def join(
+    medium: Local | Wire, channel: str, agent_id: str, *, speaks: str = "CxSpeechActs"
+) -> Agent:
+    """Place `agent_id`'s own context under `channel` and return its handle.
+
+    Refused before any write: joining as the registry (`koinii/registry-forbidden`), and
+    a channel that is the registry, the agent's own context or another agent's own
+    context (`koinii/not-a-channel`). Monotonic and idempotent: re-joining changes nothing.
+    """
+    channel = channel.name if type(channel) is Sym else channel
+    own = context_for(agent_id)
+    if own == REGISTRY:
+        raise Refused(
+            "koinii/registry-forbidden",
+            f"{agent_id} would own {REGISTRY}, which no agent may write",
+            {"agent": agent_id, "context": own},
+        )
+    store = medium.store
+    check_channel_parent(store, agent_id, channel)
+
+    def write(sentence: Any, ctx: str, opts: dict[str, Any]) -> Any:
+        return store.assert_(sentence, ctx, **opts)
+
+    place_agent_context(write, channel, agent_id, speaks)
+    return Agent(medium, agent_id, own, channel)
+
+
+# --- the agent handle -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Agent:
+    """A joined agent: every write lands in its own context with itself as creator."""
+
+    medium: Local | Wire
+    agent: str
+    context: str
+    channel: str
+
+    @property
+    def store(self) -> Any:
+        """The KB or Client underneath the medium."""
+        return self.medium.store
+
+    # --- the shared write checks, in channel.md's order -----------------------------------
+
+    def _check(self, sentence: Any, opts: dict[str, Any]) -> Any:
+        if self.context == REGISTRY:
+            raise Refused(
+                "koinii/registry-forbidden",
+                f"{self.agent} cannot write {REGISTRY}",
+                {"agent": self.agent, "context": self.context},
+            )
+        creator = opts.get("creator")
+        if creator is not None and creator != self.agent:
+            raise Refused(
+                "koinii/creator-mismatch",
+                f"{self.agent} cannot assert as {creator}",
+                {"agent": self.agent, "creator": creator},
+            )
+        term = parse(sentence) if isinstance(sentence, str) else sentence
+        named = speaker_of_sentence(term)
+        if named is not None and named != self.agent:
+            raise Refused(
+                "koinii/speaker-mismatch",
+                f"{self.agent} cannot speak as {named}",
+                {"agent": self.agent, "named": named, "act": term[0].name},
+            )
+        return term
+
+    def _opts(self, opts: dict[str, Any]) -> dict[str, Any]:
+        return {**opts, "creator": self.agent}
+
+    # --- moves ------------------------------------------------------------------------------
+
+    def assert_(self, sentence: Any, **opts: Any) -> int:
+        """Originate a claim in the agent's own context."""
+        term = self._check(sentence, opts)
+        return self.store.assert_(term, self.context, **self._opts(opts))
+
+    def pose_query(self, question: Any) -> int:
+        """A query node `(queries A question)`, answered later by handle."""
+        return self.assert_((Sym("queries"), Sym(self.agent), _arg(question)))
+
+    def answer(self, content: Any, target: int) -> int:
+        """`(answers A content (sentexHandle T))`; the same answer again is the same handle."""
+        return self.assert_((Sym("answers"), Sym(self.agent), _arg(content), _ref(target)))
+
+    def endorse(self, target: int) -> int:
+        """`(endorses A (sentexHandle T))`; two endorsers are two sentexes."""
+        return self.assert_((Sym("endorses"), Sym(self.agent), _ref(target)))
+
+    def justify(self, ground: Any, target: int) -> int:
+        """`(justifies A ground (sentexHandle T))`: a reason for the claim T."""
+        return self.assert_((Sym("justifies"), Sym(self.agent), _arg(ground), _ref(target)))
+
+    def not_understood(self, target: int) -> int:
+        """An error act; it outlives its target on purpose."""
+        return self.assert_((Sym("notUnderstood"), Sym(self.agent), _ref(target)))
+
+    def refuse(self, target: int) -> int:
+        """An error act; it outlives its target on purpose."""
+        return self.assert_((Sym("refuse"), Sym(self.agent), _ref(target)))
+
+    def dispute(self, target: int) -> int:
+        """Challenge the claim T: its rebuttal `(not S)` and `(disputes A (sentexHandle T))`,
+        one atomic batch, so the pair surfaces in `contradictions`. Returns the edge."""
+        edge = (Sym("disputes"), Sym(self.agent), _ref(target))
+        self._check(edge, {})
+        claim = self.store.sentex(target) if type(target) is int and target > 0 else None
+        if claim is None:
+            raise Refused(
+                "koinii/no-such-handle",
+                f"there is no sentex {target} to dispute",
+                {"handle": target},
+            )
+        sentence = claim.sentence
+        rebuttal = sentence[1] if sentence[0] is NOT else (NOT, sentence)
+        opts = self._opts({})
+        result = self.store.edit(add=[(rebuttal, self.context, opts), (edge, self.context, opts)])
+        return result.handles[1]
+
+    def vote(self, stance: str, target: int) -> int:
+        """A ballot: "for" → votesFor, "against" → votesAgainst. One per agent per stance."""
+        predicate = STANCES.get(stance) if isinstance(stance, str) else None
+        if predicate is None:
+            raise Refused(
+                "koinii/no-such-stance",
+                f"no stance {stance!r}; vote 'for' or 'against'",
+                {"stance": str(stance), "known": list(STANCES)},
+            )
+        return self.assert_((predicate, Sym(self.agent), _ref(target)))
+
+    def reply_many(self, sentences: Sequence[Any]) -> Edited:
+        """Several linked claims as ONE reply: check every sentence, dry-run the batch,
+        then commit it in one atomic edit — never a half-reply."""
+        opts = self._opts({})
+        entries = []
+        for sentence in sentences:
+            try:
+                term = self._check(sentence, {})
+            except Refused as refusal:
+                if refusal.kind in ("parse", "shape"):
+                    term = sentence  # not a sentence at all: the dry run names the problem
+                else:
+                    raise
+            entries.append((term, self.context, opts))
+        problems = self.store.check_edit(add=entries)
+        if problems:
+            raise Refused(
+                "koinii/reply-inadmissible",
+                f"the reply has {len(problems)} problem(s); nothing was written",
+                {"problems": problems},
+            )
+        return self.store.edit(add=entries)
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def answers_to(self, query_handle: int) -> list[Sentex]:
+        """Every believed answer to the query, from anyone, anywhere."""
+        return self.store.sentexes_matching(
+            (Sym("answers"), Var("a"), Var("c"), _ref(query_handle)), "?ctx"
+        )
+
+    def endorsements_of(self, target: int) -> list[Sentex]:
+        """Every believed endorsement of the claim; distinct endorsers are distinct sentexes."""
+        return self.store.sentexes_matching((Sym("endorses"), Var("a"), _ref(target)), "?ctx")
+
+    def open_queries(self) -> list[Sentex]:
+        """Every query node anywhere: the catch-up read of an agent that was away."""
+        return self.store.sentexes_matching((Sym("queries"), Var("a"), Var("q")), "?ctx")
+
+    def query(self, goal: Any, ctx: Any) -> list[dict[str, Any]]:
+        """Ancestor-set-aware bindings: the channel's whole current view of `goal`."""
+        return self.store.query(goal, ctx)
+
+    # --- the feed -------------------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        goal: Any,
+        ctx: Any,
+        callback: Callable[[Event], Any],
+        *,
+        wait_ms: int = 20_000,
+        on_lagged: Callable[[int], Any] | None = None,
+        on_error: Callable[[BaseException], Any] | None = None,
+    ) -> Subscription:
+        """Call back when a sentex matching `goal` appears or changes in view of `ctx`
+        (watch the channel to see every member's moves). Forward-only: history comes
+        from reading the KB. Over the wire the poll loop runs on its own thread."""
+        return self.medium.subscribe(goal, ctx, callback, wait_ms, on_lagged, on_error)
+
+
+def speaker_of(sentex: Sentex) -> str:
+    """Who made a move: argument 1 of its sentence."""
+    speaker = sentex.sentence[1]
+    return speaker.name if type(speaker) is Sym else str(speaker)
+
+
+def answer_content(sentex: Sentex) -> Any:
+    """What an `answers` move says: argument 2 of its sentence."""
+    return sentex.sentence[2]
+
+
+def _arg(value: Any) -> Any:
+    """Text names a symbol when it spells one (`"PostgreSQL14"`), else parses as a term."""
+    return parse(value) if isinstance(value, str) else value

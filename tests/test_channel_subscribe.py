@@ -1,0 +1,188 @@
+"""Subscriptions: the live half of the channel (channel.md §3), local and over the wire."""
+
+import threading
+import time
+
+import pytest
+
+import koinii
+from koinii import Refused, channel
+from tests.conftest import wait_until
+
+
+@pytest.fixture
+def kb():
+    with koinii.open_kb() as kb:
+        yield kb
+
+
+@pytest.fixture
+def daemon_team(daemon):
+    """Atlas and Boreas joined to CxDeploy over the wire, each with its own connection."""
+    return {
+        name: channel.join(channel.wire(daemon.client()), "CxDeploy", f"Agent{name}")
+        for name in ("Atlas", "Boreas")
+    }
+
+
+def test_a_local_subscription_calls_back_on_the_writers_thread_until_dropped(kb):
+    medium = channel.local(kb)
+    atlas = channel.join(medium, "CxDeploy", "AgentAtlas")
+    boreas = channel.join(medium, "CxDeploy", "AgentBoreas")
+    seen = []
+    sub = boreas.subscribe(
+        "(queries ?a ?q)", "CxDeploy", lambda e: seen.append((e, threading.current_thread()))
+    )
+    atlas.pose_query("WhichDb")
+    [(event, thread)] = seen
+    assert [c["sentence"] for c in event.added] == ["(queries AgentAtlas WhichDb)"]
+    assert thread is threading.current_thread()
+    channel.unsubscribe(sub)
+    atlas.pose_query("WhichCache")
+    channel.unsubscribe(sub)  # idempotent
+    assert len(seen) == 1 and sub.running is False
+
+
+def test_a_subscription_without_a_goal_sees_everything(kb):
+    atlas = channel.join(channel.local(kb), "CxDeploy", "AgentAtlas")
+    seen = []
+    atlas.subscribe(None, None, seen.append)
+    atlas.assert_("(ready Release)")
+    assert len(seen) >= 1
+
+
+def test_an_unwatchable_goal_is_refused_like_the_engines_watch(kb):
+    atlas = channel.join(channel.local(kb), "CxDeploy", "AgentAtlas")
+    with pytest.raises(Refused) as refusal:
+        atlas.subscribe(["(p ?x)", "(q ?x)"], "CxDeploy", print)
+    assert refusal.value.kind == "not-watchable"
+
+
+def test_a_local_medium_has_no_cursor_feed(kb):
+    medium = channel.local(kb)
+    for call in (
+        lambda: medium.open_feed("(p ?x)", "CxA"),
+        lambda: medium.poll_feed("T", 0),
+        lambda: medium.close_feed("T"),
+    ):
+        with pytest.raises(Refused) as refusal:
+            call()
+        assert refusal.value.kind == "koinii/no-wire-feed"
+
+
+def test_a_wire_subscription_polls_on_its_own_named_thread(daemon_team):
+    atlas, boreas = daemon_team["Atlas"], daemon_team["Boreas"]
+    seen = []
+    sub = boreas.subscribe(
+        "(queries ?a ?q)",
+        "CxDeploy",
+        lambda e: seen.append((e, threading.current_thread().name)),
+        wait_ms=8000,
+    )
+    atlas.pose_query("WhichCacheProdClusterUses")
+    assert wait_until(lambda: seen, timeout=8)
+    event, thread_name = seen[0]
+    assert thread_name == f"koinii-subscribe-{sub.token}"
+    assert [c["sentence"] for c in event.added] == ["(queries AgentAtlas WhichCacheProdClusterUses)"]
+    assert event.added[0]["bindings"]["?q"] == koinii.Sym("WhichCacheProdClusterUses")
+    sub.stop()
+    assert sub.running is False
+    sub.stop()  # idempotent
+
+
+def test_a_subscription_is_forward_only(daemon_team):
+    atlas, boreas = daemon_team["Atlas"], daemon_team["Boreas"]
+    atlas.pose_query("Before")
+    seen = []
+    sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", seen.append, wait_ms=2000)
+    atlas.pose_query("After")
+    assert wait_until(lambda: seen)
+    time.sleep(0.2)
+    assert [c["sentence"] for e in seen for c in e.added] == ["(queries AgentAtlas After)"]
+    assert [s.text for s in boreas.open_queries()] == [  # history comes from the KB
+        "(queries AgentAtlas After)",
+        "(queries AgentAtlas Before)",
+    ]
+    sub.stop()
+
+
+def test_a_slow_callback_does_not_delay_other_agents_writes(daemon_team):
+    atlas, boreas = daemon_team["Atlas"], daemon_team["Boreas"]
+    entered = threading.Event()
+
+    def slow(event):
+        entered.set()
+        time.sleep(3)
+
+    sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", slow, wait_ms=2000)
+    atlas.pose_query("First")
+    assert entered.wait(5)
+    started = time.monotonic()
+    atlas.pose_query("Second")  # while Boreas's callback sleeps
+    assert time.monotonic() - started < 2
+    sub.stop()
+
+
+def test_a_raising_callback_loses_only_its_own_event(daemon_team):
+    atlas, boreas = daemon_team["Atlas"], daemon_team["Boreas"]
+    delivered, errors = [], []
+
+    def flaky(event):
+        sentence = event.added[0]["sentence"]
+        if "First" in sentence:
+            raise RuntimeError("boom")
+        delivered.append(sentence)
+
+    sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", flaky, wait_ms=2000, on_error=errors.append)
+    atlas.pose_query("First")
+    atlas.pose_query("Second")
+    assert wait_until(lambda: delivered)
+    assert delivered == ["(queries AgentAtlas Second)"]
+    assert [str(e) for e in errors] == ["boom"]
+    assert sub.running
+    sub.stop()
+
+
+def test_on_lagged_fires_with_the_dropped_count(start_daemon):
+    daemon = start_daemon("--ring-size", "4")
+    atlas = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentAtlas")
+    boreas = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentBoreas")
+    gate = threading.Event()
+    lagged = []
+    first = []
+
+    def hold_first(event):
+        if not first:
+            first.append(event)
+            gate.wait(10)  # the loop is stuck here while the ring overflows
+
+    sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", hold_first, wait_ms=2000, on_lagged=lagged.append)
+    atlas.pose_query("Q0")
+    assert wait_until(lambda: first)
+    for i in range(1, 11):
+        atlas.pose_query(f"Q{i}")
+    gate.set()
+    assert wait_until(lambda: lagged)
+    assert lagged == [6]  # 10 more events against a ring of 4
+    sub.stop()
+
+
+def test_a_failed_poll_is_reported_once_and_ends_the_loop(daemon_team, daemon):
+    boreas = daemon_team["Boreas"]
+    errors = []
+    sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", print, wait_ms=500, on_error=errors.append)
+    daemon.kill()
+    assert wait_until(lambda: not sub.running, timeout=10)
+    assert len(errors) == 1 and isinstance(errors[0], koinii.Unavailable)
+
+
+def test_a_reaped_subscription_ends_quietly(start_daemon):
+    daemon = start_daemon("--reap-after", "0.3")
+    boreas = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentBoreas")
+    errors = []
+    gate = threading.Event()
+    atlas = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentAtlas")
+    sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", lambda e: gate.wait(3), wait_ms=100, on_error=errors.append)
+    atlas.pose_query("Q")  # the callback holds the loop past the reaping age
+    assert wait_until(lambda: not sub.running, timeout=10)
+    assert errors == []
