@@ -18,8 +18,9 @@ def main(path: str) -> None:
         kb.assert_("(runsOn Postgres Debian)", "CxDeploy", creator="AgentBoreas")
 
         # A rule fires forward; what it derives keeps its justification.
-        kb.assert_("(implies (and (usesDatabase ?c ?db) (runsOn ?db ?os)) (dependsOn ?c ?os))",
-                   "CxShared")
+        kb.assert_(
+            "(implies (and (usesDatabase ?c ?db) (runsOn ?db ?os)) (dependsOn ?c ?os))", "CxShared"
+        )
         print("query   ", kb.query("(dependsOn ?cluster ?os)", "CxDeploy"))
 
         # Two agents disagree: both claims stand, and the clash is listed.

@@ -1,0 +1,200 @@
+"""What a well-formed wrap, coordinator and read filter are; everything else is refused.
+
+One function per rule, each raising a named refusal before anything is stored:
+`bad-wrap` (wraps.md §1), `bad-coordinator` (§3) and `bad-option` (a read's filter or a
+wait's timeout). Every value is checked as a JSON value, so the same input is refused
+with the same kind in-process and over the wire, and what passes is safe to bind into
+SQL (no lone surrogates, integers within SQLite's 64 bits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from koinii.errors import Refused
+
+SQL_MAX = 2**63 - 1  # the largest integer an SQLite column holds
+STATUSES = ("active", "stale", "terminated")
+MAX_WAIT_S = 30
+
+
+def _text(value: Any) -> str | None:
+    """Why `value` is not a usable non-empty string, or None when it is one."""
+    if not isinstance(value, str):
+        return f"is {type(value).__name__}, not a string"
+    if not value:
+        return "is empty"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid text (a lone surrogate)"
+    return None
+
+
+def _integer(value: Any, lowest: int) -> str | None:
+    if type(value) is not int:
+        return f"is {type(value).__name__}, not an integer"
+    if not lowest <= value <= SQL_MAX:
+        return f"is out of range ({lowest} to 2**63-1)"
+    return None
+
+
+def _refuse(kind: str, field: str, problem: str, value: Any) -> Refused:
+    return Refused(kind, f"{field} {problem}", {"field": field, "value": repr(value)[:80]})
+
+
+# --- wraps ------------------------------------------------------------------------------
+
+
+def wrap_id(value: Any) -> str:
+    problem = _text(value)
+    if problem:
+        raise _refuse("bad-wrap", "wrap_id", problem, value)
+    return value
+
+
+def optional_name(value: Any, field: str, kind: str = "bad-wrap") -> str | None:
+    if value is None:
+        return None
+    problem = _text(value)
+    if problem:
+        raise _refuse(kind, field, problem, value)
+    return value
+
+
+def created_ids(value: Any) -> list[Any]:
+    """A list of memory-entry ids (handles or non-empty strings), in order."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise _refuse("bad-wrap", "created_ids", "must be a list of ids", value)
+    for i, item in enumerate(value):
+        problem = _text(item) if isinstance(item, str) else _integer(item, -SQL_MAX)
+        if problem:
+            raise _refuse("bad-wrap", f"created_ids[{i}]", problem, item)
+    return list(value)
+
+
+def stats(value: Any) -> dict[str, int] | None:
+    """A map of counts, str -> int (`{"notes": 2, "decisions": 1, ...}`)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise _refuse("bad-wrap", "stats", "must be a map of str to int", value)
+    for key, count in value.items():
+        problem = _text(key)
+        if problem:
+            raise _refuse("bad-wrap", "stats key", problem, key)
+        problem = _integer(count, -SQL_MAX)
+        if problem:
+            raise _refuse("bad-wrap", f"stats[{key!r}]", problem, count)
+    return dict(value)
+
+
+def depth(value: Any) -> int | None:
+    if value is None:
+        return None
+    problem = _integer(value, 0)
+    if problem:
+        raise _refuse("bad-wrap", "depth", problem, value)
+    return value
+
+
+def wrap(
+    wrap_id_: Any,
+    *,
+    agent_id: Any = None,
+    session_id: Any = None,
+    project_id: Any = None,
+    created_ids_: Any = None,
+    stats_: Any = None,
+    parent_session_id: Any = None,
+    depth_: Any = None,
+) -> dict[str, Any]:
+    """The checked fields of a wrap to file (None: not given); refuses `bad-wrap`."""
+    return {
+        "wrap_id": wrap_id(wrap_id_),
+        "agent_id": optional_name(agent_id, "agent_id"),
+        "session_id": optional_name(session_id, "session_id"),
+        "project_id": optional_name(project_id, "project_id"),
+        "parent_session_id": optional_name(parent_session_id, "parent_session_id"),
+        "depth": depth(depth_),
+        "created_ids": created_ids(created_ids_),
+        "stats": stats(stats_),
+    }
+
+
+def texts(value: Any, field: str) -> list[str]:
+    """The texts of memory entries (notes, decisions, conventions): a list of strings."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise _refuse("bad-wrap", field, "must be a list of strings", value)
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise _refuse("bad-wrap", f"{field}[{i}]", "is not a string", item)
+    return list(value)
+
+
+# --- read filters -----------------------------------------------------------------------
+
+
+def flag(value: Any, field: str) -> bool:
+    if value is None:
+        return False
+    if type(value) is not bool:
+        raise _refuse("bad-option", field, "must be true or false", value)
+    return value
+
+
+def timeout(value: Any) -> float:
+    """A wait's seconds: a number from 0 to 30 (the daemon's long-poll bound)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _refuse("bad-option", "timeout_s", "must be a number of seconds", value)
+    if not 0 <= value <= MAX_WAIT_S:
+        raise _refuse("bad-option", "timeout_s", f"must be from 0 to {MAX_WAIT_S}", value)
+    return float(value)
+
+
+# --- coordinators -----------------------------------------------------------------------
+
+
+def coordinator_id(value: Any) -> str:
+    problem = _text(value)
+    if problem:
+        raise _refuse("bad-coordinator", "coordinator_id", problem, value)
+    return value
+
+
+def pid(value: Any) -> int | None:
+    if value is None:
+        return None
+    problem = _integer(value, 0)
+    if problem:
+        raise _refuse("bad-coordinator", "pid", problem, value)
+    return value
+
+
+def status(value: Any) -> str:
+    if value not in STATUSES or not isinstance(value, str):
+        raise Refused(
+            "bad-coordinator",
+            f"unknown status {value!r}: a coordinator is one of {', '.join(STATUSES)}",
+            {"field": "status", "value": repr(value)[:80], "known": list(STATUSES)},
+        )
+    return value
+
+
+def threshold(value: Any) -> int:
+    problem = _integer(value, 0)
+    if problem:
+        raise _refuse("bad-option", "threshold_ms", problem, value)
+    return value
+
+
+def listed(value: Sequence[Any]) -> list[Any]:
+    """Tuples become lists: what travels as JSON is what is checked and stored."""
+    return list(value) if isinstance(value, tuple) else value
