@@ -90,8 +90,71 @@ class Daemon:
         return self.start()
 
 
+# --- stores: every suite that stores runs on SQLite and on PostgreSQL ---------------------
+
+PG_ADMIN = os.environ.get("KOINII_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """An admin connection to the test PostgreSQL server. In CI its absence is a failure,
+    never a silent skip; elsewhere the PostgreSQL half of the suite is skipped, loudly."""
+    import psycopg
+
+    try:
+        conn = psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3)
+    except psycopg.Error as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN}: {exc}")
+        pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN} (set KOINII_TEST_PG)")
+    yield conn
+    conn.close()
+
+
+def pg_location(postgres, schemas: list[str]) -> str:
+    """A fresh, empty schema on the test server, as a store location."""
+    import uuid
+
+    schema = f"koinii_test_{uuid.uuid4().hex[:12]}"
+    postgres.execute(f"CREATE SCHEMA {schema}")
+    schemas.append(schema)
+    return f"{PG_ADMIN}?options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request):
+    return request.param
+
+
 @pytest.fixture
-def start_daemon(tmp_path):
+def new_location(request, backend, tmp_path):
+    """new_location() -> a fresh store location on the backend under test."""
+    schemas: list[str] = []
+    made = 0
+
+    def new() -> str:
+        nonlocal made
+        made += 1
+        if backend == "sqlite":
+            return str(tmp_path / f"store-{made}.db")
+        return pg_location(request.getfixturevalue("postgres"), schemas)
+
+    yield new
+    if schemas:
+        postgres = request.getfixturevalue("postgres")
+        for schema in schemas:
+            postgres.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture
+def kb(new_location):
+    """A fresh knowledge base on the backend under test."""
+    with koinii.open_kb(new_location()) as opened:
+        yield opened
+
+
+@pytest.fixture
+def start_daemon(tmp_path, new_location):
     """start_daemon(*args, principals={"AgentAtlas": "agent", ...}) -> a running Daemon."""
     started: list[Daemon] = []
 
@@ -105,7 +168,7 @@ def start_daemon(tmp_path):
             for principal, role in principals.items():
                 tokens[principal] = add_token(table, principal, role)
             args_ += ["--tokens", table]
-        daemon = Daemon(db or str(tmp_path / f"daemon-{len(started)}.db"), args_, tokens)
+        daemon = Daemon(db or new_location(), args_, tokens)
         started.append(daemon)
         return daemon.start()
 

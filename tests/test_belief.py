@@ -6,12 +6,6 @@ import koinii
 from koinii import Refused
 
 
-@pytest.fixture
-def kb():
-    with koinii.open_kb() as kb:
-        yield kb
-
-
 def place(kb, sub, sup):
     kb.assert_(f"(genlCx {sub} {sup})", "CxUniverse")
 

@@ -10,10 +10,10 @@ P = "(usesDatabase ProdCluster PostgreSQL14)"
 
 
 @pytest.fixture(params=["local", "wire"])
-def medium(request, start_daemon):
+def medium(request, start_daemon, new_location):
     """medium(agent_id) -> the medium that agent joins through (its own connection on the wire)."""
     if request.param == "local":
-        kb = koinii.open_kb()
+        kb = koinii.open_kb(new_location())
         shared = channel.local(kb)
         yield lambda agent=None: shared
         kb.close()

@@ -11,12 +11,6 @@ from tests.conftest import wait_until
 
 
 @pytest.fixture
-def kb():
-    with koinii.open_kb() as kb:
-        yield kb
-
-
-@pytest.fixture
 def daemon_team(daemon):
     """Atlas and Boreas joined to CxDeploy over the wire, each with its own connection."""
     return {

@@ -8,12 +8,6 @@ import koinii
 from koinii import Refused, Sym
 
 
-@pytest.fixture
-def kb():
-    with koinii.open_kb() as kb:
-        yield kb
-
-
 def test_one_event_per_write_that_changes_belief_with_the_global_seq(kb):
     events = []
     kb.watch(events.append)

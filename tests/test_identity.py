@@ -9,12 +9,6 @@ from koinii import Refused, identity
 from koinii.identity import authenticate
 
 
-@pytest.fixture
-def kb():
-    with koinii.open_kb() as kb:
-        yield kb
-
-
 def admin_verifier(claimed_id, credential, claims):
     return claimed_id == "AdminRoot" and credential == "root" and claims["admin"] is True
 

@@ -15,6 +15,7 @@ import pytest
 
 import koinii
 from koinii import Refused, Sym, Var
+from tests.conftest import pg_location
 
 KIB = 1024
 
@@ -22,13 +23,18 @@ KIB = 1024
 # --- fixtures and helpers -----------------------------------------------------------------
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def kb(request, tmp_path):
     """A KB with a small hierarchy, an arity declaration and one fact.
 
     CxC sees CxB sees CxA; CxA declares `(arity likes 2)`; CxOther sees none of them.
     """
-    location = None if request.param == "memory" else tmp_path / "kb.sqlite"
+    schemas: list[str] = []
+    location = {
+        "memory": lambda: None,
+        "sqlite": lambda: tmp_path / "kb.sqlite",
+        "postgres": lambda: pg_location(request.getfixturevalue("postgres"), schemas),
+    }[request.param]()
     with koinii.open_kb(location) as opened:
         opened.edit(
             add=[
@@ -39,6 +45,8 @@ def kb(request, tmp_path):
             ]
         )
         yield opened
+    for schema in schemas:
+        request.getfixturevalue("postgres").execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def state(kb) -> tuple:

@@ -1,7 +1,6 @@
 """Koinii: a shared, durable knowledge base that teams of AI agents coordinate through."""
 
 from koinii import channel, identity
-
 from koinii.client import Client, connect
 from koinii.errors import KoiniiError, Refused, Unavailable
 from koinii.kb import KB, Edited, Event, Retracted, Sentex, open_kb
@@ -26,4 +25,6 @@ __all__ = [
     "parse",
     "show",
     "__version__",
+    "channel",
+    "identity",
 ]

@@ -1330,7 +1330,7 @@ class KB:
 
     # ================================================================ domain records
 
-    def ensure_schema(self, domain: str, migrations: list[str]) -> None:
+    def ensure_schema(self, domain: str, migrations: Any) -> None:
         """Create or upgrade a domain's record tables (wraps, sessions) in this store."""
         with self._lock:
             self._store.ensure_schema(domain, migrations)
@@ -1604,7 +1604,9 @@ def _clash_entry(nodes: list[Node]) -> dict[str, Any]:
 def open_kb(location: Any = None, **options: Any) -> KB:
     """Open a knowledge base: None → in memory, a path → SQLite, `postgresql://…`.
 
-    Options: `synchronous` ("normal"/"full", SQLite), `max_depth`, `max_derivations`.
+    Options: `synchronous` ("normal"/"full", SQLite), `standby` (PostgreSQL: wait to take
+    over from the current writer instead of refusing), `max_depth`, `max_derivations`,
+    `query_budget_s`.
     The shipped vocabulary (CxCore) is loaded into a new store; loading is idempotent.
     """
     from koinii.kb.vocab import install

@@ -39,6 +39,7 @@ def serve(
     tokens: str | None = None,
     limits: Limits | None = None,
     log_level: str = "warning",
+    standby: bool = False,
 ) -> int:
     """Run the daemon in the foreground; returns the process exit code."""
     import uvicorn
@@ -52,7 +53,9 @@ def serve(
         return 2
     try:
         table = TokenTable(tokens) if tokens is not None else None
-        kb = open_kb(db)
+        if standby:
+            log.warning("standby: waiting to become the writer of %s", db)
+        kb = open_kb(db, standby=True) if standby else open_kb(db)
     except Refused as refusal:
         print(f"koinii serve: {refusal.kind}: {refusal.message}", file=sys.stderr)
         return 1

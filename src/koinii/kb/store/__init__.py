@@ -85,8 +85,9 @@ class Store(Protocol):
 
     def commit(self, commit: Commit) -> Any: ...
 
-    def ensure_schema(self, domain: str, migrations: list[str]) -> None:
-        """Bring a domain's record tables up to `len(migrations)` (each a SQL script)."""
+    def ensure_schema(self, domain: str, migrations: Any) -> None:
+        """Bring a domain's record tables up to date: a list of SQL scripts, or
+        `{"sqlite": [...], "postgres": [...]}` per dialect."""
 
     def read(self, reader: Callable[[Any], Any]) -> Any:
         """Run `reader(connection)` against the record tables (reads only)."""
@@ -106,21 +107,22 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def open_store(location: str | None, *, synchronous: str = "normal") -> Store:
-    """None → memory; `postgresql://…` → PostgreSQL; anything else → an SQLite file."""
+def open_store(
+    location: str | None, *, synchronous: str = "normal", standby: bool = False
+) -> Store:
+    """None → memory; `postgresql://…` → PostgreSQL; anything else → an SQLite file.
+
+    `standby` (PostgreSQL): wait for the writer lock instead of refusing `store-locked`.
+    """
     if location is None or location == ":memory:":
         from koinii.kb.store.memory import MemoryStore
 
         return MemoryStore()
     location = str(location)
     if location.startswith(("postgresql://", "postgres://")):
-        from koinii.errors import Refused
+        from koinii.kb.store.postgres import PostgresStore
 
-        raise Refused(
-            "unsupported-store",
-            "PostgreSQL stores are not available in this version",
-            {"location": location},
-        )
+        return PostgresStore(location, standby=standby)
     from koinii.kb.store.sqlite import SQLiteStore
 
     return SQLiteStore(location, synchronous=synchronous)
@@ -140,13 +142,27 @@ def row_of(node: Node) -> SentexRow:
     )
 
 
+class SQLiteRecords(sqlite3.Connection):
+    """The connection domain code gets on an SQLite store: a plain sqlite3 connection that
+    says which SQL dialect it speaks (domains keep to SQL both stores accept, and branch on
+    `dialect` only where they must, e.g. full-text search)."""
+
+    dialect = "sqlite"
+
+
 SCHEMA_TABLE = (
     "CREATE TABLE IF NOT EXISTS koinii_schema (domain TEXT PRIMARY KEY, version INTEGER NOT NULL)"
 )
 
 
-def migrate_records(db: sqlite3.Connection, domain: str, migrations: list[str]) -> None:
-    """Apply a domain's missing migrations to an SQLite connection, each atomically."""
+def migrate_records(db: sqlite3.Connection, domain: str, migrations: Any) -> None:
+    """Apply a domain's missing migrations to an SQLite connection, each atomically.
+
+    `migrations` is a list of SQL scripts, or `{"sqlite": [...], "postgres": [...]}` when
+    the two stores need different SQL (full-text search, say).
+    """
+    if isinstance(migrations, dict):
+        migrations = migrations["sqlite"]
     db.execute(SCHEMA_TABLE)
     row = db.execute("SELECT version FROM koinii_schema WHERE domain = ?", (domain,)).fetchone()
     version = row[0] if row else 0

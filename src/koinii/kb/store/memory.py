@@ -12,7 +12,7 @@ import sqlite3
 from collections import deque
 from typing import Any
 
-from koinii.kb.store import Commit, Loaded, LogEntry, migrate_records
+from koinii.kb.store import Commit, Loaded, LogEntry, SQLiteRecords, migrate_records
 
 
 class MemoryStore:
@@ -21,7 +21,9 @@ class MemoryStore:
     def __init__(self, retain: int = 10_000) -> None:
         self._log: deque[LogEntry] = deque(maxlen=retain)
         self._floor = 0
-        self._records = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._records = sqlite3.connect(
+            ":memory:", isolation_level=None, check_same_thread=False, factory=SQLiteRecords
+        )
 
     def load(self) -> Loaded:
         return Loaded([], [], next_handle=1, seq=0, floor=0)

@@ -26,6 +26,7 @@ from koinii.kb.store import (
     Loaded,
     LogEntry,
     SentexRow,
+    SQLiteRecords,
     migrate_records,
 )
 
@@ -77,7 +78,9 @@ class SQLiteStore:
         self.location = os.path.abspath(path)
         self._lock_file = _take_writer_lock(self.location)
         try:
-            self._db = sqlite3.connect(self.location, isolation_level=None, check_same_thread=False)
+            self._db = sqlite3.connect(
+                self.location, isolation_level=None, check_same_thread=False, factory=SQLiteRecords
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self._migrate()
