@@ -41,6 +41,11 @@ def main() -> None:
 @click.option(
     "--log-retention", default=None, type=int, help="Change-log entries to keep (default: all)."
 )
+@click.option(
+    "--standby",
+    is_flag=True,
+    help="PostgreSQL: wait for the current writer to stop, then take over.",
+)
 @click.option("--log-level", default="warning", show_default=True)
 def serve(
     db,
@@ -53,6 +58,7 @@ def serve(
     max_body,
     query_budget,
     log_retention,
+    standby,
     log_level,
 ) -> None:
     """Run the daemon: the single writer of one store, over HTTP."""
@@ -67,7 +73,17 @@ def serve(
         idle_s=reap_after,
         log_retention=log_retention,
     )
-    sys.exit(run(db=db, host=host, port=port, tokens=tokens, limits=limits, log_level=log_level))
+    sys.exit(
+        run(
+            db=db,
+            host=host,
+            port=port,
+            tokens=tokens,
+            limits=limits,
+            log_level=log_level,
+            standby=standby,
+        )
+    )
 
 
 @main.group()
