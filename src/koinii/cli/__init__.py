@@ -86,6 +86,25 @@ def serve(
     )
 
 
+@main.command()
+@click.option("--from", "source", required=True, help="The store to copy (path or DSN).")
+@click.option("--to", "target", required=True, help="An empty store to fill (path or DSN).")
+def migrate(source: str, target: str) -> None:
+    """Move a whole store between SQLite and PostgreSQL, handles and seqs kept."""
+    from koinii.kb.store.migrate import migrate as move
+
+    with click.progressbar(length=0, label="moving", show_pos=True) as bar:
+
+        def progress(what: str, rows: int) -> None:
+            bar.length = (bar.length or 0) + rows
+            bar.label = f"moving {what}"
+            bar.update(rows)
+
+        counts = refusing(lambda: move(source, target, progress))
+    for what, rows in counts.items():
+        click.echo(f"{what:<24} {rows:>10,}")
+
+
 @main.group()
 def token() -> None:
     """Manage the daemon's token table."""

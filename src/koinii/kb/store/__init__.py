@@ -104,6 +104,18 @@ class Store(Protocol):
     def compact(self, keep: int) -> int:
         """Drop all but the newest `keep` log entries; returns how many were dropped."""
 
+    def export_log(self) -> list[tuple]:
+        """Every change-log row `(seq, op, at, next_handle, diff)`, oldest first."""
+
+    def import_core(self, loaded: Loaded, log: list[tuple], meta: dict[str, int]) -> None:
+        """Fill an empty store with another store's records, handles and seqs kept."""
+
+    def import_rows(self, table: str, columns: list[str], rows: list[tuple]) -> None:
+        """Insert rows of a domain table (for moving a store)."""
+
+    def is_empty(self) -> bool:
+        """No sentex and no change-log entry yet."""
+
     def close(self) -> None: ...
 
 
@@ -148,6 +160,16 @@ class SQLiteRecords(sqlite3.Connection):
     `dialect` only where they must, e.g. full-text search)."""
 
     dialect = "sqlite"
+
+
+# Domains (wraps, sessions) register their record tables here when imported, so tools that
+# move a whole store (koinii migrate) know what to create and copy.
+RECORD_SCHEMAS: dict[str, tuple[Any, tuple[str, ...]]] = {}
+
+
+def register_records(domain: str, migrations: Any, tables: tuple[str, ...]) -> None:
+    """Declare a domain's migrations and the tables that hold its records (in copy order)."""
+    RECORD_SCHEMAS[domain] = (migrations, tuple(tables))
 
 
 SCHEMA_TABLE = (

@@ -306,6 +306,61 @@ class PostgresStore:
             )
             return dropped
 
+    # --- moving a store (koinii migrate) -------------------------------------------
+
+    def is_empty(self) -> bool:
+        conn = self._conn
+        return not (
+            conn.execute("SELECT 1 FROM sentex LIMIT 1").fetchone()
+            or conn.execute("SELECT 1 FROM change_log LIMIT 1").fetchone()
+        )
+
+    def export_log(self) -> list[tuple]:
+        return self._conn.execute(
+            "SELECT seq, op, at, next_handle, diff FROM change_log ORDER BY seq"
+        ).fetchall()
+
+    def import_core(self, loaded: Loaded, log: list[tuple], meta: dict[str, int]) -> None:
+        with self._conn.transaction():
+            cursor = self._conn.cursor()
+            cursor.executemany(
+                _UPSERT,
+                [
+                    (
+                        r.handle,
+                        r.context,
+                        r.positive,
+                        r.text,
+                        r.premise,
+                        r.strength,
+                        r.creator,
+                        r.created,
+                        json.dumps(r.extra) if r.extra else None,
+                    )
+                    for r in loaded.sentexes
+                ],
+            )
+            cursor.executemany(
+                "INSERT INTO justification (id, conclusion, rule, antecedents) "
+                "VALUES (%s, %s, %s, %s)",
+                [
+                    (j.id, j.conclusion, j.rule, json.dumps(list(j.antecedents)))
+                    for j in loaded.justifications
+                ],
+            )
+            cursor.executemany(
+                "INSERT INTO change_log (seq, op, at, next_handle, diff) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                log,
+            )
+            self._set_meta(meta)
+
+    def import_rows(self, table: str, columns: list[str], rows: list[tuple]) -> None:
+        names = ", ".join(columns)
+        marks = ", ".join("%s" for _ in columns)
+        with self._conn.transaction():
+            self._conn.cursor().executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
+
     def close(self) -> None:
         self._conn.close()  # ends the session: the advisory lock goes with it
 

@@ -58,6 +58,10 @@ _MIGRATIONS = [
         diff TEXT NOT NULL
     );
     """,
+    # 2: the domains' schema versions live beside the core's
+    """
+    CREATE TABLE IF NOT EXISTS koinii_schema (domain TEXT PRIMARY KEY, version INTEGER NOT NULL);
+    """,
 ]
 
 _UPSERT = (
@@ -264,6 +268,58 @@ class SQLiteStore:
                 }
             )
             return dropped
+
+    # --- moving a store (koinii migrate) -------------------------------------------
+
+    def is_empty(self) -> bool:
+        db = self._db
+        return not (
+            db.execute("SELECT 1 FROM sentex LIMIT 1").fetchone()
+            or db.execute("SELECT 1 FROM change_log LIMIT 1").fetchone()
+        )
+
+    def export_log(self) -> list[tuple]:
+        return self._db.execute(
+            "SELECT seq, op, at, next_handle, diff FROM change_log ORDER BY seq"
+        ).fetchall()
+
+    def import_core(self, loaded: Loaded, log: list[tuple], meta: dict[str, int]) -> None:
+        with _transaction(self._db):
+            self._db.executemany(
+                _UPSERT,
+                [
+                    (
+                        r.handle,
+                        r.context,
+                        r.positive,
+                        r.text,
+                        r.premise,
+                        r.strength,
+                        r.creator,
+                        r.created,
+                        json.dumps(r.extra) if r.extra else None,
+                    )
+                    for r in loaded.sentexes
+                ],
+            )
+            self._db.executemany(
+                "INSERT INTO justification (id, conclusion, rule, antecedents) VALUES (?, ?, ?, ?)",
+                [
+                    (j.id, j.conclusion, j.rule, json.dumps(list(j.antecedents)))
+                    for j in loaded.justifications
+                ],
+            )
+            self._db.executemany(
+                "INSERT INTO change_log (seq, op, at, next_handle, diff) VALUES (?, ?, ?, ?, ?)",
+                log,
+            )
+            self._set_meta(meta)
+
+    def import_rows(self, table: str, columns: list[str], rows: list[tuple]) -> None:
+        names = ", ".join(columns)
+        marks = ", ".join("?" for _ in columns)
+        with _transaction(self._db):
+            self._db.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
 
     def close(self) -> None:
         try:
