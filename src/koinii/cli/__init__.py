@@ -12,13 +12,43 @@ import sys
 import click
 
 import koinii
-from koinii.errors import Refused
+from koinii.errors import Refused, Unavailable
 
 
-@click.group()
+class _Koinii(click.Group):
+    """The command group: a refusal or a failure ends the command with one readable line.
+
+    Exit codes: 0 done; 1 refused (the line names the refusal's kind); 2 bad usage, or a
+    daemon refusing to bind a non-loopback address without tokens; 3 the daemon cannot be
+    reached; 4 an unexpected error (the traceback with --debug).
+    """
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except Refused as refusal:
+            click.echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
+            sys.exit(1)
+        except Unavailable as unavailable:
+            click.echo(f"koinii: unavailable: {unavailable}", err=True)
+            sys.exit(3)
+        except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as error:
+            if ctx.params.get("debug"):
+                raise
+            click.echo(f"koinii: error: {error} (run with --debug for the traceback)", err=True)
+            sys.exit(4)
+
+
+@click.group(cls=_Koinii)
 @click.version_option(koinii.__version__, prog_name="koinii")
-def main() -> None:
-    """Koinii: a shared knowledge base for teams of AI agents."""
+@click.option("--debug", is_flag=True, help="Show tracebacks of unexpected errors.")
+def main(debug: bool) -> None:
+    """Koinii: a shared knowledge base for teams of AI agents.
+
+    Exit codes: 0 done, 1 refused, 2 bad usage, 3 daemon unreachable, 4 unexpected error.
+    """
 
 
 @main.command()
@@ -155,6 +185,9 @@ def refusing(call):
         click.echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
         sys.exit(1)
 
+
+for _command in importlib.import_module("koinii.cli.core").COMMANDS:
+    main.add_command(_command)
 
 # Subsystem command groups: koinii.cli.<name>.command is added to `koinii`.
 COMMAND_MODULES: tuple[str, ...] = ()

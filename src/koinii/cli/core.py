@@ -1,0 +1,116 @@
+"""`koinii assert`, `query`, `tail` and `mcp`: the knowledge base from a shell.
+
+Each command talks to a daemon (`--url`, default $KOINII_URL or http://127.0.0.1:7411,
+with `--token` / $KOINII_TOKEN) or opens a store file in-process (`--db`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+import koinii
+from koinii.terms import show
+from koinii.wire import decode_bindings
+
+console = Console(highlight=False, soft_wrap=True)
+
+
+def source_options(fn):
+    fn = click.option("--db", default=None, help="Open this store in-process instead of a daemon.")(
+        fn
+    )
+    fn = click.option("--token", envvar="KOINII_TOKEN", default=None, help="Bearer token.")(fn)
+    fn = click.option(
+        "--url",
+        envvar="KOINII_URL",
+        default="http://127.0.0.1:7411",
+        show_default=True,
+        help="The daemon.",
+    )(fn)
+    return fn
+
+
+def open_source(db: str | None, url: str, token: str | None) -> Any:
+    """A KB (with --db) or a Client of the daemon."""
+    return koinii.open_kb(db) if db else koinii.connect(url, token=token)
+
+
+@click.command("assert")
+@click.argument("sentence")
+@click.option("--context", "-c", required=True, help="The context to write, e.g. CxAtlas.")
+@click.option("--strength", type=click.Choice(["default", "monotonic"]), default="default")
+@click.option("--creator", default=None, help="Who says it (an agent may only name itself).")
+@source_options
+def assert_command(sentence, context, strength, creator, url, token, db) -> None:
+    """Store SENTENCE in a context; prints its handle."""
+    store = open_source(db, url, token)
+    click.echo(store.assert_(sentence, context, strength=strength, creator=creator))
+
+
+@click.command("query")
+@click.argument("goal")
+@click.option("--context", "-c", required=True, help="Read through this context's ancestors.")
+@click.option("--limit", type=int, default=None)
+@source_options
+def query_command(goal, context, limit, url, token, db) -> None:
+    """Solutions of GOAL, e.g. "(usesDatabase ?cluster ?db)", as a table."""
+    solutions = open_source(db, url, token).query(goal, context, limit=limit)
+    if not solutions:
+        console.print("[dim]no solutions[/dim]")
+        return
+    table = Table(*solutions[0].keys())
+    for solution in solutions:
+        table.add_row(*(show(value) for value in solution.values()))
+    console.print(table)
+
+
+@click.command("tail")
+@click.option(
+    "--goal", default=None, help="Only changes matching this literal, e.g. (answers ?a ?c ?q)."
+)
+@click.option("--context", "-c", default=None, help="Only changes in view of this context.")
+@click.option("--since", type=int, default=None, help="Start after this global seq (default: now).")
+@click.option(
+    "--follow/--no-follow", default=True, show_default=True, help="Keep waiting for news."
+)
+@source_options
+def tail_command(goal, context, since, follow, url, token, db) -> None:
+    """Follow the change feed live: who wrote what, as it happens. Resumable with --since."""
+    from koinii.tail import changes
+
+    store = open_source(db, url, token)
+    for entry, change, added in changes(
+        store, since=since, goal=goal, ctx=context, follow=follow and not db
+    ):
+        sign = "[green]+[/green]" if added else "[red]-[/red]"
+        why = f" [dim]({change['reason']})[/dim]" if "reason" in change else ""
+        stamp = time.strftime("%H:%M:%S", time.localtime(entry["at"] / 1000))
+        console.print(
+            f"[dim]{stamp} seq {entry['seq']:>6}[/dim] {sign} {change['sentence']}  "
+            f"[cyan]{change['context']}[/cyan]{why}"
+        )
+
+
+@click.command("mcp")
+@click.option("--agent", "agent_id", required=True, help="The agent id, e.g. AgentAtlas.")
+@click.option("--channel", required=True, help="The channel context to join, e.g. CxDeploy.")
+@click.option("--url", envvar="KOINII_URL", default=None, help="The daemon (else --db).")
+@click.option("--token", envvar="KOINII_TOKEN", default=None, help="The agent's token.")
+@click.option("--db", default=None, help="Open this store in-process instead of a daemon.")
+@click.option("--introspection", is_flag=True, help="Offer the session tools (off by default).")
+def mcp_command(agent_id, channel, url, token, db, introspection) -> None:
+    """Serve an MCP server over stdio: an LLM agent joins CHANNEL as AGENT."""
+    from koinii.mcp_server import run
+
+    if url is None and db is None:
+        raise click.UsageError("give --url (a daemon) or --db (a store file)")
+    run(agent_id, channel, url=url, token=token, db=db, introspection=introspection)
+
+
+COMMANDS = (assert_command, query_command, tail_command, mcp_command)
+__all__ = ["COMMANDS", "decode_bindings", "open_source", "source_options"]

@@ -1,0 +1,74 @@
+"""Following the durable change log: resumable by global seq, filtered by goal and context.
+
+A reader of the change log, not of a subscription: it can start from any seq the log
+still holds (after a restart of the reader or of the daemon), and it sees every write in
+the one total order. Filtering happens here, on the reader's side, so the daemon keeps no
+state for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.kb.index import match
+from koinii.kb.sentex import NOT
+from koinii.terms import parse
+
+
+def changes(
+    store: Any,
+    *,
+    since: int | None = None,
+    goal: Any = None,
+    ctx: str | None = None,
+    follow: bool = True,
+    wait_ms: int = 20_000,
+) -> Iterator[tuple[dict[str, Any], dict[str, Any], bool]]:
+    """Yield `(entry, change, added)` for each matching change after `since` (default:
+    the current seq), waiting for more when `follow` (over a daemon; a KB only replays).
+    Refuses `too-old` when the log was compacted past `since`."""
+    pattern = None
+    if goal is not None:
+        term = parse(goal) if isinstance(goal, str) else goal
+        positive = term[0] is not NOT
+        pattern = (positive, term if positive else term[1])
+    cursor = store.seq if since is None else since
+    view = store.context_up(ctx) if ctx is not None else None
+    while True:
+        if follow:
+            reply = store.changes(since=cursor, limit=1000, wait_ms=wait_ms)
+        else:
+            reply = store.changes(since=cursor, limit=1000)
+        if reply["too_old"]:
+            raise Refused(
+                "too-old",
+                f"the change log no longer holds seq {cursor}; it starts after {reply['floor']}",
+                {"since": cursor, "floor": reply["floor"]},
+            )
+        for entry in reply["entries"]:
+            if ctx is not None and any(
+                " genlCx " in c["sentence"] or c["sentence"].startswith("(genlCx ")
+                for c in entry["added"] + entry["removed"]
+            ):
+                view = store.context_up(ctx)  # the hierarchy changed: what ctx sees did too
+            for added, side in ((True, entry["added"]), (False, entry["removed"])):
+                for change in side:
+                    if _admits(change, pattern, view):
+                        yield entry, change, added
+            cursor = entry["seq"]
+        if not reply["entries"] and not follow:
+            return
+
+
+def _admits(change: dict[str, Any], pattern: Any, view: Any) -> bool:
+    if view is not None and change["context"] not in view:
+        return False
+    if pattern is None:
+        return True
+    term = parse(change["sentence"])
+    positive = term[0] is not NOT
+    if positive is not pattern[0]:
+        return False
+    return match(pattern[1], term if positive else term[1], {}) is not None
