@@ -121,7 +121,10 @@ def test_speaker_mismatch_in_a_batch_is_checked_before_the_first_write(team):
     boreas = team["Boreas"]
     refusal = refused(
         lambda: boreas.reply_many(
-            [f"(votesFor AgentAtlas (sentexHandle {claim}))", f"(votesFor AgentBoreas (sentexHandle {claim}))"]
+            [
+                f"(votesFor AgentAtlas (sentexHandle {claim}))",
+                f"(votesFor AgentBoreas (sentexHandle {claim}))",
+            ]
         )
     )
     assert refusal.kind == "koinii/speaker-mismatch" and refusal.data["named"] == "AgentAtlas"
@@ -134,7 +137,9 @@ def test_speaker_mismatch_in_a_batch_is_checked_before_the_first_write(team):
 
 def test_an_inadmissible_reply_writes_nothing(team):
     boreas = team["Boreas"]
-    refusal = refused(lambda: boreas.reply_many(["(usesCache ProdCluster Redis)", "(Not a sentence"]))
+    refusal = refused(
+        lambda: boreas.reply_many(["(usesCache ProdCluster Redis)", "(Not a sentence"])
+    )
     assert refusal.kind == "koinii/reply-inadmissible"
     assert refusal.data["problems"] and refusal.data["problems"][0]["index"] == 1
     assert boreas.store.sentexes_matching("(usesCache ?c ?x)", "?ctx") == []
@@ -142,7 +147,9 @@ def test_an_inadmissible_reply_writes_nothing(team):
 
 def test_an_admissible_reply_commits_whole(team):
     q = team["Atlas"].pose_query("WhichStack")
-    result = team["Boreas"].reply_many([P, f"(answers AgentBoreas PostgreSQL14 (sentexHandle {q}))"])
+    result = team["Boreas"].reply_many(
+        [P, f"(answers AgentBoreas PostgreSQL14 (sentexHandle {q}))"]
+    )
     assert len(result.handles) == 2
     assert all(team["Boreas"].store.sentex(h).context == "CxBoreas" for h in result.handles)
 
@@ -186,9 +193,9 @@ def test_a_dispute_puts_the_pair_in_contradictions(team):
     assert store.sentex(edge).context == "CxBoreas"
     [clash] = store.contradictions("CxDeploy")
     assert claim in clash["handles"]
-    assert [s.context for s in store.sentexes_matching(f"(contested (sentexHandle {claim}))", "?c")] == [
-        "CxBoreas"
-    ]
+    assert [
+        s.context for s in store.sentexes_matching(f"(contested (sentexHandle {claim}))", "?c")
+    ] == ["CxBoreas"]
 
 
 def test_disputing_nothing_is_refused_and_writes_nothing(team):
@@ -203,9 +210,14 @@ def test_votes_and_the_stances_that_exist(team):
     claim = team["Atlas"].assert_(P)
     against = team["Boreas"].vote("against", claim)
     assert team["Boreas"].vote("against", claim) == against
-    assert team["Boreas"].store.sentex(against).text == f"(votesAgainst AgentBoreas (sentexHandle {claim}))"
+    assert (
+        team["Boreas"].store.sentex(against).text
+        == f"(votesAgainst AgentBoreas (sentexHandle {claim}))"
+    )
     vote_for = team["Atlas"].vote("for", claim)
-    assert team["Atlas"].store.sentex(vote_for).text == f"(votesFor AgentAtlas (sentexHandle {claim}))"
+    assert (
+        team["Atlas"].store.sentex(vote_for).text == f"(votesFor AgentAtlas (sentexHandle {claim}))"
+    )
     refusal = refused(lambda: team["Atlas"].vote("abstain", claim))
     assert refusal.kind == "koinii/no-such-stance"
     assert refusal.data == {"stance": "abstain", "known": ["for", "against"]}

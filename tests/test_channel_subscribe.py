@@ -77,7 +77,9 @@ def test_a_wire_subscription_polls_on_its_own_named_thread(daemon_team):
     assert wait_until(lambda: seen, timeout=8)
     event, thread_name = seen[0]
     assert thread_name == f"koinii-subscribe-{sub.token}"
-    assert [c["sentence"] for c in event.added] == ["(queries AgentAtlas WhichCacheProdClusterUses)"]
+    assert [c["sentence"] for c in event.added] == [
+        "(queries AgentAtlas WhichCacheProdClusterUses)"
+    ]
     assert event.added[0]["bindings"]["?q"] == koinii.Sym("WhichCacheProdClusterUses")
     sub.stop()
     assert sub.running is False
@@ -127,7 +129,9 @@ def test_a_raising_callback_loses_only_its_own_event(daemon_team):
             raise RuntimeError("boom")
         delivered.append(sentence)
 
-    sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", flaky, wait_ms=2000, on_error=errors.append)
+    sub = boreas.subscribe(
+        "(queries ?a ?q)", "CxDeploy", flaky, wait_ms=2000, on_error=errors.append
+    )
     atlas.pose_query("First")
     atlas.pose_query("Second")
     assert wait_until(lambda: delivered)
@@ -150,7 +154,9 @@ def test_on_lagged_fires_with_the_dropped_count(start_daemon):
             first.append(event)
             gate.wait(10)  # the loop is stuck here while the ring overflows
 
-    sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", hold_first, wait_ms=2000, on_lagged=lagged.append)
+    sub = boreas.subscribe(
+        "(queries ?a ?q)", "CxDeploy", hold_first, wait_ms=2000, on_lagged=lagged.append
+    )
     atlas.pose_query("Q0")
     assert wait_until(lambda: first)
     for i in range(1, 11):
@@ -164,7 +170,9 @@ def test_on_lagged_fires_with_the_dropped_count(start_daemon):
 def test_a_failed_poll_is_reported_once_and_ends_the_loop(daemon_team, daemon):
     boreas = daemon_team["Boreas"]
     errors = []
-    sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", print, wait_ms=500, on_error=errors.append)
+    sub = boreas.subscribe(
+        "(queries ?a ?q)", "CxDeploy", print, wait_ms=500, on_error=errors.append
+    )
     daemon.kill()
     assert wait_until(lambda: not sub.running, timeout=10)
     assert len(errors) == 1 and isinstance(errors[0], koinii.Unavailable)
@@ -176,7 +184,9 @@ def test_a_reaped_subscription_ends_quietly(start_daemon):
     errors = []
     gate = threading.Event()
     atlas = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentAtlas")
-    sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", lambda e: gate.wait(3), wait_ms=100, on_error=errors.append)
+    sub = boreas.subscribe(
+        "(queries ?a ?q)", "CxDeploy", lambda e: gate.wait(3), wait_ms=100, on_error=errors.append
+    )
     atlas.pose_query("Q")  # the callback holds the loop past the reaping age
     assert wait_until(lambda: not sub.running, timeout=10)
     assert errors == []

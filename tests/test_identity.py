@@ -50,9 +50,9 @@ def test_cooperative_trusts_the_claim_and_proof_tier_needs_a_proof():
         verify=signed,
     )
     assert proven.authenticated and proven.minted and proven.source == "atlas-daemon"
-    assert refused(lambda: authenticate({"claimed_id": "AgentAtlas"}, policy="proof-tier")).kind == (
-        "koinii/identity-unverified"
-    )
+    assert refused(
+        lambda: authenticate({"claimed_id": "AgentAtlas"}, policy="proof-tier")
+    ).kind == ("koinii/identity-unverified")
 
 
 def test_a_verifier_that_says_no_is_identity_unverified():
@@ -98,7 +98,9 @@ def test_a_hand_built_or_altered_grant_does_not_verify(kb, admin):
     forged = dataclasses.replace(admin, grant="00" * 32)
     for principal in (hand_built, renamed, forged):
         assert not principal.minted
-        refusal = refused(lambda p=principal: identity.register_agent(kb, p, "AgentAtlas", "Atlas", 1))
+        refusal = refused(
+            lambda p=principal: identity.register_agent(kb, p, "AgentAtlas", "Atlas", 1)
+        )
         assert refusal.kind == "koinii/registry-forbidden"
     assert identity.registered_agents(kb) == []
 
@@ -107,34 +109,38 @@ def test_a_grant_does_not_survive_a_key_change(kb, admin):
     identity.set_attest_key(b"k" * 32)
     try:
         assert not admin.minted
-        assert refused(lambda: identity.register_agent(kb, admin, "AgentAtlas", "Atlas", 1)).kind == (
-            "koinii/registry-forbidden"
-        )
+        assert refused(
+            lambda: identity.register_agent(kb, admin, "AgentAtlas", "Atlas", 1)
+        ).kind == ("koinii/registry-forbidden")
     finally:
         identity.set_attest_key(identity.secrets.token_bytes(32))
 
 
 def test_write_boundaries(kb, admin):
     boreas = authenticate({"claimed_id": "AgentBoreas"})
-    assert refused(lambda: identity.ingest_into(kb, boreas, "CxAtlas", "(ran ProdCluster)")).kind == (
-        "koinii/foreign-context"
-    )
-    assert refused(lambda: identity.ingest_into(kb, boreas, "CxRegistry", "(trustLevel AgentBoreas 9)")).kind == (
-        "koinii/registry-forbidden"
-    )
-    assert refused(lambda: identity.ingest_into(kb, admin, "CxAtlas", "(ran ProdCluster)")).kind == (
-        "koinii/admin-off-registry"
-    )
+    assert refused(
+        lambda: identity.ingest_into(kb, boreas, "CxAtlas", "(ran ProdCluster)")
+    ).kind == ("koinii/foreign-context")
+    assert refused(
+        lambda: identity.ingest_into(kb, boreas, "CxRegistry", "(trustLevel AgentBoreas 9)")
+    ).kind == ("koinii/registry-forbidden")
+    assert refused(
+        lambda: identity.ingest_into(kb, admin, "CxAtlas", "(ran ProdCluster)")
+    ).kind == ("koinii/admin-off-registry")
     h = identity.ingest(kb, boreas, "(ran ProdCluster)")
     sentex = kb.sentex(h)
     assert sentex.context == "CxBoreas" and sentex.provenance["creator"] == "AgentBoreas"
-    assert sentex.provenance["policy"] == "cooperative" and sentex.provenance["authenticated"] is False
+    assert (
+        sentex.provenance["policy"] == "cooperative" and sentex.provenance["authenticated"] is False
+    )
     assert kb.sentexes_matching("(ran ?x)", "CxAtlas") == []
 
 
 def test_attestation_binds_the_sentex_and_does_not_survive_copying(kb):
     atlas = authenticate(
-        {"claimed_id": "AgentAtlas", "credential": "sig:AgentAtlas"}, policy="proof-tier", verify=signed
+        {"claimed_id": "AgentAtlas", "credential": "sig:AgentAtlas"},
+        policy="proof-tier",
+        verify=signed,
     )
     h = identity.ingest(kb, atlas, "(reliable ProdCluster)")
     assert identity.attested_by(kb, h) == "AgentAtlas"
@@ -145,7 +151,9 @@ def test_attestation_binds_the_sentex_and_does_not_survive_copying(kb):
         provenance={"attestation": kb.provenance(h)["attestation"]},
     )
     assert identity.attested_by(kb, copied) is None
-    cooperative = identity.ingest(kb, authenticate({"claimed_id": "AgentAtlas"}), "(fast ProdCluster)")
+    cooperative = identity.ingest(
+        kb, authenticate({"claimed_id": "AgentAtlas"}), "(fast ProdCluster)"
+    )
     assert identity.attested_by(kb, cooperative) is None
 
 
@@ -178,5 +186,7 @@ def test_an_authenticated_daemons_recorded_principal_attests(start_daemon):
     h = atlas.assert_("(reliable ProdCluster)", "CxAtlas")
     assert identity.attested_by(atlas, h) == "AgentAtlas"
     open_daemon = start_daemon()
-    unattested = open_daemon.client().assert_("(reliable ProdCluster)", "CxAtlas", creator="AgentAtlas")
+    unattested = open_daemon.client().assert_(
+        "(reliable ProdCluster)", "CxAtlas", creator="AgentAtlas"
+    )
     assert identity.attested_by(open_daemon.client(), unattested) is None

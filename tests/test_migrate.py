@@ -23,6 +23,7 @@ def pg(postgres):
 
 def build_store(path: str) -> None:
     """A store with every kind of record the engine keeps."""
+    load_domains()
     with koinii.open_kb(path) as kb:
         kb.assert_("(genlCx CxTeam CxAtlas)", "CxUniverse")
         kb.assert_("(implies (and (parent ?x ?y) (parent ?y ?z)) (grandparent ?x ?z))", "CxAtlas")

@@ -328,14 +328,7 @@ class Agent:
 
     def vote(self, stance: str, target: int) -> int:
         """A ballot: "for" → votesFor, "against" → votesAgainst. One per agent per stance."""
-        predicate = STANCES.get(stance) if isinstance(stance, str) else None
-        if predicate is None:
-            raise Refused(
-                "koinii/no-such-stance",
-                f"no stance {stance!r}; vote 'for' or 'against'",
-                {"stance": str(stance), "known": list(STANCES)},
-            )
-        return self.assert_((predicate, Sym(self.agent), _ref(target)))
+        return self.assert_((stance_predicate(stance), Sym(self.agent), _ref(target)))
 
     def reply_many(self, sentences: Sequence[Any]) -> Edited:
         """Several linked claims as ONE reply: check every sentence, dry-run the batch,
@@ -396,6 +389,18 @@ class Agent:
         (watch the channel to see every member's moves). Forward-only: history comes
         from reading the KB. Over the wire the poll loop runs on its own thread."""
         return self.medium.subscribe(goal, ctx, callback, wait_ms, on_lagged, on_error)
+
+
+def stance_predicate(stance: str) -> Sym:
+    """The ballot predicate of a stance; any other stance is refused by name."""
+    predicate = STANCES.get(stance) if isinstance(stance, str) else None
+    if predicate is None:
+        raise Refused(
+            "koinii/no-such-stance",
+            f"no stance {stance!r}; vote 'for' or 'against'",
+            {"stance": str(stance), "known": list(STANCES)},
+        )
+    return predicate
 
 
 def speaker_of(sentex: Sentex) -> str:

@@ -147,18 +147,11 @@ class Client:
             raise Unavailable(f"the daemon answered {status} without a Koinii reply")
         raise Refused(error["kind"], error.get("message", ""), error.get("data") or {})
 
-    def invoke(self, name: str, **fields: Any) -> Any:
-        """Run the domain operation `name` (e.g. "wraps.add") on the daemon."""
-        wait = 0.0
-        for value in fields.values():  # a long poll's seconds extend the read timeout
-            if (
-                isinstance(value, (int, float))
-                and not isinstance(value, bool)
-                and name.endswith("wait")
-            ):
-                wait = max(wait, float(value))
+    def invoke(self, name: str, *, wait_s: float = 0, **fields: Any) -> Any:
+        """Run the domain operation `name` (e.g. "wraps.add") on the daemon; `wait_s`
+        extends the read timeout for a long poll."""
         body = {k: v for k, v in fields.items() if v is not None}
-        return self._call(name.replace(".", "/"), wait, **body)
+        return self._call(name.replace(".", "/"), float(wait_s), **body)
 
     def health(self) -> dict[str, Any]:
         return self._transport.get("/health")

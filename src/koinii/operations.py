@@ -23,7 +23,7 @@ from typing import Any
 from koinii.kb import KB
 
 # The domain modules whose operations the daemon serves (imported by the daemon).
-DOMAIN_MODULES: tuple[str, ...] = ()
+DOMAIN_MODULES: tuple[str, ...] = ("koinii.wraps",)
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,14 @@ def invoker(source: Any) -> Callable[..., Any]:
             return REGISTRY[name].run(source, **fields)
 
         return call
-    return source.invoke
+
+    def remote(name: str, **fields: Any) -> Any:
+        # a long poll's seconds extend the client's read timeout
+        wait_field = REGISTRY[name].wait_field if name in REGISTRY else None
+        wait = fields.get(wait_field) if wait_field else None
+        return source.invoke(name, wait_s=wait if isinstance(wait, (int, float)) else 0, **fields)
+
+    return remote
 
 
 def load_domains() -> dict[str, Operation]:

@@ -112,5 +112,16 @@ def mcp_command(agent_id, channel, url, token, db, introspection) -> None:
     run(agent_id, channel, url=url, token=token, db=db, introspection=introspection)
 
 
-COMMANDS = (assert_command, query_command, tail_command, mcp_command)
+@click.command("demo")
+def demo_command() -> None:
+    """Watch a team of agents work: a daemon, a coordinator and three agents in separate
+    processes ask, answer, dispute, vote and wrap up, live. About 10 seconds."""
+    from koinii.demo import run_demo
+
+    summary = run_demo()
+    if any(summary["exit_codes"]) or summary["ruling"] is None:
+        raise click.ClickException("the demo did not finish as it should (see above)")
+
+
+COMMANDS = (assert_command, query_command, tail_command, mcp_command, demo_command)
 __all__ = ["COMMANDS", "decode_bindings", "open_source", "source_options"]

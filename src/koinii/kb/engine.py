@@ -115,8 +115,10 @@ class KB:
         max_depth: int = 64,
         max_derivations: int = 100_000,
         query_budget_s: float | None = None,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self._store = store
+        self._clock = clock or _now  # epoch ms for `created` stamps and the change log
         self._lock = threading.RLock()
         self._index = Index()
         self._hierarchy = Hierarchy()
@@ -438,7 +440,7 @@ class KB:
             True,
             strength,
             creator,
-            _now(),
+            self._clock(),
             extra,
         )
         self._next_handle += 1
@@ -766,7 +768,7 @@ class KB:
                         False,
                         DEFAULT,
                         None,
-                        _now(),
+                        self._clock(),
                         None,
                     )
                     self._next_handle += 1
@@ -970,7 +972,7 @@ class KB:
         entry = LogEntry(
             seq,
             tx.op,
-            _now(),
+            self._clock(),
             [c.public for c in added],
             [c.public for c in removed],
             tx.summary,
@@ -1201,18 +1203,30 @@ class KB:
                     and n.mono == monotonic
                     and (visible is None or visible(n, {}) is not None)
                 ]
-                pos = [n for n in nodes if n.positive]
-                neg = [n for n in nodes if not n.positive]
-                members_: set[Node] = set()
-                for p in pos:
-                    for q in neg:
-                        if visible is not None or self._clash_visible(p, q):
-                            members_.update((p, q))
-                if members_:
-                    groups.append(sorted(members_, key=lambda n: n.handle))
+                if visible is not None:
+                    if {n.positive for n in nodes} == {True, False}:
+                        groups.append(sorted(nodes, key=lambda n: n.handle))
+                else:
+                    groups.extend(self._observed_clashes(nodes))
             for functor in sorted(self._functional_predicates(), key=lambda s: s.name):
                 groups.extend(self._functional_clashes(functor, visible, monotonic))
             return [_clash_entry(g) for g in groups]
+
+    def _observed_clashes(self, nodes: list[Node]) -> list[list[Node]]:
+        """The clashes among `nodes` that some context observes: at each context that
+        sees any of them, the unmasked ones it sees, when both polarities are there;
+        only the largest such sets (what one reader sees together is one clash)."""
+        seen: set[frozenset[Node]] = set()
+        for ctx in set().union(*(self._hierarchy.down(n.context) for n in nodes)):
+            at = self._acceptor(ctx)
+            group = frozenset(n for n in nodes if at(n, {}) is not None)
+            if {n.positive for n in group} == {True, False}:
+                seen.add(group)
+        largest = [g for g in seen if not any(g < other for other in seen)]
+        return sorted(
+            (sorted(g, key=lambda n: n.handle) for g in largest),
+            key=lambda g: [n.handle for n in g],
+        )
 
     def _functional_clashes(self, functor: Sym, visible, monotonic: bool) -> list[list[Node]]:
         by_prefix: dict[str, list[Node]] = {}
@@ -1298,11 +1312,30 @@ class KB:
         """The global log sequence number of the last durable write."""
         return self._seq
 
-    def changes(self, since: int = 0, limit: int = 1000) -> dict[str, Any]:
+    def changes(self, since: int = 0, limit: int = 1000, wait_ms: int = 0) -> dict[str, Any]:
         """The durable change log after global seq `since`: `{entries, seq, too_old}`.
 
-        `too_old` is True when the log was compacted past `since`: resnapshot.
+        `too_old` is True when the log was compacted past `since`: resnapshot. With
+        `wait_ms`, waits up to that long for a write when there is nothing yet (from
+        another thread: this one holds no lock while it waits).
         """
+        if type(wait_ms) is not int or not 0 <= wait_ms <= 30_000:
+            raise Refused(
+                "bad-option", "wait_ms is an integer from 0 to 30000", {"option": "wait_ms"}
+            )
+        if not wait_ms:
+            return self._changes_after(since, limit)
+        arrived = threading.Event()
+        token = self.on_commit(lambda seq, op: arrived.set())  # before looking: no lost wake
+        try:
+            reply = self._changes_after(since, limit)
+            if reply["entries"] or reply["too_old"] or not arrived.wait(wait_ms / 1000):
+                return reply
+            return self._changes_after(since, limit)
+        finally:
+            self.off_commit(token)
+
+    def _changes_after(self, since: int, limit: int) -> dict[str, Any]:
         if type(since) is not int or since < 0:
             raise Refused(
                 "bad-cursor", "since must be a non-negative integer seq", {"since": since}
@@ -1338,6 +1371,8 @@ class KB:
     def read_records(self, reader: Callable[[Any], Any]) -> Any:
         """`reader(connection)` over the record tables, between writes."""
         with self._lock:
+            if self._closed:
+                raise Refused("closed", "this knowledge base is closed", {})
             return self._store.read(reader)
 
     def transact(
@@ -1606,14 +1641,14 @@ def open_kb(location: Any = None, **options: Any) -> KB:
 
     Options: `synchronous` ("normal"/"full", SQLite), `standby` (PostgreSQL: wait to take
     over from the current writer instead of refusing), `max_depth`, `max_derivations`,
-    `query_budget_s`.
+    `query_budget_s`, `clock` (a function returning epoch ms, for `created` stamps).
     The shipped vocabulary (CxCore) is loaded into a new store; loading is idempotent.
     """
     from koinii.kb.vocab import install
 
     engine_opts = {
         k: options.pop(k)
-        for k in ("max_depth", "max_derivations", "query_budget_s")
+        for k in ("max_depth", "max_derivations", "query_budget_s", "clock")
         if k in options
     }
     if location is not None and isinstance(location, os.PathLike):

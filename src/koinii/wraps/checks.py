@@ -9,7 +9,7 @@ SQL (no lone surrogates, integers within SQLite's 64 bits).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from koinii.errors import Refused
@@ -41,29 +41,53 @@ def _integer(value: Any, lowest: int) -> str | None:
 
 
 def _refuse(kind: str, field: str, problem: str, value: Any) -> Refused:
-    return Refused(kind, f"{field} {problem}", {"field": field, "value": repr(value)[:80]})
+    # `bad-option` names its option as the engine's and the daemon's do; the others a field
+    name = "option" if kind == "bad-option" else "field"
+    return Refused(kind, f"{field} {problem}", {name: field, "value": repr(value)[:80]})
 
 
 # --- wraps ------------------------------------------------------------------------------
 
 
-def wrap_id(value: Any) -> str:
-    problem = _text(value)
-    if problem:
-        raise _refuse("bad-wrap", "wrap_id", problem, value)
-    return value
-
-
-def optional_name(value: Any, field: str, kind: str = "bad-wrap") -> str | None:
-    if value is None:
-        return None
+def identifier(value: Any, field: str, kind: str) -> str:
+    """A required id (wrap_id, coordinator_id): a non-empty string."""
     problem = _text(value)
     if problem:
         raise _refuse(kind, field, problem, value)
     return value
 
 
-def created_ids(value: Any) -> list[Any]:
+def optional_identifier(value: Any, field: str, kind: str) -> str | None:
+    return None if value is None else identifier(value, field, kind)
+
+
+def wrap(
+    wrap_id: Any,
+    *,
+    agent_id: Any = None,
+    session_id: Any = None,
+    project_id: Any = None,
+    created_ids: Any = None,
+    stats: Any = None,
+    parent_session_id: Any = None,
+    depth: Any = None,
+) -> dict[str, Any]:
+    """The checked fields of a wrap to file (None: not given); refuses `bad-wrap`."""
+    return {
+        "wrap_id": identifier(wrap_id, "wrap_id", "bad-wrap"),
+        "agent_id": optional_identifier(agent_id, "agent_id", "bad-wrap"),
+        "session_id": optional_identifier(session_id, "session_id", "bad-wrap"),
+        "project_id": optional_identifier(project_id, "project_id", "bad-wrap"),
+        "parent_session_id": optional_identifier(
+            parent_session_id, "parent_session_id", "bad-wrap"
+        ),
+        "depth": _depth(depth),
+        "created_ids": _created_ids(created_ids),
+        "stats": _stats(stats),
+    }
+
+
+def _created_ids(value: Any) -> list[Any]:
     """A list of memory-entry ids (handles or non-empty strings), in order."""
     if value is None:
         return []
@@ -76,7 +100,7 @@ def created_ids(value: Any) -> list[Any]:
     return list(value)
 
 
-def stats(value: Any) -> dict[str, int] | None:
+def _stats(value: Any) -> dict[str, int] | None:
     """A map of counts, str -> int (`{"notes": 2, "decisions": 1, ...}`)."""
     if value is None:
         return None
@@ -92,37 +116,13 @@ def stats(value: Any) -> dict[str, int] | None:
     return dict(value)
 
 
-def depth(value: Any) -> int | None:
+def _depth(value: Any) -> int | None:
     if value is None:
         return None
     problem = _integer(value, 0)
     if problem:
         raise _refuse("bad-wrap", "depth", problem, value)
     return value
-
-
-def wrap(
-    wrap_id_: Any,
-    *,
-    agent_id: Any = None,
-    session_id: Any = None,
-    project_id: Any = None,
-    created_ids_: Any = None,
-    stats_: Any = None,
-    parent_session_id: Any = None,
-    depth_: Any = None,
-) -> dict[str, Any]:
-    """The checked fields of a wrap to file (None: not given); refuses `bad-wrap`."""
-    return {
-        "wrap_id": wrap_id(wrap_id_),
-        "agent_id": optional_name(agent_id, "agent_id"),
-        "session_id": optional_name(session_id, "session_id"),
-        "project_id": optional_name(project_id, "project_id"),
-        "parent_session_id": optional_name(parent_session_id, "parent_session_id"),
-        "depth": depth(depth_),
-        "created_ids": created_ids(created_ids_),
-        "stats": stats(stats_),
-    }
 
 
 def texts(value: Any, field: str) -> list[str]:
@@ -132,8 +132,9 @@ def texts(value: Any, field: str) -> list[str]:
     if not isinstance(value, (list, tuple)):
         raise _refuse("bad-wrap", field, "must be a list of strings", value)
     for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise _refuse("bad-wrap", f"{field}[{i}]", "is not a string", item)
+        problem = _text(item) if item != "" else None  # an empty entry is still an entry
+        if problem:
+            raise _refuse("bad-wrap", f"{field}[{i}]", problem, item)
     return list(value)
 
 
@@ -162,13 +163,6 @@ def timeout(value: Any) -> float:
 # --- coordinators -----------------------------------------------------------------------
 
 
-def coordinator_id(value: Any) -> str:
-    problem = _text(value)
-    if problem:
-        raise _refuse("bad-coordinator", "coordinator_id", problem, value)
-    return value
-
-
 def pid(value: Any) -> int | None:
     if value is None:
         return None
@@ -179,7 +173,7 @@ def pid(value: Any) -> int | None:
 
 
 def status(value: Any) -> str:
-    if value not in STATUSES or not isinstance(value, str):
+    if not isinstance(value, str) or value not in STATUSES:
         raise Refused(
             "bad-coordinator",
             f"unknown status {value!r}: a coordinator is one of {', '.join(STATUSES)}",
@@ -193,8 +187,3 @@ def threshold(value: Any) -> int:
     if problem:
         raise _refuse("bad-option", "threshold_ms", problem, value)
     return value
-
-
-def listed(value: Sequence[Any]) -> list[Any]:
-    """Tuples become lists: what travels as JSON is what is checked and stored."""
-    return list(value) if isinstance(value, tuple) else value

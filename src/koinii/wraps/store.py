@@ -1,8 +1,9 @@
 """Where the wrap queue and the coordinator registry live: record tables in the KB's store.
 
-The tables sit in the same database as the sentexes (an SQLite file, or the in-memory
-SQLite of `open_kb(None)`), so a wrap is written by the same single writer, inside the
-same transaction as the memory entries it names, with an entry in the same change log.
+The tables sit in the same database as the sentexes (an SQLite file, a PostgreSQL
+schema, or the in-memory SQLite of `open_kb(None)`), so a wrap is written by the same
+single writer, inside the same transaction as the memory entries it names, with an
+entry in the same change log.
 
 Invariants:
 - Every write goes through `write` (one `KB.transact`: one seq, all or nothing) and every
@@ -26,41 +27,48 @@ from typing import Any
 
 from koinii.errors import Refused
 from koinii.kb import KB, Edited
+from koinii.kb.store import register_records
 
 DOMAIN = "wraps"
-MIGRATIONS = [
-    """
-    CREATE TABLE wrap_notification (
-        wrap_id TEXT PRIMARY KEY,
-        agent_id TEXT,
-        session_id TEXT,
-        project_id TEXT,
-        parent_session_id TEXT,
-        depth INTEGER,
-        created_ids TEXT NOT NULL,
-        stats TEXT NOT NULL,
-        processed INTEGER NOT NULL,
-        processed_seq INTEGER,
-        created_at INTEGER NOT NULL
-    );
-    CREATE INDEX wrap_unprocessed
-        ON wrap_notification (created_at, wrap_id) WHERE processed = 0;
-    CREATE INDEX wrap_unprocessed_by_session
-        ON wrap_notification (parent_session_id, created_at, wrap_id) WHERE processed = 0;
-    CREATE INDEX wrap_unprocessed_by_project
-        ON wrap_notification (project_id, created_at, wrap_id) WHERE processed = 0;
-    CREATE TABLE wrap_coordinator (
-        coordinator_id TEXT PRIMARY KEY,
-        project_id TEXT NOT NULL,
-        pid INTEGER,
-        session_id TEXT NOT NULL UNIQUE,
-        status TEXT NOT NULL,
-        registered_at INTEGER NOT NULL,
-        heartbeat_at INTEGER NOT NULL
-    );
-    CREATE INDEX wrap_coordinator_by_project ON wrap_coordinator (project_id);
-    """,
-]
+# The tables, written once for both stores: {int} is a 64-bit integer, {key} text that
+# compares bytewise (ids and project paths: the hierarchy read is a byte range, and must
+# not depend on a PostgreSQL server's default collation).
+_TABLES = """
+CREATE TABLE wrap_notification (
+    wrap_id {key} PRIMARY KEY,
+    agent_id {key},
+    session_id {key},
+    project_id {key},
+    parent_session_id {key},
+    depth {int},
+    created_ids TEXT NOT NULL,
+    stats TEXT NOT NULL,
+    processed {int} NOT NULL,
+    processed_seq {int},
+    created_at {int} NOT NULL
+);
+CREATE INDEX wrap_unprocessed
+    ON wrap_notification (created_at, wrap_id) WHERE processed = 0;
+CREATE INDEX wrap_unprocessed_by_session
+    ON wrap_notification (parent_session_id, created_at, wrap_id) WHERE processed = 0;
+CREATE INDEX wrap_unprocessed_by_project
+    ON wrap_notification (project_id, created_at, wrap_id) WHERE processed = 0;
+CREATE TABLE wrap_coordinator (
+    coordinator_id {key} PRIMARY KEY,
+    project_id {key} NOT NULL,
+    pid {int},
+    session_id {key} NOT NULL UNIQUE,
+    status TEXT NOT NULL,
+    registered_at {int} NOT NULL,
+    heartbeat_at {int} NOT NULL
+);
+CREATE INDEX wrap_coordinator_by_project ON wrap_coordinator (project_id);
+"""
+MIGRATIONS = {
+    "sqlite": [_TABLES.format(int="INTEGER", key="TEXT")],
+    "postgres": [_TABLES.format(int="BIGINT", key='TEXT COLLATE "C"')],
+}
+TABLES = ("wrap_notification", "wrap_coordinator")  # what `koinii migrate` copies
 
 WRAP_COLUMNS = (
     "wrap_id, agent_id, session_id, project_id, parent_session_id, depth, "
@@ -70,10 +78,14 @@ COORDINATOR_COLUMNS = (
     "coordinator_id, project_id, pid, session_id, status, registered_at, heartbeat_at"
 )
 
+# The connection records functions and readers get: an sqlite3 connection, or the
+# PostgreSQL store's wrapper; both take `?` placeholders and return rows as tuples.
+Records = Any
+
 _ready: weakref.WeakSet[KB] = weakref.WeakSet()
 
 
-class Unchanged(Exception):  # noqa: N818 -- control flow inside a write, never escapes `write`
+class Unchanged(Exception):  # control flow inside a write: never escapes `write`
     """Raised by a records function that finds nothing to write: roll back, return `result`."""
 
     def __init__(self, result: Any) -> None:
@@ -88,8 +100,12 @@ def ensure(kb: KB) -> None:
         _ready.add(kb)
 
 
-def read(kb: KB, reader: Callable[[sqlite3.Connection], Any]) -> Any:
-    """`reader(connection)` between writes; storage errors become `store-error` here."""
+def read(kb: KB, reader: Callable[[Records], Any]) -> Any:
+    """`reader(connection)` between writes (SQL both stores accept, `?` placeholders).
+
+    SQLite errors become `store-error` here; the PostgreSQL store's read does not
+    translate its errors, and this module does not import its driver.
+    """
     ensure(kb)
     try:
         return kb.read_records(reader)
@@ -102,7 +118,7 @@ def read(kb: KB, reader: Callable[[sqlite3.Connection], Any]) -> Any:
 def write(
     kb: KB,
     op: str,
-    records: Callable[[sqlite3.Connection, list[Any]], Any],
+    records: Callable[[Records, list[Any]], Any],
     *,
     add: Sequence[Any] = (),
     summary: dict[str, Any] | None = None,
@@ -152,3 +168,6 @@ def wrap_of(row: Sequence[Any]) -> dict[str, Any]:
 def coordinator_of(row: Sequence[Any]) -> dict[str, Any]:
     """A `wrap_coordinator` row (COORDINATOR_COLUMNS order) as a dict."""
     return dict(zip(COORDINATOR_COLUMNS.split(", "), row, strict=True))
+
+
+register_records(DOMAIN, MIGRATIONS, TABLES)

@@ -12,6 +12,7 @@ import sqlite3
 from collections import deque
 from typing import Any
 
+from koinii.errors import Refused
 from koinii.kb.store import Commit, Loaded, LogEntry, SQLiteRecords, migrate_records
 
 
@@ -47,7 +48,12 @@ class MemoryStore:
         migrate_records(self._records, domain, migrations)
 
     def read(self, reader):
-        return reader(self._records)
+        try:
+            return reader(self._records)
+        except sqlite3.Error as exc:
+            raise Refused(
+                "store-error", f"a read failed: {exc}", {"location": self.location}
+            ) from exc
 
     def save_next_handle(self, next_handle: int) -> None:
         pass

@@ -117,9 +117,18 @@ class PostgresStore:
     # --- the writer lock ----------------------------------------------------------------
 
     def _take_writer_lock(self, standby: bool, poll_s: float) -> None:
-        key_sql = "hashtext('koinii:' || current_database() || ':' || current_schema())"
+        schema = self._conn.execute("SELECT current_schema()").fetchone()[0]
+        if schema is None:
+            raise Refused(
+                "store-error",
+                f"{self.location} names no schema that exists (check search_path)",
+                {"location": self.location},
+            )
+        key_sql = "hashtext('koinii:' || current_database() || ':' || %s)"
         while True:
-            (locked,) = self._conn.execute(f"SELECT pg_try_advisory_lock({key_sql})").fetchone()
+            (locked,) = self._conn.execute(
+                f"SELECT pg_try_advisory_lock({key_sql})", (schema,)
+            ).fetchone()
             if locked:
                 return
             if not standby:
@@ -163,7 +172,12 @@ class PostgresStore:
                 )
 
     def read(self, reader: Callable[[Any], Any]) -> Any:
-        return reader(self._records)
+        try:
+            return reader(self._records)
+        except self._psycopg.Error as exc:
+            raise Refused(
+                "store-error", f"a read failed: {exc}", {"location": self.location}
+            ) from exc
 
     # --- reading ------------------------------------------------------------------------
 

@@ -239,7 +239,12 @@ class SQLiteStore:
         migrate_records(self._db, domain, migrations)
 
     def read(self, reader):
-        return reader(self._db)
+        try:
+            return reader(self._db)
+        except sqlite3.Error as exc:
+            raise Refused(
+                "store-error", f"a read failed: {exc}", {"location": self.location}
+            ) from exc
 
     def _set_meta(self, values: dict[str, int]) -> None:
         self._db.executemany(

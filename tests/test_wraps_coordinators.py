@@ -1,0 +1,318 @@
+"""Coordinators (wraps.md §3) and the rule they exist for: two coordinators in one project
+never consume each other's lings' wraps (§4) — in-process, and over the wire with tokens."""
+
+import time
+import uuid
+
+import pytest
+
+from koinii import Refused, channel
+from koinii.operations import invoker
+from koinii.wraps import Coordinators, WrapQueue, permeate, wrap_session
+
+TEAM = {
+    "AgentCoordA": "agent",
+    "AgentCoordB": "agent",
+    "AgentLingA": "agent",
+    "AgentLingB": "agent",
+    "Ops": "operator",
+    "Auditor": "reader",
+    "Registrar": "admin",
+}
+
+
+def refused(call):
+    with pytest.raises(Refused) as refusal:
+        call()
+    return refusal.value
+
+
+def ids(wraps):
+    return [w["wrap_id"] for w in wraps]
+
+
+# --- the registry -------------------------------------------------------------------------
+
+
+def test_register_makes_an_active_coordinator_with_a_uuid_session_by_default(kb):
+    registry = Coordinators(kb)
+    before = time.time_ns() // 1_000_000
+    record = registry.register("AgentCoordA", project_id="hive", pid=4242)
+    assert uuid.UUID(record["session_id"]).version == 4
+    assert record["status"] == "active" and record["pid"] == 4242
+    assert record["project_id"] == "hive" and record["coordinator_id"] == "AgentCoordA"
+    assert before <= record["registered_at"] == record["heartbeat_at"]
+    assert registry.get("AgentCoordA") == record
+    assert registry.get("AgentCoordZ") is None
+
+
+def test_list_filters_by_status_and_project_in_registration_order(kb):
+    registry = Coordinators(kb)
+    registry.register("AgentCoordA", project_id="hive", session_id="s-a")
+    registry.register("AgentCoordB", project_id="hive", session_id="s-b")
+    registry.register("AgentCoordC", project_id="other", session_id="s-c")
+    registry.mark_stale("AgentCoordB")
+    every = [c["coordinator_id"] for c in registry.list()]
+    assert sorted(every) == ["AgentCoordA", "AgentCoordB", "AgentCoordC"]
+    assert [c["coordinator_id"] for c in registry.list(status="stale")] == ["AgentCoordB"]
+    hive = registry.list(project_id="hive", status="active")
+    assert [c["coordinator_id"] for c in hive] == ["AgentCoordA"]
+    assert registry.list(status="terminated") == []
+
+
+def test_status_moves_stale_and_back_on_a_heartbeat_but_terminated_stays(kb):
+    registry = Coordinators(kb)
+    registry.register("AgentCoordA", project_id="hive", session_id="s-a")
+    assert registry.mark_stale("AgentCoordA")["status"] == "stale"
+    beat = registry.heartbeat("AgentCoordA")
+    assert beat["status"] == "active"
+    assert registry.mark_terminated("AgentCoordA")["status"] == "terminated"
+    assert registry.heartbeat("AgentCoordA")["status"] == "terminated"
+
+
+def test_cleanup_stale_marks_only_active_coordinators_with_an_old_heartbeat(kb):
+    registry = Coordinators(kb)
+    registry.register("AgentCoordA", project_id="hive", session_id="s-a")
+    registry.register("AgentCoordB", project_id="hive", session_id="s-b")
+    registry.register("AgentCoordC", project_id="hive", session_id="s-c")
+    registry.mark_terminated("AgentCoordC")
+    assert registry.cleanup_stale() == []  # every heartbeat is fresh against 120 s
+    time.sleep(0.02)
+    registry.heartbeat("AgentCoordB")
+    assert registry.cleanup_stale(threshold_ms=10) == ["AgentCoordA"]
+    assert registry.get("AgentCoordA")["status"] == "stale"
+    assert registry.get("AgentCoordC")["status"] == "terminated"
+    seq = kb.seq
+    assert registry.cleanup_stale(threshold_ms=10) == [] and kb.seq == seq
+
+
+def test_remove_returns_the_last_record_and_calls_on_unknown_ids_return_none_and_write_nothing(
+    kb,
+):
+    registry = Coordinators(kb)
+    record = registry.register("AgentCoordA", project_id="hive", session_id="s-a")
+    assert registry.remove("AgentCoordA") == record
+    seq = kb.seq
+    for call in (
+        registry.heartbeat,
+        registry.get,
+        registry.mark_stale,
+        registry.mark_terminated,
+        registry.remove,
+    ):
+        assert call("AgentCoordA") is None
+    assert kb.seq == seq
+
+
+def test_re_registering_starts_a_new_run_as_active(kb):
+    registry = Coordinators(kb)
+    first = registry.register("AgentCoordA", project_id="hive", session_id="s-1")
+    registry.mark_terminated("AgentCoordA")
+    again = registry.register("AgentCoordA", project_id="hive:api", session_id="s-2")
+    assert again["status"] == "active" and again["session_id"] == "s-2"
+    assert again["project_id"] == "hive:api"
+    assert again["registered_at"] == first["registered_at"]
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda r: r.register("", project_id="hive"), "coordinator_id"),
+        (lambda r: r.register(None, project_id="hive"), "coordinator_id"),
+        (lambda r: r.register("AgentCoordA", project_id=None), "project_id"),
+        (lambda r: r.register("AgentCoordA", project_id="hive", pid=-1), "pid"),
+        (lambda r: r.register("AgentCoordA", project_id="hive", pid="12"), "pid"),
+        (lambda r: r.register("AgentCoordA", project_id="hive", session_id=""), "session_id"),
+        (lambda r: r.list(status="sleeping"), "status"),
+        (lambda r: r.heartbeat(7), "coordinator_id"),
+    ],
+)
+def test_a_bad_coordinator_call_is_refused_as_bad_coordinator_and_writes_nothing(kb, call, field):
+    seq = kb.seq
+    refusal = refused(lambda: call(Coordinators(kb)))
+    assert refusal.kind == "bad-coordinator" and refusal.data["field"] == field
+    assert kb.seq == seq and Coordinators(kb).list() == []
+
+
+def test_an_unknown_status_is_refused_with_the_known_ones(kb):
+    Coordinators(kb).register("AgentCoordA", project_id="hive", session_id="s-a")
+    call = invoker(kb)
+    refusal = refused(
+        lambda: call("wraps.coordinators.set_status", coordinator_id="AgentCoordA", status="gone")
+    )
+    assert refusal.kind == "bad-coordinator"
+    assert refusal.data["known"] == ["active", "stale", "terminated"]
+
+
+def test_a_session_belongs_to_one_coordinator(kb):
+    registry = Coordinators(kb)
+    registry.register("AgentCoordA", project_id="hive", session_id="session:shared")
+    refusal = refused(
+        lambda: registry.register("AgentCoordB", project_id="hive", session_id="session:shared")
+    )
+    assert refusal.kind == "bad-coordinator" and refusal.data["holder"] == "AgentCoordA"
+    assert registry.get("AgentCoordB") is None
+
+
+def test_cleanup_refuses_a_bad_threshold(kb):
+    refusal = refused(lambda: Coordinators(kb).cleanup_stale(threshold_ms=-5))
+    assert refusal.kind == "bad-option" and refusal.data["option"] == "threshold_ms"
+
+
+# --- two coordinators in one project ------------------------------------------------------
+
+
+def two_teams(coordinator_a, coordinator_b, ling_a, ling_b):
+    """A and B coordinate in project `hive`; each has a ling that wraps into its session."""
+    Coordinators(coordinator_a.store).register(
+        "AgentCoordA", project_id="hive", session_id="session:coord-a"
+    )
+    Coordinators(coordinator_b.store).register(
+        "AgentCoordB", project_id="hive", session_id="session:coord-b"
+    )
+    wrap_a = wrap_session(
+        ling_a,
+        session_id="session:ling-a",
+        parent_session_id="session:coord-a",
+        project_id="hive:api",
+        notes=["the API paginates by cursor"],
+    )
+    wrap_b = wrap_session(
+        ling_b,
+        session_id="session:ling-b",
+        parent_session_id="session:coord-b",
+        project_id="hive:web",
+        decisions=["the web app keeps server rendering"],
+    )
+    return wrap_a, wrap_b
+
+
+def test_two_coordinators_in_one_project_each_read_only_their_own_lings_wraps(kb):
+    medium = channel.local(kb)
+    coord_a, coord_b, ling_a, ling_b = (
+        channel.join(medium, "CxHive", name)
+        for name in ("AgentCoordA", "AgentCoordB", "AgentLingA", "AgentLingB")
+    )
+    wrap_a, wrap_b = two_teams(coord_a, coord_b, ling_a, ling_b)
+    queue = WrapQueue(kb)
+    assert ids(queue.get_unprocessed_wraps_for_session("session:coord-a")) == [wrap_a["wrap_id"]]
+    assert ids(queue.get_unprocessed_wraps_for_session("session:coord-b")) == [wrap_b["wrap_id"]]
+    assert set(ids(queue.get_unprocessed_wraps_for_hierarchy("hive"))) == {
+        wrap_a["wrap_id"],
+        wrap_b["wrap_id"],
+    }
+
+    absorbed = permeate(coord_a, session_id="session:coord-a")
+    assert absorbed["processed"] == 1 and absorbed["agent_ids"] == ["AgentLingA"]
+    assert [e.text for e in absorbed["entries"]] == [
+        '(memoryNote AgentLingA "the API paginates by cursor")'
+    ]
+    assert queue.get_unprocessed_wraps_for_session("session:coord-a") == []
+    assert ids(queue.get_unprocessed_wraps_for_hierarchy("hive")) == [wrap_b["wrap_id"]]
+    assert permeate(coord_a, session_id="session:coord-a")["processed"] == 0
+
+
+@pytest.fixture
+def team(start_daemon):
+    return start_daemon(principals=TEAM)
+
+
+def test_over_the_wire_a_coordinator_cannot_consume_another_coordinators_wraps(team):
+    clients = {name: team.client(name) for name in TEAM}
+    agents = {
+        name: channel.join(channel.wire(clients[name]), "CxHive", name)
+        for name in ("AgentCoordA", "AgentCoordB", "AgentLingA", "AgentLingB")
+    }
+    wrap_a, wrap_b = two_teams(
+        agents["AgentCoordA"], agents["AgentCoordB"], agents["AgentLingA"], agents["AgentLingB"]
+    )
+    as_a = WrapQueue(clients["AgentCoordA"])
+
+    # A's session read returns only A's lings' wraps; the project read returns both.
+    assert ids(as_a.get_unprocessed_wraps_for_session("session:coord-a")) == [wrap_a["wrap_id"]]
+    assert set(ids(as_a.get_unprocessed_wraps_for_hierarchy("hive"))) == {
+        wrap_a["wrap_id"],
+        wrap_b["wrap_id"],
+    }
+
+    # A cannot mark B's wrap processed, even when it asks by name.
+    refusal = refused(lambda: as_a.mark_wrap_processed(wrap_b["wrap_id"]))
+    assert refusal.kind == "koinii/foreign-context"
+    assert refusal.data == {
+        "agent": "AgentCoordA",
+        "wrap_id": wrap_b["wrap_id"],
+        "coordinator_id": "AgentCoordB",
+    }
+
+    # Permeating by project by mistake consumes A's wrap and leaves B's in the queue.
+    absorbed = permeate(agents["AgentCoordA"], project_id="hive")
+    assert ids(absorbed["wraps"]) == [wrap_a["wrap_id"]]
+    assert absorbed["skipped"] == [wrap_b["wrap_id"]]
+    assert [e.context for e in absorbed["entries"]] == ["CxLingA"]
+    assert ids(as_a.get_unprocessed_wraps()) == [wrap_b["wrap_id"]]
+
+    # A processed wrap is never offered again; B consumes its own.
+    assert permeate(agents["AgentCoordA"], session_id="session:coord-a")["processed"] == 0
+    as_b = permeate(agents["AgentCoordB"], session_id="session:coord-b")
+    assert as_b["agent_ids"] == ["AgentLingB"]
+    assert as_b["entries"][0].provenance["principal"] == "AgentLingB"
+    assert as_a.get_unprocessed_wraps() == []
+
+
+def test_over_the_wire_a_wraps_agent_is_its_principal(team):
+    ling = WrapQueue(team.client("AgentLingA"))
+    refusal = refused(lambda: ling.add_wrap_notification("w", agent_id="AgentLingB"))
+    assert refusal.kind == "koinii/creator-mismatch"
+    assert refusal.data == {"agent": "AgentLingA", "creator": "AgentLingB", "field": "agent_id"}
+    assert refused(lambda: ling.add_wrap_notification("w")).kind == "koinii/creator-mismatch"
+    assert ling.add_wrap_notification("w", agent_id="AgentLingA")["wrap_id"] == "w"
+    # nor may another agent file the same wrap id again as itself
+    other = WrapQueue(team.client("AgentLingB"))
+    refusal = refused(lambda: other.add_wrap_notification("w", agent_id="AgentLingB"))
+    assert refusal.kind == "koinii/creator-mismatch" and refusal.data["creator"] == "AgentLingA"
+    assert WrapQueue(team.client("Ops")).get_unprocessed_wraps()[0]["agent_id"] == "AgentLingA"
+
+
+def test_over_the_wire_readers_and_admins_read_but_do_not_change_the_queue(team):
+    WrapQueue(team.client("AgentLingA")).add_wrap_notification("w", agent_id="AgentLingA")
+    for name in ("Auditor", "Registrar"):
+        queue, registry = WrapQueue(team.client(name)), Coordinators(team.client(name))
+        assert ids(queue.get_unprocessed_wraps()) == ["w"]
+        assert refused(lambda q=queue: q.mark_wrap_processed("w")).kind == "forbidden"
+        assert refused(lambda q=queue, n=name: q.add_wrap_notification("x", agent_id=n)).kind == (
+            "forbidden"
+        )
+        assert refused(lambda r=registry: r.cleanup_stale()).kind == "forbidden"
+        assert registry.list() == []
+
+
+def test_over_the_wire_an_agent_registers_and_changes_only_its_own_coordinator_record(team):
+    a, b = Coordinators(team.client("AgentCoordA")), Coordinators(team.client("AgentCoordB"))
+    refusal = refused(lambda: a.register("AgentCoordB", project_id="hive"))
+    assert refusal.kind == "koinii/creator-mismatch"
+    a.register("AgentCoordA", project_id="hive", session_id="session:coord-a")
+    for call in (b.heartbeat, b.mark_stale, b.mark_terminated, b.remove):
+        assert refused(lambda c=call: c("AgentCoordA")).kind == "koinii/foreign-context"
+    # and cannot take over A's session to consume A's wraps
+    refusal = refused(
+        lambda: b.register("AgentCoordB", project_id="hive", session_id="session:coord-a")
+    )
+    assert refusal.kind == "bad-coordinator"
+    assert a.get("AgentCoordA")["status"] == "active"
+
+
+def test_over_the_wire_an_operator_may_mark_any_wrap(team):
+    Coordinators(team.client("AgentCoordA")).register(
+        "AgentCoordA", project_id="hive", session_id="session:coord-a"
+    )
+    WrapQueue(team.client("AgentLingA")).add_wrap_notification(
+        "w", agent_id="AgentLingA", parent_session_id="session:coord-a"
+    )
+    assert WrapQueue(team.client("Ops")).mark_wrap_processed("w")["wrap_id"] == "w"
+
+
+def test_a_wrap_into_an_unregistered_session_may_be_marked_by_any_agent(team):
+    WrapQueue(team.client("AgentLingA")).add_wrap_notification(
+        "w", agent_id="AgentLingA", parent_session_id="session:nobody"
+    )
+    assert WrapQueue(team.client("AgentCoordB")).mark_wrap_processed("w")["wrap_id"] == "w"
