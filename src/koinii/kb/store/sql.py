@@ -1,0 +1,223 @@
+"""What the SQLite and PostgreSQL stores share: the same tables, the same statements.
+
+`SQLStore` holds every read and write of the engine's records, written once with `?`
+placeholders; a subclass supplies the connection and its dialect — how to run a
+statement (`_run`, `_run_many`), how to open a transaction (`_transaction`), which driver
+errors to translate (`_errors`) — and everything that truly differs: opening, the writer
+lock, the schema migrations. Invariant: one `commit` is one transaction holding the
+sentex and justification rows, the domain records and the change-log entry, or nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.kb.store import Commit, JustificationRow, Loaded, LogEntry, SentexRow
+
+UPSERT_SENTEX = (
+    "INSERT INTO sentex (handle, context, positive, text, premise, strength, creator, created, "
+    "extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (handle) DO UPDATE SET "
+    "premise = excluded.premise, strength = excluded.strength, creator = excluded.creator, "
+    "extra = excluded.extra"
+)
+INSERT_JUSTIFICATION = (
+    "INSERT INTO justification (id, conclusion, rule, antecedents) VALUES (?, ?, ?, ?)"
+)
+INSERT_CHANGE = "INSERT INTO change_log (seq, op, at, next_handle, diff) VALUES (?, ?, ?, ?, ?)"
+SET_META = (
+    "INSERT INTO koinii_meta (key, value) VALUES (?, ?) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+
+
+class SQLStore:
+    location: str
+    _errors: tuple[type[BaseException], ...] = ()
+    _records: Any  # the connection domain code gets (see `read` and `Commit.records`)
+
+    # --- the dialect (a subclass fills these in) -------------------------------------
+
+    def _run(self, sql: str, params: Any = ()) -> Any:
+        raise NotImplementedError
+
+    def _run_many(self, sql: str, rows: list[tuple]) -> None:
+        raise NotImplementedError
+
+    def _transaction(self) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _translated(self, what: str) -> Iterator[None]:
+        """Driver errors become one named refusal, here at the store's boundary."""
+        try:
+            yield
+        except self._errors as exc:
+            raise Refused(
+                "store-error", f"{what} failed: {exc}", {"location": self.location}
+            ) from exc
+
+    # --- reading ------------------------------------------------------------------
+
+    def _meta(self, key: str, default: int) -> int:
+        row = self._run("SELECT value FROM koinii_meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def load(self) -> Loaded:
+        last = self._run(
+            "SELECT seq, next_handle FROM change_log ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        top = self._run("SELECT MAX(handle) FROM sentex").fetchone()[0] or 0
+        next_handle = max(self._meta("next_handle", 1), last[1] if last else 1, top + 1)
+        seq = max(self._meta("seq", 0), last[0] if last else 0)
+        sentexes = [
+            SentexRow(h, c, bool(p), t, bool(pr), s, cr, cd, json.loads(x) if x else None)
+            for h, c, p, t, pr, s, cr, cd, x in self._run(
+                "SELECT handle, context, positive, text, premise, strength, creator, "
+                "created, extra FROM sentex ORDER BY handle"
+            ).fetchall()
+        ]
+        justifications = [
+            JustificationRow(i, c, r, tuple(json.loads(a)))
+            for i, c, r, a in self._run(
+                "SELECT id, conclusion, rule, antecedents FROM justification ORDER BY id"
+            ).fetchall()
+        ]
+        return Loaded(sentexes, justifications, next_handle, seq, self.floor())
+
+    def changes(self, since: int, limit: int) -> list[LogEntry]:
+        rows = self._run(
+            "SELECT seq, op, at, diff FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?",
+            (since, limit),
+        ).fetchall()
+        out = []
+        for seq, op, at, diff in rows:
+            decoded = json.loads(diff)
+            out.append(
+                LogEntry(seq, op, at, decoded["added"], decoded["removed"], decoded.get("records"))
+            )
+        return out
+
+    def floor(self) -> int:
+        return self._meta("log_floor", 0)
+
+    def read(self, reader: Callable[[Any], Any]) -> Any:
+        with self._translated("a read"):
+            return reader(self._records)
+
+    # --- writing ------------------------------------------------------------------
+
+    def commit(self, commit: Commit) -> Any:
+        entry = commit.entry
+        with self._translated("the write"), self._transaction():
+            if commit.upserts:
+                self._run_many(UPSERT_SENTEX, [_sentex_params(n) for n in commit.upserts])
+            if commit.deletes:
+                self._run_many(
+                    "DELETE FROM sentex WHERE handle = ?", [(h,) for h in commit.deletes]
+                )
+            if commit.new_justifications:
+                self._run_many(
+                    INSERT_JUSTIFICATION,
+                    [
+                        (
+                            j.id,
+                            j.conclusion.handle,
+                            j.rule.handle,
+                            json.dumps([a.handle for a in j.antecedents]),
+                        )
+                        for j in commit.new_justifications
+                    ],
+                )
+            if commit.dropped_justifications:
+                self._run_many(
+                    "DELETE FROM justification WHERE id = ?",
+                    [(i,) for i in commit.dropped_justifications],
+                )
+            result = commit.records(self._records) if commit.records is not None else None
+            diff: dict[str, Any] = {"added": entry.added, "removed": entry.removed}
+            if entry.records is not None:
+                diff["records"] = entry.records
+            self._run(
+                INSERT_CHANGE,
+                (entry.seq, entry.op, entry.at, commit.next_handle, json.dumps(diff)),
+            )
+        return result
+
+    def _set_meta(self, values: dict[str, int]) -> None:
+        self._run_many(SET_META, list(values.items()))
+
+    def save_next_handle(self, next_handle: int) -> None:
+        with self._translated("saving the handle mark"), self._transaction():
+            self._set_meta({"next_handle": next_handle})
+
+    def compact(self, keep: int) -> int:
+        with self._translated("compacting the log"), self._transaction():
+            row = self._run(
+                "SELECT seq FROM change_log ORDER BY seq DESC LIMIT 1 OFFSET ?", (keep,)
+            ).fetchone()
+            if row is None:
+                return 0
+            last = self._run("SELECT MAX(seq), MAX(next_handle) FROM change_log").fetchone()
+            dropped = self._run("DELETE FROM change_log WHERE seq <= ?", (row[0],)).rowcount
+            self._set_meta(
+                {
+                    "log_floor": row[0],
+                    "seq": max(self._meta("seq", 0), last[0]),
+                    "next_handle": max(self._meta("next_handle", 1), last[1]),
+                }
+            )
+            return dropped
+
+    # --- moving a store (koinii migrate) -----------------------------------------
+
+    def is_empty(self) -> bool:
+        return not (
+            self._run("SELECT 1 FROM sentex LIMIT 1").fetchone()
+            or self._run("SELECT 1 FROM change_log LIMIT 1").fetchone()
+        )
+
+    def export_log(self) -> list[tuple]:
+        return [
+            tuple(row)
+            for row in self._run(
+                "SELECT seq, op, at, next_handle, diff FROM change_log ORDER BY seq"
+            ).fetchall()
+        ]
+
+    def import_core(self, loaded: Loaded, log: list[tuple], meta: dict[str, int]) -> None:
+        with self._translated("the import"), self._transaction():
+            self._run_many(UPSERT_SENTEX, [_sentex_params(r) for r in loaded.sentexes])
+            self._run_many(
+                INSERT_JUSTIFICATION,
+                [
+                    (j.id, j.conclusion, j.rule, json.dumps(list(j.antecedents)))
+                    for j in loaded.justifications
+                ],
+            )
+            self._run_many(INSERT_CHANGE, log)
+            self._set_meta(meta)
+
+    def import_rows(self, table: str, columns: list[str], rows: list[tuple]) -> None:
+        names = ", ".join(columns)
+        marks = ", ".join("?" for _ in columns)
+        with self._translated("the import"), self._transaction():
+            self._run_many(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
+
+
+def _sentex_params(row: Any) -> tuple:
+    """The sentex columns of a Node or a SentexRow, in UPSERT_SENTEX's order."""
+    return (
+        row.handle,
+        row.context,
+        row.positive,
+        row.text,
+        row.premise,
+        row.strength,
+        row.creator,
+        row.created,
+        json.dumps(row.extra) if row.extra else None,
+    )
