@@ -552,11 +552,21 @@ def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = 
             daemon.subs.close()
             kb.close()
 
-    routes = [Route("/health", health, methods=["GET"]), Route("/openapi.json", openapi)]
-    routes += [Route(f"{API}/{op}", _endpoint(daemon, op), methods=["POST"]) for op in OPERATIONS]
-    routes += [
-        Route(f"{API}/{op.route}", _domain_endpoint(daemon, op), methods=["POST"])
-        for op in load_domains().values()
+    # Every operation is one entry in a dict, found in one lookup: a router matching the
+    # path against each route's pattern in turn cost more than the engine's write.
+    endpoints = {op: _endpoint(daemon, op) for op in OPERATIONS}
+    endpoints.update({op.route: _domain_endpoint(daemon, op) for op in load_domains().values()})
+
+    async def operation(request: Request) -> Response:
+        endpoint = endpoints.get(request.path_params["name"])
+        if endpoint is None:
+            return _refusal(Refused("not-found", f"no route {request.url.path}", {}))
+        return await endpoint(request)
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/openapi.json", openapi),
+        Route(API + "/{name:path}", operation, methods=["POST"]),
     ]
     app = Starlette(
         routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found}
