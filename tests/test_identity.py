@@ -4,7 +4,6 @@ import dataclasses
 
 import pytest
 
-import koinii
 from koinii import Refused, identity
 from koinii.identity import authenticate
 

@@ -46,7 +46,7 @@ def snapshot(location: str) -> dict:
     try:
         loaded = store.load()
         records = {}
-        for domain, (_, tables) in RECORD_SCHEMAS.items():
+        for _, tables in RECORD_SCHEMAS.values():
             for table in tables:
                 records[table] = sorted(
                     store.read(

@@ -147,7 +147,7 @@ class Client:
             raise Unavailable(f"the daemon answered {status} without a Koinii reply")
         raise Refused(error["kind"], error.get("message", ""), error.get("data") or {})
 
-    def invoke(self, name: str, *, wait_s: float = 0, **fields: Any) -> Any:
+    def invoke(self, name: str, /, *, wait_s: float = 0, **fields: Any) -> Any:
         """Run the domain operation `name` (e.g. "wraps.add") on the daemon; `wait_s`
         extends the read timeout for a long poll."""
         body = {k: v for k, v in fields.items() if v is not None}

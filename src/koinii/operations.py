@@ -23,7 +23,7 @@ from typing import Any
 from koinii.kb import KB
 
 # The domain modules whose operations the daemon serves (imported by the daemon).
-DOMAIN_MODULES: tuple[str, ...] = ("koinii.wraps",)
+DOMAIN_MODULES: tuple[str, ...] = ("koinii.wraps", "koinii.sessions")
 
 
 @dataclass(frozen=True)
@@ -78,12 +78,12 @@ def invoker(source: Any) -> Callable[..., Any]:
     """`call(name, **fields)` for a KB (direct) or a Client (over the wire)."""
     if isinstance(source, KB):
 
-        def call(name: str, **fields: Any) -> Any:
+        def call(name: str, /, **fields: Any) -> Any:
             return REGISTRY[name].run(source, **fields)
 
         return call
 
-    def remote(name: str, **fields: Any) -> Any:
+    def remote(name: str, /, **fields: Any) -> Any:
         # a long poll's seconds extend the client's read timeout
         wait_field = REGISTRY[name].wait_field if name in REGISTRY else None
         wait = fields.get(wait_field) if wait_field else None

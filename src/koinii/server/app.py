@@ -242,6 +242,8 @@ def _check_fields(op: str, fields: dict[str, tuple[Any, bool, str]], body: Any) 
             ok = True
         elif kind == "integer":
             ok = type(value) is int
+        elif kind == "number":
+            ok = type(value) in (int, float)
         else:
             ok = isinstance(value, _JSON_TYPES[kind])
         if not ok:

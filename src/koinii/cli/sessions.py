@@ -1,0 +1,340 @@
+"""`koinii sessions`: list, search, show and import recorded agent sessions (docs/sessions.md).
+
+Each command is one library call plus printing. It runs on a store opened in-process
+(`--db PATH`, default ./koinii.db; not while a daemon holds it) or through a daemon
+(`--url URL --token T`). Ids print shortened to 8 characters: any unambiguous prefix
+names a session.
+
+`koinii sessions agent list|get|read` is the agent-facing surface: JSON, exactly what
+the library's reads return, and offered only while introspection is on
+(`KOINII_INTROSPECTION=1`); while it is off they refuse with `introspection-off`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+import koinii
+from koinii.cli import refusing
+from koinii.errors import Refused, Unavailable
+from koinii.sessions import Introspection, SessionStore
+from koinii.sessions.importing import import_paths
+
+BANDS = ("title", "request", "reply", "thinking")
+
+
+@click.group("sessions")
+def command() -> None:
+    """Recorded agent sessions: list, search, show, import."""
+
+
+def _medium_options(run: Callable[..., Any]) -> Callable[..., Any]:
+    run = click.option("--token", envvar="KOINII_TOKEN", help="Bearer token (with --url).")(run)
+    run = click.option("--url", envvar="KOINII_URL", help="A daemon, e.g. http://127.0.0.1:7411")(
+        run
+    )
+    return click.option(
+        "--db", help="A store opened in-process: an SQLite file or a DSN [default: koinii.db]."
+    )(run)
+
+
+@contextlib.contextmanager
+def _store(db: str | None, url: str | None, token: str | None, *, create: bool = False):
+    """A SessionStore on `--db` (default ./koinii.db) or on the daemon at `--url`."""
+    if db is not None and url is not None:
+        raise click.UsageError("give --db PATH or --url URL, not both")
+    if url is not None:
+        source: Any = koinii.connect(url, token=token)
+    else:
+        db = db or "koinii.db"
+        if not create and "://" not in db and not os.path.isfile(db):
+            raise click.UsageError(f"no store at {db}")  # rather than create an empty one
+        source = _run(lambda: koinii.open_kb(db))
+    try:
+        yield SessionStore(source)
+    finally:
+        source.close()
+
+
+def _run(call: Callable[[], Any]) -> Any:
+    """`refusing`, and an unreachable daemon is one line too."""
+    try:
+        return refusing(call)
+    except Unavailable as exc:
+        click.echo(f"koinii: unavailable: {exc}", err=True)
+        sys.exit(1)
+
+
+def _console() -> Console:
+    return Console(soft_wrap=False, highlight=False)
+
+
+def _when(iso: str | None) -> str:
+    return iso[:16].replace("T", " ") if iso else ""
+
+
+def _short(session_id: str) -> str:
+    return session_id[:8]
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+# --- reading ----------------------------------------------------------------------------
+
+
+@command.command("list")
+@click.option("--limit", default=20, show_default=True, help="Newest sessions to show (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@_medium_options
+def list_sessions(limit, as_json, db, url, token) -> None:
+    """The sessions, newest first."""
+    with _store(db, url, token) as store:
+        rows = Introspection(store).list_sessions(limit=limit or None)
+    if as_json:
+        return _echo_json(rows)
+    if not rows:
+        click.echo("no sessions")
+        return
+    table = Table("ID", "MODIFIED", "CHANNEL", "TURNS", "TITLE", box=None, pad_edge=False)
+    for row in rows:
+        table.add_row(
+            _short(row["id"]),
+            _when(row["modified_at"]),
+            row["channel"],
+            str(row["turn_count"]),
+            row["title"] or "",
+        )
+    _console().print(table)
+
+
+@command.command("search")
+@click.argument("query")
+@click.option("--limit", default=20, show_default=True, help="Rows to show (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@_medium_options
+def search_sessions(query, limit, as_json, db, url, token) -> None:
+    """THE ranked search: title, then request, reply, thinking matches; newest first."""
+    with _store(db, url, token) as store:
+        rows = Introspection(store).list_sessions(query, limit=limit or None)
+    if as_json:
+        return _echo_json(rows)
+    if not rows:
+        click.echo(f"no session matches {query!r}")
+        return
+    table = Table("ID", "MATCH", "MODIFIED", "TURNS", "TITLE / SNIPPET", box=None, pad_edge=False)
+    for row in rows:
+        found = [band for band in BANDS if row[f"is_in_{band}"]]
+        snippet = " ".join((row["request_snippet"] or row["reply_snippet"] or "").split())
+        text = row["title"] or ""
+        if snippet:
+            text = f"{text}\n  {snippet}" if text else snippet
+        table.add_row(
+            _short(row["id"]),
+            ",".join(found),
+            _when(row["modified_at"]),
+            str(row["turn_count"]),
+            text,
+        )
+    _console().print(table)
+
+
+@command.command("show")
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="Print read_session as JSON.")
+@_medium_options
+def show_session(target, as_json, db, url, token) -> None:
+    """One session: its turns, usage and failures (TARGET: an id or an id prefix)."""
+    with _store(db, url, token) as store:
+        found = Introspection(store).read_session(target)
+    if found["session"] is None:
+        click.echo(f"koinii: no session matches {target!r} (unknown, or an ambiguous prefix)")
+        sys.exit(1)
+    if as_json:
+        return _echo_json(found)
+    session, usage = found["session"], found["usage"] or {}
+    console = _console()
+    console.print(f"[bold]{session['title'] or '(untitled)'}[/bold]")
+    model = "/".join(x for x in (session.get("provider"), session.get("model")) if x)
+    console.print(
+        f"{session['id']}  {session['channel']}  {model}  "
+        f"{_when(session['created_at'])} → {_when(session['modified_at'])}"
+    )
+    if session.get("project_id"):
+        console.print(f"project: {session['project_id']}")
+    turns = Table("#", "OUTCOME", "ITER", "REQUEST", "ANSWER", box=None, pad_edge=False)
+    for turn in session["turns"]:
+        turns.add_row(
+            str(turn["position"]),
+            turn["outcome"] or "running",
+            str(turn["iteration_count"]),
+            _cut(turn["user_request"]),
+            _cut(turn["answer"] or ""),
+        )
+    console.print(turns)
+    tokens = usage.get("tokens") or {}
+    if tokens:
+        console.print(
+            "tokens: "
+            + "  ".join(f"{k}={v:,}" for k, v in tokens.items())
+            + (f"  cost=${usage['cost_usd']:.4f}" if usage.get("cost_usd") is not None else "")
+        )
+    tools = usage.get("tools") or {}
+    if tools:
+        console.print(
+            "tools: "
+            + "  ".join(
+                f"{name}={c['calls']}" + (f"({c['errors']} failed)" if c["errors"] else "")
+                for name, c in tools.items()
+            )
+        )
+    diagnosis = found["diagnosis"] or {}
+    if diagnosis.get("failure_count"):
+        kinds = ", ".join(f"{k}={v}" for k, v in diagnosis["by_classification"].items())
+        loop = "  REPETITION LOOP" if diagnosis["repetition_loop"] else ""
+        console.print(f"failures: {diagnosis['failure_count']} ({kinds}){loop}")
+
+
+def _cut(text: str, width: int = 60) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+# --- importing --------------------------------------------------------------------------
+
+
+@command.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--quiet", is_flag=True, help="No progress bar and no table, only the totals.")
+@_medium_options
+def import_sessions(paths, quiet, db, url, token) -> None:
+    """Import Claude Code and Codex CLI transcripts (.jsonl files, or folders of them).
+
+    Idempotent: an unchanged transcript imports nothing the second time. Malformed lines
+    are counted and reported; the rest of the file is imported.
+    """
+    with _store(db, url, token, create=True) as store, _progress(quiet) as (start, advance):
+        reports = _run(lambda: import_paths(store, paths, on_start=start, on_file=advance))
+    if not quiet and reports:
+        table = Table(
+            "FILE", "STATUS", "TURNS", "MALFORMED", "ID", "TITLE", box=None, pad_edge=False
+        )
+        for report in reports:
+            table.add_row(
+                os.path.basename(report["path"]),
+                report["status"],
+                "" if report.get("turns") is None else str(report["turns"]),
+                _malformed(report),
+                _short(report["session_id"]) if report.get("session_id") else "",
+                report.get("title") or report.get("message") or "",
+            )
+        _console().print(table)
+    counts: dict[str, int] = {}
+    for report in reports:
+        counts[report["status"]] = counts.get(report["status"], 0) + 1
+    lines = sum(report.get("malformed", 0) for report in reports)
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    click.echo(f"{len(reports)} file(s): {summary or 'none'}; {lines} malformed line(s) skipped")
+    if counts.get("failed"):
+        sys.exit(1)
+
+
+def _malformed(report: dict[str, Any]) -> str:
+    if not report.get("malformed"):
+        return ""
+    lines = ",".join(str(n) for n in report.get("malformed_lines", []))
+    more = "…" if report["malformed"] > len(report.get("malformed_lines", [])) else ""
+    return f"{report['malformed']} (line {lines}{more})"
+
+
+@contextlib.contextmanager
+def _progress(quiet: bool) -> Iterator[tuple[Callable[[int], None], Callable[[dict], None]]]:
+    """(on_start, on_file) callbacks that drive a progress bar across files."""
+    if quiet:
+        yield (lambda total: None), (lambda report: None)
+        return
+    bar = Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task("", total=None)
+    with bar:
+        yield (
+            lambda total: bar.update(task, total=total),
+            lambda report: bar.update(
+                task, advance=1, description=os.path.basename(report["path"])
+            ),
+        )
+
+
+# --- the agent-facing surface (gated) ------------------------------------------------------
+
+
+@command.group("agent")
+def agent() -> None:
+    """The reads an agent uses (JSON); offered only while KOINII_INTROSPECTION is on."""
+
+
+@contextlib.contextmanager
+def _gated(db, url, token, session) -> Iterator[Introspection]:
+    """A reader for the agent, or a refusal while introspection is off."""
+    with _store(db, url, token) as store:
+        reader = Introspection(store, current_session_id=session)
+        if not reader.agent_tools():
+            refusing(_introspection_off)
+        yield reader
+
+
+def _introspection_off() -> None:
+    raise Refused(
+        "introspection-off",
+        "session introspection is off for agents; set KOINII_INTROSPECTION=1 to offer it",
+        {"toggle": "KOINII_INTROSPECTION"},
+    )
+
+
+def _agent_options(run: Callable[..., Any]) -> Callable[..., Any]:
+    run = click.option("--session", help="The agent's own session id (the default target).")(run)
+    return _medium_options(run)
+
+
+@agent.command("list")
+@click.argument("search", required=False)
+@_agent_options
+def agent_list(search, session, db, url, token) -> None:
+    """list_sessions(search): the index, or THE ranked search."""
+    with _gated(db, url, token, session) as reader:
+        _echo_json(reader.agent_tools()["list_sessions"](search))
+
+
+@agent.command("get")
+@click.argument("target", required=False)
+@_agent_options
+def agent_get(target, session, db, url, token) -> None:
+    """get_session(target): one descriptor, or null."""
+    with _gated(db, url, token, session) as reader:
+        _echo_json(reader.agent_tools()["get_session"](target))
+
+
+@agent.command("read")
+@click.argument("target", required=False)
+@_agent_options
+def agent_read(target, session, db, url, token) -> None:
+    """read_session(target): everything about one session."""
+    with _gated(db, url, token, session) as reader:
+        _echo_json(reader.agent_tools()["read_session"](target))

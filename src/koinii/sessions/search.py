@@ -1,0 +1,217 @@
+"""The session index and THE ranked session search (sessions.md §3, `list_sessions`).
+
+A search ranks every top-level session by its best band:
+
+    0  title     the search text is a case-insensitive substring of the current title
+    1  request   a user request matches (full text)
+    2  reply     an assistant reply (prose) matches
+    3  thinking  the model's thinking matches
+
+Full text means: the search is cut into words the way the index cuts text (Unicode
+letters and digits; case and diacritics folded), every word must occur in the same
+field of the same turn, and the last word is also a prefix (`deplo` finds `deploy`).
+Rows come best band first, newest (`modified_at`) first inside a band, then by id; the
+caller paints them in this order and never re-sorts them. A row's snippets are windows
+of about SNIPPET_TOKENS tokens around the first match in the newest matching turn.
+
+Invariant: the ranking is one SQL statement. Each band yields (session, band, turn)
+hits — a turn's rowid shifted right by TURN_BITS is its session's row number (schema.py),
+so a full-text hit names its session without a lookup — and one GROUP BY keeps each
+session's best band. The title band is a trigram index on SQLite (substring matches of
+3 characters or more; shorter ones scan the titles), a scan on PostgreSQL. Only the rows
+returned are read for their snippets. PostgreSQL's text parser cuts some words
+differently (`phx.server` stays one token there) and does not fold diacritics.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+from koinii.sessions.schema import TURN_BITS
+
+SNIPPET_TOKENS = 20  # the width of a request/reply snippet window
+ELLIPSIS = "…"
+NO_LIMIT = 2**62
+COLUMNS = ("request", "reply", "thinking")
+_WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps as a token
+
+INDEX_KEYS = ("id", "channel", "title", "turn_count", "created_at", "modified_at")
+INDEX_COLUMNS = ", ".join(f"s.{key}" for key in INDEX_KEYS)
+
+# Per dialect: the turns whose `{column}` matches a full-text query, and the sessions
+# whose folded title contains a string (by index, or by scan).
+_TURNS = {
+    "sqlite": "SELECT rowid AS t FROM turn_search WHERE turn_search MATCH ?",
+    "postgres": (
+        "SELECT n AS t FROM turn_text "
+        "WHERE to_tsvector('simple', coalesce({column}, '')) @@ to_tsquery('simple', ?)"
+    ),
+}
+_TITLES = {
+    "sqlite": "SELECT rowid AS s FROM session_title WHERE session_title MATCH ?",
+    "sqlite-scan": "SELECT n AS s FROM session WHERE instr(title_fold, ?) > 0",
+    "postgres": "SELECT n AS s FROM session WHERE strpos(title_fold, ?) > 0",
+}
+
+_RANKED = """
+WITH hit AS (
+  SELECT s, 0 AS band, CAST(NULL AS BIGINT) AS turn FROM ({titles}) titled
+  UNION ALL SELECT t >> {bits}, 1, max(t) FROM ({request}) h GROUP BY 1
+  UNION ALL SELECT t >> {bits}, 2, max(t) FROM ({reply}) h GROUP BY 1
+  UNION ALL SELECT DISTINCT t >> {bits}, 3, CAST(NULL AS BIGINT) FROM ({thinking}) h
+),
+best AS (
+  SELECT s, min(band) AS band,
+    max(CASE WHEN band = 0 THEN 1 ELSE 0 END) AS in_title,
+    max(CASE WHEN band = 1 THEN turn END) AS request_turn,
+    max(CASE WHEN band = 2 THEN turn END) AS reply_turn,
+    max(CASE WHEN band = 3 THEN 1 ELSE 0 END) AS in_thinking
+  FROM hit GROUP BY s
+)
+SELECT {columns}, best.band, best.in_title, best.request_turn, best.reply_turn,
+  best.in_thinking
+FROM best JOIN session s ON s.n = best.s
+WHERE s.parent_session_n IS NULL
+ORDER BY best.band, s.modified_at DESC, s.id
+LIMIT ?
+"""
+
+_TITLED = """
+SELECT {columns}, 0, 1, NULL, NULL, 0 FROM ({titles}) titled JOIN session s ON s.n = titled.s
+WHERE s.parent_session_n IS NULL
+ORDER BY s.modified_at DESC, s.id
+LIMIT ?
+"""
+
+
+def _statement(template: str, dialect: str, titles: str) -> str:
+    turns = {c: _TURNS[dialect].format(column=c) for c in COLUMNS}
+    return template.format(bits=TURN_BITS, columns=INDEX_COLUMNS, titles=titles, **turns)
+
+
+_STATEMENTS = {
+    (dialect, titles, name): _statement(template, dialect, _TITLES[titles])
+    for dialect, titles in (
+        ("sqlite", "sqlite"),
+        ("sqlite", "sqlite-scan"),
+        ("postgres", "postgres"),
+    )
+    for name, template in (("ranked", _RANKED), ("titled", _TITLED))
+}
+
+
+def index(db: Any, limit: int | None = None) -> list[dict[str, Any]]:
+    """Every top-level session, newest first (at most `limit`)."""
+    found = db.execute(
+        f"SELECT {INDEX_COLUMNS} FROM session s WHERE s.parent_session_n IS NULL "
+        "ORDER BY s.modified_at DESC, s.id LIMIT ?",
+        (NO_LIMIT if limit is None else limit,),
+    )
+    return [index_row(row) for row in found]
+
+
+def index_row(row: tuple) -> dict[str, Any]:
+    return dict(zip(INDEX_KEYS, row))
+
+
+def words(search: str) -> list[str]:
+    return _WORD.findall(search)
+
+
+def expression(dialect: str, column: str, terms: list[str]) -> str:
+    """The full-text query: every term in `column`, the last one also as a prefix."""
+    if dialect == "postgres":
+        return " & ".join(f"'{term.casefold()}'" for term in terms) + ":*"
+    quoted = [f'"{term}"' for term in terms]
+    quoted[-1] += "*"
+    return f"{{{column}}} : ({' '.join(quoted)})"
+
+
+def ranked(db: Any, search: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """THE ranked search (module docstring). A blank search is the plain index."""
+    search = search.strip()
+    if not search:
+        return index(db, limit)
+    dialect = getattr(db, "dialect", "sqlite")
+    title = search.casefold()
+    titles = dialect
+    if dialect == "sqlite":
+        if len(title) >= 3:
+            title = '"' + title.replace('"', '""') + '"'  # a trigram phrase: a substring
+        else:
+            titles = "sqlite-scan"
+    terms = words(search)
+    most = NO_LIMIT if limit is None else limit
+    if terms:
+        queries = [expression(dialect, column, terms) for column in COLUMNS]
+        found = db.execute(_STATEMENTS[dialect, titles, "ranked"], (title, *queries, most))
+    else:
+        found = db.execute(_STATEMENTS[dialect, titles, "titled"], (title, most))
+    rows = found.fetchall()
+    texts = _texts(db, rows)
+    out = []
+    for row in rows:
+        band, in_title, request_turn, reply_turn, in_thinking = row[len(INDEX_KEYS) :]
+        entry = index_row(row)
+        entry.update(
+            {
+                "rank": band,
+                "is_in_title": bool(in_title),
+                "is_in_request": request_turn is not None,
+                "is_in_reply": reply_turn is not None,
+                "is_in_thinking": bool(in_thinking),
+                "request_snippet": _snippet(texts, request_turn, 0, terms),
+                "reply_snippet": _snippet(texts, reply_turn, 1, terms),
+            }
+        )
+        out.append(entry)
+    return out
+
+
+def _texts(db: Any, rows: list[tuple]) -> dict[int, tuple[str | None, str | None]]:
+    """turn rowid → (request, reply) for the turns whose snippets the rows show."""
+    wanted = sorted({t for row in rows for t in row[-3:-1] if t is not None})
+    if not wanted:
+        return {}
+    marks = ", ".join("?" for _ in wanted)
+    found = db.execute(f"SELECT n, request, reply FROM turn_text WHERE n IN ({marks})", wanted)
+    return {n: (request, reply) for n, request, reply in found}
+
+
+def _snippet(texts: dict, turn: int | None, column: int, terms: list[str]) -> str | None:
+    if turn is None or turn not in texts or not texts[turn][column]:
+        return None
+    return window(texts[turn][column], terms)
+
+
+def _folded(word: str) -> str:
+    """Case and diacritics folded, as the full-text index folds them."""
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def window(text: str, terms: list[str]) -> str:
+    """The SNIPPET_TOKENS tokens of `text` from a little before the first token that
+    matches a search term (the last term as a prefix), `…` where the text was cut."""
+    folded = [_folded(term) for term in terms]
+    exact, prefix = set(folded[:-1]), folded[-1] if folded else ""
+    tokens = list(_WORD.finditer(text))
+    first = 0
+    for i, token in enumerate(tokens):
+        word = _folded(token.group())
+        if word in exact or word.startswith(prefix):
+            first = i
+            break
+    start = max(0, min(first - SNIPPET_TOKENS // 4, len(tokens) - SNIPPET_TOKENS))
+    chosen = tokens[start : start + SNIPPET_TOKENS]
+    if not chosen:
+        return text.strip()
+    head = 0 if start == 0 else chosen[0].start()
+    tail = len(text) if start + SNIPPET_TOKENS >= len(tokens) else chosen[-1].end()
+    return (
+        (ELLIPSIS if head else "")
+        + text[head:tail].strip()
+        + (ELLIPSIS if tail < len(text) else "")
+    )

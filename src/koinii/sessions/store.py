@@ -1,0 +1,981 @@
+"""The session writer: every write to the session tables, and `SessionStore`, its client.
+
+Each write is one wire-capable operation (`sessions.<verb>`), defined once here and run
+either directly on a `KB` or by the daemon for a `Client` (operations.py). One call is
+one `kb.transact`: its rows and its change-log entry commit together or not at all, and
+every check runs before the first row is written, so a refused write (kind
+`bad-session`, naming the field) leaves the store exactly as it was.
+
+The lifecycle the writer enforces: a turn starts with attempt 0 `running`; iterations
+and blocks are recorded into the turn's latest attempt while it runs; `finish_turn`
+closes it; `retry_turn` opens the next attempt of a finished turn; `fork_session` makes a
+new state whose chain keeps the first `position` turns of the current one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.kb import KB, open_kb
+from koinii.operations import Caller, invoker, operation
+from koinii.sessions import checks, rows, schema
+from koinii.sessions.checks import refuse
+
+FINISHED = ("done", "error", "interrupted")
+
+
+def may_write(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
+    """Over the wire, a reader reads sessions; every other role may record them."""
+    if caller.role == "reader":
+        raise Refused("forbidden", "a reader may not record sessions", {"principal": caller.id})
+
+
+# --- lookups (inside a write's transaction) ------------------------------------------------
+
+
+def _session(db: Any, session_id: Any, field: str = "session_id") -> tuple:
+    checks.name(field, session_id, required=True)
+    row = db.execute(
+        "SELECT n, id, turn_count, turn_seq, modified_at FROM session WHERE id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        refuse(field, f"no session {session_id!r}")
+    return row
+
+
+def _turn(db: Any, turn_id: Any, field: str = "turn_id") -> tuple:
+    checks.name(field, turn_id, required=True)
+    row = db.execute("SELECT n, state_n, position FROM turn WHERE id = ?", (turn_id,)).fetchone()
+    if row is None:
+        refuse(field, f"no turn {turn_id!r}")
+    return row
+
+
+def _latest_attempt(db: Any, turn_n: int) -> tuple:
+    return db.execute(
+        "SELECT n, version, status, created_at, iteration_count FROM attempt "
+        "WHERE turn_n = ? ORDER BY version DESC LIMIT 1",
+        (turn_n,),
+    ).fetchone()
+
+
+def _running_attempt(db: Any, turn_id: str, turn_n: int) -> tuple:
+    attempt = _latest_attempt(db, turn_n)
+    if attempt[2] != "running":
+        refuse(
+            "turn_id",
+            f"turn {turn_id!r} is {attempt[2]}: its latest attempt is finished "
+            "(retry_turn opens a new one)",
+            status=attempt[2],
+        )
+    return attempt
+
+
+def _set_title(db: Any, session_n: int, state_n: int, title: str | None) -> None:
+    db.execute("UPDATE state SET title = ? WHERE n = ?", (title, state_n))
+    db.execute(
+        "UPDATE session SET title = ?, title_fold = ? WHERE n = ?",
+        (title, title.casefold() if title else None, session_n),
+    )
+
+
+def _append_search(db: Any, turn_n: int, prose: str | None, thinking: str | None) -> None:
+    """Add an iteration's prose and thinking to its turn's full-text row."""
+    if not prose and not thinking:
+        return
+    reply, thought = db.execute(
+        "SELECT reply, thinking FROM turn_text WHERE n = ?", (turn_n,)
+    ).fetchone()
+    db.execute(
+        "UPDATE turn_text SET reply = ?, thinking = ? WHERE n = ?",
+        (_joined(reply, prose), _joined(thought, thinking), turn_n),
+    )
+
+
+def _joined(old: str | None, new: str | None) -> str | None:
+    if not new:
+        return old
+    return f"{old}\n{new}" if old else new
+
+
+def _write(kb: KB, op: str, records: Callable[[Any], Any], summary: dict[str, Any]) -> Any:
+    schema.ready(kb)
+    result, _ = kb.transact(f"sessions.{op}", lambda db, handles: records(db), summary=summary)
+    return result
+
+
+# --- the operations ---------------------------------------------------------------------
+
+
+def _optional(kind: Any, text: str) -> tuple[Any, bool, str]:
+    return (kind, False, text)
+
+
+def _required(kind: Any, text: str) -> tuple[Any, bool, str]:
+    return (kind, True, text)
+
+
+TOKENS_FIELD = _optional("object", "{input, cached, cache_created, output, reasoning}")
+BLOCK_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "tool": {"type": "string"},
+        "code": {"type": "string"},
+        "result": {"type": "string"},
+        "stdout": {"type": "string"},
+        "error": {"type": "string"},
+        "duration_ms": {"type": "integer", "minimum": 0},
+        "timeout": {"type": "boolean"},
+    },
+    "additionalProperties": False,
+}
+
+
+@operation(
+    "sessions.start_session",
+    fields={
+        "channel": _optional("string", "tui, cli, api, mcp, … (default cli)"),
+        "title": _optional("string", "the session's title"),
+        "project_id": _optional("string", "the project (e.g. a working directory)"),
+        "provider": _optional("string", "the model provider"),
+        "model": _optional("string", "the model"),
+        "system_prompt": _optional("string", "the system prompt of state 0"),
+        "external_id": _optional("string", "the id of the session in another system (unique)"),
+        "parent_session_id": _optional(
+            "string", "its parent: a child session is hidden from lists"
+        ),
+        "created_at": _optional("string", "ISO-8601 (default now)"),
+    },
+    summary="start a session; returns its id",
+    authorize=may_write,
+)
+def start_session(
+    kb: KB,
+    channel: Any = None,
+    title: Any = None,
+    project_id: Any = None,
+    provider: Any = None,
+    model: Any = None,
+    system_prompt: Any = None,
+    external_id: Any = None,
+    parent_session_id: Any = None,
+    created_at: Any = None,
+) -> str:
+    session = rows.checked_session(
+        "",
+        {
+            "channel": channel,
+            "title": title,
+            "project_id": project_id,
+            "provider": provider,
+            "model": model,
+            "system_prompt": system_prompt,
+            "created_at": created_at,
+        },
+    )
+    external = checks.name("external_id", external_id)
+
+    def records(db: Any) -> str:
+        parent_n = None
+        if parent_session_id is not None:
+            parent_n = _session(db, parent_session_id, "parent_session_id")[0]
+        if (
+            external is not None
+            and db.execute("SELECT 1 FROM session WHERE external_id = ?", (external,)).fetchone()
+        ):
+            refuse("external_id", f"a session with external id {external!r} exists")
+        return rows.RowWriter(db).session(external, session, parent_n)[1]
+
+    return _write(kb, "start_session", records, {"channel": session["channel"]})
+
+
+@operation(
+    "sessions.set_title",
+    fields={
+        "session_id": _required("string", "the session"),
+        "title": _required("string", "the new title"),
+    },
+    summary="retitle a session (its latest state)",
+    authorize=may_write,
+)
+def set_title(kb: KB, session_id: Any = None, title: Any = None) -> None:
+    checks.name("session_id", session_id, required=True)
+    new_title = checks.name("title", title, required=True)
+
+    def records(db: Any) -> None:
+        session_n = _session(db, session_id)[0]
+        _set_title(db, session_n, rows.latest_state(db, session_n)[0], new_title)
+
+    _write(kb, "set_title", records, {"session": session_id})
+
+
+ATTACHMENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "filename": {"type": "string"},
+        "media_type": {"type": "string"},
+        "size_bytes": {"type": "integer", "minimum": 0},
+        "sha256": {"type": "string"},
+        "created_at": {"type": "string"},
+    },
+    "additionalProperties": False,
+}
+
+
+@operation(
+    "sessions.start_turn",
+    fields={
+        "session_id": _required("string", "the session"),
+        "user_request": _required("string", "what the user asked"),
+        "created_at": _optional("string", "ISO-8601 (default now)"),
+        "attachments": (("array", ATTACHMENT_SCHEMA), False, "attachment metadata (no bytes)"),
+    },
+    summary="start a turn (attempt 0, running); returns its id",
+    authorize=may_write,
+)
+def start_turn(
+    kb: KB,
+    session_id: Any = None,
+    user_request: Any = None,
+    created_at: Any = None,
+    attachments: Any = None,
+) -> str:
+    checks.name("session_id", session_id, required=True)
+    request = checks.text("user_request", user_request, required=True)
+    created = checks.timestamp("created_at", created_at, default=checks.now())
+    files = [
+        rows.checked_attachment(f"attachments[{i}]", a, created)
+        for i, a in enumerate(checks.listing("attachments", attachments))
+    ]
+    turn = {
+        "user_request": request,
+        "created_at": created,
+        "attachments": files,
+        "routing": [],
+        "attempts": [
+            {
+                "status": "running",
+                "outcome": None,
+                "answer": None,
+                "error": None,
+                "duration_ms": None,
+                "tokens": dict.fromkeys(checks.TOKEN_KINDS, 0),
+                "cost_usd": None,
+                "created_at": created,
+                "finished_at": None,
+                "iterations": [],
+            }
+        ],
+    }
+
+    def records(db: Any) -> str:
+        session_n = _session(db, session_id)[0]
+        return rows.RowWriter(db).append_turns(session_n, [turn])[0]
+
+    return _write(kb, "start_turn", records, {"session": session_id})
+
+
+ITERATION_ARGS = {
+    "thinking": _optional("string", "the model's reasoning"),
+    "prose": _optional("string", "the assistant's text"),
+    "provider": _optional("string", "the provider selected"),
+    "model": _optional("string", "the model selected"),
+    "actual_provider": _optional("string", "the provider that answered"),
+    "actual_model": _optional("string", "the model that answered"),
+    "fallback": ("boolean", False, "the answer came from a fallback"),
+    "tokens": TOKENS_FIELD,
+    "cost_usd": ("any", False, "what the round trip cost"),
+    "started_at": _optional("string", "ISO-8601"),
+    "duration_ms": _optional("integer", "how long the round trip took"),
+    "first_token_ms": _optional("integer", "time to the first token"),
+}
+
+
+@operation(
+    "sessions.record_iteration",
+    fields={
+        "turn_id": _required("string", "the turn (its latest attempt must be running)"),
+        **ITERATION_ARGS,
+        "blocks": (("array", BLOCK_SCHEMA), False, "blocks executed in this iteration"),
+    },
+    summary="record one model round trip of a running turn; returns its id",
+    authorize=may_write,
+)
+def record_iteration(kb: KB, turn_id: Any = None, **fields: Any) -> str:
+    checks.known("", fields, rows.ITERATION_FIELDS)
+    checks.name("turn_id", turn_id, required=True)
+    it = rows.checked_iteration("", fields)
+
+    def records(db: Any) -> str:
+        turn_n = _turn(db, turn_id)[0]
+        attempt_n, _, _, _, iterations = _running_attempt(db, turn_id, turn_n)
+        iteration_id = rows.RowWriter(db).iteration(attempt_n, iterations + 1, it)
+        tokens = it["tokens"]
+        db.execute(
+            "UPDATE attempt SET iteration_count = iteration_count + 1, "
+            + ", ".join(f"{c} = {c} + ?" for c in schema.TOKEN_COLUMNS)
+            + " WHERE n = ?",
+            (*(tokens[k] for k in checks.TOKEN_KINDS), attempt_n),
+        )
+        if it["cost_usd"] is not None:
+            db.execute(
+                "UPDATE attempt SET cost_usd = coalesce(cost_usd, 0) + ? WHERE n = ?",
+                (it["cost_usd"], attempt_n),
+            )
+        _append_search(db, turn_n, it["prose"], it["thinking"])
+        return iteration_id
+
+    return _write(kb, "record_iteration", records, {"turn": turn_id})
+
+
+@operation(
+    "sessions.record_block",
+    fields={
+        "iteration_id": _required("string", "the iteration (of a running attempt)"),
+        "tool": _optional("string", "the tool called (none: executed code)"),
+        "code": _optional("string", "the code or the tool input"),
+        "result": _optional("string", "what it returned"),
+        "stdout": _optional("string", "what it printed"),
+        "error": _optional("string", "the error it raised"),
+        "duration_ms": _optional("integer", "how long it ran"),
+        "timeout": ("boolean", False, "it hit its time limit"),
+    },
+    summary="record one executed block of an iteration; returns its id",
+    authorize=may_write,
+)
+def record_block(kb: KB, iteration_id: Any = None, **fields: Any) -> str:
+    checks.name("iteration_id", iteration_id, required=True)
+    checks.known("", fields, rows.BLOCK_FIELDS)
+    block = rows.checked_block("", fields)
+
+    def records(db: Any) -> str:
+        row = db.execute(
+            "SELECT i.n, a.turn_n, a.n FROM iteration i JOIN attempt a ON a.n = i.attempt_n "
+            "WHERE i.id = ?",
+            (iteration_id,),
+        ).fetchone()
+        if row is None:
+            refuse("iteration_id", f"no iteration {iteration_id!r}")
+        iteration_n, turn_n, attempt_n = row
+        if _latest_attempt(db, turn_n)[0] != attempt_n:
+            refuse("iteration_id", "the iteration belongs to an earlier attempt")
+        position = db.execute(
+            "SELECT coalesce(max(position), 0) + 1 FROM block WHERE iteration_n = ?",
+            (iteration_n,),
+        ).fetchone()[0]
+        return rows.RowWriter(db).block(iteration_n, position, block)
+
+    return _write(kb, "record_block", records, {"iteration": iteration_id})
+
+
+@operation(
+    "sessions.finish_turn",
+    fields={
+        "turn_id": _required("string", "the turn"),
+        "status": _required("string", "done | error | interrupted"),
+        "outcome": _required("string", "complete | cancelled | error"),
+        "answer": _optional("string", "the final answer"),
+        "error": _optional("string", "the error, when it failed"),
+        "duration_ms": _optional("integer", "default: since the attempt started"),
+        "tokens": _optional("object", "totals (default: the iterations' sum)"),
+        "cost_usd": ("any", False, "total cost (default: the iterations' sum)"),
+        "finished_at": _optional("string", "ISO-8601 (default now)"),
+    },
+    summary="close the running attempt of a turn",
+    authorize=may_write,
+)
+def finish_turn(
+    kb: KB,
+    turn_id: Any = None,
+    status: Any = None,
+    outcome: Any = None,
+    answer: Any = None,
+    error: Any = None,
+    duration_ms: Any = None,
+    tokens: Any = None,
+    cost_usd: Any = None,
+    finished_at: Any = None,
+) -> None:
+    checks.name("turn_id", turn_id, required=True)
+    status = checks.choice("status", status, FINISHED)
+    outcome = checks.choice("outcome", outcome, checks.OUTCOMES)
+    answer = checks.text("answer", answer)
+    error = checks.text("error", error)
+    duration = checks.count("duration_ms", duration_ms)
+    totals = checks.tokens("tokens", tokens) if tokens is not None else None
+    cost = checks.money("cost_usd", cost_usd)
+    finished = checks.timestamp("finished_at", finished_at, default=checks.now())
+
+    def records(db: Any) -> None:
+        turn_n = _turn(db, turn_id)[0]
+        attempt_n, _, _, started, _ = _running_attempt(db, turn_id, turn_n)
+        elapsed = duration if duration is not None else checks.millis_between(started, finished)
+        db.execute(
+            "UPDATE attempt SET status = ?, outcome = ?, answer = ?, error = ?, "
+            "duration_ms = ?, finished_at = ?, cost_usd = coalesce(?, cost_usd) WHERE n = ?",
+            (status, outcome, answer, error, elapsed, finished, cost, attempt_n),
+        )
+        if totals is not None:
+            db.execute(
+                "UPDATE attempt SET "
+                + ", ".join(f"{c} = ?" for c in schema.TOKEN_COLUMNS)
+                + " WHERE n = ?",
+                (*(totals[k] for k in checks.TOKEN_KINDS), attempt_n),
+            )
+
+    _write(kb, "finish_turn", records, {"turn": turn_id, "status": status})
+
+
+@operation(
+    "sessions.retry_turn",
+    fields={
+        "turn_id": _required("string", "a finished turn"),
+        "created_at": _optional("string", "ISO-8601 (default now)"),
+    },
+    summary="open the next attempt of a finished turn; returns its number",
+    authorize=may_write,
+)
+def retry_turn(kb: KB, turn_id: Any = None, created_at: Any = None) -> int:
+    checks.name("turn_id", turn_id, required=True)
+    created = checks.timestamp("created_at", created_at, default=checks.now())
+
+    def records(db: Any) -> int:
+        turn_n = _turn(db, turn_id)[0]
+        latest = _latest_attempt(db, turn_n)
+        if latest[2] == "running":
+            refuse("turn_id", f"turn {turn_id!r} is still running: finish it before a retry")
+        version = latest[1] + 1
+        db.execute(
+            "INSERT INTO attempt (n, turn_n, version, status, created_at) "
+            "VALUES (?, ?, ?, 'running', ?)",
+            (schema.next_n(db, "attempt"), turn_n, version, created),
+        )
+        return version
+
+    return _write(kb, "retry_turn", records, {"turn": turn_id})
+
+
+@operation(
+    "sessions.fork_session",
+    fields={
+        "session_id": _required("string", "the session"),
+        "position": _optional("integer", "keep the first N turns of the chain (default: all)"),
+        "title": _optional("string", "the new state's title (default: the current one)"),
+        "system_prompt": _optional("string", "default: the current one"),
+        "provider": _optional("string", "default: the current one"),
+        "model": _optional("string", "default: the current one"),
+        "created_at": _optional("string", "ISO-8601 (default now)"),
+    },
+    summary="fork a new state of a session; returns its version",
+    authorize=may_write,
+)
+def fork_session(
+    kb: KB,
+    session_id: Any = None,
+    position: Any = None,
+    title: Any = None,
+    system_prompt: Any = None,
+    provider: Any = None,
+    model: Any = None,
+    created_at: Any = None,
+) -> int:
+    checks.name("session_id", session_id, required=True)
+    keep = checks.count("position", position)
+    given = {
+        "title": checks.name("title", title),
+        "system_prompt": checks.text("system_prompt", system_prompt),
+        "provider": checks.name("provider", provider),
+        "model": checks.name("model", model),
+    }
+    created = checks.timestamp("created_at", created_at, default=checks.now())
+
+    def records(db: Any) -> int:
+        session_n, _, turn_count, _, _ = _session(db, session_id)
+        if keep is not None and keep > turn_count:
+            refuse("position", f"the session has {turn_count} turns on its chain", turns=turn_count)
+        at = turn_count if keep is None else keep
+        state_n, version, *current = rows.latest_state(db, session_n)
+        fields = {
+            key: given[key] if given[key] is not None else old
+            for key, old in zip(("title", "system_prompt", "provider", "model"), current)
+        }
+        new_state = rows.RowWriter(db).state(session_n, version + 1, state_n, at, fields, created)
+        _set_title(db, session_n, new_state, fields["title"])
+        db.execute("UPDATE session SET turn_count = ? WHERE n = ?", (at, session_n))
+        return version + 1
+
+    return _write(kb, "fork_session", records, {"session": session_id})
+
+
+@operation(
+    "sessions.record_routing",
+    fields={
+        "session_id": _required("string", "the session"),
+        "kind": _required("string", "fallback | retry | error"),
+        "turn_id": _optional("string", "the turn it happened in"),
+        "provider": _optional("string", "the provider routed away from"),
+        "model": _optional("string", "the model routed away from"),
+        "to_provider": _optional("string", "the provider routed to"),
+        "to_model": _optional("string", "the model routed to"),
+        "reason": _optional("string", "why (the provider's error)"),
+        "created_at": _optional("string", "ISO-8601 (default now)"),
+    },
+    summary="record a provider fallback, retry or error",
+    authorize=may_write,
+)
+def record_routing(kb: KB, session_id: Any = None, turn_id: Any = None, **fields: Any) -> None:
+    checks.name("session_id", session_id, required=True)
+    checks.known("", fields, rows.ROUTING_FIELDS)
+    event = rows.checked_routing("", fields, checks.now())
+
+    def records(db: Any) -> None:
+        session_n = _session(db, session_id)[0]
+        turn_n = None
+        if turn_id is not None:
+            turn_n = _turn(db, turn_id)[0]
+            if schema.session_of(turn_n) != session_n:
+                refuse("turn_id", "the turn belongs to another session")
+        rows.RowWriter(db).routing(session_n, turn_n, event)
+
+    _write(kb, "record_routing", records, {"session": session_id, "kind": event["kind"]})
+
+
+@operation(
+    "sessions.add_attachment",
+    fields={
+        "turn_id": _required("string", "the turn"),
+        "filename": _optional("string", "the file's name"),
+        "media_type": _optional("string", "its media type, e.g. image/png"),
+        "size_bytes": _optional("integer", "its size"),
+        "sha256": _optional("string", "its SHA-256, 64 lowercase hex digits"),
+        "created_at": _optional("string", "ISO-8601 (default now)"),
+    },
+    summary="record an attachment's metadata (never its bytes); returns its id",
+    authorize=may_write,
+)
+def add_attachment(kb: KB, turn_id: Any = None, **fields: Any) -> str:
+    checks.name("turn_id", turn_id, required=True)
+    checks.known("", fields, rows.ATTACHMENT_FIELDS)
+    attachment = rows.checked_attachment("", fields, checks.now())
+
+    def records(db: Any) -> str:
+        return rows.RowWriter(db).attachment(_turn(db, turn_id)[0], attachment)
+
+    return _write(kb, "add_attachment", records, {"turn": turn_id})
+
+
+@operation(
+    "sessions.import_part",
+    fields={
+        "external_id": _required("string", "the source's session id (the idempotency key)"),
+        "part": _required("integer", "0 for the first part, then 1, 2, …"),
+        "session": _optional("object", "part 0: the session's fields and fingerprint"),
+        "turns": (("array", {"type": "object"}), False, "whole turns, in order"),
+        "done": ("boolean", False, "the last part: the session is complete"),
+    },
+    summary="import a session in parts: {session_id, status}",
+    authorize=may_write,
+)
+def import_part(
+    kb: KB,
+    external_id: Any = None,
+    part: Any = None,
+    session: Any = None,
+    turns: Any = None,
+    done: Any = None,
+) -> dict[str, Any]:
+    """Part 0 creates the session, or finds it: `unchanged` (same fingerprint, complete:
+    nothing is written and the importer stops) or `replaced` (its contents are dropped
+    and written again, keeping its id). Later parts append turns; `done` marks it complete."""
+    external = checks.name("external_id", external_id, required=True)
+    number = checks.count("part", part)
+    if number is None:
+        refuse("part", "is required")
+    fields = rows.checked_session("session", session) if number == 0 else None
+    if number > 0 and session is not None:
+        refuse("session", "is given with part 0 only")
+    created = fields["created_at"] if fields else checks.now()
+    checked = [
+        rows.checked_turn(f"turns[{i}]", turn, created)
+        for i, turn in enumerate(checks.listing("turns", turns))
+    ]
+    finished = checks.flag("done", done)
+    schema.ready(kb)
+    if number == 0 and fields["fingerprint"] is not None:
+        found = kb.read_records(lambda db: _imported(db, external))
+        if (
+            found
+            and found[2].get("complete")
+            and found[2].get("fingerprint") == fields["fingerprint"]
+        ):
+            return {"session_id": found[1], "status": "unchanged"}
+
+    def records(db: Any) -> dict[str, Any]:
+        writer = rows.RowWriter(db)
+        found = _imported(db, external)
+        if number == 0:
+            fields["meta"] = {
+                **fields["meta"],
+                "fingerprint": fields["fingerprint"],
+                "complete": finished,
+            }
+            if found is None:
+                session_n, session_id, _ = writer.session(external, fields)
+                status = "new"
+            else:
+                session_n, session_id, _ = found
+                _replace(writer, session_n, fields)
+                status = "replaced"
+        else:
+            if found is None:
+                refuse("external_id", f"no session imported as {external!r} (send part 0 first)")
+            session_n, session_id, meta = found
+            if meta.get("complete"):
+                refuse("part", "the import of this session is already complete")
+            status = "appended"
+            if finished:
+                db.execute(
+                    "UPDATE session SET meta = ? WHERE n = ?",
+                    (json.dumps({**meta, "complete": True}, ensure_ascii=False), session_n),
+                )
+        writer.append_turns(session_n, checked)
+        return {"session_id": session_id, "status": status}
+
+    return _write(
+        kb, "import_part", records, {"external_id": external, "part": number, "turns": len(checked)}
+    )
+
+
+def _imported(db: Any, external_id: str) -> tuple[int, str, dict[str, Any]] | None:
+    """The session imported as `external_id`: (n, id, its import provenance)."""
+    row = db.execute(
+        "SELECT n, id, meta FROM session WHERE external_id = ?", (external_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    try:
+        meta = json.loads(row[2]) if row[2] else {}
+    except ValueError:
+        meta = {}  # unreadable provenance: the next import redoes the session
+    return row[0], row[1], meta if isinstance(meta, dict) else {}
+
+
+def _replace(writer: rows.RowWriter, session_n: int, fields: dict[str, Any]) -> None:
+    """Drop an imported session's contents and take the new fields, keeping its id."""
+    writer.delete_contents(session_n)
+    title = fields["title"]
+    writer.db.execute(
+        "UPDATE session SET channel = ?, title = ?, title_fold = ?, project_id = ?, provider = ?, "
+        "model = ?, created_at = ?, modified_at = ?, turn_count = 0, turn_seq = 0, meta = ? "
+        "WHERE n = ?",
+        (
+            fields["channel"],
+            title,
+            title.casefold() if title else None,
+            fields["project_id"],
+            fields["provider"],
+            fields["model"],
+            fields["created_at"],
+            fields["created_at"],
+            json.dumps(fields["meta"], ensure_ascii=False),
+            session_n,
+        ),
+    )
+    writer.state(session_n, 0, None, None, fields, fields["created_at"])
+
+
+# --- the client -------------------------------------------------------------------------
+
+
+class SessionStore:
+    """The session writer over a `KB`, a `Client`, or a path (opened, and closed by
+    `close()`). Every method is one durable write; bad input raises `Refused`
+    (`bad-session`) and changes nothing."""
+
+    def __init__(self, source: Any) -> None:
+        self._owned = None
+        if isinstance(source, (str, os.PathLike)):
+            source = self._owned = open_kb(source)
+        self.source = source
+        self._call = invoker(source)
+        if isinstance(source, KB):
+            schema.ready(source)
+
+    def close(self) -> None:
+        """Close the store this object opened from a path (a given KB or Client stays open)."""
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def call(self, verb: str, /, **fields: Any) -> Any:
+        """Run the operation `sessions.<verb>` (directly, or on the daemon)."""
+        return self._call(f"sessions.{verb}", **fields)
+
+    def start_session(
+        self,
+        *,
+        channel: str = "cli",
+        title: str | None = None,
+        project_id: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        system_prompt: str | None = None,
+        external_id: str | None = None,
+        parent_session_id: str | None = None,
+        created_at: str | None = None,
+    ) -> str:
+        return self.call(
+            "start_session",
+            channel=channel,
+            title=title,
+            project_id=project_id,
+            provider=provider,
+            model=model,
+            system_prompt=system_prompt,
+            external_id=external_id,
+            parent_session_id=parent_session_id,
+            created_at=created_at,
+        )
+
+    def set_title(self, session_id: str, title: str) -> None:
+        self.call("set_title", session_id=session_id, title=title)
+
+    def start_turn(
+        self,
+        session_id: str,
+        user_request: str,
+        *,
+        created_at: str | None = None,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> str:
+        return self.call(
+            "start_turn",
+            session_id=session_id,
+            user_request=user_request,
+            created_at=created_at,
+            attachments=attachments,
+        )
+
+    def record_iteration(
+        self,
+        turn_id: str,
+        *,
+        thinking: str | None = None,
+        prose: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        actual_provider: str | None = None,
+        actual_model: str | None = None,
+        fallback: bool = False,
+        tokens: dict[str, int] | None = None,
+        cost_usd: float | None = None,
+        started_at: str | None = None,
+        duration_ms: int | None = None,
+        first_token_ms: int | None = None,
+        blocks: list[dict[str, Any]] | None = None,
+    ) -> str:
+        return self.call(
+            "record_iteration",
+            turn_id=turn_id,
+            thinking=thinking,
+            prose=prose,
+            provider=provider,
+            model=model,
+            actual_provider=actual_provider,
+            actual_model=actual_model,
+            fallback=fallback,
+            tokens=tokens,
+            cost_usd=cost_usd,
+            started_at=started_at,
+            duration_ms=duration_ms,
+            first_token_ms=first_token_ms,
+            blocks=blocks,
+        )
+
+    def record_block(
+        self,
+        iteration_id: str,
+        *,
+        tool: str | None = None,
+        code: str | None = None,
+        result: str | None = None,
+        stdout: str | None = None,
+        error: str | None = None,
+        duration_ms: int | None = None,
+        timeout: bool = False,
+    ) -> str:
+        return self.call(
+            "record_block",
+            iteration_id=iteration_id,
+            tool=tool,
+            code=code,
+            result=result,
+            stdout=stdout,
+            error=error,
+            duration_ms=duration_ms,
+            timeout=timeout,
+        )
+
+    def finish_turn(
+        self,
+        turn_id: str,
+        status: str,
+        outcome: str,
+        answer: str | None = None,
+        error: str | None = None,
+        *,
+        duration_ms: int | None = None,
+        tokens: dict[str, int] | None = None,
+        cost_usd: float | None = None,
+        finished_at: str | None = None,
+    ) -> None:
+        self.call(
+            "finish_turn",
+            turn_id=turn_id,
+            status=status,
+            outcome=outcome,
+            answer=answer,
+            error=error,
+            duration_ms=duration_ms,
+            tokens=tokens,
+            cost_usd=cost_usd,
+            finished_at=finished_at,
+        )
+
+    def retry_turn(self, turn_id: str, *, created_at: str | None = None) -> int:
+        return self.call("retry_turn", turn_id=turn_id, created_at=created_at)
+
+    def fork_session(
+        self,
+        session_id: str,
+        *,
+        position: int | None = None,
+        title: str | None = None,
+        system_prompt: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        created_at: str | None = None,
+    ) -> int:
+        return self.call(
+            "fork_session",
+            session_id=session_id,
+            position=position,
+            title=title,
+            system_prompt=system_prompt,
+            provider=provider,
+            model=model,
+            created_at=created_at,
+        )
+
+    def record_routing(
+        self,
+        session_id: str,
+        kind: str,
+        *,
+        turn_id: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        to_provider: str | None = None,
+        to_model: str | None = None,
+        reason: str | None = None,
+        created_at: str | None = None,
+    ) -> None:
+        self.call(
+            "record_routing",
+            session_id=session_id,
+            kind=kind,
+            turn_id=turn_id,
+            provider=provider,
+            model=model,
+            to_provider=to_provider,
+            to_model=to_model,
+            reason=reason,
+            created_at=created_at,
+        )
+
+    def add_attachment(
+        self,
+        turn_id: str,
+        *,
+        filename: str | None = None,
+        media_type: str | None = None,
+        size_bytes: int | None = None,
+        sha256: str | None = None,
+        created_at: str | None = None,
+    ) -> str:
+        return self.call(
+            "add_attachment",
+            turn_id=turn_id,
+            filename=filename,
+            media_type=media_type,
+            size_bytes=size_bytes,
+            sha256=sha256,
+            created_at=created_at,
+        )
+
+    def import_session(
+        self,
+        external_id: str,
+        session: dict[str, Any],
+        turns: Iterable[dict[str, Any]],
+        *,
+        part_turns: int = 200,
+        part_bytes: int = 4 * 1024 * 1024,
+    ) -> dict[str, Any]:
+        """Import one whole session, streaming `turns` in parts.
+
+        Idempotent by `external_id`: with the same `session["fingerprint"]` as a complete
+        earlier import, nothing is written (`status: unchanged`) and `turns` is not read;
+        a different fingerprint replaces the earlier contents under the same id. A part
+        holds at most `part_turns` turns and, over the wire, about `part_bytes` of JSON
+        (the daemon's body limit is 16 MiB). Returns `{session_id, status, turns}`.
+        """
+        measure = not isinstance(self.source, KB)
+        parts = _parts(iter(turns), part_turns, part_bytes if measure else None)
+        batch = next(parts, [])
+        more = next(parts, None)
+        first = self.call(
+            "import_part",
+            external_id=external_id,
+            part=0,
+            session=session,
+            turns=batch,
+            done=more is None,
+        )
+        if first["status"] == "unchanged":
+            return {**first, "turns": None}
+        total, number = len(batch), 1
+        while more is not None:
+            batch, more = more, next(parts, None)
+            self.call(
+                "import_part", external_id=external_id, part=number, turns=batch, done=more is None
+            )
+            total += len(batch)
+            number += 1
+        return {**first, "turns": total}
+
+
+def _parts(stream: Iterator[Any], most: int, bytes_: int | None) -> Iterator[list[Any]]:
+    """Consecutive lists of at most `most` items (and about `bytes_` of JSON, if given)."""
+    batch: list[Any] = []
+    size = 0
+    for item in stream:
+        batch.append(item)
+        if bytes_ is not None:
+            size += len(json.dumps(item, ensure_ascii=False))
+        if len(batch) >= most or (bytes_ is not None and size >= bytes_):
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
