@@ -143,3 +143,60 @@ def test_a_refusal_comes_back_as_a_tool_error_with_its_kind(team):
     ):
         assert reply.isError
         assert f"{kind}: " in reply.content[0].text
+
+
+def test_wrap_and_permeate_through_mcp(start_daemon):
+    team = start_daemon(principals={"AgentLead": "agent", "AgentAtlas": "agent"})
+    lead = team.client("AgentLead")
+    from koinii.wraps import Coordinators
+
+    Coordinators(lead).register("AgentLead", project_id="demo", session_id="s-lead")
+
+    async def atlas(session):
+        return result_of(
+            await session.call_tool(
+                "wrap_session",
+                {
+                    "session_id": "s-atlas",
+                    "parent_session_id": "s-lead",
+                    "notes": ["Prod runs PostgreSQL16"],
+                    "decisions": ["Keep it"],
+                },
+            )
+        )
+
+    wrap = run_session(team, "AgentAtlas", atlas)
+    assert wrap["agent_id"] == "AgentAtlas" and wrap["stats"]["notes"] == 1
+
+    async def coordinator(session):
+        first = result_of(await session.call_tool("permeate", {"session_id": "s-lead"}))
+        again = result_of(await session.call_tool("permeate", {"session_id": "s-lead"}))
+        return first, again
+
+    first, again = run_session(team, "AgentLead", coordinator)
+    assert first["processed"] == 1
+    assert [e["sentence"] for e in first["entries"]] == [
+        '(memoryNote AgentAtlas "Prod runs PostgreSQL16")',
+        '(memoryDecision AgentAtlas "Keep it")',
+    ]
+    assert again["processed"] == 0
+
+
+def test_the_session_tools_read_recorded_sessions(team):
+    from koinii.sessions import SessionStore
+
+    store = SessionStore(team.client("AgentAtlas"))
+    session = store.start_session(title="Fix the flaky test")
+    turn = store.start_turn(session, "why does test_feed flake?")
+    store.finish_turn(turn, "done", "complete", answer="a race in the poll loop")
+
+    async def script(session_):
+        listed = result_of(await session_.call_tool("list_sessions", {"search": "flaky"}))
+        one = result_of(await session_.call_tool("get_session", {"target": session[:8]}))
+        full = result_of(await session_.call_tool("read_session", {"target": session}))
+        return listed, one, full
+
+    listed, one, full = run_session(team, "AgentAtlas", script, "--introspection")
+    assert [row["id"] for row in listed] == [session] and listed[0]["rank"] == 0
+    assert one["title"] == "Fix the flaky test"
+    assert full["session"]["turn_count"] == 1
