@@ -666,10 +666,11 @@ class KB:
     def _declared(self, functor: Sym, subject: Any, context: str, tx: _Tx | None) -> Node | None:
         """A `(functor subject …)` declaration in force and visible at `context`."""
         findex = self._index.by_functor.get(functor)
-        if findex is None or not findex.args:
+        bucket = findex.args[0].get(subject) if findex is not None and findex.args else None
+        if bucket is None:  # the common case on every write: nothing declared
             return None
         up = self._hierarchy.up(context)
-        for node in members(findex.args[0].get(subject)):
+        for node in members(bucket):
             if node.positive and node.context in up and self._in_force(node, tx):
                 return node
         return None
