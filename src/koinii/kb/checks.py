@@ -55,8 +55,15 @@ def to_term(sentence: Term | str) -> Term:
     return parse(sentence) if isinstance(sentence, str) else sentence
 
 
+_WRITABLE: dict[str, str] = {}  # context names already found writable (every write asks)
+
+
 def context_name(context: Any, *, query: bool = False) -> str:
     """The context's name. Only a read (`query=True`) may name a variable or CxEverything."""
+    if type(context) is str:
+        known = _WRITABLE.get(context)
+        if known is not None:
+            return known
     name = context.name if type(context) is Sym else context
     if type(context) is Var or (isinstance(name, str) and name.startswith("?")):
         text = context.text if type(context) is Var else name
@@ -73,12 +80,15 @@ def context_name(context: Any, *, query: bool = False) -> str:
             f"{name!r} is not a context name: contexts are Cx + CapitalCamelCase (CxDeploy)",
             {"symbol": str(name), "role": "context"},
         )
-    if not query and name == EVERYTHING:
-        raise Refused(
-            "read-only-context",
-            "CxEverything is the audit view for reads; this needs a real context",
-            {"context": name},
-        )
+    if name == EVERYTHING:
+        if not query:
+            raise Refused(
+                "read-only-context",
+                "CxEverything is the audit view for reads; this needs a real context",
+                {"context": name},
+            )
+    elif len(_WRITABLE) < 100_000:
+        _WRITABLE[name] = name
     return name
 
 

@@ -392,6 +392,17 @@ class KB:
     # ---------------------------------------------------------------- adding
 
     def _add(self, tx: _Tx, sentence: Any, context: Any, opts: dict[str, Any]) -> int | list[int]:
+        strength, creator, extra = self._write_options(opts) if opts else (DEFAULT, None, None)
+        principal = _PRINCIPAL.get()
+        if principal is not None:
+            extra = {**(extra or {}), "principal": principal}
+        entries = checks.prepare(sentence, context)
+        handles = [self._store_entry(tx, e, strength, creator, extra) for e in entries]
+        return handles if entries[0].split else handles[0]
+
+    @staticmethod
+    def _write_options(opts: dict[str, Any]) -> tuple[int, str | None, dict | None]:
+        """(strength, creator, extra provenance) from a write's options, or a refusal."""
         unknown = set(opts) - WRITE_OPTIONS
         if unknown:
             name = sorted(unknown)[0]
@@ -411,13 +422,7 @@ class KB:
         creator = opts.get("creator")
         if creator is not None and not isinstance(creator, str):
             raise Refused("bad-option", "creator must be a string", {"option": "creator"})
-        extra = _provenance(opts.get("provenance"))
-        principal = _PRINCIPAL.get()
-        if principal is not None:
-            extra = {**(extra or {}), "principal": principal}
-        entries = checks.prepare(sentence, context)
-        handles = [self._store_entry(tx, e, strength, creator, extra) for e in entries]
-        return handles if entries[0].split else handles[0]
+        return strength, creator, _provenance(opts.get("provenance"))
 
     def _store_entry(
         self, tx: _Tx, entry: Entry, strength: int, creator: str | None, extra: dict | None
