@@ -29,9 +29,11 @@ from koinii.errors import Refused
 from koinii.identity import (
     REGISTRY,
     check_channel_parent,
+    check_creator,
+    check_registry_write,
+    check_speaker,
     context_for,
     place_agent_context,
-    speaker_of_sentence,
 )
 from koinii.kb import Edited, Event, Sentex
 from koinii.kb.sentex import NOT
@@ -251,27 +253,10 @@ class Agent:
     # --- the shared write checks, in channel.md's order -----------------------------------
 
     def _check(self, sentence: Any, opts: dict[str, Any]) -> Any:
-        if self.context == REGISTRY:
-            raise Refused(
-                "koinii/registry-forbidden",
-                f"{self.agent} cannot write {REGISTRY}",
-                {"agent": self.agent, "context": self.context},
-            )
-        creator = opts.get("creator")
-        if creator is not None and creator != self.agent:
-            raise Refused(
-                "koinii/creator-mismatch",
-                f"{self.agent} cannot assert as {creator}",
-                {"agent": self.agent, "creator": creator},
-            )
+        check_registry_write(self.agent, self.context)
+        check_creator(self.agent, opts.get("creator"))
         term = parse(sentence) if isinstance(sentence, str) else sentence
-        named = speaker_of_sentence(term)
-        if named is not None and named != self.agent:
-            raise Refused(
-                "koinii/speaker-mismatch",
-                f"{self.agent} cannot speak as {named}",
-                {"agent": self.agent, "named": named, "act": term[0].name},
-            )
+        check_speaker(self.agent, term)
         return term
 
     def _opts(self, opts: dict[str, Any]) -> dict[str, Any]:

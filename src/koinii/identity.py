@@ -257,6 +257,27 @@ def check_registry_write(who: Any, ctx: str) -> None:
         )
 
 
+def check_creator(agent: str, creator: Any) -> None:
+    """A writer names no creator but itself (its own id is redundant, and allowed)."""
+    if creator is not None and creator != agent:
+        raise Refused(
+            "koinii/creator-mismatch",
+            f"{agent} cannot assert as {creator}",
+            {"agent": agent, "creator": creator},
+        )
+
+
+def check_speaker(agent: str, sentence: Any) -> None:
+    """A speech act names its writer as its speaker (argument 1)."""
+    named = speaker_of_sentence(sentence)
+    if named is not None and named != agent:
+        raise Refused(
+            "koinii/speaker-mismatch",
+            f"{agent} cannot speak as {named}",
+            {"agent": agent, "named": named, "act": sentence[0].name},
+        )
+
+
 def check_write_boundary(principal: Any, ctx: str) -> None:
     """A principal writes its own context; a minted admin writes only the registry."""
     check_registry_write(principal, ctx)

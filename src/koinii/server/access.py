@@ -17,7 +17,15 @@ from __future__ import annotations
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.identity import REGISTRY, check_channel_parent, context_for, speaker_of_sentence
+from koinii.identity import (
+    REGISTRY,
+    check_channel_parent,
+    check_creator,
+    check_registry_write,
+    check_speaker,
+    check_write_boundary,
+    context_for,
+)
 from koinii.kb import KB
 from koinii.kb.checks import prepare
 from koinii.kb.rules import GENL_CX
@@ -43,37 +51,15 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
             )
         return
     agent = caller.id
-    creator = opts.get("creator")
-    if creator is not None and creator != agent:
-        raise Refused(
-            "koinii/creator-mismatch",
-            f"{agent} may not write as {creator}",
-            {"agent": agent, "creator": creator},
-        )
-    if ctx == REGISTRY:
-        raise Refused(
-            "koinii/registry-forbidden",
-            f"{REGISTRY} is written by admins only",
-            {"agent": agent, "context": ctx},
-        )
+    check_registry_write(agent, ctx)  # the order of the checks is channel.md's
+    check_creator(agent, opts.get("creator"))
     own = context_for(agent)
     for entry in entries:
         if ctx == UNIVERSE and entry.atom[0] is GENL_CX:
             _check_placement(kb, agent, own, entry.atom)
             continue
-        if ctx != own:
-            raise Refused(
-                "koinii/foreign-context",
-                f"{agent} writes its own context {own}, not {ctx}",
-                {"agent": agent, "context": ctx, "own": own},
-            )
-        named = speaker_of_sentence(entry.atom)
-        if named is not None and named != agent:
-            raise Refused(
-                "koinii/speaker-mismatch",
-                f"{agent} may not speak as {named}",
-                {"agent": agent, "named": named, "act": entry.atom[0].name},
-            )
+        check_write_boundary(agent, ctx)
+        check_speaker(agent, entry.atom)
 
 
 def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
