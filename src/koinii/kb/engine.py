@@ -846,6 +846,16 @@ class KB:
         monotonic contrary that some common context sees unmasked. Stratum 2: support at
         any strength for the undefeated. Least fixed points, so arrival order is moot.
         """
+        if len(nodes) == 1 and not nodes[0].justs and nodes[0].text not in self._index.two_sided:
+            # the common write: one sentex nothing rests on, with no contrary: no fixed
+            # point to find (a region of one has no consequents, or they would be in it)
+            node = nodes[0]
+            if tx is not None:
+                tx.old_belief.setdefault(node, (node.believed, node.mono, node.defeated))
+            node.believed = node.premise
+            node.mono = node.premise and node.strength == MONOTONIC
+            node.defeated = False
+            return
         region = set(nodes)
         old = {n: (n.believed, n.mono, n.defeated) for n in nodes}
         if tx is not None:

@@ -113,7 +113,9 @@ class SQLStore:
     def commit(self, commit: Commit) -> Any:
         entry = commit.entry
         with self._translated("the write"), self._transaction():
-            if commit.upserts:
+            if len(commit.upserts) == 1:  # the common write: one statement, not a batch
+                self._run(UPSERT_SENTEX, _sentex_params(commit.upserts[0]))
+            elif commit.upserts:
                 self._run_many(UPSERT_SENTEX, [_sentex_params(n) for n in commit.upserts])
             if commit.deletes:
                 self._run_many(
