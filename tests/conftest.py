@@ -188,6 +188,28 @@ def client(daemon):
         yield c
 
 
+def refused(call) -> koinii.Refused:
+    """The refusal `call()` raises (the test fails if it raises none)."""
+    with pytest.raises(koinii.Refused) as refusal:
+        call()
+    return refusal.value
+
+
+def holds(kb, agent: str, claim: str, strength: str = "default") -> int:
+    """`agent` asserts `claim` in its own context, as its creator."""
+    from koinii.identity import context_for
+
+    return kb.assert_(claim, context_for(agent), strength=strength, creator=agent)
+
+
+def channel_sees(kb, channel: str, *agents: str) -> None:
+    """The channel context sees each agent's own context."""
+    from koinii.identity import context_for
+
+    for agent in agents:
+        kb.assert_(f"(genlCx {channel} {context_for(agent)})", "CxUniverse", strength="monotonic")
+
+
 def wait_until(predicate, timeout: float = 5.0, interval: float = 0.02) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -6,28 +6,13 @@ import itertools
 import pytest
 
 import koinii
-from koinii import Refused, adjudication, channel, disputes, identity
+from koinii import adjudication, channel, disputes, identity
 from koinii.adjudication import MAJORITY_ARBITER
-from koinii.identity import context_for
+from tests.conftest import channel_sees, holds, refused
 
 P = "(reliable ProdCluster)"
 NOT_P = "(not (reliable ProdCluster))"
 T0 = 1_750_000_000_000
-
-
-def holds(kb, agent, claim, strength="default"):
-    return kb.assert_(claim, context_for(agent), strength=strength, creator=agent)
-
-
-def channel_sees(kb, ctx, *agents):
-    for agent in agents:
-        kb.assert_(f"(genlCx {ctx} {context_for(agent)})", "CxUniverse", strength="monotonic")
-
-
-def refused(call) -> Refused:
-    with pytest.raises(Refused) as refusal:
-        call()
-    return refusal.value
 
 
 def verify(claimed_id, credential, claims):

@@ -1,18 +1,11 @@
 """Agent belief: projection, convening, self-disregard (disputes.md §3; upstream-scenarios §5)."""
 
-import pytest
-
-from koinii import Refused, Sym, belief, channel
+from koinii import Sym, belief, channel
 from koinii.belief import belief_context
+from tests.conftest import refused
 
 P = "(reliable ProdCluster)"
 NOT_P = "(not (reliable ProdCluster))"
-
-
-def refused(call) -> Refused:
-    with pytest.raises(Refused) as refusal:
-        call()
-    return refusal.value
 
 
 def own_claim(kb, agent, claim):

@@ -14,18 +14,13 @@ import pytest
 import koinii
 from koinii import Event, Refused, Sym, Unavailable, catchup, channel
 from koinii.catchup import FileCursorStore, MemoryCursorStore
+from tests.conftest import refused
 
 GOAL = "(queries ?a ?q)"
 
 
 def q(name):
     return (Sym("queries"), Sym("AgentAva"), Sym(name))
-
-
-def refused(call) -> Refused:
-    with pytest.raises(Refused) as refusal:
-        call()
-    return refusal.value
 
 
 def join(daemon, agent):

@@ -4,7 +4,8 @@ against a real daemon. Every method and every refusal."""
 import pytest
 
 import koinii
-from koinii import Refused, Sym, channel
+from koinii import Sym, channel
+from tests.conftest import refused
 
 P = "(usesDatabase ProdCluster PostgreSQL14)"
 
@@ -29,12 +30,6 @@ def team(medium):
         name: channel.join(medium(name), "CxDeploy", f"Agent{name}")
         for name in ("Atlas", "Boreas", "Ciel")
     }
-
-
-def refused(call) -> Refused:
-    with pytest.raises(Refused) as refusal:
-        call()
-    return refusal.value
 
 
 # --- join ------------------------------------------------------------------------------------

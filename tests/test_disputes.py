@@ -2,27 +2,12 @@
 
 import pytest
 
-from koinii import Refused, Sym, disputes
-from koinii.identity import context_for
+from koinii import Sym, disputes
+from tests.conftest import channel_sees, holds, refused
 
 P = "(reliable ProdCluster)"
 NOT_P = "(not (reliable ProdCluster))"
 T0 = 1_750_000_000_000
-
-
-def holds(kb, agent, claim, strength="default"):
-    return kb.assert_(claim, context_for(agent), strength=strength, creator=agent)
-
-
-def channel_sees(kb, channel, *agents):
-    for agent in agents:
-        kb.assert_(f"(genlCx {channel} {context_for(agent)})", "CxUniverse", strength="monotonic")
-
-
-def refused(call) -> Refused:
-    with pytest.raises(Refused) as refusal:
-        call()
-    return refusal.value
 
 
 @pytest.fixture

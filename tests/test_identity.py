@@ -4,8 +4,9 @@ import dataclasses
 
 import pytest
 
-from koinii import Refused, identity
+from koinii import identity
 from koinii.identity import authenticate
+from tests.conftest import refused
 
 
 def admin_verifier(claimed_id, credential, claims):
@@ -21,12 +22,6 @@ def admin():
     return authenticate(
         {"claimed_id": "AdminRoot", "credential": "root", "admin": True}, verify=admin_verifier
     )
-
-
-def refused(call) -> Refused:
-    with pytest.raises(Refused) as refusal:
-        call()
-    return refusal.value
 
 
 def test_context_for_drops_agent_and_adds_cx():

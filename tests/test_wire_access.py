@@ -9,6 +9,7 @@ import pytest
 
 import koinii
 from koinii import Refused
+from tests.conftest import refused
 
 TEAM = {
     "AgentAtlas": "agent",
@@ -22,12 +23,6 @@ TEAM = {
 @pytest.fixture
 def team(start_daemon):
     return start_daemon(principals=TEAM)
-
-
-def refused(call):
-    with pytest.raises(Refused) as refusal:
-        call()
-    return refusal.value
 
 
 def raw(daemon, path, body=b"{}", headers=None):

@@ -6,9 +6,10 @@ import uuid
 
 import pytest
 
-from koinii import Refused, channel
+from koinii import channel
 from koinii.operations import invoker
 from koinii.wraps import Coordinators, WrapQueue, permeate, wrap_session
+from tests.conftest import refused
 
 TEAM = {
     "AgentCoordA": "agent",
@@ -19,12 +20,6 @@ TEAM = {
     "Auditor": "reader",
     "Registrar": "admin",
 }
-
-
-def refused(call):
-    with pytest.raises(Refused) as refusal:
-        call()
-    return refusal.value
 
 
 def ids(wraps):

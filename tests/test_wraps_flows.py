@@ -8,14 +8,9 @@ import pytest
 from koinii import Refused, channel
 from koinii.operations import invoker
 from koinii.wraps import WrapQueue, permeate, queue, wrap_session
+from tests.conftest import refused
 
 SESSION = dict(session_id="session:ling-1", parent_session_id="session:coord-a")
-
-
-def refused(call):
-    with pytest.raises(Refused) as refusal:
-        call()
-    return refusal.value
 
 
 def memory_of(store, agent="?a"):

@@ -5,9 +5,9 @@ import time
 import pytest
 
 import koinii
-from koinii import Refused
 from koinii.wraps import WrapQueue
 from koinii.wraps.queue import wraps_query
+from tests.conftest import refused
 
 
 @pytest.fixture(params=["in-process", "over-the-wire"])
@@ -32,12 +32,6 @@ def ids(wraps):
 def file_projects(queue, projects):
     for n, project in enumerate(projects):
         queue.add_wrap_notification(f"w{n:02d}", project_id=project)
-
-
-def refused(call):
-    with pytest.raises(Refused) as refusal:
-        call()
-    return refusal.value
 
 
 # --- add ----------------------------------------------------------------------------------
