@@ -563,9 +563,9 @@ def import_file(
     if summaries is None:
         summaries = summaries_in(path.parent)
     title = title_of(found, summaries, kept)
-    fingerprint = hashlib.sha256(
-        f"{IMPORTER_VERSION}|{found.records}|{len(found.malformed)}|{found.leaf}".encode()
-    ).hexdigest()[:32]
+    fingerprint = jsonl.fingerprint(
+        IMPORTER_VERSION, found.records, len(found.malformed), found.leaf
+    )
     session = {
         "channel": SOURCE,
         "title": title,
@@ -586,15 +586,12 @@ def import_file(
         },
     }
     builder = _TurnBuilder(found)
-    result = store.import_session(f"{SOURCE}:{source_id}", session, builder.turns(path))
-    report.update(
-        {
-            "status": result["status"],
-            "session_id": result["session_id"],
-            "external_id": f"{SOURCE}:{source_id}",
-            "title": title,
-            "turns": result["turns"],
-            "orphan_results": builder.orphan_results,
-        }
+    return jsonl.store_transcript(
+        store,
+        report,
+        source=SOURCE,
+        source_id=source_id,
+        session=session,
+        turns=builder.turns(path),
+        orphans=lambda: builder.orphan_results,
     )
-    return report

@@ -29,7 +29,6 @@ makes of it:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -372,9 +371,9 @@ def import_file(store: Any, path: Path) -> dict[str, Any]:
     source_id = found.session_id
     title = found.thread_name or found.first_prompt
     title = jsonl.one_line(title) if title else None
-    fingerprint = hashlib.sha256(
-        f"{IMPORTER_VERSION}|{found.records}|{len(found.malformed)}|{found.last}".encode()
-    ).hexdigest()[:32]
+    fingerprint = jsonl.fingerprint(
+        IMPORTER_VERSION, found.records, len(found.malformed), found.last
+    )
     session = {
         "channel": SOURCE,
         "title": title or None,
@@ -395,15 +394,12 @@ def import_file(store: Any, path: Path) -> dict[str, Any]:
         },
     }
     builder = _TurnBuilder(found)
-    result = store.import_session(f"{SOURCE}:{source_id}", session, builder.turns(path))
-    report.update(
-        {
-            "status": result["status"],
-            "session_id": result["session_id"],
-            "external_id": f"{SOURCE}:{source_id}",
-            "title": session["title"],
-            "turns": result["turns"],
-            "orphan_results": builder.orphan_outputs,
-        }
+    return jsonl.store_transcript(
+        store,
+        report,
+        source=SOURCE,
+        source_id=source_id,
+        session=session,
+        turns=builder.turns(path),
+        orphans=lambda: builder.orphan_outputs,
     )
-    return report

@@ -9,8 +9,9 @@ surrogates replaced.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,36 @@ def one_line(text: str) -> str:
     """The first line, trimmed to a title's length."""
     line = text.strip().splitlines()[0].strip() if text.strip() else ""
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
+
+
+def fingerprint(importer_version: int, records: int, malformed: int, last: Any) -> str:
+    """What an imported transcript looked like: re-importing an unchanged file adds nothing."""
+    text = f"{importer_version}|{records}|{malformed}|{last}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def store_transcript(
+    store: Any,
+    report: dict[str, Any],
+    *,
+    source: str,
+    source_id: str,
+    session: dict[str, Any],
+    turns: Iterable[Any],
+    orphans: Callable[[], int],
+) -> dict[str, Any]:
+    """Store one parsed transcript (idempotent by `source:source_id`) and complete its
+    report; the importers share this last step."""
+    external_id = f"{source}:{source_id}"
+    result = store.import_session(external_id, session, turns)
+    report.update(
+        {
+            "status": result["status"],
+            "session_id": result["session_id"],
+            "external_id": external_id,
+            "title": session["title"],
+            "turns": result["turns"],
+            "orphan_results": orphans(),  # counted while the turns were read
+        }
+    )
+    return report
