@@ -4,7 +4,9 @@ Invariants kept here:
 - Every write runs inside one transaction (`_Tx`): checks come before any change, every
   in-memory change is undo-logged, and the write either commits to the store as one
   durable record with the next global `seq` — then its event is published — or is undone
-  completely (handles it consumed are still never reused).
+  completely (handles it consumed are still never reused). In a group commit
+  (`begin_group`) the writes become durable together, and are published or undone
+  together.
 - Belief is a function of what is stored, never of arrival order: rules fire over every
   stored sentex whatever its belief (so the justifications are a function of the stored
   set), and belief is the two-stratum least fixed point computed in `_relabel`
@@ -33,7 +35,7 @@ from koinii.errors import Refused
 from koinii.kb import checks
 from koinii.kb.checks import Entry
 from koinii.kb.contexts import EVERYTHING, UNIVERSE, Hierarchy
-from koinii.kb.feed import Change, Event, Feed
+from koinii.kb.feed import Change, Event, Feed, Routed
 from koinii.kb.index import Index, key, match, members, same, solve
 from koinii.kb.rules import EXCEPT, GENL_CX, IMPLIES, SENTEX_HANDLE, Rule, compile_rule, literal
 from koinii.kb.sentex import (
@@ -129,6 +131,8 @@ class KB:
         self._feed = Feed()
         self._commit_listeners: dict[int, Callable[[int, str], Any]] = {}
         self._tx: _Tx | None = None
+        self._group: list[tuple[_Tx, int, Routed | None]] | None = None  # see begin_group
+        self._group_seq = 0  # the seq before the open group's first write
         self._closed = False
         self.max_depth = max_depth
         self.max_derivations = max_derivations
@@ -182,8 +186,11 @@ class KB:
     def close(self) -> None:
         with self._lock:
             if not self._closed:
-                self._closed = True
-                self._store.close()
+                try:
+                    self.commit_group()
+                finally:
+                    self._closed = True
+                    self._store.close()
 
     def __enter__(self) -> KB:
         return self
@@ -331,20 +338,90 @@ class KB:
         return self._tx
 
     def _finish(self, tx: _Tx, result: Any, want_seq: bool = False) -> Any:
-        """Settle belief, commit durably, publish the event; returns `result` (or seq)."""
+        """Settle belief, commit durably, publish the event; returns `result` (or seq).
+
+        In a group, the store holds the rows and the event waits for `commit_group`,
+        routed now, against the hierarchy this write saw.
+        """
         self._settle(tx)
         seq = self._commit(tx)
         self._tx = None
         if seq is not None:
             added, removed = tx.changes
+            routed = None
             if self._feed and (added or removed):
-                self._feed.publish(seq, added, removed, self._hierarchy.up)
-            for listener in list(self._commit_listeners.values()):
-                try:
-                    listener(seq, tx.op)
-                except Exception:
-                    log.exception("commit listener failed")
+                routed = self._feed.route(seq, added, removed, self._hierarchy.up)
+            if self._group is None:
+                self._publish(seq, tx.op, routed)
+            else:
+                self._group.append((tx, seq, routed))
         return seq if want_seq else result
+
+    def _publish(self, seq: int, op: str, routed: Routed | None) -> None:
+        """Tell the watchers and the commit listeners about one durable write."""
+        if routed:
+            self._feed.deliver(routed)
+        for listener in list(self._commit_listeners.values()):
+            try:
+                listener(seq, op)
+            except Exception:
+                log.exception("commit listener failed")
+
+    # ---------------------------------------------------------------- group commit
+
+    def begin_group(self) -> None:
+        """Let the writes that follow share one durable commit, made by `commit_group`.
+
+        For a server with many concurrent writers (the daemon): a commit costs more than
+        the write it makes durable, so writes that arrive together commit together. Each
+        write in a group still checks, applies and returns at once, and later reads see
+        it; the store holds its rows, and its feed event and commit listeners wait, until
+        `commit_group` writes them all in one transaction. So nothing a group wrote — nor
+        any read made while the group was open — may be acknowledged before
+        `commit_group` returns. What writes the store at once (`transact`, `compact_log`,
+        `ensure_schema`) is refused inside a group (`group-open`).
+        """
+        with self._lock:
+            if self._closed:
+                raise Refused("closed", "this knowledge base is closed", {})
+            if self._group is not None:
+                raise Refused("group-open", "a group commit is already open", {})
+            self._store.begin_group()
+            self._group = []
+            self._group_seq = self._seq
+
+    def commit_group(self) -> int:
+        """Make the open group durable, then publish its writes in seq order; returns
+        how many writes it held (0 when no group is open).
+
+        If the store cannot commit, every write of the group is undone — in memory as in
+        the store, last first — and the store's refusal is raised: none of them happened.
+        """
+        with self._lock:
+            held, self._group = self._group, None
+            if held is None:
+                return 0
+            try:
+                self._store.commit_group()
+            except BaseException:
+                for tx, _, _ in reversed(held):
+                    self._undo(tx)
+                self._seq = self._group_seq
+                with contextlib.suppress(Exception):  # handles it consumed stay consumed
+                    self._store.save_next_handle(self._next_handle)
+                raise
+            for tx, seq, routed in held:
+                self._publish(seq, tx.op, routed)
+            return len(held)
+
+    def _outside_group(self, what: str) -> None:
+        """Refuse what cannot wait in a group: it writes the store itself, at once."""
+        if self._group is not None:
+            raise Refused(
+                "group-open",
+                f"{what} cannot happen inside a group commit; commit the group first",
+                {"what": what},
+            )
 
     def _abort(self, tx: _Tx) -> None:
         consumed = bool(tx.added) or bool(tx.limbo)
@@ -1375,6 +1452,7 @@ class KB:
         if type(keep) is not int or keep < 0:
             raise Refused("bad-option", "keep is a non-negative integer", {"option": "keep"})
         with self._lock:
+            self._outside_group("compacting the log")
             return self._store.compact(min(keep, _SQL_MAX))
 
     # ================================================================ domain records
@@ -1382,6 +1460,7 @@ class KB:
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         """Create or upgrade a domain's record tables (wraps, sessions) in this store."""
         with self._lock:
+            self._outside_group("creating record tables")
             self._store.ensure_schema(domain, migrations)
 
     def read_records(self, reader: Callable[[Any], Any]) -> Any:
@@ -1408,6 +1487,7 @@ class KB:
         always takes a seq; `summary` is what the change log says it changed.
         """
         with self._lock:
+            self._outside_group("a domain write")
             tx = self._begin(op)
             try:
                 handles = self._apply_batch(tx, add, remove)

@@ -57,6 +57,9 @@ class Watcher:
         return {"token": self.token, "goal": self.goal_text, "context": self.context}
 
 
+Routed = list[tuple[Watcher, Event]]  # one write's events, each with the watcher it is for
+
+
 class Feed:
     """Registered watchers and the delivery loop."""
 
@@ -65,7 +68,7 @@ class Feed:
     def __init__(self) -> None:
         self._watchers: dict[int, Watcher] = {}
         self._tokens = itertools.count(1)
-        self._pending: list[tuple[int, list[Change], list[Change]]] = []
+        self._pending: list[Routed] = []
         self._delivering = False
 
     def add(self, callback, literal, context, goal_text) -> int:
@@ -84,7 +87,24 @@ class Feed:
 
     def publish(self, seq: int, added: list[Change], removed: list[Change], up) -> None:
         """Deliver one write's changes; `up(ctx)` is the hierarchy's ancestor set."""
-        self._pending.append((seq, added, removed))
+        self.deliver(self.route(seq, added, removed, up))
+
+    def route(self, seq: int, added: list[Change], removed: list[Change], up) -> Routed:
+        """Each watcher's event for one write, filtered against the hierarchy as it is now.
+
+        Routing is separate from delivery so that a write can be routed when it is made
+        and delivered once it is durable (a group commit), judged by the hierarchy it saw.
+        """
+        routed = []
+        for watcher in self._watchers.values():
+            event = _filter(watcher, seq, added, removed, up)
+            if event is not None:
+                routed.append((watcher, event))
+        return routed
+
+    def deliver(self, routed: Routed) -> None:
+        """Call each routed watcher that is still registered, in order."""
+        self._pending.append(routed)
         if self._delivering:
             return  # a callback wrote: its event goes out after this round
         self._delivering = True
@@ -101,13 +121,9 @@ class Feed:
                     )
                     self._pending.clear()
                     break
-                seq, added, removed = self._pending.pop(0)
-                for watcher in list(self._watchers.values()):
+                for watcher, event in self._pending.pop(0):
                     if watcher.token not in self._watchers:
-                        continue
-                    event = _filter(watcher, seq, added, removed, up)
-                    if event is None:
-                        continue
+                        continue  # unwatched since the write
                     try:
                         watcher.callback(event)
                     except Exception:

@@ -4,6 +4,10 @@ Invariants:
 - The KB is touched only from the event loop's thread, one operation at a time: that is
   the single writer and the total order. Engine operations take microseconds; the only
   waits (long polls, the durable tail) are futures that never block it.
+- Group commit: the writes that arrive together (in one turn of the event loop) share
+  one durable commit, made at the end of that turn (`Daemon.join_group`/`flush`). No
+  reply leaves while a group it may have seen is open: every reply waits for the group
+  commit (`Daemon.durable`), so nothing acknowledged — written or read — can be undone.
 - Every request body is checked against the operation's field table before the engine
   sees it; the same table generates `/openapi.json`, so the document cannot drift.
 - Every refusal leaves as `{"ok": false, "error": {kind, message, data}}` with the status
@@ -279,6 +283,20 @@ def _entries(body: dict[str, Any]) -> list[tuple]:
     return out
 
 
+# The writes that open a group commit, or join the open one (see `Daemon.join_group`).
+GROUPED = frozenset({"assert", "retract", "edit", "load_text", "add_provenance"})
+
+
+class _Group:
+    """The open group commit: the requests waiting for it, and how it ended."""
+
+    __slots__ = ("waiters", "refusal")
+
+    def __init__(self) -> None:
+        self.waiters: list[asyncio.Future] = []
+        self.refusal: Refused | None = None
+
+
 class Daemon:
     """The operations, bound to one KB, its subscriptions and its access rules."""
 
@@ -290,6 +308,47 @@ class Daemon:
         self.subs = Subscriptions(
             kb, cap=limits.max_subscriptions, ring=limits.ring, idle_s=limits.idle_s
         )
+        self._group: _Group | None = None
+
+    # --- group commit -----------------------------------------------------------------
+
+    def join_group(self) -> None:
+        """Before a write: open a group commit unless one is open; it commits once the
+        requests already read in this turn of the event loop have run."""
+        if self._group is None:
+            self.kb.begin_group()
+            self._group = _Group()
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Commit the open group now (at the end of its turn, before an operation that
+        cannot join a group, at shutdown) and release the requests waiting for it."""
+        group, self._group = self._group, None
+        if group is None:
+            return
+        try:
+            self.kb.commit_group()
+        except Refused as refusal:
+            group.refusal = refusal
+        except Exception:
+            log.exception("the group commit failed")
+            group.refusal = Refused("internal-error", "the daemon failed; see its log", {})
+        for waiter in group.waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def durable(self) -> None:
+        """Wait until nothing this request wrote or read can be undone: until the open
+        group commits. Raises its refusal if it could not (every write in it undone)."""
+        group = self._group
+        if group is None:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        group.waiters.append(waiter)
+        await waiter
+        if group.refusal is not None:
+            failed = group.refusal
+            raise Refused(failed.kind, failed.message, {**failed.data, "group_commit": True})
 
     # --- writes ---------------------------------------------------------------------
 
@@ -402,6 +461,7 @@ class Daemon:
 
     def op_compact_log(self, caller: Caller, body: dict[str, Any]) -> Any:
         access.check_operator(caller, "compact the change log")
+        self.flush()
         return self.kb.compact_log(body["keep"])
 
     # --- the wire feed --------------------------------------------------------------
@@ -475,16 +535,28 @@ def _check_origin(request: Request) -> None:
 def _endpoint(daemon: Daemon, op: str) -> Callable[[Request], Awaitable[Response]]:
     handler = getattr(daemon, "op_" + op)
     fields = OPERATIONS[op][0]
-    is_async = asyncio.iscoroutinefunction(handler)
+    if asyncio.iscoroutinefunction(handler):
+        return _serve(daemon, op, fields, handler)
 
-    async def run(caller: Caller, body: dict[str, Any]) -> Any:
-        return await handler(caller, body) if is_async else handler(caller, body)
+    if op in GROUPED:
+
+        async def run(caller: Caller, body: dict[str, Any]) -> Any:
+            daemon.join_group()
+            return handler(caller, body)
+
+    else:
+
+        async def run(caller: Caller, body: dict[str, Any]) -> Any:
+            return handler(caller, body)
 
     return _serve(daemon, op, fields, run)
 
 
 def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Awaitable[Response]]:
+    # A domain operation writes its records at once, which cannot happen inside a group
+    # commit (`group-open`): each run starts with the open group committed.
     async def run(caller: Caller, body: dict[str, Any]) -> Any:
+        daemon.flush()
         if op.authorize is not None:
             op.authorize(daemon.kb, caller, body)
         if op.wait_field is None:
@@ -504,6 +576,7 @@ def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Await
         result = op.run(daemon.kb, **quick)
         while not result and loop.time() < deadline:
             await daemon.subs.next_commit(deadline - loop.time())
+            daemon.flush()
             result = op.run(daemon.kb, **quick)
         return result
 
@@ -516,7 +589,9 @@ def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitabl
             _check_origin(request)
             caller = daemon.caller(request)
             body = _check_fields(op, fields, await daemon.body(request))
-            return _reply(await run(caller, body))
+            result = await run(caller, body)
+            await daemon.durable()
+            return _reply(result)
         except Refused as refusal:
             return _refusal(refusal)
         except Exception:
@@ -545,6 +620,7 @@ def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = 
             for token in daemon.subs.reap():
                 log.info("reaped idle subscription %s", token)
             if daemon.limits.log_retention is not None:
+                daemon.flush()
                 kb.compact_log(daemon.limits.log_retention)
 
     async def lifespan(app: Starlette):
@@ -553,6 +629,7 @@ def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = 
             yield
         finally:
             task.cancel()
+            daemon.flush()
             daemon.subs.close()
             kb.close()
 

@@ -85,6 +85,12 @@ class Store(Protocol):
 
     def commit(self, commit: Commit) -> Any: ...
 
+    def begin_group(self) -> None:
+        """Hold the commits that follow (never with `records`) until `commit_group`."""
+
+    def commit_group(self) -> None:
+        """Make every held commit durable at once, or raise and keep none of them."""
+
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         """Bring a domain's record tables up to date: a list of SQL scripts, or
         `{"sqlite": [...], "postgres": [...]}` per dialect."""

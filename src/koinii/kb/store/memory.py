@@ -44,6 +44,13 @@ class MemoryStore:
         self._log.append(commit.entry)
         return result
 
+    # Nothing here is durable, so a group commit has nothing to do.
+    def begin_group(self) -> None:
+        pass
+
+    def commit_group(self) -> None:
+        pass
+
     def ensure_schema(self, domain: str, migrations: list[str]) -> None:
         migrate_records(self._records, domain, migrations)
 

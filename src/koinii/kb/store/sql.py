@@ -5,7 +5,8 @@ placeholders; a subclass supplies the connection and its dialect — how to run 
 statement (`_run`, `_run_many`), how to open a transaction (`_transaction`), which driver
 errors to translate (`_errors`) — and everything that truly differs: opening, the writer
 lock, the schema migrations. Invariant: one `commit` is one transaction holding the
-sentex and justification rows, the domain records and the change-log entry, or nothing.
+sentex and justification rows, the domain records and the change-log entry, or nothing;
+one `commit_group` is one transaction holding every write of the group, or nothing.
 """
 
 from __future__ import annotations
@@ -111,48 +112,79 @@ class SQLStore:
     # --- writing ------------------------------------------------------------------
 
     def commit(self, commit: Commit) -> Any:
-        entry = commit.entry
+        if self._held is not None:  # in a group: the rows wait for its commit
+            self._held.append(commit)
+            return None
         with self._translated("the write"), self._transaction():
-            if len(commit.upserts) == 1:  # the common write: one statement, not a batch
-                self._run(UPSERT_SENTEX, _sentex_params(commit.upserts[0]))
-            elif commit.upserts:
-                self._run_many(UPSERT_SENTEX, [_sentex_params(n) for n in commit.upserts])
-            if commit.deletes:
-                self._run_many(
-                    "DELETE FROM sentex WHERE handle = ?", [(h,) for h in commit.deletes]
-                )
-            if commit.new_justifications:
-                self._run_many(
-                    INSERT_JUSTIFICATION,
-                    [
-                        (
-                            j.id,
-                            j.conclusion.handle,
-                            j.rule.handle,
-                            json.dumps([a.handle for a in j.antecedents]),
-                        )
-                        for j in commit.new_justifications
-                    ],
-                )
-            if commit.dropped_justifications:
-                self._run_many(
-                    "DELETE FROM justification WHERE id = ?",
-                    [(i,) for i in commit.dropped_justifications],
-                )
-            result = commit.records(self._records) if commit.records is not None else None
-            diff: dict[str, Any] = {"added": entry.added, "removed": entry.removed}
-            if entry.records is not None:
-                diff["records"] = entry.records
-            self._run(
-                INSERT_CHANGE,
-                (entry.seq, entry.op, entry.at, commit.next_handle, json.dumps(diff)),
+            self._write_rows([commit])
+            return commit.records(self._records) if commit.records is not None else None
+
+    # Group commit: inside a group, `commit` only holds each write's rows; `commit_group`
+    # writes them all in one transaction, a few batched statements, and one COMMIT — one
+    # WAL append (SQLite) or one fsync (PostgreSQL) for the whole group.
+    _held: list[Commit] | None = None  # the open group's writes, oldest first
+    _held_mark: int | None = None  # a handle mark saved while the group was open
+
+    def begin_group(self) -> None:
+        self._held = []
+
+    def commit_group(self) -> None:
+        held, mark = self._held or [], self._held_mark
+        self._held = self._held_mark = None
+        if not held and mark is None:
+            return
+        with self._translated("the group commit"), self._transaction():
+            self._write_rows(held)
+            if mark is not None:
+                self._set_meta({"next_handle": mark})
+
+    def _write_rows(self, commits: list[Commit]) -> None:
+        """The sentex, justification and change-log rows of `commits`, in one transaction.
+
+        Rows are grouped by statement, not by write: a sentex upserted by several writes
+        takes its latest state, and deletes follow upserts — handles and justification
+        ids are never reused, so nothing deleted comes back later in the same group.
+        """
+        if len(commits) == 1:
+            upserts = commits[0].upserts
+        else:
+            latest = {n.handle: n for c in commits for n in c.upserts}
+            upserts = list(latest.values())
+        if len(upserts) == 1:  # the common write: one statement, not a batch
+            self._run(UPSERT_SENTEX, _sentex_params(upserts[0]))
+        elif upserts:
+            self._run_many(UPSERT_SENTEX, [_sentex_params(n) for n in upserts])
+        deletes = [(h,) for c in commits for h in c.deletes]
+        if deletes:
+            self._run_many("DELETE FROM sentex WHERE handle = ?", deletes)
+        justifications = [
+            (
+                j.id,
+                j.conclusion.handle,
+                j.rule.handle,
+                json.dumps([a.handle for a in j.antecedents]),
             )
-        return result
+            for c in commits
+            for j in c.new_justifications
+        ]
+        if justifications:
+            self._run_many(INSERT_JUSTIFICATION, justifications)
+        dropped = [(i,) for c in commits for i in c.dropped_justifications]
+        if dropped:
+            self._run_many("DELETE FROM justification WHERE id = ?", dropped)
+        log = [_log_row(c) for c in commits]
+        if len(log) == 1:
+            self._run(INSERT_CHANGE, log[0])
+        else:
+            self._run_many(INSERT_CHANGE, log)
 
     def _set_meta(self, values: dict[str, int]) -> None:
         self._run_many(SET_META, list(values.items()))
 
     def save_next_handle(self, next_handle: int) -> None:
+        if self._held is not None:
+            self._held_mark = next_handle
+            return
         with self._translated("saving the handle mark"), self._transaction():
             self._set_meta({"next_handle": next_handle})
 
@@ -208,6 +240,14 @@ class SQLStore:
         marks = ", ".join("?" for _ in columns)
         with self._translated("the import"), self._transaction():
             self._run_many(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
+
+
+def _log_row(commit: Commit) -> tuple:
+    entry = commit.entry
+    diff: dict[str, Any] = {"added": entry.added, "removed": entry.removed}
+    if entry.records is not None:
+        diff["records"] = entry.records
+    return (entry.seq, entry.op, entry.at, commit.next_handle, json.dumps(diff))
 
 
 def _sentex_params(row: Any) -> tuple:
