@@ -368,3 +368,16 @@ def test_every_symbol_name_interns_to_one_object(name):
     assert Sym(name) is Sym(name)
     assert parse(name) is Sym(name)
     assert Sym(name) != name
+
+
+@given(st.lists(SYMBOL_NAMES | st.sampled_from(["true", "false"]), min_size=1, max_size=6))
+def test_a_flat_list_of_symbols_reads_as_the_tokenizer_reads_it(names):
+    from koinii.terms import _read  # parse reads this commonest shape without it
+
+    text = "(" + " ".join(names) + ")"
+    try:
+        (expected,) = _read(text)
+    except Refused as slow:
+        assert refusal(parse, text).kind == slow.kind
+    else:
+        assert parse(text) == expected and show(expected) == text

@@ -221,8 +221,19 @@ _TOKEN = re.compile(
 )
 
 
+# The commonest sentence, a flat list of symbols in canonical spacing such as
+# (usesDatabase ProdCluster Postgres), is read without the tokenizer: every write parses.
+_FLAT = re.compile(r"\(([A-Za-z][A-Za-z0-9_-]*(?: [A-Za-z][A-Za-z0-9_-]*)+)\)\Z")
+
+
 def parse(text: str) -> Term:
     """Read exactly one term from `text` (kind `parse` with the offset on bad syntax)."""
+    if type(text) is str and len(text) <= MAX_TEXT:
+        flat = _FLAT.match(text)
+        if flat is not None:
+            names = flat.group(1).split(" ")
+            if "true" not in names and "false" not in names:  # those read as booleans
+                return tuple(map(Sym, names))
     terms = list(_read(text))
     if len(terms) != 1:
         raise Refused(

@@ -215,6 +215,8 @@ class KB:
         handle, keeping the stronger strength and merging new provenance fields.
         """
         opts = {"strength": strength, "creator": creator, "provenance": provenance}
+        if strength == "default" and creator is None and provenance is None:
+            opts = {}  # the common write: nothing to check
         with self._lock:
             tx = self._begin("assert")
             try:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -489,18 +489,26 @@ class Daemon:
         return self.tokens.caller(request.headers.get("authorization"))
 
     async def body(self, request: Request) -> Any:
+        """The JSON body, read from the ASGI messages directly (Starlette's stream is an
+        async generator per request), refused past `limits.body_bytes`."""
         limit = self.limits.body_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
         chunks = []
         size = 0
-        async for chunk in request.stream():
+        while True:
+            message = await request.receive()
+            if message["type"] != "http.request":
+                raise ClientDisconnect()
+            chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
                 raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
             chunks.append(chunk)
-        raw = b"".join(chunks)
+            if not message.get("more_body", False):
+                break
+        raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         if not raw:
             return {}
         try:
@@ -509,14 +517,23 @@ class Daemon:
             raise Refused("not-json", "the body is not valid JSON (UTF-8)", {}) from None
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
+class _Reply(JSONResponse):
+    """A JSONResponse whose encoder is made once: `json.dumps` with options, which
+    JSONResponse calls, builds a new encoder for every reply."""
+
+    def render(self, content: Any) -> bytes:
+        return _encode(content).encode("utf-8")
+
+
 def _reply(result: Any) -> Response:
-    return JSONResponse({"ok": True, "result": result})
+    return _Reply({"ok": True, "result": result})
 
 
 def _refusal(refusal: Refused) -> Response:
-    return JSONResponse(
-        {"ok": False, "error": refusal.to_dict()}, status_code=status_of(refusal.kind)
-    )
+    return _Reply({"ok": False, "error": refusal.to_dict()}, status_code=status_of(refusal.kind))
 
 
 def _check_origin(request: Request) -> None:
