@@ -6,8 +6,11 @@ temporary database, and stopped at the end; no traffic leaves the loopback inter
 1. One client's durable assert round trip: ``Client.assert_`` of ~3,000 distinct
    sentences, one after another, each timed with ``time.perf_counter_ns``; p50 / p99.
 2. Load: 1, 4 and 16 client *processes*, each with its own client and keep-alive
-   connection, asserting distinct sentences for a fixed time (default 5 s) from a common
-   start; total durable writes/s and p50 / p99 over every call. A fresh daemon per level.
+   connection, asserting distinct sentences for a fixed time (default 5 s per side) from
+   a common start; total durable writes/s and p50 / p99 over every call. A fresh daemon
+   per level. The same worker processes load Koinii and the ceiling (4) in four rounds,
+   Koinii / ceiling / ceiling / Koinii, so that drift in the machine's speed during a
+   level hits both sides alike.
 3. Feed latency: a subscriber process long-polls (``poll(..., wait_ms=20000)`` in a
    loop) while this process asserts ``(ping ItemN <time_ns>)`` every 5 ms. Latency is
    the subscriber's ``time.time_ns()`` when the poll returns minus the timestamp carried
@@ -23,8 +26,9 @@ temporary database, and stopped at the end; no traffic leaves the loopback inter
    ``time_ns`` payload every 5 ms. It is the reference column of row 3, or
    "n/a (PostgreSQL not reachable)".
 
-Durable is what the daemon promises before it replies: the write is one committed SQLite
-transaction (WAL, synchronous=NORMAL), so it survives kill -9 of the daemon.
+Durable is what the daemon promises before it replies: the write is in a committed SQLite
+transaction (WAL, synchronous=NORMAL), so it survives kill -9 of the daemon. Writes that
+arrive together share one transaction (group commit, docs/daemon.md).
 
 Run it (about a minute on a 2-core machine)::
 
@@ -274,40 +278,60 @@ def round_trips(kind: str, url: str, count: int) -> list[int]:
     return samples
 
 
-def load_worker(kind: str, url: str, worker: int, seconds: float, barrier, results) -> None:
-    """Row 2, in a child process: connect, warm up, wait for all, then write until time."""
+# Each load level runs in rounds, Koinii and the ceiling taking turns in the order
+# A B B A: on a machine whose speed drifts (shared cores, other tenants), a drift that is
+# linear over the level hits both sides alike, and the ratio stays honest.
+ROUNDS = ("koinii", "ceiling", "ceiling", "koinii")
+
+
+def load_worker(urls: dict[str, str], worker: int, seconds: float, barrier, results) -> None:
+    """Row 2, in a child process: connect to both servers and warm up, then for each
+    round wait for all the workers and write to that round's server until its time is up."""
     clock = time.perf_counter_ns
-    samples: list[int] = []
     try:
-        with writer(kind, url) as call:
-            warm_up(call, worker)
-            barrier.wait(timeout=BARRIER_TIMEOUT_S)
-            began = start = clock()
-            deadline = began + int(seconds * 1e9)
-            while start < deadline:
-                call(load_sentence(worker, len(samples)))
-                end = clock()
-                samples.append(end - start)
-                start = end
-        results.put(("ok", (samples, start - began)))
+        with writer("koinii", urls["koinii"]) as mine, writer("ceiling", urls["ceiling"]) as ref:
+            calls = {"koinii": mine, "ceiling": ref}
+            for call in calls.values():
+                warm_up(call, worker)
+            written = dict.fromkeys(calls, 0)
+            for kind in ROUNDS:
+                call = calls[kind]
+                samples: list[int] = []
+                barrier.wait(timeout=BARRIER_TIMEOUT_S)
+                began = start = clock()
+                deadline = began + int(seconds * 1e9)
+                while start < deadline:
+                    call(load_sentence(worker, written[kind] + len(samples)))
+                    end = clock()
+                    samples.append(end - start)
+                    start = end
+                written[kind] += len(samples)
+                results.put(("ok", (kind, samples, start - began)))
     except Exception as exc:
         barrier.abort()
         results.put(("error", f"worker {worker}: {exc!r}"))
 
 
-def run_load(kind: str, url: str, processes: int, seconds: float) -> Load:
-    """`processes` writers released together; writes/s is the sum of each one's rate."""
+def run_load(urls: dict[str, str], processes: int, seconds: float) -> dict[str, Load]:
+    """`processes` writers released together for each round. A side's writes/s is the sum
+    of every worker's rate in a round, averaged over that side's rounds; each side writes
+    for `seconds` in all. Returns {"koinii": Load, "ceiling": Load}."""
     barrier = SPAWN.Barrier(processes + 1)
     results = SPAWN.Queue()
-    args = [(kind, url, w, seconds, barrier, results) for w in range(processes)]
+    each = seconds / ROUNDS.count("koinii")
+    args = [(urls, w, each, barrier, results) for w in range(processes)]
+    samples: dict[str, list[int]] = {kind: [] for kind in urls}
+    rate_sum = dict.fromkeys(urls, 0.0)
     with child_processes(load_worker, args):
-        # A broken barrier means a worker failed or was late: its report below says which.
-        with suppress(threading.BrokenBarrierError):
-            barrier.wait(timeout=BARRIER_TIMEOUT_S)
-        reports = [receive(results, seconds + BARRIER_TIMEOUT_S) for _ in range(processes)]
-    samples = [ns for worker_samples, _ in reports for ns in worker_samples]
-    per_second = sum(len(s) / (elapsed / 1e9) for s, elapsed in reports if elapsed)
-    return Load(samples, per_second)
+        for _ in ROUNDS:
+            # A broken barrier means a worker failed or was late: its report says which.
+            with suppress(threading.BrokenBarrierError):
+                barrier.wait(timeout=BARRIER_TIMEOUT_S)
+            for _ in range(processes):
+                kind, worker_samples, ns = receive(results, each + BARRIER_TIMEOUT_S)
+                samples[kind] += worker_samples
+                rate_sum[kind] += len(worker_samples) / (ns / 1e9) if ns else 0.0
+    return {kind: Load(samples[kind], rate_sum[kind] / ROUNDS.count(kind)) for kind in urls}
 
 
 def receive(results, timeout: float) -> Any:
@@ -454,7 +478,8 @@ class Results:
 
 
 def measure(sizes: Sizes) -> Results:
-    """Koinii and the ceiling take turns phase by phase, so drift in the machine hits both.
+    """Koinii and the ceiling take turns phase by phase (and round by round within a load
+    level), so drift in the machine hits both.
 
     The ceiling stays up throughout (idle between its turns); Koinii gets a fresh daemon
     and database for every phase, so no phase inherits another's store.
@@ -467,10 +492,13 @@ def measure(sizes: Sizes) -> Results:
             koinii_trips = round_trips("koinii", url, sizes.round_trips)
         ceiling_trips = round_trips("ceiling", bare, sizes.round_trips)
         for n in LEVELS:
-            progress(f"{n} client process(es) for {sizes.seconds:g} s, Koinii then the ceiling")
+            progress(
+                f"{n} client process(es), {sizes.seconds:g} s each side, in rounds "
+                + " ".join(ROUNDS)
+            )
             with koinii_daemon(workdir) as url:
-                koinii_load[n] = run_load("koinii", url, n, sizes.seconds)
-            ceiling_load[n] = run_load("ceiling", bare, n, sizes.seconds)
+                loads = run_load({"koinii": url, "ceiling": bare}, n, sizes.seconds)
+            koinii_load[n], ceiling_load[n] = loads["koinii"], loads["ceiling"]
         progress(f"Koinii feed latency over {sizes.feed_events} events")
         with koinii_daemon(workdir) as url:
             feed = feed_latency(url, sizes)
@@ -605,12 +633,13 @@ def notes(elapsed: float) -> str:
             "a listener process.",
             "Koinii/ref above 1 is slower on latency rows and faster on writes/s rows; "
             "pass/MISS is Koinii vs its target.",
-            "Durable: one committed SQLite transaction (WAL, synchronous=NORMAL) per write "
-            "before the reply.",
+            "Durable: committed in SQLite (WAL, synchronous=NORMAL) before the reply; writes "
+            "that arrive together share a commit.",
             f"Latencies per call with perf_counter_ns after {WARMUP_CALLS} untimed warm-up "
             "calls; under load each process",
-            "has its own connection, writes/s sums each process's calls over its own window, "
-            "p50/p99 cover every call.",
+            "has its own connections; the load rounds run Koinii, ceiling, ceiling, Koinii; "
+            "writes/s sums each process's",
+            "rate in a round, averaged over a side's rounds; p50/p99 cover every call.",
             "Feed: the subscriber's time.time_ns() when its poll returns minus the time_ns the "
             "write carried.",
             f"Whole run: {elapsed:.0f} s.",
