@@ -180,7 +180,7 @@ class Client:
             "assert",
             sentence=_text(sentence),
             context=_ctx(context),
-            strength=strength,
+            strength=None if strength == "default" else strength,  # the daemon's default
             creator=creator,
             provenance=provenance,
         )

@@ -226,14 +226,25 @@ _TOKEN = re.compile(
 _FLAT = re.compile(r"\(([A-Za-z][A-Za-z0-9_-]*(?: [A-Za-z][A-Za-z0-9_-]*)+)\)\Z")
 
 
+def read_flat(text: str) -> tuple | None:
+    """`text` read as a flat list of symbols, if it is one in canonical form (then `text`
+    is its canonical text too); None for any other text, which `parse` reads in full."""
+    flat = _FLAT.match(text) if len(text) <= MAX_TEXT else None
+    if flat is None:
+        return None
+    names = flat.group(1).split(" ")
+    if "true" in names or "false" in names:  # those read as booleans
+        return None
+    interned = Sym._interned
+    return tuple([interned.get(name) or Sym(name) for name in names])
+
+
 def parse(text: str) -> Term:
     """Read exactly one term from `text` (kind `parse` with the offset on bad syntax)."""
-    if type(text) is str and len(text) <= MAX_TEXT:
-        flat = _FLAT.match(text)
+    if type(text) is str:
+        flat = read_flat(text)
         if flat is not None:
-            names = flat.group(1).split(" ")
-            if "true" not in names and "false" not in names:  # those read as booleans
-                return tuple(map(Sym, names))
+            return flat
     terms = list(_read(text))
     if len(terms) != 1:
         raise Refused(

@@ -33,6 +33,7 @@ from koinii.terms import (
     is_predicate_name,
     is_type_name,
     parse,
+    read_flat,
     show,
 )
 
@@ -94,7 +95,8 @@ def context_name(context: Any, *, query: bool = False) -> str:
 
 def prepare(sentence: Term | str, context: Any) -> list[Entry]:
     """Check one written sentence; return what to store (several for a split rule)."""
-    term = to_term(sentence)
+    flat = read_flat(sentence) if type(sentence) is str else None
+    term = flat if flat is not None else to_term(sentence)
     ctx = context_name(context)
     if type(term) is not tuple:
         raise Refused(
@@ -102,7 +104,9 @@ def prepare(sentence: Term | str, context: Any) -> list[Entry]:
             f"a sentence is a list such as (usesDatabase ProdCluster Postgres), not {show(term)}",
             {},
         )
-    text = show(term)  # also checks the shape limits of terms handed in as Python values
+    # a flat sentence is its own canonical text; showing any other also checks the shape
+    # limits of terms handed in as Python values
+    text = sentence if flat is not None else show(term)
     positive = True
     while term[0] is NOT:
         if len(term) != 2 or type(term[1]) is not tuple:
