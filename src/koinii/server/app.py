@@ -221,8 +221,8 @@ _TYPE_REFUSAL = {
 def _check_fields(op: str, fields: dict[str, tuple[Any, bool, str]], body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise Refused("bad-request", "the body must be a JSON object", {"operation": op})
-    unknown = sorted(set(body) - set(fields))
-    if unknown:
+    if not body.keys() <= fields.keys():
+        unknown = sorted(set(body) - set(fields))
         raise Refused(
             "unknown-option",
             f"{op} takes no field {unknown[0]!r}",
@@ -483,16 +483,16 @@ class Daemon:
 
     # --- plumbing ---------------------------------------------------------------------
 
-    def caller(self, request: Request) -> Caller:
+    def caller(self, headers: dict[bytes, str]) -> Caller:
         if self.tokens is None:
             return OPEN
-        return self.tokens.caller(request.headers.get("authorization"))
+        return self.tokens.caller(headers.get(b"authorization"))
 
-    async def body(self, request: Request) -> Any:
+    async def body(self, request: Request, headers: dict[bytes, str]) -> Any:
         """The JSON body, read from the ASGI messages directly (Starlette's stream is an
         async generator per request), refused past `limits.body_bytes`."""
         limit = self.limits.body_bytes
-        declared = request.headers.get("content-length")
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
         chunks = []
@@ -536,11 +536,24 @@ def _refusal(refusal: Refused) -> Response:
     return _Reply({"ok": False, "error": refusal.to_dict()}, status_code=status_of(refusal.kind))
 
 
-def _check_origin(request: Request) -> None:
-    origin = request.headers.get("origin")
+_READ_HEADERS = frozenset({b"authorization", b"content-length", b"host", b"origin"})
+
+
+def _headers(request: Request) -> dict[bytes, str]:
+    """The headers the daemon reads, in one pass over the raw list (Starlette's `Headers`
+    decodes and rescans the list for every lookup); the first of a repeated one counts."""
+    found: dict[bytes, str] = {}
+    for name, value in request.scope["headers"]:
+        if name in _READ_HEADERS and name not in found:
+            found[name] = value.decode("latin-1")
+    return found
+
+
+def _check_origin(headers: dict[bytes, str]) -> None:
+    origin = headers.get(b"origin")
     if origin is None:
         return
-    host = request.headers.get("host", "")
+    host = headers.get(b"host", "")
     if origin not in (f"http://{host}", f"https://{host}"):
         raise Refused(
             "cross-origin",
@@ -603,9 +616,10 @@ def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Await
 def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         try:
-            _check_origin(request)
-            caller = daemon.caller(request)
-            body = _check_fields(op, fields, await daemon.body(request))
+            headers = _headers(request)
+            _check_origin(headers)
+            caller = daemon.caller(headers)
+            body = _check_fields(op, fields, await daemon.body(request, headers))
             result = await run(caller, body)
             await daemon.durable()
             return _reply(result)
