@@ -288,12 +288,11 @@ GROUPED = frozenset({"assert", "retract", "edit", "load_text", "add_provenance"}
 
 
 class _Group:
-    """The open group commit: the requests waiting for it, and how it ended."""
+    """The open group commit, and how it ended."""
 
-    __slots__ = ("waiters", "refusal")
+    __slots__ = ("refusal",)
 
     def __init__(self) -> None:
-        self.waiters: list[asyncio.Future] = []
         self.refusal: Refused | None = None
 
 
@@ -321,8 +320,8 @@ class Daemon:
             asyncio.get_running_loop().call_soon(self.flush)
 
     def flush(self) -> None:
-        """Commit the open group now (at the end of its turn, before an operation that
-        cannot join a group, at shutdown) and release the requests waiting for it."""
+        """Commit the open group now: at the end of its turn, before an operation that
+        cannot join a group, at shutdown."""
         group, self._group = self._group, None
         if group is None:
             return
@@ -333,19 +332,18 @@ class Daemon:
         except Exception:
             log.exception("the group commit failed")
             group.refusal = Refused("internal-error", "the daemon failed; see its log", {})
-        for waiter in group.waiters:
-            if not waiter.done():
-                waiter.set_result(None)
 
     async def durable(self) -> None:
         """Wait until nothing this request wrote or read can be undone: until the open
-        group commits. Raises its refusal if it could not (every write in it undone)."""
+        group commits. Raises its refusal if it could not (every write in it undone).
+
+        One yield to the loop is enough: the group's `flush` was queued when the group
+        opened, so it runs before anything that yields after that resumes.
+        """
         group = self._group
         if group is None:
             return
-        waiter = asyncio.get_running_loop().create_future()
-        group.waiters.append(waiter)
-        await waiter
+        await asyncio.sleep(0)
         if group.refusal is not None:
             failed = group.refusal
             raise Refused(failed.kind, failed.message, {**failed.data, "group_commit": True})
