@@ -72,13 +72,15 @@ def test_cleanup_stale_marks_only_active_coordinators_with_an_old_heartbeat(kb):
     registry.register("AgentCoordC", project_id="hive", session_id="s-c")
     registry.mark_terminated("AgentCoordC")
     assert registry.cleanup_stale() == []  # every heartbeat is fresh against 120 s
-    time.sleep(0.02)
+    # A's heartbeat is 300 ms old, B's fresh: a 150 ms threshold tells them apart with room
+    # for a slow machine (10 ms did not: B's heartbeat aged past it on a loaded one)
+    time.sleep(0.3)
     registry.heartbeat("AgentCoordB")
-    assert registry.cleanup_stale(threshold_ms=10) == ["AgentCoordA"]
+    assert registry.cleanup_stale(threshold_ms=150) == ["AgentCoordA"]
     assert registry.get("AgentCoordA")["status"] == "stale"
     assert registry.get("AgentCoordC")["status"] == "terminated"
     seq = kb.seq
-    assert registry.cleanup_stale(threshold_ms=10) == [] and kb.seq == seq
+    assert registry.cleanup_stale(threshold_ms=150) == [] and kb.seq == seq
 
 
 def test_remove_returns_the_last_record_and_calls_on_unknown_ids_return_none_and_write_nothing(
