@@ -78,9 +78,13 @@ def serve(
         timeout_graceful_shutdown=10,
         access_log=False,
     )
+    server = Server(config)
+    # uvicorn keeps every request's task in this set from the moment the request is read:
+    # the daemon's group commit asks it whether a write has company (app.Daemon.join_group)
+    daemon.in_flight = server.server_state.tasks.__len__
     # uvicorn restores the handlers it found and re-raises the signal after a graceful
     # shutdown; handlers that ignore it let a clean stop exit 0.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
-    Server(config).run()
+    server.run()
     return 0

@@ -5,9 +5,10 @@ Invariants:
   the single writer and the total order. Engine operations take microseconds; the only
   waits (long polls, the durable tail) are futures that never block it.
 - Group commit: the writes that arrive together (in one turn of the event loop) share
-  one durable commit, made at the end of that turn (`Daemon.join_group`/`flush`). No
-  reply leaves while a group it may have seen is open: every reply waits for the group
-  commit (`Daemon.durable`), so nothing acknowledged — written or read — can be undone.
+  one durable commit, made at the end of that turn (`Daemon.join_group`/`flush`); a
+  write with no company commits alone at once. No reply leaves while a group it may
+  have seen is open: every reply waits for the group commit (`Daemon.durable`), so
+  nothing acknowledged — written or read — can be undone.
 - Every request body is checked against the operation's field table before the engine
   sees it; the same table generates `/openapi.json`, so the document cannot drift.
 - Every refusal leaves as `{"ok": false, "error": {kind, message, data}}` with the status
@@ -308,16 +309,24 @@ class Daemon:
             kb, cap=limits.max_subscriptions, ring=limits.ring, idle_s=limits.idle_s
         )
         self._group: _Group | None = None
+        # How many requests the server has in flight (read, not yet answered), when it
+        # can tell: `serve` wires in uvicorn's count. None: assume company, always group.
+        self.in_flight: Callable[[], int] | None = None
 
     # --- group commit -----------------------------------------------------------------
 
     def join_group(self) -> None:
-        """Before a write: open a group commit unless one is open; it commits once the
-        requests already read in this turn of the event loop have run."""
-        if self._group is None:
-            self.kb.begin_group()
-            self._group = _Group()
-            asyncio.get_running_loop().call_soon(self.flush)
+        """Before a write: join the open group commit, or open one that commits once the
+        requests already read in this turn of the event loop have run — unless this
+        request is the only one in flight (long polls aside), when the write commits on
+        its own: a group of one would only cost it a turn of the loop."""
+        if self._group is not None:
+            return
+        if self.in_flight is not None and self.in_flight() - self.subs.parked <= 1:
+            return
+        self.kb.begin_group()
+        self._group = _Group()
+        asyncio.get_running_loop().call_soon(self.flush)
 
     def flush(self) -> None:
         """Commit the open group now: at the end of its turn, before an operation that

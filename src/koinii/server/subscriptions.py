@@ -72,6 +72,7 @@ class Subscriptions:
         self.idle_s = idle_s
         self._subs: dict[str, Subscription] = {}
         self._tail_waiters: set[asyncio.Future] = set()
+        self.parked = 0  # requests waiting here (long polls), not running
         self._tail_token = kb.on_commit(lambda seq, op: _wake(self._tail_waiters))
 
     def watch(self, goal: Any, context: Any, max_events: int | None) -> dict[str, Any]:
@@ -118,11 +119,13 @@ class Subscriptions:
         if cursor == sub.delivered and wait_ms > 0:
             waiter = asyncio.get_running_loop().create_future()
             sub.waiters.add(waiter)
+            self.parked += 1
             try:
                 await asyncio.wait_for(waiter, wait_ms / 1000)
             except TimeoutError:
                 pass
             finally:
+                self.parked -= 1
                 sub.waiters.discard(waiter)
             if not sub.alive:
                 raise Refused(
@@ -175,11 +178,13 @@ class Subscriptions:
         if not reply["entries"] and not reply["too_old"] and wait_ms > 0 and since >= self.kb.seq:
             waiter = asyncio.get_running_loop().create_future()
             self._tail_waiters.add(waiter)
+            self.parked += 1
             try:
                 await asyncio.wait_for(waiter, wait_ms / 1000)
             except TimeoutError:
                 pass
             finally:
+                self.parked -= 1
                 self._tail_waiters.discard(waiter)
             reply = self.kb.changes(since, limit)
         return reply
@@ -188,11 +193,13 @@ class Subscriptions:
         """Wait until the next durable write (or the timeout)."""
         waiter = asyncio.get_running_loop().create_future()
         self._tail_waiters.add(waiter)
+        self.parked += 1
         try:
             await asyncio.wait_for(waiter, max(0.0, timeout_s))
         except TimeoutError:
             pass
         finally:
+            self.parked -= 1
             self._tail_waiters.discard(waiter)
 
     def close(self) -> None:
