@@ -85,10 +85,6 @@ class Feed:
     def __bool__(self) -> bool:
         return bool(self._watchers)
 
-    def publish(self, seq: int, added: list[Change], removed: list[Change], up) -> None:
-        """Deliver one write's changes; `up(ctx)` is the hierarchy's ancestor set."""
-        self.deliver(self.route(seq, added, removed, up))
-
     def route(self, seq: int, added: list[Change], removed: list[Change], up) -> Routed:
         """Each watcher's event for one write, filtered against the hierarchy as it is now.
 

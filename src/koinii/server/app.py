@@ -575,16 +575,12 @@ def _endpoint(daemon: Daemon, op: str) -> Callable[[Request], Awaitable[Response
     if asyncio.iscoroutinefunction(handler):
         return _serve(daemon, op, fields, handler)
 
-    if op in GROUPED:
+    grouped = op in GROUPED
 
-        async def run(caller: Caller, body: dict[str, Any]) -> Any:
+    async def run(caller: Caller, body: dict[str, Any]) -> Any:
+        if grouped:
             daemon.join_group()
-            return handler(caller, body)
-
-    else:
-
-        async def run(caller: Caller, body: dict[str, Any]) -> Any:
-            return handler(caller, body)
+        return handler(caller, body)
 
     return _serve(daemon, op, fields, run)
 

@@ -117,16 +117,7 @@ class Subscriptions:
             )
         wait_ms = check_wait(wait_ms)
         if cursor == sub.delivered and wait_ms > 0:
-            waiter = asyncio.get_running_loop().create_future()
-            sub.waiters.add(waiter)
-            self.parked += 1
-            try:
-                await asyncio.wait_for(waiter, wait_ms / 1000)
-            except TimeoutError:
-                pass
-            finally:
-                self.parked -= 1
-                sub.waiters.discard(waiter)
+            await self._park(sub.waiters, wait_ms / 1000)
             if not sub.alive:
                 raise Refused(
                     "unknown-subscription",
@@ -176,31 +167,26 @@ class Subscriptions:
         wait_ms = check_wait(wait_ms)
         reply = self.kb.changes(since, limit)
         if not reply["entries"] and not reply["too_old"] and wait_ms > 0 and since >= self.kb.seq:
-            waiter = asyncio.get_running_loop().create_future()
-            self._tail_waiters.add(waiter)
-            self.parked += 1
-            try:
-                await asyncio.wait_for(waiter, wait_ms / 1000)
-            except TimeoutError:
-                pass
-            finally:
-                self.parked -= 1
-                self._tail_waiters.discard(waiter)
+            await self._park(self._tail_waiters, wait_ms / 1000)
             reply = self.kb.changes(since, limit)
         return reply
 
     async def next_commit(self, timeout_s: float) -> None:
         """Wait until the next durable write (or the timeout)."""
+        await self._park(self._tail_waiters, max(0.0, timeout_s))
+
+    async def _park(self, waiters: set[asyncio.Future], timeout_s: float) -> None:
+        """Wait among `waiters` until woken (`_wake`) or `timeout_s`, counted in `parked`."""
         waiter = asyncio.get_running_loop().create_future()
-        self._tail_waiters.add(waiter)
+        waiters.add(waiter)
         self.parked += 1
         try:
-            await asyncio.wait_for(waiter, max(0.0, timeout_s))
+            await asyncio.wait_for(waiter, timeout_s)
         except TimeoutError:
             pass
         finally:
             self.parked -= 1
-            self._tail_waiters.discard(waiter)
+            waiters.discard(waiter)
 
     def close(self) -> None:
         """Shutdown: drop every subscription and wake every parked poll."""
