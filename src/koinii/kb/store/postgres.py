@@ -20,6 +20,7 @@ other than `public`.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from typing import Any
@@ -175,7 +176,11 @@ class PostgresStore(SQLStore):
         return self._conn.transaction()
 
     def close(self) -> None:
-        self._conn.close()  # ends the session: the advisory lock goes with it
+        # Release the writer lock before hanging up: the server drops a closed session's
+        # locks only as its backend exits, so a reopen right after close could be refused.
+        with contextlib.suppress(*self._errors):
+            self._conn.execute("SELECT pg_advisory_unlock_all()")
+        self._conn.close()
 
 
 def _redact(dsn: str) -> str:
