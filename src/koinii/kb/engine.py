@@ -27,8 +27,8 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from koinii.errors import Refused
@@ -81,30 +81,58 @@ class Edited:
     seq: int | None = None
 
 
-@dataclass
 class _Tx:
-    op: str
-    undo: list[Callable[[], None]] = field(default_factory=list)
-    added: dict[int, Node] = field(default_factory=dict)  # nodes created in this tx
-    deleted: dict[int, tuple[Node, str]] = field(default_factory=dict)  # pre-existing, gone
-    touched: set[Node] = field(default_factory=set)  # pre-existing, rows changed
-    new_justs: dict[int, Justification] = field(default_factory=dict)
-    dead_justs: dict[int, Justification] = field(default_factory=dict)
-    old_belief: dict[Node, tuple[bool, bool, bool]] = field(default_factory=dict)
-    seeds: set[Node] = field(default_factory=set)  # where belief may have changed
-    fire: list[Node] = field(default_factory=list)  # new nodes the rules must see
-    new_rules: list[Node] = field(default_factory=list)
-    masks: list[tuple[Node, bool]] = field(default_factory=list)  # (mask, added?)
-    full: bool = False  # the hierarchy or a declaration changed: recompute everything
-    limbo: dict[tuple[str, str, bool], Node] = field(default_factory=dict)
-    depth: dict[Node, int] = field(default_factory=dict)
-    derivations: int = 0
-    removed_sentexes: int = 0
-    removed_justifications: int = 0
-    changes: tuple[list[Change], list[Change]] = ([], [])  # the belief diff, once settled
-    records: Callable[[Any], Any] | None = None  # a domain write in the same transaction
-    summary: dict[str, Any] | None = None  # its brief, for the change log
-    records_result: Any = None
+    """One write in progress: its undo log and what it changed (every write makes one,
+    so the containers are built here as literals, not by dataclass factories)."""
+
+    __slots__ = (
+        "op",
+        "undo",
+        "added",
+        "deleted",
+        "touched",
+        "new_justs",
+        "dead_justs",
+        "old_belief",
+        "seeds",
+        "fire",
+        "new_rules",
+        "masks",
+        "full",
+        "limbo",
+        "depth",
+        "derivations",
+        "removed_sentexes",
+        "removed_justifications",
+        "changes",
+        "records",
+        "summary",
+        "records_result",
+    )
+
+    def __init__(self, op: str) -> None:
+        self.op = op
+        self.undo: list[Callable[[], None]] = []
+        self.added: dict[int, Node] = {}  # nodes created in this tx
+        self.deleted: dict[int, tuple[Node, str]] = {}  # pre-existing, gone
+        self.touched: set[Node] = set()  # pre-existing, rows changed
+        self.new_justs: dict[int, Justification] = {}
+        self.dead_justs: dict[int, Justification] = {}
+        self.old_belief: dict[Node, tuple[bool, bool, bool]] = {}
+        self.seeds: set[Node] = set()  # where belief may have changed
+        self.fire: list[Node] = []  # new nodes the rules must see
+        self.new_rules: list[Node] = []
+        self.masks: list[tuple[Node, bool]] = []  # (mask, added?)
+        self.full = False  # the hierarchy or a declaration changed: recompute everything
+        self.limbo: dict[tuple[str, str, bool], Node] = {}
+        self.depth: dict[Node, int] = {}
+        self.derivations = 0
+        self.removed_sentexes = 0
+        self.removed_justifications = 0
+        self.changes: tuple[list[Change], list[Change]] = ([], [])  # the belief diff
+        self.records: Callable[[Any], Any] | None = None  # a domain write, same transaction
+        self.summary: dict[str, Any] | None = None  # its brief, for the change log
+        self.records_result: Any = None
 
 
 class KB:
@@ -214,9 +242,10 @@ class KB:
         Idempotent: a canonically equal sentence in the same context returns the existing
         handle, keeping the stronger strength and merging new provenance fields.
         """
-        opts = {"strength": strength, "creator": creator, "provenance": provenance}
         if strength == "default" and creator is None and provenance is None:
             opts = {}  # the common write: nothing to check
+        else:
+            opts = {"strength": strength, "creator": creator, "provenance": provenance}
         with self._lock:
             tx = self._begin("assert")
             try:
@@ -547,6 +576,8 @@ class KB:
                 f"{entry.text} would make a cycle: {atom[2].name} already sees {atom[1].name}",
                 {"sentence": entry.text},
             )
+        if ARITY not in self._index.by_functor:  # the common case: nothing declares arity
+            return
         atoms = (
             [atom]
             if entry.rule is None
@@ -901,9 +932,13 @@ class KB:
                     self._delete(tx, referrer, "retracted")
         tx.limbo.clear()
 
-    def _closure(self, seeds: Iterable[Node]) -> list[Node]:
+    def _closure(self, seeds: Collection[Node]) -> list[Node]:
         """Seeds plus everything whose belief can depend on them."""
         by_handle = self._index.by_handle
+        if len(seeds) == 1:  # the common write: one new node nothing rests on yet
+            (node,) = seeds
+            if not node.uses and node.text not in self._index.two_sided:
+                return [node] if by_handle.get(node.handle) is node else []
         seen: set[Node] = set()
         stack = [n for n in seeds if by_handle.get(n.handle) is n]
         while stack:
@@ -1049,17 +1084,20 @@ class KB:
                 removed.append(_change(target, "excepted", mask.context))
             elif not was_added and mask.handle not in self._index.by_handle:
                 added.append(_change(target, None, mask.context))
-        added.sort(key=lambda c: c.public["handle"])
-        removed.sort(key=lambda c: c.public["handle"])
+        if len(added) > 1:
+            added.sort(key=_by_handle)
+        if len(removed) > 1:
+            removed.sort(key=_by_handle)
         return added, removed
 
     def _commit(self, tx: _Tx) -> int | None:
         """Make the transaction durable; returns its seq, or None if it changed nothing."""
         added, removed = tx.changes
-        upserts = [n for n in tx.added.values()]
-        upserts.extend(
-            n for n in tx.touched if n.handle not in tx.deleted and n.handle not in tx.added
-        )
+        upserts = list(tx.added.values())
+        if tx.touched:
+            upserts.extend(
+                n for n in tx.touched if n.handle not in tx.deleted and n.handle not in tx.added
+            )
         changed = upserts or tx.deleted or tx.new_justs or tx.dead_justs or added or removed
         if not changed and tx.records is None:
             return None
@@ -1703,6 +1741,10 @@ def _literals_of(term: Any) -> tuple:
     if term[0] is Sym("and"):
         return tuple(lit for part in term[1:] for lit in _literals_of(part))
     return (literal(term, "a goal"),)
+
+
+def _by_handle(change: Change) -> int:
+    return change.public["handle"]
 
 
 def _change(node: Node, reason: str | None = None, hidden_in: str | None = None) -> Change:
