@@ -16,6 +16,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import orjson
+
 from koinii.errors import Refused
 from koinii.kb.store import Commit, JustificationRow, Loaded, LogEntry, SentexRow
 
@@ -39,6 +41,9 @@ class SQLStore:
     location: str
     _errors: tuple[type[BaseException], ...] = ()
     _records: Any  # the connection domain code gets (see `read` and `Commit.records`)
+    # How a boolean column is bound: SQLite stores 0/1, and its driver sends a bool
+    # through a slow adapter lookup, so its store binds int; PostgreSQL's takes a bool.
+    _flag: Callable[[bool], Any] = bool
 
     # --- the dialect (a subclass fills these in) -------------------------------------
 
@@ -151,9 +156,9 @@ class SQLStore:
             latest = {n.handle: n for c in commits for n in c.upserts}
             upserts = list(latest.values())
         if len(upserts) == 1:  # the common write: one statement, not a batch
-            self._run(UPSERT_SENTEX, _sentex_params(upserts[0]))
+            self._run(UPSERT_SENTEX, _sentex_params(upserts[0], self._flag))
         elif upserts:
-            self._run_many(UPSERT_SENTEX, [_sentex_params(n) for n in upserts])
+            self._run_many(UPSERT_SENTEX, [_sentex_params(n, self._flag) for n in upserts])
         deletes = [(h,) for c in commits for h in c.deletes]
         if deletes:
             self._run_many("DELETE FROM sentex WHERE handle = ?", deletes)
@@ -224,7 +229,7 @@ class SQLStore:
 
     def import_core(self, loaded: Loaded, log: list[tuple], meta: dict[str, int]) -> None:
         with self._translated("the import"), self._transaction():
-            self._run_many(UPSERT_SENTEX, [_sentex_params(r) for r in loaded.sentexes])
+            self._run_many(UPSERT_SENTEX, [_sentex_params(r, self._flag) for r in loaded.sentexes])
             self._run_many(
                 INSERT_JUSTIFICATION,
                 [
@@ -247,17 +252,19 @@ def _log_row(commit: Commit) -> tuple:
     diff: dict[str, Any] = {"added": entry.added, "removed": entry.removed}
     if entry.records is not None:
         diff["records"] = entry.records
-    return (entry.seq, entry.op, entry.at, commit.next_handle, json.dumps(diff))
+    # every write encodes one diff: orjson takes a tenth of the time json.dumps does
+    encoded = orjson.dumps(diff, option=orjson.OPT_NON_STR_KEYS).decode()
+    return (entry.seq, entry.op, entry.at, commit.next_handle, encoded)
 
 
-def _sentex_params(row: Any) -> tuple:
+def _sentex_params(row: Any, flag: Callable[[bool], Any]) -> tuple:
     """The sentex columns of a Node or a SentexRow, in UPSERT_SENTEX's order."""
     return (
         row.handle,
         row.context,
-        row.positive,
+        flag(row.positive),
         row.text,
-        row.premise,
+        flag(row.premise),
         row.strength,
         row.creator,
         row.created,

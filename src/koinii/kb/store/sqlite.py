@@ -61,6 +61,7 @@ _MIGRATIONS = [
 
 class SQLiteStore(SQLStore):
     _errors = (sqlite3.Error,)
+    _flag = int  # see SQLStore._flag
     _BEGIN = "BEGIN IMMEDIATE"  # take the write lock now, not at the first write
 
     def __init__(self, path: str, *, synchronous: str = "normal") -> None:
