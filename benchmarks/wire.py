@@ -7,10 +7,11 @@ temporary database, and stopped at the end; no traffic leaves the loopback inter
    sentences, one after another, each timed with ``time.perf_counter_ns``; p50 / p99.
 2. Load: 1, 4 and 16 client *processes*, each with its own client and keep-alive
    connection, asserting distinct sentences for a fixed time (default 5 s per side) from
-   a common start; total durable writes/s and p50 / p99 over every call. A fresh daemon
-   per level. The same worker processes load Koinii and the ceiling (4) in four rounds,
-   Koinii / ceiling / ceiling / Koinii, so that drift in the machine's speed during a
-   level hits both sides alike.
+   a common start; total durable writes/s, p50 / p99 over every call, and the server
+   process's CPU time (user + system, psutil) per write. A fresh daemon per level. The
+   same worker processes load Koinii and the ceiling (4) in four rounds, Koinii /
+   ceiling / ceiling / Koinii, so that drift in the machine's speed during a level hits
+   both sides alike.
 3. Feed latency: a subscriber process long-polls (``poll(..., wait_ms=20000)`` in a
    loop) while this process asserts ``(ping ItemN <time_ns>)`` every 5 ms. Latency is
    the subscriber's ``time.time_ns()`` when the poll returns minus the timestamp carried
@@ -62,6 +63,8 @@ from importlib.metadata import version
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+import psutil
+
 import koinii
 from koinii.client import _Transport
 
@@ -108,10 +111,24 @@ def p99_ms(samples_ns: Sequence[int]) -> float:
 
 @dataclass(frozen=True)
 class Load:
-    """What one load level produced: every call's latency and the summed rate."""
+    """What one load level produced: every call's latency, the summed rate, and the CPU
+    time the server process spent per call (user + system)."""
 
     samples_ns: list[int]
     per_second: float
+    server_cpu_us: float
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running server: where to reach it, and its process (to read its CPU time)."""
+
+    url: str
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        times = psutil.Process(self.pid).cpu_times()
+        return times.user + times.system
 
 
 # ================================================================ servers
@@ -138,8 +155,8 @@ def wait_until_answering(probe: Callable[[], Any], alive: Callable[[], bool], wh
 
 
 @contextmanager
-def koinii_daemon(workdir: str) -> Iterator[str]:
-    """A fresh `python -m koinii serve` on a new database; yields its URL."""
+def koinii_daemon(workdir: str) -> Iterator[Server]:
+    """A fresh `python -m koinii serve` on a new database."""
     port = free_port()
     url = f"http://{HOST}:{port}"
     command = [sys.executable, "-m", "koinii", "serve", "--host", HOST, "--port", str(port)]
@@ -155,7 +172,7 @@ def koinii_daemon(workdir: str) -> Iterator[str]:
                 raise RuntimeError(f"{exc}; its log ends:\n{log_tail(log_path)}") from None
             finally:
                 probe.close()
-            yield url
+            yield Server(url, daemon.pid)
         finally:
             daemon.terminate()  # SIGTERM: a graceful shutdown that closes the store
             try:
@@ -196,8 +213,8 @@ def serve_ceiling(port: int) -> None:
 
 
 @contextmanager
-def ceiling_server() -> Iterator[str]:
-    """The bare Starlette app in a child process; yields its URL."""
+def ceiling_server() -> Iterator[Server]:
+    """The bare Starlette app in a child process."""
     port = free_port()
     url = f"http://{HOST}:{port}"
     with child_processes(serve_ceiling, [(port,)]) as (server,):
@@ -208,7 +225,7 @@ def ceiling_server() -> Iterator[str]:
             )
         finally:
             probe.close()
-        yield url
+        yield Server(url, server.pid)
 
 
 @contextmanager
@@ -312,18 +329,23 @@ def load_worker(urls: dict[str, str], worker: int, seconds: float, barrier, resu
         results.put(("error", f"worker {worker}: {exc!r}"))
 
 
-def run_load(urls: dict[str, str], processes: int, seconds: float) -> dict[str, Load]:
+def run_load(servers: dict[str, Server], processes: int, seconds: float) -> dict[str, Load]:
     """`processes` writers released together for each round. A side's writes/s is the sum
     of every worker's rate in a round, averaged over that side's rounds; each side writes
-    for `seconds` in all. Returns {"koinii": Load, "ceiling": Load}."""
+    for `seconds` in all. A side's server CPU per call is the CPU time its server process
+    spent during its rounds over the calls they made. Returns {"koinii": Load, "ceiling":
+    Load}."""
     barrier = SPAWN.Barrier(processes + 1)
     results = SPAWN.Queue()
     each = seconds / ROUNDS.count("koinii")
+    urls = {kind: server.url for kind, server in servers.items()}
     args = [(urls, w, each, barrier, results) for w in range(processes)]
     samples: dict[str, list[int]] = {kind: [] for kind in urls}
     rate_sum = dict.fromkeys(urls, 0.0)
+    server_cpu = dict.fromkeys(urls, 0.0)
     with child_processes(load_worker, args):
-        for _ in ROUNDS:
+        for side in ROUNDS:
+            cpu_before = servers[side].cpu_seconds()
             # A broken barrier means a worker failed or was late: its report says which.
             with suppress(threading.BrokenBarrierError):
                 barrier.wait(timeout=BARRIER_TIMEOUT_S)
@@ -331,7 +353,15 @@ def run_load(urls: dict[str, str], processes: int, seconds: float) -> dict[str, 
                 kind, worker_samples, ns = receive(results, each + BARRIER_TIMEOUT_S)
                 samples[kind] += worker_samples
                 rate_sum[kind] += len(worker_samples) / (ns / 1e9) if ns else 0.0
-    return {kind: Load(samples[kind], rate_sum[kind] / ROUNDS.count(kind)) for kind in urls}
+            server_cpu[side] += servers[side].cpu_seconds() - cpu_before
+    return {
+        kind: Load(
+            samples[kind],
+            rate_sum[kind] / ROUNDS.count(kind),
+            server_cpu[kind] / len(samples[kind]) * 1e6 if samples[kind] else 0.0,
+        )
+        for kind in urls
+    }
 
 
 def receive(results, timeout: float) -> Any:
@@ -488,20 +518,20 @@ def measure(sizes: Sizes) -> Results:
     ceiling_load: dict[int, Load] = {}
     with tempfile.TemporaryDirectory(prefix="koinii-wire-") as workdir, ceiling_server() as bare:
         progress(f"{sizes.round_trips:,} sequential calls, Koinii then the ceiling")
-        with koinii_daemon(workdir) as url:
-            koinii_trips = round_trips("koinii", url, sizes.round_trips)
-        ceiling_trips = round_trips("ceiling", bare, sizes.round_trips)
+        with koinii_daemon(workdir) as daemon:
+            koinii_trips = round_trips("koinii", daemon.url, sizes.round_trips)
+        ceiling_trips = round_trips("ceiling", bare.url, sizes.round_trips)
         for n in LEVELS:
             progress(
                 f"{n} client process(es), {sizes.seconds:g} s each side, in rounds "
                 + " ".join(ROUNDS)
             )
-            with koinii_daemon(workdir) as url:
-                loads = run_load({"koinii": url, "ceiling": bare}, n, sizes.seconds)
+            with koinii_daemon(workdir) as daemon:
+                loads = run_load({"koinii": daemon, "ceiling": bare}, n, sizes.seconds)
             koinii_load[n], ceiling_load[n] = loads["koinii"], loads["ceiling"]
         progress(f"Koinii feed latency over {sizes.feed_events} events")
-        with koinii_daemon(workdir) as url:
-            feed = feed_latency(url, sizes)
+        with koinii_daemon(workdir) as daemon:
+            feed = feed_latency(daemon.url, sizes)
     missing = pg_unreachable()
     notify = None
     if missing is None:
@@ -560,9 +590,11 @@ def load_rows(n: int, mine: Load, ref: Load) -> list[list[str]]:
     check = verdict(fraction >= TARGET_CEILING_FRACTION) if top else ""
     both = [f"{ms(p50_ms(s.samples_ns))} / {ms(p99_ms(s.samples_ns))}" for s in (mine, ref)]
     rates = [rate(mine.per_second), check, rate(ref.per_second)]
+    cpu = [f"{mine.server_cpu_us:.0f}", "", f"{ref.server_cpu_us:.0f}"]
     return [
         [f"{clients}, writes/s", target, *rates, ratio(mine.per_second, ref.per_second)],
         [f"{clients}, p50 / p99 ms", "", both[0], "", both[1], ""],
+        [f"{clients}, server CPU us/write", "", *cpu, ratio(mine.server_cpu_us, ref.server_cpu_us)],
     ]
 
 
@@ -639,7 +671,11 @@ def notes(elapsed: float) -> str:
             "calls; under load each process",
             "has its own connections; the load rounds run Koinii, ceiling, ceiling, Koinii; "
             "writes/s sums each process's",
-            "rate in a round, averaged over a side's rounds; p50/p99 cover every call.",
+            "rate in a round, averaged over a side's rounds; p50/p99 cover every call. Server CPU "
+            "is the server process's",
+            "user + system time in its side's rounds over the writes they made: clients and "
+            "servers share the cores, so",
+            "where they are all busy, writes/s follows the CPU each write costs on both ends.",
             "Feed: the subscriber's time.time_ns() when its poll returns minus the time_ns the "
             "write carried.",
             f"Whole run: {elapsed:.0f} s.",
