@@ -85,6 +85,12 @@ class Sym:
                 f"{name!r} is not a symbol: a symbol is a letter then letters, digits, _ or -",
                 {"symbol": repr(name)},
             )
+        return cls._intern(name)
+
+    @classmethod
+    def _intern(cls, name: str) -> Sym:
+        """A new symbol for a name already checked (by `__new__`, or by `read_flat`'s
+        pattern, which admits only symbol names)."""
         sym = object.__new__(cls)
         object.__setattr__(sym, "name", name)
         cls._interned[name] = sym
@@ -236,7 +242,7 @@ def read_flat(text: str) -> tuple | None:
     if "true" in names or "false" in names:  # those read as booleans
         return None
     interned = Sym._interned
-    return tuple([interned.get(name) or Sym(name) for name in names])
+    return tuple([interned.get(name) or Sym._intern(name) for name in names])
 
 
 def parse(text: str) -> Term:
