@@ -8,6 +8,7 @@ in-flight requests finish and closes the store cleanly.
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import logging
 import signal
@@ -61,6 +62,11 @@ def serve(
         return 1
     app = build_app(kb, table, limits)
     daemon = app.state.daemon
+    # The daemon holds its whole KB in memory, a heap that mostly grows. With the
+    # collector's default thresholds every few thousand writes brought a full collection
+    # that rescans all of it: a tenth of a write's CPU under load (benchmarks/wire.py).
+    # Young objects are still collected often; the old generation, seldom.
+    gc.set_threshold(2_000, 10, 100)
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig, frame) -> None:  # wake parked polls so shutdown is prompt
