@@ -66,9 +66,10 @@ class _Transport:
             factory = http.client.HTTPSConnection if self._secure else http.client.HTTPConnection
             conn = factory(self._host, self._port, timeout=timeout)
             self._local.conn = conn
-        conn.timeout = timeout
-        if conn.sock is not None:
-            conn.sock.settimeout(timeout)
+        if conn.timeout != timeout:  # a socket's timeout is set by a system call: only anew
+            conn.timeout = timeout
+            if conn.sock is not None:
+                conn.sock.settimeout(timeout)
         return conn
 
     def _drop(self) -> None:
