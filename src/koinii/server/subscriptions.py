@@ -181,7 +181,8 @@ class Subscriptions:
         waiters.add(waiter)
         self.parked += 1
         try:
-            await asyncio.wait_for(waiter, timeout_s)
+            async with asyncio.timeout(timeout_s):  # the waiter is awaited directly: a wake
+                await waiter  # resumes this task in the next turn of the loop
         except TimeoutError:
             pass
         finally:
