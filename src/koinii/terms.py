@@ -93,8 +93,7 @@ class Sym:
         pattern, which admits only symbol names)."""
         sym = object.__new__(cls)
         object.__setattr__(sym, "name", name)
-        cls._interned[name] = sym
-        return sym
+        return cls._interned.setdefault(name, sym)  # two threads interning at once: one wins
 
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError("Sym is immutable")
