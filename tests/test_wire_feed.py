@@ -54,6 +54,18 @@ def test_a_long_poll_times_out_empty(client):
     assert reply == {"events": [], "cursor": 0, "lagged": 0}
 
 
+def test_a_long_poll_stretches_the_client_timeout_for_itself_only(daemon):
+    client = daemon.client(timeout=1)
+    sub = client.watch()
+    reply = client.poll(sub["token"], 0, wait_ms=1_500)  # longer than the client's timeout
+    assert reply["events"] == []
+    socket = client._transport._local.conn.sock
+    assert socket.gettimeout() == 2.5
+    client.stats()  # the next call on the same connection is back to the client's timeout
+    assert socket.gettimeout() == 1
+    client.close()
+
+
 def test_unwatch_wakes_a_parked_poll_with_unknown_subscription(daemon, client):
     sub = client.watch()
     outcome = {}
