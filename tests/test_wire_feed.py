@@ -1,11 +1,15 @@
 """The wire feed: rings, cursors, lag, long polls, reaping, caps, the durable tail (wire.md §3)."""
 
+import asyncio
+import json
 import threading
 import time
 
 import pytest
 
 from koinii import Refused
+from koinii.server import build_app
+from koinii.wire import API
 
 
 def test_300_writes_against_a_256_ring_lag_44_then_0(client):
@@ -38,10 +42,12 @@ def test_a_long_poll_returns_within_a_second_of_a_write(daemon, client):
         time.sleep(0.3)
         writer.assert_("(item Thing)", "CxA")
 
-    threading.Thread(target=write_later).start()
+    writing = threading.Thread(target=write_later)
+    writing.start()
     started = time.monotonic()
     reply = client.poll(sub["token"], 0, wait_ms=20_000)
     elapsed = time.monotonic() - started
+    writing.join()  # the poll is answered first; the writer's ack follows
     assert [e.added[0]["bindings"] for e in reply["events"]] == [
         {"?x": __import__("koinii").Sym("Thing")}
     ]
@@ -194,10 +200,12 @@ def test_the_durable_tail_resumes_across_a_daemon_restart(daemon):
 
 def test_the_durable_tail_long_polls(daemon, client):
     since = client.seq
-    threading.Timer(0.3, lambda: daemon.client().assert_("(item Late)", "CxA")).start()
+    writing = threading.Timer(0.3, lambda: daemon.client().assert_("(item Late)", "CxA"))
+    writing.start()
     started = time.monotonic()
     tail = client.changes(since=since, wait_ms=10_000)
     assert time.monotonic() - started < 1.3
+    writing.join()
     assert tail["entries"][0]["added"][0]["sentence"] == "(item Late)"
 
 
@@ -210,3 +218,61 @@ def test_the_durable_tail_says_too_old_after_compaction(client):
     assert tail["too_old"] is True and tail["entries"] == []
     recent = client.changes(since=client.seq - 2)
     assert len(recent["entries"]) == 2 and recent["too_old"] is False
+
+
+# --- ordering, in-process: the daemon's ASGI app driven directly, to see which reply
+# starts first (over sockets, two client threads would race to read theirs)
+
+
+async def _call(app, op: str, body: dict, started: list[str]) -> dict:
+    raw = json.dumps(body).encode()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": f"{API}/{op}",
+        "raw_path": f"{API}/{op}".encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1"), (b"content-length", str(len(raw)).encode())],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    async def send(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            started.append(op)
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return json.loads(b"".join(m.get("body", b"") for m in sent[1:]))["result"]
+
+
+@pytest.mark.parametrize("grouped", [True, False], ids=["in-a-group", "alone"])
+def test_a_woken_long_poll_answers_before_the_write_that_woke_it(kb, grouped):
+    app = build_app(kb)
+    daemon = app.state.daemon
+    if not grouped:  # as under uvicorn when the write is the only request in flight
+        daemon.in_flight = lambda: 1 + daemon.subs.parked
+    started: list[str] = []
+
+    async def scenario() -> None:
+        token = (await _call(app, "watch", {}, []))["token"]
+        poll = asyncio.create_task(
+            _call(app, "poll", {"token": token, "cursor": 0, "wait_ms": 5_000}, started)
+        )
+        while not daemon.subs.parked:
+            await asyncio.sleep(0)
+        await _call(app, "assert", {"sentence": "(item Thing)", "context": "CxA"}, started)
+        reply = await poll
+        assert reply["events"][0]["added"][0]["sentence"] == "(item Thing)"
+
+    asyncio.run(scenario())
+    assert started == ["poll", "assert"]
+    assert daemon.subs.waking == 0

@@ -18,9 +18,10 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -345,17 +346,23 @@ class Daemon:
     async def durable(self) -> None:
         """Wait until nothing this request wrote or read can be undone: until the open
         group commits. Raises its refusal if it could not (every write in it undone).
+        Then, if long polls were woken and have not answered yet, let them go first.
 
-        One yield to the loop is enough: the group's `flush` was queued when the group
-        opened, so it runs before anything that yields after that resumes.
+        One yield to the loop is enough for each: the group's `flush` was queued when the
+        group opened, so it runs before anything that yields after that resumes; a woken
+        poll was queued when it was woken. The feed is how the other agents hear of a
+        write, and the writer knows what it wrote: answered first, the writer's process
+        would wake and take the core the watchers' answers wait for (a quarter off the
+        feed's latency, measured on 2 cores).
         """
         group = self._group
-        if group is None:
-            return
-        await asyncio.sleep(0)
-        if group.refusal is not None:
-            failed = group.refusal
-            raise Refused(failed.kind, failed.message, {**failed.data, "group_commit": True})
+        if group is not None:
+            await asyncio.sleep(0)
+            if group.refusal is not None:
+                failed = group.refusal
+                raise Refused(failed.kind, failed.message, {**failed.data, "group_commit": True})
+        if self.subs.waking:
+            await asyncio.sleep(0)
 
     # --- writes ---------------------------------------------------------------------
 
@@ -657,7 +664,8 @@ def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = 
                 daemon.flush()
                 kb.compact_log(daemon.limits.log_retention)
 
-    async def lifespan(app: Starlette):
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         task = asyncio.create_task(housekeeping())
         try:
             yield

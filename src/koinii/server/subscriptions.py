@@ -9,6 +9,9 @@ A callback cannot cross the wire, so for each subscription the daemon keeps the 
   client missed because they fell off the ring (it must resnapshot).
 - Everything here runs on the daemon's event-loop thread (the engine calls back on it),
   so a parked poll is a future, and waking it never blocks the writer.
+- `waking` counts the parked waits woken and not yet run: while it is above 0, the
+  daemon holds other replies back one turn of the loop (`Daemon.durable`), so the news
+  reaches the watchers before the writer hears its own ack.
 """
 
 from __future__ import annotations
@@ -45,7 +48,6 @@ class Subscription:
         self.delivered += 1
         if len(self.ring) > self.max_events:
             self.ring.popleft()
-        _wake(self.waiters)
 
     def reply(self, cursor: int) -> dict[str, Any]:
         first = self.delivered - len(self.ring)
@@ -53,13 +55,6 @@ class Subscription:
         events = list(self.ring)[skip:] if skip < len(self.ring) else []
         lagged = max(0, (self.delivered - self.max_events) - cursor)
         return {"events": events, "cursor": self.delivered, "lagged": lagged}
-
-
-def _wake(waiters: set[asyncio.Future]) -> None:
-    for waiter in waiters:
-        if not waiter.done():
-            waiter.set_result(None)
-    waiters.clear()
 
 
 class Subscriptions:
@@ -73,7 +68,8 @@ class Subscriptions:
         self._subs: dict[str, Subscription] = {}
         self._tail_waiters: set[asyncio.Future] = set()
         self.parked = 0  # requests waiting here (long polls), not running
-        self._tail_token = kb.on_commit(lambda seq, op: _wake(self._tail_waiters))
+        self.waking = 0  # of those, woken and not yet run
+        self._tail_token = kb.on_commit(lambda seq, op: self._wake(self._tail_waiters))
 
     def watch(self, goal: Any, context: Any, max_events: int | None) -> dict[str, Any]:
         if len(self._subs) >= self.cap:
@@ -92,7 +88,9 @@ class Subscriptions:
         sub = Subscription(secrets.token_urlsafe(16), goal, context, size)
         # The engine validates goal and context; the subscription starts exactly here,
         # between two writes, because the loop runs one operation at a time.
-        sub.kb_token = self.kb.watch(sub.push, goal=goal, ctx=context)
+        sub.kb_token = self.kb.watch(
+            lambda event: self._deliver(sub, event), goal=goal, ctx=context
+        )
         self._subs[sub.token] = sub
         return {"token": sub.token, "cursor": 0, "max_events": size}
 
@@ -133,7 +131,7 @@ class Subscriptions:
             return False
         sub.alive = False
         self.kb.unwatch(sub.kb_token)
-        _wake(sub.waiters)
+        self._wake(sub.waiters)
         return True
 
     def describe(self) -> list[dict[str, Any]]:
@@ -188,12 +186,25 @@ class Subscriptions:
         finally:
             self.parked -= 1
             waiters.discard(waiter)
+            if waiter.done() and not waiter.cancelled():  # it was woken (`_wake`)
+                self.waking -= 1
+
+    def _deliver(self, sub: Subscription, event: Event) -> None:
+        sub.push(event)
+        self._wake(sub.waiters)
+
+    def _wake(self, waiters: set[asyncio.Future]) -> None:
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+                self.waking += 1
+        waiters.clear()
 
     def close(self) -> None:
         """Shutdown: drop every subscription and wake every parked poll."""
         for token in list(self._subs):
             self.unwatch(token)
-        _wake(self._tail_waiters)
+        self._wake(self._tail_waiters)
 
 
 def check_wait(wait_ms: Any) -> int:
