@@ -7,7 +7,6 @@ the two are inverses, and which inputs are refused with which kind.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -203,14 +202,6 @@ def test_a_symbol_first_met_in_a_flat_sentence_is_the_interned_one():
     first = parse("(p FirstSeenInAFlatSentence)")[1]  # read by read_flat, not the tokenizer
     assert first is Sym("FirstSeenInAFlatSentence")
     assert parse("(q (r FirstSeenInAFlatSentence))")[1][1] is first  # the tokenizer's too
-
-
-def test_threads_interning_one_new_name_at_once_get_one_symbol():
-    names = [f"RacedName{i}" for i in range(2_000)]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        rounds = list(pool.map(lambda _: [parse(f"(p {n})")[1] for n in names], range(4)))
-    for found in zip(*rounds):
-        assert all(sym is found[0] for sym in found)
 
 
 def test_a_symbol_is_not_equal_to_its_name():

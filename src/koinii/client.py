@@ -140,11 +140,9 @@ class Client:
 
     def _call(self, op: str, extra_wait: float = 0.0, **fields: Any) -> Any:
         """Run one operation; a field that is None is left out (the daemon's default)."""
-        return self._send(op, {k: v for k, v in fields.items() if v is not None}, extra_wait)
-
-    def _send(self, op: str, body: dict[str, Any], extra_wait: float = 0.0) -> Any:
+        body = {k: v for k, v in fields.items() if v is not None}
         status, reply = self._transport.post(f"{API}/{op}", body, extra_wait)
-        if type(reply) is dict and reply.get("ok") is True:
+        if isinstance(reply, dict) and reply.get("ok") is True:
             return reply.get("result")
         error = reply.get("error") if isinstance(reply, dict) else None
         if not isinstance(error, dict) or "kind" not in error:
@@ -180,9 +178,6 @@ class Client:
         creator: str | None = None,
         provenance: dict[str, Any] | None = None,
     ) -> int | list[int]:
-        if strength == "default" and creator is None and provenance is None:
-            # the commonest call of all: its body is built directly
-            return self._send("assert", {"sentence": _text(sentence), "context": _ctx(context)})
         return self._call(
             "assert",
             sentence=_text(sentence),
