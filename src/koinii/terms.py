@@ -8,6 +8,11 @@ depth, size, empty lists or functors.
 Model: `Sym` (a symbol), `Var` (a variable), `str`, `int`, `float`, `bool`, and tuples
 for compounds, whose first element is a `Sym` functor. `Sym` and `Var` are interned (one
 object per name), so equality is identity and they never collide with strings.
+
+Quoting: `(quote S)` is a term whose content is data, not logic — its variables are
+inert. `is_ground`, `variables` and `substitute` do not look inside it, so a question
+`(queries AgentAtlas (quote (usesDatabase ProdCluster ?db)))` is a ground fact, and a
+rule or a goal matches a quote only literally (Cyc's `Quote` is the model).
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ __all__ = [
     "is_ground",
     "variables",
     "substitute",
+    "quoted",
+    "QUOTE",
     "is_context_name",
     "is_individual_name",
     "is_predicate_name",
@@ -150,6 +157,13 @@ class Var:
 
 
 Term = Union[Sym, Var, str, int, float, bool, tuple]
+
+QUOTE = Sym("quote")
+
+
+def quoted(term: Term) -> bool:
+    """Is `term` a quotation `(quote S)`, whose content is inert data?"""
+    return type(term) is tuple and len(term) == 2 and term[0] is QUOTE
 
 
 # --- printing ---------------------------------------------------------------------------
@@ -341,18 +355,20 @@ def _read(text: str) -> Iterator[Term]:
 
 
 def is_ground(term: Term) -> bool:
-    """True when `term` holds no variable."""
+    """True when `term` holds no variable outside a quotation."""
     if type(term) is tuple:
-        return all(is_ground(x) for x in term)
+        return term[0] is QUOTE or all(is_ground(x) for x in term)
     return type(term) is not Var
 
 
 def variables(term: Term) -> list[Var]:
-    """The variables of `term`, each once, in order of first appearance."""
+    """The variables of `term` outside quotations, each once, in order of first appearance."""
     seen: dict[Var, None] = {}
 
     def walk(t: Term) -> None:
         if type(t) is tuple:
+            if t[0] is QUOTE:
+                return
             for x in t:
                 walk(x)
         elif type(t) is Var:
@@ -363,10 +379,12 @@ def variables(term: Term) -> list[Var]:
 
 
 def substitute(term: Term, bindings: dict[Var, Term]) -> Term:
-    """`term` with each bound variable replaced by its value."""
+    """`term` with each bound variable outside quotations replaced by its value."""
     cls = type(term)
     if cls is Var:
         return bindings.get(term, term)
     if cls is tuple:
+        if term[0] is QUOTE:
+            return term
         return tuple([substitute(x, bindings) for x in term])
     return term

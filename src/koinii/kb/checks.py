@@ -26,6 +26,7 @@ from koinii.kb.rules import (
 )
 from koinii.kb.sentex import NOT
 from koinii.terms import (
+    QUOTE,
     Sym,
     Term,
     Var,
@@ -149,6 +150,16 @@ def _functor_ok(functor: Sym, arity: int) -> bool:
 def _walk(term: tuple, entry: Entry, *, top: bool, in_rule: bool) -> None:
     functor = term[0]
     arity = len(term) - 1
+    if functor is QUOTE:
+        if top:
+            raise Refused(
+                "not-well-formed",
+                "(quote S) is a term, not a sentence: use it as an argument, e.g. "
+                "(queries AgentAtlas (quote (usesDatabase ProdCluster ?db)))",
+                {"sentence": entry.text},
+            )
+        _walk_quoted(term, entry)
+        return
     if functor is SENTEX_HANDLE:
         if top:
             raise Refused(
@@ -200,6 +211,50 @@ def _walk(term: tuple, entry: Entry, *, top: bool, in_rule: bool) -> None:
                 f"{arg.text} is a variable; only rules may hold variables",
                 {"variable": arg.text, "sentence": entry.text},
             )
+
+
+def _walk_quoted(term: tuple, entry: Entry) -> None:
+    """A quotation holds one literal — a sentence or `(not S)` — whose variables are data.
+
+    Its naming is checked like any sentence's, so a quoted pattern can later be matched
+    against claims; but nothing in it is live: no variable must be bound, and a
+    `(sentexHandle N)` inside names nothing the engine tracks.
+    """
+    quoted = term[1] if len(term) == 2 else None
+    if type(quoted) is tuple and quoted[0] is NOT and len(quoted) == 2:
+        quoted = quoted[1]
+    if type(quoted) is not tuple:
+        raise Refused(
+            "not-well-formed",
+            "quote takes one sentence, e.g. (quote (usesDatabase ProdCluster ?db))",
+            {"sentence": entry.text},
+        )
+    _walk_data(quoted, entry)
+
+
+def _walk_data(term: tuple, entry: Entry) -> None:
+    functor = term[0]
+    if functor is QUOTE:
+        _walk_quoted(term, entry)
+        return
+    if functor is SENTEX_HANDLE:
+        if len(term) != 2 or not (type(term[1]) is Var or (type(term[1]) is int and term[1] > 0)):
+            raise Refused(
+                "bad-handle",
+                f"{show(term)} must name a positive integer handle (or a variable, quoted)",
+                {"term": show(term)},
+            )
+        return
+    if functor in (NOT, AND, IMPLIES, GENL_CX, EXCEPT) or not _functor_ok(functor, len(term) - 1):
+        raise Refused(
+            "naming",
+            f"{functor.name!r} cannot be the functor of a quoted sentence: quote a claim "
+            "such as (quote (usesDatabase ProdCluster ?db))",
+            {"symbol": functor.name, "role": "predicate", "arity": len(term) - 1},
+        )
+    for arg in term[1:]:
+        if type(arg) is tuple:
+            _walk_data(arg, entry)
 
 
 def _check_genl_cx(entry: Entry) -> None:

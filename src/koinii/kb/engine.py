@@ -11,6 +11,10 @@ Invariants kept here:
   stored sentex whatever its belief (so the justifications are a function of the stored
   set), and belief is the two-stratum least fixed point computed in `_relabel`
   (monotonic support first, then defeat by monotonic clashes, then default support).
+- A carried claim is a derivation like a rule's: `(carriesClaim P N)` makes argument N
+  of every P sentence, when it is `(quote S)`, a claim S in that sentence's own context,
+  justified by the declaration and the sentence — so it lives and dies with the sentence
+  (an answer and the claim it makes are one write and one retraction).
 - One `RLock` serialises everything, so a KB may be shared between threads; callbacks
   run on the writer's thread and may write (their events follow).
 """
@@ -37,7 +41,17 @@ from koinii.kb.checks import Entry
 from koinii.kb.contexts import EVERYTHING, UNIVERSE, Hierarchy
 from koinii.kb.feed import Change, Event, Feed, Routed
 from koinii.kb.index import Index, key, match, members, same, solve
-from koinii.kb.rules import EXCEPT, GENL_CX, IMPLIES, SENTEX_HANDLE, Rule, compile_rule, literal
+from koinii.kb.rules import (
+    CARRIES_CLAIM,
+    EXCEPT,
+    GENL_CX,
+    IMPLIES,
+    NOT_DERIVABLE,
+    SENTEX_HANDLE,
+    Rule,
+    compile_rule,
+    literal,
+)
 from koinii.kb.sentex import (
     DEFAULT,
     MONOTONIC,
@@ -48,7 +62,7 @@ from koinii.kb.sentex import (
     Sentex,
 )
 from koinii.kb.store import Commit, LogEntry, Store, open_store
-from koinii.terms import Sym, Term, Var, is_ground, parse, parse_all, show, variables
+from koinii.terms import QUOTE, Sym, Term, Var, is_ground, parse, parse_all, show, variables
 
 _PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "koinii_principal", default=None
@@ -155,6 +169,7 @@ class KB:
         self._rules: dict[Node, Rule] = {}
         self._rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]] = {}
         self._masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
+        self._carriers: dict[Sym, list[Node]] = {}  # functor -> its carriesClaim declarations
         self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it
         self._feed = Feed()
         self._commit_listeners: dict[int, Callable[[int, str], Any]] = {}
@@ -686,6 +701,8 @@ class KB:
             self._rules[node] = rule
             for i, (positive, pattern) in enumerate(rule.antecedents):
                 self._rules_by_literal.setdefault((pattern[0], positive), []).append((node, i))
+        elif functor is CARRIES_CLAIM and _carrier_shaped(node):
+            self._carriers.setdefault(atom[1], []).append(node)
 
     def _unlink_quiet(self, node: Node) -> None:
         self._index.unlink(node)
@@ -710,6 +727,11 @@ class KB:
                 entries.remove((node, i))
                 if not entries:
                     del self._rules_by_literal[(pattern[0], positive)]
+        elif functor is CARRIES_CLAIM and _carrier_shaped(node):
+            carriers = self._carriers[atom[1]]
+            carriers.remove(node)
+            if not carriers:
+                del self._carriers[atom[1]]
 
     def _link(self, tx: _Tx, node: Node) -> None:
         self._link_quiet(node)
@@ -725,7 +747,7 @@ class KB:
 
     def _note_structure(self, tx: _Tx, node: Node, added: bool) -> None:
         functor = node.atom[0]
-        if functor is GENL_CX:
+        if functor is GENL_CX or (functor is CARRIES_CLAIM and _carrier_shaped(node)):
             tx.full = True
         elif functor is EXCEPT:
             tx.masks.append((node, added))
@@ -806,19 +828,21 @@ class KB:
     # ================================================================ settle: rules + belief
 
     def _settle(self, tx: _Tx) -> None:
+        derives = bool(self._rules) or bool(self._carriers)
         if tx.full:
-            if self._rules:
+            if derives:
                 self._rederive_all(tx)
             self._relabel(list(self._index.by_handle.values()), tx)
         else:
-            if self._rules and (tx.fire or tx.new_rules):
+            if derives and (tx.fire or tx.new_rules):
                 self._fire(tx)
             if tx.seeds:
                 self._relabel(self._closure(tx.seeds), tx)
         tx.changes = self._changes(tx)
 
     def _fire(self, tx: _Tx) -> None:
-        """Semi-naive forward chaining from the new rules and the new nodes."""
+        """Semi-naive forward chaining from the new rules and the new nodes (and the
+        claims the new nodes carry)."""
         for rule_node in tx.new_rules:
             if self._index.by_handle.get(rule_node.handle) is not rule_node:
                 continue
@@ -828,10 +852,14 @@ class KB:
             ):
                 self._conclude(tx, rule_node, rule, binding, antecedents)
         queue = tx.fire
+        carriers = self._carriers
         while queue:
             node = queue.pop()
             if self._index.by_handle.get(node.handle) is not node:
                 continue
+            if carriers and node.atom[0] in carriers:
+                for declaration in carriers[node.atom[0]]:
+                    self._carry(tx, declaration, node)
             for rule_node, i in list(self._rules_by_literal.get((node.atom[0], node.positive), ())):
                 rule = self._rules[rule_node]
                 binding = match(rule.antecedents[i][1], node.atom, {})
@@ -859,6 +887,64 @@ class KB:
                 f"a rule derived a sentence past the limits: {refusal.message}",
                 {"rule": rule_node.handle},
             ) from None
+        self._derive(tx, rule_node, atom, positive, text, placements, antecedents)
+
+    def _carry(self, tx: _Tx, declaration: Node, node: Node) -> None:
+        """The claim `node` carries under `declaration` `(carriesClaim P N)`, if any:
+        argument N quoted, derived in node's own context (where the declaration is seen).
+
+        The claim is checked as if its author wrote it — a carried claim is no way
+        around the write checks — and a bad one refuses the whole write.
+        """
+        position = declaration.atom[2]
+        atom = node.atom
+        if not node.positive or len(atom) <= position:
+            return
+        content = atom[position]
+        if type(content) is not tuple or content[0] is not QUOTE or len(content) != 2:
+            return
+        if declaration.context not in self._hierarchy.up(node.context):
+            return
+        try:
+            (entry,) = checks.prepare(content[1], node.context)
+            if entry.atom[0] in NOT_DERIVABLE:
+                raise Refused(
+                    "not-well-formed",
+                    f"`{entry.atom[0].name}` is not a claim",
+                    {"sentence": entry.text},
+                )
+            for handle in entry.handles:
+                if handle not in self._index.by_handle:
+                    raise Refused(
+                        "unknown-handle",
+                        f"(sentexHandle {handle}) names no stored sentex",
+                        {"handle": handle},
+                    )
+        except (Refused, ValueError) as refusal:
+            why = refusal.message if isinstance(refusal, Refused) else "a rule is not a claim"
+            kind = refusal.kind if isinstance(refusal, Refused) else "not-well-formed"
+            raise Refused(
+                kind,
+                f"the claim {show(content)} carried by {node.full_text} is refused: {why}; "
+                "quote a ground claim such as (quote (usesDatabase ProdCluster PostgreSQL16))",
+                {"sentence": node.full_text, "claim": show(content[1])},
+            ) from None
+        self._derive(
+            tx, declaration, entry.atom, entry.positive, entry.text, (node.context,), (node,)
+        )
+
+    def _derive(
+        self,
+        tx: _Tx,
+        rule_node: Node,
+        atom: tuple,
+        positive: bool,
+        text: str,
+        placements: Collection[str],
+        antecedents: tuple[Node, ...],
+    ) -> None:
+        """Justify `atom` (with `positive`) in each placement by `rule_node` from
+        `antecedents`, creating the derived node where none is stored yet."""
         depth = 1 + max((tx.depth.get(a, 0) for a in antecedents), default=0)
         for ctx in placements:
             node = self._index.find(text, ctx, positive)
@@ -1571,8 +1657,9 @@ class KB:
     def watch(self, callback: Callable[[Event], Any], goal: Any = None, ctx: Any = None) -> int:
         """Call `callback(event)` after each durable write that changes belief.
 
-        With a goal, only matching changes in `context_up(ctx)` (a variable ctx watches
-        everywhere and binds the witness). Returns a token for `unwatch`.
+        With a goal, only matching changes; with a context, only changes in
+        `context_up(ctx)` (a variable ctx watches everywhere and binds the witness); with
+        a context and no goal, every change `ctx` sees. Returns a token for `unwatch`.
         """
         if not callable(callback):
             raise Refused("not-watchable", "the callback must be callable", {})
@@ -1586,12 +1673,6 @@ class KB:
             goal_text = show(literal_[1] if literal_[0] else (NOT, literal_[1]))
         ctx_name = None
         if ctx is not None:
-            if goal is None:
-                raise Refused(
-                    "not-watchable",
-                    "a context without a goal is not watchable; give a goal, or neither",
-                    {},
-                )
             ctx_name = checks.context_name(ctx, query=True)
             if ctx_name == EVERYTHING:
                 raise Refused("not-watchable", "CxEverything is not watchable", {})
@@ -1696,14 +1777,27 @@ def _any_node(node: Node, binding: dict) -> dict:
 
 
 def _handles_in(atom: tuple) -> list[int]:
+    """The handles `atom` names (a quotation names none: its content is data)."""
     out = []
     for arg in atom[1:]:
         if type(arg) is tuple:
             if arg[0] is SENTEX_HANDLE and len(arg) == 2 and type(arg[1]) is int:
                 out.append(arg[1])
-            else:
+            elif arg[0] is not QUOTE:
                 out.extend(_handles_in(arg))
     return out
+
+
+def _carrier_shaped(node: Node) -> bool:
+    """`(carriesClaim P N)`: a predicate and a positive argument position."""
+    atom = node.atom
+    return (
+        node.positive
+        and len(atom) == 3
+        and type(atom[1]) is Sym
+        and type(atom[2]) is int
+        and atom[2] >= 1
+    )
 
 
 def _substitute(pattern: Any, binding: dict) -> Any:
@@ -1711,6 +1805,8 @@ def _substitute(pattern: Any, binding: dict) -> Any:
     if cls is Var:
         return binding[pattern]
     if cls is tuple:
+        if pattern[0] is QUOTE:
+            return pattern
         return tuple([_substitute(x, binding) for x in pattern])
     return pattern
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from koinii.kb.sentex import Node
-from koinii.terms import Sym, Var, show, substitute
+from koinii.terms import QUOTE, Sym, Var, show, substitute
 
 
 def key(value: Any) -> Any:
@@ -40,7 +40,8 @@ def same(a: Any, b: Any) -> bool:
 def match(pattern: Any, value: Any, binding: dict[Var, Any]) -> dict[Var, Any] | None:
     """Extend `binding` so that `pattern` equals the ground `value`, or None.
 
-    Returns `binding` itself when nothing new was bound, else a new dict.
+    Returns `binding` itself when nothing new was bound, else a new dict. A quotation in
+    the pattern matches only itself: its variables are data.
     """
     cls = type(pattern)
     if cls is Var:
@@ -53,6 +54,8 @@ def match(pattern: Any, value: Any, binding: dict[Var, Any]) -> dict[Var, Any] |
     if cls is tuple:
         if type(value) is not tuple or len(value) != len(pattern):
             return None
+        if pattern[0] is QUOTE:
+            return binding if same(pattern, value) else None
         for p, v in zip(pattern, value):
             binding = match(p, v, binding)
             if binding is None:
@@ -213,6 +216,8 @@ class Index:
 
 
 def _ground(term: tuple) -> bool:
+    if term[0] is QUOTE:
+        return True
     for x in term:
         cls = type(x)
         if cls is Var or (cls is tuple and not _ground(x)):

@@ -12,17 +12,18 @@ from dataclasses import dataclass
 
 from koinii.errors import Refused
 from koinii.kb.sentex import NOT
-from koinii.terms import Sym, Term, Var, show, variables
+from koinii.terms import QUOTE, Sym, Term, Var, show, variables
 
 IMPLIES = Sym("implies")
 AND = Sym("and")
 GENL_CX = Sym("genlCx")
 EXCEPT = Sym("except")
 SENTEX_HANDLE = Sym("sentexHandle")
-RESERVED = frozenset({NOT, AND, IMPLIES, GENL_CX, EXCEPT, SENTEX_HANDLE})
+CARRIES_CLAIM = Sym("carriesClaim")
+RESERVED = frozenset({NOT, AND, IMPLIES, GENL_CX, EXCEPT, SENTEX_HANDLE, QUOTE})
 # A rule may not conclude these: the hierarchy, masks and rules are never derived, so
 # belief can be computed over a fixed hierarchy and a fixed set of rules.
-NOT_DERIVABLE = frozenset({NOT, AND, IMPLIES, GENL_CX, EXCEPT, SENTEX_HANDLE})
+NOT_DERIVABLE = frozenset({NOT, AND, IMPLIES, GENL_CX, EXCEPT, SENTEX_HANDLE, QUOTE})
 
 
 @dataclass(frozen=True)
