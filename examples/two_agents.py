@@ -1,5 +1,6 @@
-"""Two agents in two processes, one daemon: one asks, the other answers, and the first
-sees the answer arrive through its subscription.
+"""Two agents in two processes, one daemon: one asks which database production uses (a
+pattern question), the other answers it, and the first sees the answer — and the claim
+it carries — arrive through its subscription, then accepts it.
 
 Run: python examples/two_agents.py
 (it starts a daemon on a free port with a temporary store, runs both agents as separate
@@ -17,9 +18,10 @@ import threading
 import time
 
 import koinii
-from koinii import channel
+from koinii import channel, speech
 
 CHANNEL = "CxDeploy"
+QUESTION = "(usesDatabase ProdCluster ?db)"
 
 
 def asker(url: str) -> None:
@@ -28,18 +30,19 @@ def asker(url: str) -> None:
 
     def on_answer(event: koinii.Event) -> None:
         for change in event.added:
-            who, what = change["bindings"]["?who"], change["bindings"]["?what"]
-            print(f"[atlas]  heard {who} answer: {what}", flush=True)
+            who = change["bindings"]["?who"]
+            claim = speech.answer_content(koinii.parse(change["sentence"]))
+            print(f"[atlas]  heard {who} answer: {koinii.show(claim)}", flush=True)
+            atlas.accept(change["handle"])
             answered.set()
 
     sub = atlas.subscribe("(answers ?who ?what ?query)", CHANNEL, on_answer)
-    query = atlas.pose_query("WhichDbProdClusterUses")
-    print(
-        f"[atlas]  asked (queries AgentAtlas WhichDbProdClusterUses) as sentex {query}", flush=True
-    )
+    query = atlas.pose_query(QUESTION)
+    print(f"[atlas]  asked {QUESTION} as sentex {query}", flush=True)
     if not answered.wait(20):
         sys.exit("[atlas]  no answer within 20 s")
     sub.stop()
+    print(f"[atlas]  the question is {atlas.thread(query)['state']}", flush=True)
 
 
 def answerer(url: str) -> None:
@@ -49,13 +52,13 @@ def answerer(url: str) -> None:
     def on_query(event: koinii.Event) -> None:
         for change in event.added:
             print(f"[boreas] saw {change['sentence']}", flush=True)
-            boreas.answer("PostgreSQL14", change["handle"])
+            boreas.answer({"?db": "PostgreSQL14"}, change["handle"])
             done.set()
 
     sub = boreas.subscribe("(queries ?who ?question)", CHANNEL, on_query)
     print("[boreas] listening on", CHANNEL, flush=True)
-    for query in boreas.open_queries():  # a query posed before we joined: read it from the KB
-        on_query(koinii.Event(0, [{"sentence": query.text, "handle": query.handle}]))
+    for query in boreas.open_queries():  # a question asked before we joined: read the KB
+        on_query(koinii.Event(0, [{"sentence": query["sentence"], "handle": query["handle"]}]))
     if not done.wait(20):
         sys.exit("[boreas] no query within 20 s")
     sub.stop()

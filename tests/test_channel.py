@@ -159,10 +159,11 @@ def test_a_query_and_its_answer(team):
     a = boreas.answer("PostgreSQL14", q)
     [answer] = atlas.answers_to(q)
     assert answer.handle == a and answer.context == "CxBoreas"
-    assert answer.text == f"(answers AgentBoreas PostgreSQL14 (sentexHandle {q}))"
+    claim = f"(answerTo (sentexHandle {q}) PostgreSQL14)"
+    assert answer.text == f"(answers AgentBoreas (quote {claim}) (sentexHandle {q}))"
     assert channel.speaker_of(answer) == "AgentBoreas"
     assert channel.answer_content(answer) == Sym("PostgreSQL14")
-    assert [channel.speaker_of(s) for s in boreas.open_queries()] == ["AgentAtlas"]
+    assert [s["speaker"] for s in boreas.open_queries()] == ["AgentAtlas"]
 
 
 def test_a_re_answer_with_the_same_content_is_the_same_handle(team):
@@ -251,7 +252,7 @@ def test_retracting_a_target_tears_down_its_replies_but_error_acts_survive(team)
 def test_the_conversation_is_in_the_kb_not_in_the_agents(team, medium):
     q = team["Atlas"].pose_query("WhichDbProdClusterUses")
     late = channel.join(medium("Dune"), "CxDeploy", "AgentDune")  # decoupled in time
-    assert [s.handle for s in late.open_queries()] == [q]
+    assert [s["handle"] for s in late.open_queries()] == [q]
     late.answer("PostgreSQL14", q)
     [answer] = team["Atlas"].answers_to(q)
     assert answer.provenance["creator"] == "AgentDune"

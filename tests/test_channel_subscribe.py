@@ -95,9 +95,9 @@ def test_a_subscription_is_forward_only(daemon_team):
     assert wait_until(lambda: seen)
     time.sleep(0.2)
     assert [c["sentence"] for e in seen for c in e.added] == ["(queries AgentAtlas After)"]
-    assert [s.text for s in boreas.open_queries()] == [  # history comes from the KB
-        "(queries AgentAtlas After)",
+    assert [s["sentence"] for s in boreas.open_queries()] == [  # history comes from the KB
         "(queries AgentAtlas Before)",
+        "(queries AgentAtlas After)",
     ]
     sub.stop()
 

@@ -1,6 +1,7 @@
 """The `koinii` command: every command, bad arguments, and `tail` hearing another process."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -93,9 +94,9 @@ def test_tail_receives_a_write_made_by_another_process(daemon):
         writer.assert_(f"(answers AgentBoreas PostgreSQL14 (sentexHandle {q}))", "CxBoreas")
         deadline = time.monotonic() + 10
         line = ""
-        while time.monotonic() < deadline and "answers" not in line:
+        while time.monotonic() < deadline and "answered" not in line:
             line = tail.stdout.readline()
-        assert "(answers AgentBoreas PostgreSQL14" in line and "CxBoreas" in line
+        assert f"AgentBoreas answered question #{q} with PostgreSQL14" in line  # who, what
     finally:
         tail.terminate()
         tail.wait(10)
@@ -111,3 +112,30 @@ def test_tail_is_resumable_from_a_seq(daemon):
     result = koinii_cli("tail", "--url", daemon.url, "--since", str(since), "--no-follow")
     assert result.returncode == 0
     assert "(second Thing)" in result.stdout and "(first Thing)" not in result.stdout
+
+
+def test_tail_tells_who_did_what_and_hides_the_plumbing(daemon):
+    from koinii import channel
+
+    since = daemon.client().seq
+    atlas = channel.join(channel.wire(daemon.client()), "CxTeam", "AgentAtlas")
+    boreas = channel.join(channel.wire(daemon.client()), "CxTeam", "AgentBoreas")
+    q = atlas.pose_query("(usesDatabase ProdCluster ?db)")
+    a = boreas.answer("PostgreSQL16", q)
+    atlas.accept(a)
+    told = koinii_cli("tail", "--url", daemon.url, "--since", str(since), "--no-follow")
+    lines = told.stdout.splitlines()
+    said = [re.sub(r"^\S+ seq +\d+ ", "", line).rsplit("  #", 1)[0] for line in lines]
+    assert said == [
+        "AgentAtlas asked: (usesDatabase ProdCluster ?db)",
+        f"AgentBoreas answered question #{q} with (usesDatabase ProdCluster PostgreSQL16)",
+        f"AgentAtlas accepted AgentBoreas's answer #{a} "
+        f"((usesDatabase ProdCluster PostgreSQL16)) to question #{q}",
+    ]  # the joins' context edges and marks are not shown
+    raw = koinii_cli("tail", "--url", daemon.url, "--since", str(since), "--no-follow", "--raw")
+    assert "(genlCx CxTeam CxAtlas)" in raw.stdout and "AgentBoreas" in raw.stdout
+    as_json = koinii_cli("tail", "--url", daemon.url, "--since", str(since), "--no-follow", "--json")
+    import json
+
+    kinds = [json.loads(line)["kind"] for line in as_json.stdout.splitlines()]
+    assert kinds == ["question", "answer", "acceptance"]

@@ -22,19 +22,25 @@ def processes_mentioning(text: str) -> list[str]:
 
 def test_the_demo_runs_a_team_settles_the_dispute_and_exits_clean():
     result = subprocess.run(
-        [sys.executable, "-m", "koinii", "demo"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "koinii", "demo", "--pace", "0"],
+        capture_output=True,
+        text=True,
+        timeout=90,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     for line in (
-        "AgentAtlas asks WhichDatabaseForProd",
-        "AgentBoreas answers PostgreSQL16",
-        "AgentCiel disputes",
-        "AgentMajority rules (usesDatabase ProdCluster PostgreSQL16)",
-        "AgentLead permeates",
+        "AgentAtlas asked: (usesDatabase ProdCluster ?db)",
+        "AgentBoreas answered question",
+        "with (usesDatabase ProdCluster PostgreSQL16)",
+        "AgentCiel disputed claim",
+        "AgentMajority ruled (usesDatabase ProdCluster PostgreSQL16)",  # the adjudicator
+        "AgentAtlas accepted AgentBoreas's answer",
+        "AgentCiel withdrew answer",
+        "the coordinator permeated wrap-",
     ):
-        assert line in out
-    assert "2 for, 1 against" in out
+        assert line in out, line
+    assert "2 for, 1 against" in out and "settled" in out
     assert "disputes still open" in out and "wraps left unprocessed" in out
     assert processes_mentioning("koinii-demo-") == []
     assert processes_mentioning("koinii.demo") == []

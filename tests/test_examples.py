@@ -26,4 +26,6 @@ def test_two_agents_in_two_processes_converse_through_a_daemon():
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "[atlas]  heard AgentBoreas answer: PostgreSQL14" in result.stdout
+    out = result.stdout
+    assert "[atlas]  heard AgentBoreas answer: (usesDatabase ProdCluster PostgreSQL14)" in out
+    assert "[atlas]  the question is settled" in out

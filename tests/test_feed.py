@@ -72,10 +72,13 @@ def test_a_variable_context_watches_everywhere_and_binds_the_witness(kb):
     assert events[0].added[0]["bindings"]["?where"] == Sym("CxElsewhere")
 
 
-def test_a_context_without_a_goal_is_not_watchable(kb):
-    with pytest.raises(Refused) as refusal:
-        kb.watch(print, ctx="CxA")
-    assert refusal.value.kind == "not-watchable"
+def test_a_context_without_a_goal_watches_every_change_it_sees(kb):
+    kb.assert_("(genlCx CxTeam CxA)", "CxUniverse")
+    events = []
+    kb.watch(events.append, ctx="CxTeam")
+    kb.assert_("(p a)", "CxA")
+    kb.assert_("(p b)", "CxElsewhere")  # CxTeam does not see CxElsewhere
+    assert [c["sentence"] for e in events for c in e.added] == ["(p a)"]
 
 
 def test_callbacks_run_in_registration_order_and_a_raising_one_loses_only_its_own(kb):

@@ -215,7 +215,10 @@ def test_the_roommates_settle_it_by_majority_over_the_wire(start_daemon, tmp_pat
         ciel.do("endorse", target=proposal)
         first = ben.do("catch_up")  # Ben starts keeping up: a bootstrap snapshot
         assert first == {
-            "heard": [f"(answers AgentAva AvaWalksAndFeeds (sentexHandle {care}))"],
+            "heard": [
+                f"(answers AgentAva (quote (answerTo (sentexHandle {care}) AvaWalksAndFeeds)) "
+                f"(sentexHandle {care}))"
+            ],
             "snapshots": 1,
         }
 
@@ -259,7 +262,10 @@ def test_the_roommates_settle_it_by_majority_over_the_wire(start_daemon, tmp_pat
         ben.start()
         caught = ben.do("catch_up")
         assert caught["snapshots"] == 0
-        assert f"(answers AgentAva ThisWeekendIfWeAgree (sentexHandle {when}))" in caught["heard"]
+        assert (
+            f"(answers AgentAva (quote (answerTo (sentexHandle {when}) ThisWeekendIfWeAgree)) "
+            f"(sentexHandle {when}))"
+        ) in caught["heard"]
         assert len(caught["heard"]) == 3
         assert ben.do("tally", target=proposal) == {"for": 2, "against": 1}
 

@@ -100,7 +100,7 @@ def test_terms_come_back_as_terms(client):
         ),
         (lambda c: c.edit(add=[("(p a)", "CxA", {"colour": 1})]), "unknown-option"),
         (lambda c: c.retract(0), "bad-handle"),
-        (lambda c: c.watch(ctx="CxA"), "not-watchable"),
+        (lambda c: c.watch(goal="(and (p ?x) (q ?x))", ctx="CxA"), "not-watchable"),
         (lambda c: c.poll("nope", 0), "unknown-subscription"),
         (lambda c: c.changes(-1), "bad-cursor"),
     ],

@@ -9,9 +9,11 @@ they leave out — the clock, the timeout, the sinks — and the ways a dispute 
 - **An arbiter's ruling** (`rule`): the upheld side, asserted `monotonic` in the
   arbiter's own context and lifted under the channel, defeats the default side; `why`
   and `who_ruled` explain it; retracting it reopens the dispute.
-- **A majority** (`resolve_by_majority`): attested ballots are counted and the side with
-  strictly more is ruled by `AgentMajority`, through the same reversible ruling; a tie
-  rules nothing.
+- **A majority** (`resolve_by_majority`): the ballots cast by their voters are counted
+  and the side with strictly more is ruled by `AgentMajority`, through the same
+  reversible ruling; a tie rules nothing. A ballot its voter did not cast (derived by a
+  rule, stored outside the voter's own context, or written by another principal) never
+  counts and never vetoes: it is listed as `ignored`.
 
 Invariants:
 - A ruling is ONE edit: the lift, the upheld sentence (creator = arbiter, provenance
@@ -33,14 +35,17 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from koinii import disputes, identity
-from koinii.channel import STANCES, stance_predicate
 from koinii.errors import Refused
+from koinii.kb import Sentex
+from koinii.speech import STANCES, negation
 from koinii.terms import Sym, Var, is_ground, parse, show
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
     "MAJORITY_ARBITER",
+    "ballots",
     "cast_ballot",
+    "cast_by_voter",
     "contested_premises",
     "content_key",
     "notify_disputes",
@@ -52,6 +57,9 @@ __all__ = [
     "resolve_by_majority",
     "rests_on_contested",
     "rule",
+    "ruling_info",
+    "rulings_on",
+    "stance_predicate",
     "standing_rulings",
     "sweep_stale",
     "tally",
@@ -199,13 +207,13 @@ def rule(
     or not a side (`koinii/not-a-side`), a side that is not stored
     (`koinii/no-such-handle`), a channel that is not one (`koinii/not-a-channel`).
     """
-    handle, _withdrawn = _rule(kb, arbiter, dispute_id, upheld, channel, clock)
+    handle, _withdrawn, _changed = _rule(kb, arbiter, dispute_id, upheld, channel, clock)
     return handle
 
 
 def _rule(
     kb: Any, arbiter: str, dispute_id: Iterable[int], upheld: Any, channel: Any, clock: Clock
-) -> tuple[int, list[int]]:
+) -> tuple[int, list[int], bool]:
     key = disputes.dispute_id(dispute_id)
     sides = _sides(kb, key)
     term = parse(upheld) if isinstance(upheld, str) else upheld
@@ -246,7 +254,7 @@ def _rule(
         and not marks
         and own in kb.context_up(channel_name)
     ):
-        return same.handle, []
+        return same.handle, [], False
 
     options: dict[str, Any] = {"strength": "monotonic", "creator": arbiter}
     if not tagged:
@@ -260,7 +268,7 @@ def _rule(
         "CxSpeechActs",
     )
     edited = kb.edit(add=[*lift, (term, own, options)], remove=[*withdrawn, *marks])
-    return edited.handles[-1], withdrawn
+    return edited.handles[-1], withdrawn, True
 
 
 def who_ruled(kb: Any, handle: int) -> dict[str, Any] | None:
@@ -270,7 +278,12 @@ def who_ruled(kb: Any, handle: int) -> dict[str, Any] | None:
     the same side upheld against two opponents); `at` is when it first ruled.
     """
     provenance = kb.provenance(handle)
-    tags = _tags(provenance) if provenance else []
+    return ruling_info(provenance) if provenance else None
+
+
+def ruling_info(provenance: dict[str, Any]) -> dict[str, Any] | None:
+    """`who_ruled` of a sentex whose provenance is at hand (no read)."""
+    tags = _tags(provenance)
     if not tags:
         return None
     return {
@@ -278,6 +291,30 @@ def who_ruled(kb: Any, handle: int) -> dict[str, Any] | None:
         "dispute_ids": sorted({key for _, value in tags for key in _ids_of(value)}),
         "at": tags[0][1].get("at"),
     }
+
+
+def rulings_on(kb: Any, claim: Sentex) -> list[dict[str, Any]]:
+    """The standing rulings on a dispute `claim` is a side of: `{handle, sentence,
+    arbiter, dispute_ids, at, upholds}` (`upholds`: the ruling is the claim itself, not
+    its negation), by content. A ruling states one side, so it is found by the claim's
+    text and its negation — no scan."""
+    found = []
+    for sentence, upholds in ((claim.sentence, True), (negation(claim.sentence), False)):
+        for sentex in kb.sentexes_matching(sentence, "?ctx"):
+            info = ruling_info(sentex.provenance)
+            if info is None or not any(claim.handle in key for key in info["dispute_ids"]):
+                continue
+            found.append(
+                {
+                    "handle": sentex.handle,
+                    "sentence": sentex.text,
+                    "upholds": upholds,
+                    "arbiter": info["arbiter"],
+                    "dispute_ids": [list(key) for key in info["dispute_ids"]],
+                    "at": info["at"],
+                }
+            )
+    return sorted(found, key=lambda r: (r["sentence"], r["handle"]))
 
 
 def standing_rulings(kb: Any, arbiter: str, dispute_id: Iterable[int]) -> list[int]:
@@ -375,6 +412,18 @@ def _ids_of(value: dict[str, Any]) -> set[tuple[int, ...]]:
 # --- ballots and the majority -----------------------------------------------------------------
 
 
+def stance_predicate(stance: str) -> Sym:
+    """The ballot predicate of a stance; any other stance is refused by name."""
+    predicate = STANCES.get(stance) if isinstance(stance, str) else None
+    if predicate is None:
+        raise Refused(
+            "koinii/no-such-stance",
+            f"no stance {stance!r}; vote 'for' or 'against', e.g. vote('against', 42)",
+            {"stance": str(stance), "known": list(STANCES)},
+        )
+    return predicate
+
+
 def cast_ballot(kb: Any, principal: identity.Principal, stance: str, target: int) -> int:
     """The principal's ballot on the claim `target`, written through `identity.ingest` —
     so a minted proof-tier principal's ballot is attested. Returns its handle."""
@@ -382,30 +431,64 @@ def cast_ballot(kb: Any, principal: identity.Principal, stance: str, target: int
     return identity.ingest(kb, principal, (predicate, Sym(principal.id), (_HANDLE, target)))
 
 
-def _ballots(kb: Any, target: int) -> list[tuple[int, str, str]]:
-    """Every believed ballot on `target`, anywhere: (handle, voter, stance)."""
-    ballots = []
+def cast_by_voter(sentex: Sentex) -> bool:
+    """Did the voter a ballot names cast it? Only such ballots count.
+
+    Cast means: asserted (a rule's conclusion is nobody's vote), in the voter's own
+    context, with the voter as creator; and, where the writer was known — a principal
+    an authenticated daemon recorded, or an attestation — known to be the voter. In one
+    process without either, the cooperative policy trusts the creator, as it trusts
+    every claimed id there.
+    """
+    voter = sentex.sentence[1] if len(sentex.sentence) > 1 else None
+    if sentex.derived or type(voter) is not Sym:
+        return False
+    try:
+        own = identity.context_for(voter.name)
+    except Refused:
+        return False
+    provenance = sentex.provenance
+    if sentex.context != own or provenance.get("creator") != voter.name:
+        return False
+    if provenance.get("principal") is not None:
+        return provenance["principal"] == voter.name
+    if provenance.get("attestation") is not None:
+        return identity.attestor(sentex) == voter.name
+    return True
+
+
+def ballots(kb: Any, target: int) -> list[dict[str, Any]]:
+    """Every believed ballot on `target`, anywhere, by voter: `{handle, voter, stance,
+    counted}` — `counted` is `cast_by_voter`."""
+    found = []
     for stance, predicate in STANCES.items():
         for sentex in kb.sentexes_matching((predicate, Var("voter"), (_HANDLE, target)), "?ctx"):
             voter = sentex.sentence[1]
-            ballots.append(
-                (sentex.handle, voter.name if type(voter) is Sym else show(voter), stance)
+            found.append(
+                {
+                    "handle": sentex.handle,
+                    "voter": voter.name if type(voter) is Sym else show(voter),
+                    "stance": stance,
+                    "counted": cast_by_voter(sentex),
+                }
             )
-    return ballots
+    return sorted(found, key=lambda b: (b["voter"], b["stance"], b["handle"]))
 
 
-def _count(ballots: list[tuple[int, str, str]]) -> dict[str, int]:
+def _count(cast: list[dict[str, Any]]) -> dict[str, int]:
     voters: dict[str, set[str]] = {stance: set() for stance in STANCES}
-    for _, voter, stance in ballots:
-        voters[stance].add(voter)
+    for ballot in cast:
+        if ballot["counted"]:
+            voters[ballot["stance"]].add(ballot["voter"])
     spoiled = voters["for"] & voters["against"]
     return {stance: len(names - spoiled) for stance, names in voters.items()}
 
 
 def tally(kb: Any, target: int) -> dict[str, int]:
-    """`{"for": n, "against": m}`: DISTINCT voters on each side; a voter on both sides has
-    spoiled the ballot and counts for neither, so confusion abstains."""
-    return _count(_ballots(kb, target))
+    """`{"for": n, "against": m}`: DISTINCT voters on each side, counting only the
+    ballots cast by their voters; a voter on both sides has spoiled the ballot and
+    counts for neither, so confusion abstains."""
+    return _count(ballots(kb, target))
 
 
 def resolve_by_majority(
@@ -416,12 +499,9 @@ def resolve_by_majority(
     More for: rule the claim; more against: rule its negation; a tie (or no ballot):
     withdraw the standing majority rulings and leave the dispute open. The count is the
     authority every time, so a changed majority withdraws the old ruling; an unchanged
-    count changes nothing. Returns `{for, against, outcome, ruling, withdrawn}`.
-
-    Refused (`koinii/identity-unverified`, `unattested`: the handles) when any counted
-    ballot — a spoiled one included — is not attested by its voter: a count of
-    spoofable names must not produce a defeating ruling. Ballots cast through an
-    authenticated daemon carry the recorded principal and are attested.
+    count changes nothing. Returns `{for, against, outcome, ruling, withdrawn, changed,
+    ignored}`: `changed` says whether anything was written; `ignored` lists the ballots
+    not cast by their voters (`cast_by_voter`), which never count and never veto.
     """
     key = disputes.dispute_id(dispute_id)
     claim = kb.sentex(target) if type(target) is int and target > 0 else None
@@ -431,27 +511,32 @@ def resolve_by_majority(
             f"there is no claim {target} to count ballots on",
             {"handle": target},
         )
-    ballots = _ballots(kb, target)
-    unattested = sorted(h for h, voter, _ in ballots if identity.attested_by(kb, h) != voter)
-    if unattested:
-        raise Refused(
-            "koinii/identity-unverified",
-            f"{len(unattested)} ballot(s) on {target} are not attested by their voter; "
-            "a majority of unverified names cannot rule",
-            {"unattested": unattested, "dispute_id": list(key), "target": target},
-        )
-    counts = _count(ballots)
+    cast = ballots(kb, target)
+    ignored = sorted(b["handle"] for b in cast if not b["counted"])
+    counts = _count(cast)
     if counts["for"] == counts["against"]:
         standing = standing_rulings(kb, MAJORITY_ARBITER, key)
         if standing:
             kb.edit(remove=standing)
-        return {**counts, "outcome": "tie", "ruling": None, "withdrawn": standing}
+        return {
+            **counts,
+            "outcome": "tie",
+            "ruling": None,
+            "withdrawn": standing,
+            "changed": bool(standing),
+            "ignored": ignored,
+        }
     outcome = "for" if counts["for"] > counts["against"] else "against"
-    sentence = claim.sentence
-    if outcome == "against":
-        sentence = sentence[1] if sentence[0] is _NOT else (_NOT, sentence)
-    ruling, withdrawn = _rule(kb, MAJORITY_ARBITER, key, sentence, channel, clock)
-    return {**counts, "outcome": outcome, "ruling": ruling, "withdrawn": withdrawn}
+    sentence = claim.sentence if outcome == "for" else negation(claim.sentence)
+    ruling, withdrawn, changed = _rule(kb, MAJORITY_ARBITER, key, sentence, channel, clock)
+    return {
+        **counts,
+        "outcome": outcome,
+        "ruling": ruling,
+        "withdrawn": withdrawn,
+        "changed": changed,
+        "ignored": ignored,
+    }
 
 
 # --- reasoning on contested premises; quarantine -------------------------------------------------

@@ -25,8 +25,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from koinii import speech
+from koinii.adjudication import STANCES, stance_predicate
 from koinii.errors import Refused
 from koinii.identity import (
+    AGENT_CONTEXT,
     REGISTRY,
     check_channel_parent,
     check_creator,
@@ -36,10 +39,12 @@ from koinii.identity import (
     place_agent_context,
 )
 from koinii.kb import Edited, Event, Sentex
-from koinii.kb.sentex import NOT
-from koinii.terms import Sym, Var, parse
+from koinii.operations import invoker
+from koinii.speech import ACCEPTS, ANSWERS, CLOSES, DISPUTES, ENDORSES, JUSTIFIES, QUERIES, ref
+from koinii.terms import QUOTE, Sym, Var, parse, show
 
 __all__ = [
+    "STANCES",
     "WRITER_ORDER",
     "Agent",
     "Subscription",
@@ -47,6 +52,7 @@ __all__ = [
     "join",
     "local",
     "speaker_of",
+    "stance_predicate",
     "unsubscribe",
     "wire",
 ]
@@ -59,14 +65,6 @@ delivers one total order — every agent reads the same events in the same seque
 only reply to what it has seen. With one writer the store order is the causal order, so
 no logical clocks are needed; they would be only if Koinii went multi-writer."""
 
-STANCES = {"for": Sym("votesFor"), "against": Sym("votesAgainst")}
-_HANDLE = Sym("sentexHandle")
-
-
-def _ref(target: int) -> tuple:
-    return (_HANDLE, target)
-
-
 # --- media ----------------------------------------------------------------------------------
 
 
@@ -77,8 +75,21 @@ class Local:
     store: Any
 
     def subscribe(self, goal, ctx, callback, wait_ms, on_lagged, on_error) -> Subscription:
-        token = self.store.watch(callback, goal=goal, ctx=ctx)
-        return Subscription(str(token), lambda: self.store.unwatch(token))
+        """A plain `kb.watch`; a callback that raises loses only its own event, reported
+        to `on_error` as over the wire. It never lags (delivery is synchronous), so
+        `on_lagged` is never called."""
+        holder: list[Subscription] = []
+
+        def deliver(event: Event) -> None:
+            try:
+                callback(event)
+            except Exception as exc:  # loses only this event
+                _report(on_error, exc, holder[0])
+
+        token = self.store.watch(deliver, goal=goal, ctx=ctx)
+        sub = Subscription(str(token), lambda: self.store.unwatch(token))
+        holder.append(sub)
+        return sub
 
     def _no_feed(self, *args: Any, **kwargs: Any) -> Any:
         raise Refused(
@@ -238,7 +249,11 @@ def join(
 
 @dataclass(frozen=True)
 class Agent:
-    """A joined agent: every write lands in its own context with itself as creator."""
+    """A joined agent: every write lands in its own context with itself as creator.
+
+    Moves return the handle of what they wrote; a move on an answer is a move on the
+    answer's claim (what it says is what one agrees or disagrees with).
+    """
 
     medium: Local | Wire
     agent: str
@@ -262,6 +277,56 @@ class Agent:
     def _opts(self, opts: dict[str, Any]) -> dict[str, Any]:
         return {**opts, "creator": self.agent}
 
+    def _read(self, name: str, **fields: Any) -> Any:
+        """One conversation read (a single daemon operation over the wire)."""
+        return invoker(self.store)(name, channel=self.channel, **fields)
+
+    def _sentex(self, handle: Any) -> Sentex:
+        """The stored sentex `handle` names, or a refusal that says how to find one."""
+        sentex = self.store.sentex(handle) if type(handle) is int and handle > 0 else None
+        if sentex is None:
+            if type(handle) is not int or handle <= 0:
+                raise Refused(
+                    "bad-handle",
+                    f"a handle is a positive integer, not {handle!r:.40}",
+                    {"handle": repr(handle)[:40]},
+                )
+            raise Refused(
+                "koinii/no-such-handle",
+                f"there is no sentex {handle} (never made, or withdrawn since); "
+                "questions() and disputes() list the live ones",
+                {"handle": handle},
+            )
+        return sentex
+
+    def _stored(self, sentence: Any, context: str) -> Sentex | None:
+        for sentex in self.store.sentexes_matching(sentence, "CxEverything"):
+            if sentex.context == context:
+                return sentex
+        return None
+
+    def _claim(self, handle: Any, action: str) -> Sentex:
+        """What `action` (dispute, vote, endorse, justify) acts on for `handle`: a claim,
+        or an answer's claim; any other move is refused by name with what to do."""
+        moved = self._sentex(handle)
+        kind = speech.move_kind(moved.sentence)
+        if kind == "claim":
+            return moved
+        if kind == "answer":
+            claim = speech.carried_claim(moved.sentence)
+            found = None if claim is None else self._stored(claim, moved.context)
+            if found is not None:
+                return found
+            if action in ("endorse", "justify"):
+                return moved  # a legacy answer without a claim is endorsed as it is
+        if action in ("endorse", "justify") and kind == "question":
+            return moved
+        raise _not_a_claim(moved, kind, action)
+
+    def _mine(self, sentex: Sentex) -> bool:
+        creator = sentex.provenance.get("creator")
+        return sentex.context == self.context and creator in (None, self.agent)
+
     # --- moves ------------------------------------------------------------------------------
 
     def assert_(self, sentence: Any, **opts: Any) -> int:
@@ -270,50 +335,161 @@ class Agent:
         return self.store.assert_(term, self.context, **self._opts(opts))
 
     def pose_query(self, question: Any) -> int:
-        """A query node `(queries A question)`, answered later by handle."""
-        return self.assert_((Sym("queries"), Sym(self.agent), _arg(question)))
+        """Ask the channel: `(queries A Q)`. A sentence is quoted — with variables it is a
+        pattern (`(usesDatabase ProdCluster ?db)`: which ?db?), ground it is a yes/no
+        question (`(readyToShip BillingRelease)`); a string is free text; a symbol names
+        the question. Returns the question's handle; answers name it."""
+        return self.assert_((QUERIES, Sym(self.agent), speech.question_form(question)))
 
-    def answer(self, content: Any, target: int) -> int:
-        """`(answers A content (sentexHandle T))`; the same answer again is the same handle."""
-        return self.assert_((Sym("answers"), Sym(self.agent), _arg(content), _ref(target)))
+    ask = pose_query
+
+    def answer(self, content: Any, query: int) -> int:
+        """Answer the question `query`; the answer carries its claim (speech.answer_claim):
+        a binding map or an instance for a pattern, the sentence or its negation (or
+        true/false) for a yes/no question, any term for free text. The claim lands with
+        the answer, in one write, and goes with it.
+
+        One standing answer per agent per question: other content supersedes this agent's
+        earlier answer in the same write; the same content again returns the same handle.
+        Refused: `koinii/not-a-question`, `koinii/answer-mismatch`.
+        """
+        question = self._sentex(query)
+        if speech.move_kind(question.sentence) != "question":
+            raise _not_a_question(question, "answer")
+        claim = speech.answer_claim(question.sentence[2], query, content)
+        check_speaker(self.agent, claim)  # an answer's claim is the agent's own claim
+        act = (ANSWERS, Sym(self.agent), (QUOTE, claim), ref(query))
+        self._check(act, {})
+        standing = self.store.sentexes_matching(
+            (ANSWERS, Sym(self.agent), Var("content"), ref(query)), self.context
+        )
+        text = show(act)
+        same = [s.handle for s in standing if s.text == text]
+        if same:
+            return same[0]
+        edited = self.store.edit(
+            add=[(act, self.context, self._opts({}))], remove=[s.handle for s in standing]
+        )
+        return edited.handles[0]
 
     def endorse(self, target: int) -> int:
-        """`(endorses A (sentexHandle T))`; two endorsers are two sentexes."""
-        return self.assert_((Sym("endorses"), Sym(self.agent), _ref(target)))
+        """`(endorses A (sentexHandle T))`: stand behind a claim (or an answer's claim)."""
+        claim = self._claim(target, "endorse")
+        return self.assert_((ENDORSES, Sym(self.agent), ref(claim.handle)))
 
     def justify(self, ground: Any, target: int) -> int:
         """`(justifies A ground (sentexHandle T))`: a reason for the claim T."""
-        return self.assert_((Sym("justifies"), Sym(self.agent), _arg(ground), _ref(target)))
+        claim = self._claim(target, "justify")
+        return self.assert_((JUSTIFIES, Sym(self.agent), _arg(ground), ref(claim.handle)))
 
     def not_understood(self, target: int) -> int:
         """An error act; it outlives its target on purpose."""
-        return self.assert_((Sym("notUnderstood"), Sym(self.agent), _ref(target)))
+        return self.assert_((speech.NOT_UNDERSTOOD, Sym(self.agent), ref(target)))
 
     def refuse(self, target: int) -> int:
         """An error act; it outlives its target on purpose."""
-        return self.assert_((Sym("refuse"), Sym(self.agent), _ref(target)))
+        return self.assert_((speech.REFUSE, Sym(self.agent), ref(target)))
 
     def dispute(self, target: int) -> int:
-        """Challenge the claim T: its rebuttal `(not S)` and `(disputes A (sentexHandle T))`,
-        one atomic batch, so the pair surfaces in `contradictions`. Returns the edge."""
-        edge = (Sym("disputes"), Sym(self.agent), _ref(target))
-        self._check(edge, {})
-        claim = self.store.sentex(target) if type(target) is int and target > 0 else None
-        if claim is None:
+        """Challenge a claim — another agent's claim or answer: its rebuttal `(not S)` and
+        `(disputes A (sentexHandle T))`, one atomic edit, so the pair surfaces in
+        `contradictions`. Returns the dispute move. On an answer it disputes the answer's
+        claim. Refused `koinii/not-disputable` for moves that assert nothing (an
+        endorsement, a ballot, …: the message says what to do instead) and for the
+        agent's own claim (withdraw it instead)."""
+        claim = self._claim(target, "dispute")
+        if self._mine(claim):
             raise Refused(
-                "koinii/no-such-handle",
-                f"there is no sentex {target} to dispute",
-                {"handle": target},
+                "koinii/not-disputable",
+                f"#{claim.handle} is your own claim: to take it back, withdraw({target})",
+                {"handle": target, "claim": claim.handle, "kind": "own-claim"},
             )
-        sentence = claim.sentence
-        rebuttal = sentence[1] if sentence[0] is NOT else (NOT, sentence)
+        edge = (DISPUTES, Sym(self.agent), ref(claim.handle))
+        self._check(edge, {})
         opts = self._opts({})
-        result = self.store.edit(add=[(rebuttal, self.context, opts), (edge, self.context, opts)])
+        result = self.store.edit(
+            add=[(speech.negation(claim.sentence), self.context, opts), (edge, self.context, opts)]
+        )
         return result.handles[1]
 
     def vote(self, stance: str, target: int) -> int:
-        """A ballot: "for" → votesFor, "against" → votesAgainst. One per agent per stance."""
-        return self.assert_((stance_predicate(stance), Sym(self.agent), _ref(target)))
+        """A ballot on a claim (or an answer's claim): "for" → votesFor, "against" →
+        votesAgainst. One standing ballot per agent per target: the other stance replaces
+        this agent's earlier ballot in the same write."""
+        predicate = stance_predicate(stance)
+        claim = self._claim(target, "vote")
+        mine = [
+            s
+            for other in STANCES.values()
+            for s in self.store.sentexes_matching(
+                (other, Sym(self.agent), ref(claim.handle)), self.context
+            )
+        ]
+        if any(s.sentence[0] is predicate for s in mine) and len(mine) == 1:
+            return mine[0].handle
+        ballot = (predicate, Sym(self.agent), ref(claim.handle))
+        self._check(ballot, {})
+        edited = self.store.edit(
+            add=[(ballot, self.context, self._opts({}))],
+            remove=[s.handle for s in mine if s.sentence[0] is not predicate],
+        )
+        return edited.handles[0]
+
+    def accept(self, answer: int) -> int:
+        """As the asker: accept an answer (or an answer's claim); the question is settled.
+        One accepted answer per question: accepting another replaces the earlier
+        acceptance. Refused `koinii/not-an-answer`, `koinii/not-the-asker`."""
+        act = self._answer(answer)
+        question = self._sentex(speech.target_of(act.sentence))
+        self._require_asker(question, "accept an answer to it")
+        earlier = self.thread(question.handle).get("acceptance")
+        move = (ACCEPTS, Sym(self.agent), ref(act.handle))
+        self._check(move, {})
+        edited = self.store.edit(
+            add=[(move, self.context, self._opts({}))],
+            remove=[earlier] if earlier is not None else [],
+        )
+        return edited.handles[0]
+
+    def close(self, query: int) -> int:
+        """As the asker: close the question unanswered (withdraw the closing to reopen).
+        Refused `koinii/not-a-question`, `koinii/not-the-asker`."""
+        question = self._sentex(query)
+        if speech.move_kind(question.sentence) != "question":
+            raise _not_a_question(question, "close")
+        self._require_asker(question, "close it")
+        return self.assert_((CLOSES, Sym(self.agent), ref(query)))
+
+    def withdraw(self, handle: int) -> Edited:
+        """Take back one of this agent's own moves, with its cascade: the replies to it
+        are torn down with it (an answer takes its claim along; a dispute its rebuttal).
+        The change log keeps the history. Refused `koinii/foreign-sentex` for another
+        agent's move (the daemon enforces it from the token), `koinii/not-a-move` for
+        what no move wrote (a rule's conclusion, the join's own marks)."""
+        moved = self._sentex(handle)
+        if not self._mine(moved):
+            raise _foreign(moved, self.agent)
+        if moved.derived:
+            act = self._carrier(moved)
+            if act is None:
+                raise Refused(
+                    "koinii/not-a-move",
+                    f"#{handle} was derived by a rule, not said by you: withdraw what it "
+                    f"rests on (why({handle}) shows it)",
+                    {"handle": handle},
+                )
+            moved = act
+        if moved.sentence[0] is AGENT_CONTEXT or moved.sentence[0] is Sym("genlCx"):
+            raise Refused(
+                "koinii/not-a-move",
+                f"#{handle} marks your context as yours (written when you joined); it is "
+                "not a move to withdraw",
+                {"handle": handle},
+            )
+        remove = [moved.handle]
+        if speech.move_kind(moved.sentence) == "dispute":
+            remove += self._rebuttal_left_alone(moved)
+        return self.store.edit(remove=remove)
 
     def reply_many(self, sentences: Sequence[Any]) -> Edited:
         """Several linked claims as ONE reply: check every sentence, dry-run the batch,
@@ -338,25 +514,97 @@ class Agent:
             )
         return self.store.edit(add=entries)
 
+    # --- what the moves need to know ---------------------------------------------------------
+
+    def _answer(self, handle: int) -> Sentex:
+        moved = self._sentex(handle)
+        if speech.move_kind(moved.sentence) == "claim" and moved.derived:
+            act = self._carrier(moved)
+            if act is not None:
+                return act
+        if speech.move_kind(moved.sentence) != "answer":
+            raise Refused(
+                "koinii/not-an-answer",
+                f"#{handle} is not an answer ({speech.move_kind(moved.sentence)}): accept "
+                "takes the handle of an answer to your question (thread(question) lists them)",
+                {"handle": handle, "kind": speech.move_kind(moved.sentence)},
+            )
+        return moved
+
+    def _carrier(self, claim: Sentex) -> Sentex | None:
+        """The answer in the claim's context that carries it, if any."""
+        pattern = (ANSWERS, Var("who"), (QUOTE, claim.sentence), Var("q"))
+        found = self.store.sentexes_matching(pattern, claim.context)
+        return found[0] if found else None
+
+    def _require_asker(self, question: Sentex, what: str) -> None:
+        asker = speech.speaker(question.sentence)
+        if asker != self.agent:
+            raise Refused(
+                "koinii/not-the-asker",
+                f"only {asker}, who asked #{question.handle}, can {what}; to back an "
+                "answer, endorse it or vote for it",
+                {"handle": question.handle, "asker": asker, "agent": self.agent},
+            )
+
+    def _rebuttal_left_alone(self, edge: Sentex) -> list[int]:
+        """The rebuttal a withdrawn dispute takes along — unless another of this agent's
+        standing disputes rests on the same rebuttal."""
+        target = self.store.sentex(speech.target_of(edge.sentence))
+        if target is None:
+            return []
+        rebuttal = self._stored(speech.negation(target.sentence), self.context)
+        if rebuttal is None or rebuttal.derived:
+            return []
+        for other in self.store.sentexes_matching(
+            (DISPUTES, Sym(self.agent), Var("t")), self.context
+        ):
+            if other.handle == edge.handle:
+                continue
+            disputed = self.store.sentex(speech.target_of(other.sentence))
+            if disputed is not None and disputed.text == target.text:
+                return []
+        return [rebuttal.handle]
+
     # --- reads --------------------------------------------------------------------------------
 
     def answers_to(self, query_handle: int) -> list[Sentex]:
-        """Every believed answer to the query, from anyone, anywhere."""
+        """Every believed answer to the question, from anyone, anywhere."""
         return self.store.sentexes_matching(
-            (Sym("answers"), Var("a"), Var("c"), _ref(query_handle)), "?ctx"
+            (ANSWERS, Var("a"), Var("c"), ref(query_handle)), "?ctx"
         )
 
     def endorsements_of(self, target: int) -> list[Sentex]:
         """Every believed endorsement of the claim; distinct endorsers are distinct sentexes."""
-        return self.store.sentexes_matching((Sym("endorses"), Var("a"), _ref(target)), "?ctx")
+        return self.store.sentexes_matching((ENDORSES, Var("a"), ref(target)), "?ctx")
 
-    def open_queries(self) -> list[Sentex]:
-        """Every query node anywhere: the catch-up read of an agent that was away."""
-        return self.store.sentexes_matching((Sym("queries"), Var("a"), Var("q")), "?ctx")
+    def open_queries(self) -> list[dict[str, Any]]:
+        """This channel's questions that are neither settled nor closed, oldest first,
+        each with its state and answer count (conversation.questions)."""
+        return self.queries("unsettled")
 
-    def query(self, goal: Any, ctx: Any) -> list[dict[str, Any]]:
-        """Ancestor-set-aware bindings: the channel's whole current view of `goal`."""
-        return self.store.query(goal, ctx)
+    def queries(self, state: str | None = None) -> list[dict[str, Any]]:
+        """This channel's questions, oldest first, with their state; `state` filters:
+        open, answered, contested, settled, closed, unsettled (the first three), all."""
+        return self._read("conversation.questions", state=state)
+
+    def thread(self, handle: int) -> dict[str, Any]:
+        """A claim or question with everything said about it, in one read
+        (conversation.thread)."""
+        return self._read("conversation.thread", handle=handle)
+
+    def disputes(self, state: str | None = None) -> list[dict[str, Any]]:
+        """Every dispute on this channel with its sides, state, tally and ruling."""
+        return self._read("conversation.disputes", state=state)
+
+    def members(self) -> list[str]:
+        """The agents joined to this channel."""
+        return self._read("conversation.members")
+
+    def query(self, goal: Any, ctx: Any = None) -> list[dict[str, Any]]:
+        """Ancestor-set-aware bindings: the channel's whole current view of `goal` (or
+        `ctx`'s)."""
+        return self.store.query(goal, self.channel if ctx is None else ctx)
 
     # --- the feed -------------------------------------------------------------------------------
 
@@ -371,21 +619,10 @@ class Agent:
         on_error: Callable[[BaseException], Any] | None = None,
     ) -> Subscription:
         """Call back when a sentex matching `goal` appears or changes in view of `ctx`
-        (watch the channel to see every member's moves). Forward-only: history comes
-        from reading the KB. Over the wire the poll loop runs on its own thread."""
+        (watch the channel to see every member's moves; a goal of None with the channel
+        as `ctx` hears every move there). Forward-only: history comes from reading the
+        KB. Over the wire the poll loop runs on its own thread."""
         return self.medium.subscribe(goal, ctx, callback, wait_ms, on_lagged, on_error)
-
-
-def stance_predicate(stance: str) -> Sym:
-    """The ballot predicate of a stance; any other stance is refused by name."""
-    predicate = STANCES.get(stance) if isinstance(stance, str) else None
-    if predicate is None:
-        raise Refused(
-            "koinii/no-such-stance",
-            f"no stance {stance!r}; vote 'for' or 'against'",
-            {"stance": str(stance), "known": list(STANCES)},
-        )
-    return predicate
 
 
 def speaker_of(sentex: Sentex) -> str:
@@ -395,10 +632,70 @@ def speaker_of(sentex: Sentex) -> str:
 
 
 def answer_content(sentex: Sentex) -> Any:
-    """What an `answers` move says: argument 2 of its sentence."""
-    return sentex.sentence[2]
+    """What an answer says: its claim (pattern and yes/no questions), its content (free
+    text), or the bare term of an answer written before answers carried claims."""
+    return speech.answer_content(sentex.sentence)
 
 
 def _arg(value: Any) -> Any:
     """Text names a symbol when it spells one (`"PostgreSQL14"`), else parses as a term."""
     return parse(value) if isinstance(value, str) else value
+
+
+# --- refusals that say what to do instead ------------------------------------------------------
+
+_INSTEAD = {
+    "endorsement": "dispute the claim it endorses, dispute({target}), or vote against it",
+    "justification": "dispute the claim it justifies, dispute({target}), or state the "
+    "opposite of its ground as a claim of your own",
+    "dispute": "to side with the disputed claim, vote('for', {target})",
+    "ballot": "vote the other way on the claim, vote('against' or 'for', {target})",
+    "acceptance": "only the asker accepts; to disagree with the accepted answer, dispute it",
+    "closing": "only the asker closes a question",
+    "error": "it asserts nothing; to challenge what it is about, dispute({target})",
+    "question": "a question asserts nothing: answer it, answer(…, {handle})",
+    "answer": "this answer carries no claim (it predates claims); answer the question again",
+}
+
+
+def _not_a_claim(moved: Sentex, kind: str, action: str) -> Refused:
+    target = speech.target_of(moved.sentence)
+    instead = _INSTEAD.get(kind, "act on a claim").format(target=target, handle=moved.handle)
+    refusal_kind = {"dispute": "koinii/not-disputable", "vote": "koinii/not-votable"}.get(
+        action, "koinii/not-a-claim"
+    )
+    return Refused(
+        refusal_kind,
+        f"#{moved.handle} is {_a(kind)}, not a claim: you cannot {action} it; {instead}",
+        {"handle": moved.handle, "kind": kind, "target": target},
+    )
+
+
+def _not_a_question(moved: Sentex, action: str) -> Refused:
+    kind = speech.move_kind(moved.sentence)
+    return Refused(
+        "koinii/not-a-question",
+        f"#{moved.handle} is {_a(kind)}, not a question: {action} takes a question's handle "
+        "(questions() lists them); to agree with a claim endorse it, to disagree dispute it",
+        {"handle": moved.handle, "kind": kind},
+    )
+
+
+def _foreign(moved: Sentex, agent: str) -> Refused:
+    owner = moved.provenance.get("creator") or moved.context
+    kind = speech.move_kind(moved.sentence)
+    instead = (
+        "vote the other way on its target"
+        if kind == "ballot"
+        else f"to challenge it, dispute({moved.handle})"
+    )
+    return Refused(
+        "koinii/foreign-sentex",
+        f"#{moved.handle} is {owner}'s, not {agent}'s: you withdraw only your own moves; {instead}",
+        {"agent": agent, "handle": moved.handle, "owner": owner},
+    )
+
+
+def _a(kind: str) -> str:
+    name = "error act" if kind == "error" else kind
+    return ("an " if name[0] in "aeiou" else "a ") + name

@@ -127,6 +127,11 @@ def _text(term: Any) -> str:
     return term if isinstance(term, str) else show(term)
 
 
+def _goal(goal: Any) -> Any:
+    """A goal on the wire: its text, or a list of texts (a conjunction)."""
+    return [_text(g) for g in goal] if isinstance(goal, list) else _text(goal)
+
+
 def _ctx(context: Any) -> Any:
     return context.name if type(context) is Sym else context
 
@@ -243,8 +248,7 @@ class Client:
         return [decode_sentex(s) for s in found]
 
     def query(self, goal: Any, ctx: Any, *, limit: int | None = None) -> list[dict[str, Any]]:
-        wire_goal = [_text(g) for g in goal] if isinstance(goal, list) else _text(goal)
-        found = self._call("query", goal=wire_goal, context=_ctx(ctx), limit=limit)
+        found = self._call("query", goal=_goal(goal), context=_ctx(ctx), limit=limit)
         return [decode_bindings(b) for b in found]
 
     def argue(self, sentence: Any, ctx: Any) -> str:
@@ -292,7 +296,7 @@ class Client:
         """Open a subscription: `{token, cursor: 0, max_events}`; then `poll` it."""
         return self._call(
             "watch",
-            goal=None if goal is None else _text(goal),
+            goal=None if goal is None else _goal(goal),
             context=_ctx(ctx),
             max_events=max_events,
         )

@@ -1,17 +1,19 @@
-"""`koinii demo`: a real team in separate processes, live, in under 30 seconds.
+"""`koinii demo`: a real team in separate processes, live, at a pace a person can follow.
 
 It starts a daemon on a temporary SQLite store with a token per agent, then runs a
-coordinator and three worker agents as separate processes. They join a channel; Atlas
-asks which database production should use; Boreas answers and makes the claim, with a
-justification; Atlas endorses it; Ciel disputes it; the three vote, and the dispute is
-settled by a majority vote over the wire (the ballots carry the principals the daemon
-recorded, so they count as attested); each worker wraps its session; the coordinator
-permeates the wraps. The terminal shows the conversation from the change feed as it
-happens, then a summary. Nothing is left running afterwards.
+coordinator, three worker agents and the adjudication service (`koinii adjudicate`) as
+separate processes. They join a channel; Atlas asks which database production uses — a
+pattern question, `(usesDatabase ProdCluster ?db)`; Boreas answers PostgreSQL16 and
+justifies it; Ciel answers SQLite; Atlas endorses Boreas's answer; Ciel disputes it;
+the three vote, and once three have voted the adjudicator settles the dispute by
+majority; Atlas accepts the upheld answer, Ciel withdraws hers; each worker wraps its
+session and the coordinator permeates the wraps. The terminal tells the conversation
+from the change feed as it happens (`koinii.narrator`), then a summary. Nothing is left
+running afterwards.
 
 Each role is one function (`coordinator`, `atlas`, `boreas`, `ciel`) run in its own
-process by `python -m koinii.demo ROLE URL TOKEN…`; they synchronise only through the
-knowledge base, like real agents.
+process by `python -m koinii.demo ROLE PACE URL TOKEN…`; they synchronise only through
+the knowledge base, like real agents. `--pace` is the pause before each move (0 in CI).
 """
 
 from __future__ import annotations
@@ -29,18 +31,19 @@ from collections.abc import Callable
 from typing import Any
 
 import koinii
-from koinii import adjudication, channel, wraps
+from koinii import channel, wraps
+from koinii.narrator import Narrator
+from koinii.operations import invoker
 from koinii.server.tokens import add_token
-from koinii.terms import Sym, parse, show
 
 CHANNEL = "CxTeam"
-QUESTION = "WhichDatabaseForProd"
-CLAIM = "(usesDatabase ProdCluster PostgreSQL16)"
+QUESTION = "(usesDatabase ProdCluster ?db)"
 SESSION = "session:demo:lead"
 PROJECT = "demo"
 TEAM = ("AgentAtlas", "AgentBoreas", "AgentCiel")
-PRINCIPALS = {"AgentLead": "agent", "AgentMajority": "agent", **{a: "agent" for a in TEAM}}
-TIMEOUT_S = 25.0
+PRINCIPALS = {"AgentLead": "agent", "Ops": "operator", **{a: "agent" for a in TEAM}}
+TIMEOUT_S = 40.0
+DEFAULT_PACE_S = 0.6
 
 
 # --- the roles (each in its own process) -------------------------------------------------
@@ -57,51 +60,71 @@ def _until(what: str, found: Callable[[], Any]) -> Any:
     raise SystemExit(f"demo: gave up waiting for {what}")
 
 
-def _claim_handle(agent: channel.Agent) -> int:
-    found = agent.store.sentexes_matching(CLAIM, "CxBoreas")
-    return found[0].handle if found else 0
+def _join(url: str, token: str, agent: str) -> channel.Agent:
+    return channel.join(channel.wire(koinii.connect(url, token=token)), CHANNEL, agent)
 
 
-def _ballots(store: Any, target: int) -> int:
-    return sum(adjudication.tally(store, target).values())
+def _question(me: channel.Agent) -> int:
+    return _until("a question", me.open_queries)[0]["handle"]
 
 
-def atlas(url: str, token: str) -> None:
-    me = channel.join(channel.wire(koinii.connect(url, token=token)), CHANNEL, "AgentAtlas")
-    query = me.pose_query(QUESTION)
-    _until("an answer", lambda: me.answers_to(query))
-    claim = _until("Boreas's claim", lambda: _claim_handle(me))
-    me.endorse(claim)
-    _until(
-        "Ciel's dispute",
-        lambda: me.store.sentexes_matching(f"(disputes ?a (sentexHandle {claim}))", "?c"),
-    )
-    me.vote("for", claim)
-    _wrap(
-        me, notes=["Production uses PostgreSQL 16"], decisions=["Keep ProdCluster on PostgreSQL16"]
-    )
+def _answer_by(me: channel.Agent, question: int, speaker: str) -> dict[str, Any] | None:
+    return next((a for a in me.thread(question)["answers"] if a["speaker"] == speaker), None)
 
 
-def boreas(url: str, token: str) -> None:
-    me = channel.join(channel.wire(koinii.connect(url, token=token)), CHANNEL, "AgentBoreas")
-    [query] = _until("a question", me.open_queries)
-    me.answer("PostgreSQL16", query.handle)
-    claim = me.assert_(CLAIM)
-    me.justify("MatureReplication", claim)
-    _until(
-        "Ciel's dispute",
-        lambda: me.store.sentexes_matching(f"(disputes ?a (sentexHandle {claim}))", "?c"),
-    )
-    me.vote("for", claim)
+def _disputed(me: channel.Agent, question: int, speaker: str) -> bool:
+    answer = _answer_by(me, question, speaker)
+    return bool(answer and answer["claim"] and answer["claim"]["disputes"])
+
+
+def _ruled(me: channel.Agent) -> bool:
+    return any(d["ruling"] for d in me.disputes())
+
+
+def atlas(pace: float, url: str, token: str) -> None:
+    me = _join(url, token, "AgentAtlas")
+    time.sleep(pace)
+    question = me.pose_query(QUESTION)
+    boreas_answer = _until("Boreas's answer", lambda: _answer_by(me, question, "AgentBoreas"))
+    _until("Ciel's answer", lambda: _answer_by(me, question, "AgentCiel"))
+    time.sleep(pace)
+    me.endorse(boreas_answer["handle"])
+    _until("Ciel's dispute", lambda: _disputed(me, question, "AgentBoreas"))
+    time.sleep(pace)
+    me.vote("for", boreas_answer["handle"])
+    _until("the ruling", lambda: _ruled(me))
+    time.sleep(pace)
+    me.accept(boreas_answer["handle"])
+    _wrap(me, notes=["Production uses PostgreSQL 16"], decisions=["Keep ProdCluster on it"])
+
+
+def boreas(pace: float, url: str, token: str) -> None:
+    me = _join(url, token, "AgentBoreas")
+    question = _question(me)
+    time.sleep(pace)
+    answer = me.answer({"?db": "PostgreSQL16"}, question)
+    time.sleep(pace)
+    me.justify("MatureReplication", answer)
+    _until("Ciel's dispute", lambda: _disputed(me, question, "AgentBoreas"))
+    time.sleep(pace)
+    me.vote("for", answer)
     _wrap(me, notes=["Answered the database question"], conventions=["Justify every claim"])
 
 
-def ciel(url: str, token: str) -> None:
-    me = channel.join(channel.wire(koinii.connect(url, token=token)), CHANNEL, "AgentCiel")
-    claim = _until("Boreas's claim", lambda: _claim_handle(me))
-    _until("Atlas's endorsement", lambda: me.endorsements_of(claim))
-    me.dispute(claim)
-    me.vote("against", claim)
+def ciel(pace: float, url: str, token: str) -> None:
+    me = _join(url, token, "AgentCiel")
+    question = _question(me)
+    boreas_answer = _until("Boreas's answer", lambda: _answer_by(me, question, "AgentBoreas"))
+    time.sleep(pace)
+    mine = me.answer("SQLite", question)
+    _until("Atlas's endorsement", lambda: me.endorsements_of(boreas_answer["claim"]["handle"]))
+    time.sleep(pace)
+    me.dispute(boreas_answer["handle"])
+    time.sleep(pace)
+    me.vote("against", boreas_answer["handle"])
+    _until("the ruling", lambda: _ruled(me))
+    time.sleep(pace)
+    me.withdraw(mine)  # the house has spoken: Ciel takes her answer back
     _wrap(me, notes=["Argued SQLite would do for now"])
 
 
@@ -115,20 +138,16 @@ def _wrap(me: channel.Agent, **entries: Any) -> None:
     )
 
 
-def coordinator(url: str, token: str, majority_token: str) -> None:
-    lead = channel.join(channel.wire(koinii.connect(url, token=token)), CHANNEL, "AgentLead")
+def coordinator(pace: float, url: str, token: str) -> None:
+    lead = _join(url, token, "AgentLead")
     wraps.Coordinators(lead.store).register("AgentLead", project_id=PROJECT, session_id=SESSION)
-    majority = koinii.connect(url, token=majority_token)  # rules as AgentMajority
-    claim = _until("a claim", lambda: _claim_handle(lead))
-    _until("three ballots", lambda: _ballots(lead.store, claim) >= 3)
-    [clash] = _until("the dispute", lambda: lead.store.contradictions(CHANNEL))
-    adjudication.resolve_by_majority(majority, clash["handles"], claim, CHANNEL)
     _until(
         "three wraps",
         lambda: (
             len(wraps.WrapQueue(lead.store).get_unprocessed_wraps_for_session(SESSION) or []) >= 3
         ),
     )
+    time.sleep(pace)
     wraps.permeate(lead, session_id=SESSION)
 
 
@@ -149,72 +168,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-ACTS = {
-    "queries": "asks",
-    "answers": "answers",
-    "endorses": "endorses",
-    "justifies": "justifies",
-    "disputes": "disputes",
-    "votesFor": "votes for",
-    "votesAgainst": "votes against",
+_STYLE = {
+    "question": "bold",
+    "answer": "bold",
+    "ruling": "bold magenta",
+    "withdrawal": "yellow",
+    "defeat": "dim",
 }
 
 
-class Narrator:
-    """Turns change-log entries into the conversation, replies attached to their targets."""
-
-    def __init__(self, say: Callable[[str], None]) -> None:
-        self.say = say
-        self.sentences: dict[int, str] = {}
-        self.moves = 0
-
-    def entry(self, entry: dict[str, Any]) -> None:
-        if entry["op"] == "wraps.mark_processed":
-            wrap = (entry.get("records") or {}).get("wrap_id", "a wrap")
-            self.say(f"[bold cyan]AgentLead permeates[/bold cyan] {wrap}")
-        for change in entry["added"]:
-            self.sentences[change["handle"]] = change["sentence"]
-            line = self.describe(change)
-            if line:
-                self.say(line)
-        for change in entry["removed"]:
-            if change.get("reason") == "defeated":
-                self.say(f"   [dim]✗ no longer believed: {change['sentence']} (defeated)[/dim]")
-
-    def describe(self, change: dict[str, Any]) -> str | None:
-        term = parse(change["sentence"])
-        functor = term[0].name if type(term[0]) is Sym else ""
-        context = change["context"]
-        if functor in ACTS:
-            self.moves += 1
-            speaker, rest = term[1].name, list(term[2:])
-            target = next(
-                (x for x in rest if type(x) is tuple and x[0] == Sym("sentexHandle")), None
-            )
-            said = " ".join(show(x) for x in rest if x is not target)
-            line = f"[bold]{speaker}[/bold] {ACTS[functor]} {said}".rstrip()
-            if target is not None:
-                line += f"  [dim]↳ re #{target[1]} {self.sentences.get(target[1], '')}[/dim]"
-            return line
-        if functor in ("memoryNote", "memoryDecision", "memoryConvention"):
-            return f"[bold]{term[1].name}[/bold] wraps: {functor[6:].lower()} {show(term[2])}"
-        if context == "CxMajority" and functor != "agentContext":
-            return f"[bold magenta]AgentMajority rules[/bold magenta] {change['sentence']}"
-        if functor == "not" and context in ("CxAtlas", "CxBoreas", "CxCiel"):
-            return f"[bold]Agent{context[2:]}[/bold] rebuts with {change['sentence']}"
-        if context in ("CxAtlas", "CxBoreas", "CxCiel") and functor not in (
-            "agentContext",
-            "contested",
-        ):
-            self.moves += 1
-            handle = change["handle"]
-            return (
-                f"[bold]Agent{context[2:]}[/bold] claims {change['sentence']}  [dim]#{handle}[/dim]"
-            )
-        return None
+def _shown(told: Any) -> str:
+    style = _STYLE.get(told.kind)
+    speaker = told.speaker or ""
+    text = told.text
+    if speaker and text.startswith(speaker) and told.kind not in ("ruling", "defeat"):
+        text = f"[bold]{speaker}[/bold]{text[len(speaker) :]}"
+    elif style:
+        text = f"[{style}]{text}[/{style}]"
+    return f"{text}  [dim]#{told.handle}[/dim]" if told.handle else text
 
 
-def run_demo() -> dict[str, Any]:
+def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
     """Run the whole demo, narrating to the terminal; returns the summary. Everything it
     started is stopped, whatever happens."""
     from rich.console import Console
@@ -230,12 +204,11 @@ def run_demo() -> dict[str, Any]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     processes: list[subprocess.Popen] = []
+    koinii_command = [sys.executable, "-m", "koinii"]
     try:
         daemon = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "koinii",
+                *koinii_command,
                 "serve",
                 "--db",
                 os.path.join(folder, "demo.db"),
@@ -250,48 +223,57 @@ def run_demo() -> dict[str, Any]:
         watcher = koinii.connect(url, token=tokens["AgentLead"])
         _until("the daemon", lambda: _healthy(watcher))
         say(
-            f"[bold]koinii demo[/bold]: daemon on {url}, "
-            f"a coordinator and three agents, channel {CHANNEL}\n"
+            f"[bold]koinii demo[/bold]: daemon on {url}; a coordinator, three agents and the "
+            f"adjudicator on channel {CHANNEL}\n"
         )
         since = watcher.seq
-        narrator = Narrator(say)
+        narrator = Narrator(watcher)
+        moves = 0
         done = threading.Event()
 
         def tail() -> None:
-            nonlocal since
+            nonlocal since, moves
             while not done.is_set():
                 reply = watcher.changes(since=since, limit=500, wait_ms=200)
                 for entry in reply["entries"]:
-                    narrator.entry(entry)
+                    for told in narrator.entry(entry):
+                        moves += told.added and told.kind not in ("ruling", "defeat")
+                        say(_shown(told))
                     since = entry["seq"]
 
         teller = threading.Thread(target=tail, daemon=True)
         teller.start()
+        adjudicator = subprocess.Popen(
+            [
+                *koinii_command,
+                "adjudicate",
+                "--channel",
+                CHANNEL,
+                "--quorum",
+                "3",
+                "--url",
+                url,
+                "--token",
+                tokens["Ops"],
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        processes.append(adjudicator)
         agents = [
             subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "koinii.demo",
-                    "coordinator",
-                    url,
-                    tokens["AgentLead"],
-                    tokens["AgentMajority"],
-                ]
-            ),
-            *(
-                subprocess.Popen(
-                    [sys.executable, "-m", "koinii.demo", name[5:].lower(), url, tokens[name]]
-                )
-                for name in TEAM
-            ),
+                [sys.executable, "-m", "koinii.demo", role, str(pace), url, tokens[principal]]
+            )
+            for role, principal in (
+                ("coordinator", "AgentLead"),
+                *((name[5:].lower(), name) for name in TEAM),
+            )
         ]
         processes.extend(agents)
         codes = [p.wait(TIMEOUT_S + 5) for p in agents]
         time.sleep(0.3)  # let the tail catch the last writes
         done.set()
         teller.join(5)
-        summary = _summary(watcher, narrator, time.monotonic() - started, codes)
+        summary = _summary(watcher, moves, time.monotonic() - started, codes)
         _print_summary(console, summary)
         return summary
     finally:
@@ -314,16 +296,19 @@ def _healthy(client: koinii.Client) -> bool:
         return False
 
 
-def _summary(store: Any, narrator: Narrator, seconds: float, codes: list[int]) -> dict[str, Any]:
-    claim = store.sentexes_matching(CLAIM, "CxBoreas")
-    rulings = store.sentexes_matching(CLAIM, "CxMajority")
+def _summary(store: Any, moves: int, seconds: float, codes: list[int]) -> dict[str, Any]:
+    read = invoker(store)
+    [question] = read("conversation.questions", channel=CHANNEL) or [None]
+    found = read("conversation.disputes", channel=CHANNEL)
+    ruled = [d for d in found if d["ruling"]]
     queue = wraps.WrapQueue(store)
     return {
-        "moves": narrator.moves,
-        "disputes": len(store.sentexes_matching("(disputes ?a ?t)", "?c")),
-        "ballots": adjudication.tally(store, claim[0].handle) if claim else {},
-        "ruling": rulings[0].text if rulings else None,
-        "open_disputes": len(store.contradictions(CHANNEL)),
+        "moves": moves,
+        "question": question["state"] if question else None,
+        "disputes": len(found),
+        "ballots": ruled[0]["tally"] if ruled else {},
+        "ruling": ruled[0]["ruling"]["sentence"] if ruled else None,
+        "open_disputes": sum(d["state"] != "resolved" for d in found),
         "wraps": len(queue.get_unprocessed_wraps_for_project(PROJECT) or []),
         "seconds": round(seconds, 1),
         "exit_codes": codes,
@@ -335,6 +320,7 @@ def _print_summary(console: Any, summary: dict[str, Any]) -> None:
 
     table = Table(title="\nsummary", show_header=False)
     table.add_row("moves on the channel", str(summary["moves"]))
+    table.add_row("the question", summary["question"] or "none")
     table.add_row("disputes", str(summary["disputes"]))
     ballots = summary["ballots"]
     table.add_row("ballots", f"{ballots.get('for', 0)} for, {ballots.get('against', 0)} against")
@@ -346,5 +332,5 @@ def _print_summary(console: Any, summary: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    role, url, *secrets = sys.argv[1:]
-    ROLES[role](url, *secrets)
+    role, pace, url, *secrets = sys.argv[1:]
+    ROLES[role](float(pace), url, *secrets)

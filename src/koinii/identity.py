@@ -26,26 +26,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from koinii.errors import Refused
+from koinii.kb import Sentex
+from koinii.speech import ACTS
 from koinii.terms import Sym, Var, is_individual_name, parse, show
 
 REGISTRY = "CxRegistry"
 AGENT_CONTEXT = Sym("agentContext")
 POLICIES = ("cooperative", "proof-tier")
 # Argument 1 of each speech act is the acting agent (channel.md §2).
-SPEECH_ACTS = frozenset(
-    Sym(name)
-    for name in (
-        "queries",
-        "answers",
-        "endorses",
-        "justifies",
-        "disputes",
-        "votesFor",
-        "votesAgainst",
-        "notUnderstood",
-        "refuse",
-    )
-)
+SPEECH_ACTS = frozenset(ACTS)
 
 # --- contexts -----------------------------------------------------------------------------
 
@@ -262,7 +251,8 @@ def check_creator(agent: str, creator: Any) -> None:
     if creator is not None and creator != agent:
         raise Refused(
             "koinii/creator-mismatch",
-            f"{agent} cannot assert as {creator}",
+            f"{agent} cannot assert as {creator}: every write is attributed to its writer, "
+            f"so leave `creator` out (or name {agent} itself)",
             {"agent": agent, "creator": creator},
         )
 
@@ -273,7 +263,9 @@ def check_speaker(agent: str, sentence: Any) -> None:
     if named is not None and named != agent:
         raise Refused(
             "koinii/speaker-mismatch",
-            f"{agent} cannot speak as {named}",
+            f"{agent} cannot speak as {named}: argument 1 of ({sentence[0].name} …) is its "
+            f"speaker, and you speak only as {agent} — write ({sentence[0].name} {agent} …); "
+            f"to challenge {named}'s move, dispute it",
             {"agent": agent, "named": named, "act": sentence[0].name},
         )
 
@@ -333,8 +325,11 @@ def attested_by(store: Any, handle: int) -> str | None:
     authenticated daemon that equals the creator.
     """
     sentex = store.sentex(handle)
-    if sentex is None:
-        return None
+    return None if sentex is None else attestor(sentex)
+
+
+def attestor(sentex: Sentex) -> str | None:
+    """`attested_by` of a sentex already read."""
     creator = sentex.provenance.get("creator")
     if creator is None:
         return None

@@ -23,7 +23,7 @@ from typing import Any
 from koinii.kb import KB
 
 # The domain modules whose operations the daemon serves (imported by the daemon).
-DOMAIN_MODULES: tuple[str, ...] = ("koinii.wraps", "koinii.sessions")
+DOMAIN_MODULES: tuple[str, ...] = ("koinii.conversation", "koinii.wraps", "koinii.sessions")
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,8 @@ def invoker(source: Any) -> Callable[..., Any]:
     if isinstance(source, KB):
 
         def call(name: str, /, **fields: Any) -> Any:
-            return REGISTRY[name].run(source, **fields)
+            found = REGISTRY.get(name) or load_domains()[name]
+            return found.run(source, **fields)
 
         return call
 

@@ -29,6 +29,23 @@ def changes(
     """Yield `(entry, change, added)` for each matching change after `since` (default:
     the current seq), waiting for more when `follow` (over a daemon; a KB only replays).
     Refuses `too-old` when the log was compacted past `since`."""
+    for entry in entries(store, since=since, goal=goal, ctx=ctx, follow=follow, wait_ms=wait_ms):
+        for added, side in ((True, entry["added"]), (False, entry["removed"])):
+            for change in side:
+                yield entry, change, added
+
+
+def entries(
+    store: Any,
+    *,
+    since: int | None = None,
+    goal: Any = None,
+    ctx: str | None = None,
+    follow: bool = True,
+    wait_ms: int = 20_000,
+) -> Iterator[dict[str, Any]]:
+    """Yield each change-log entry after `since` with only its matching changes (an
+    entry none of whose changes match is skipped), in seq order; see `changes`."""
     pattern = None
     if goal is not None:
         term = parse(goal) if isinstance(goal, str) else goal
@@ -53,11 +70,11 @@ def changes(
                 for c in entry["added"] + entry["removed"]
             ):
                 view = store.context_up(ctx)  # the hierarchy changed: what ctx sees did too
-            for added, side in ((True, entry["added"]), (False, entry["removed"])):
-                for change in side:
-                    if _admits(change, pattern, view):
-                        yield entry, change, added
             cursor = entry["seq"]
+            added = [c for c in entry["added"] if _admits(c, pattern, view)]
+            removed = [c for c in entry["removed"] if _admits(c, pattern, view)]
+            if added or removed or (pattern is None and view is None):
+                yield {**entry, "added": added, "removed": removed}
         if not reply["entries"] and not follow:
             return
 

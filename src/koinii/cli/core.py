@@ -78,22 +78,38 @@ def query_command(goal, context, limit, url, token, db) -> None:
 @click.option(
     "--follow/--no-follow", default=True, show_default=True, help="Keep waiting for news."
 )
+@click.option("--raw", is_flag=True, help="Print each change's sentence and context as stored.")
+@click.option(
+    "--structure", is_flag=True, help="Also show vocabulary, context edges and agents' marks."
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per change.")
 @source_options
-def tail_command(goal, context, since, follow, url, token, db) -> None:
-    """Follow the change feed live: who wrote what, as it happens. Resumable with --since."""
-    from koinii.tail import changes
+def tail_command(goal, context, since, follow, raw, structure, as_json, url, token, db) -> None:
+    """Follow the conversation live: who did what, as it happens. Resumable with --since."""
+    import json
+
+    from koinii.narrator import Narrator
+    from koinii.tail import entries
 
     store = open_source(db, url, token)
-    for entry, change, added in changes(
-        store, since=since, goal=goal, ctx=context, follow=follow and not db
-    ):
-        sign = "[green]+[/green]" if added else "[red]-[/red]"
-        why = f" [dim]({change['reason']})[/dim]" if "reason" in change else ""
+    narrator = Narrator(store)
+    for entry in entries(store, since=since, goal=goal, ctx=context, follow=follow and not db):
         stamp = time.strftime("%H:%M:%S", time.localtime(entry["at"] / 1000))
-        console.print(
-            f"[dim]{stamp} seq {entry['seq']:>6}[/dim] {sign} {change['sentence']}  "
-            f"[cyan]{change['context']}[/cyan]{why}"
-        )
+        for told in narrator.entry(entry, structure=structure or raw):
+            if as_json:
+                click.echo(json.dumps({**told.to_dict(), "at": entry["at"]}))
+                continue
+            prefix = f"[dim]{stamp} seq {entry['seq']:>6}[/dim]"
+            if raw:
+                sign = "[green]+[/green]" if told.added else "[red]-[/red]"
+                why = f" [dim]({told.reason})[/dim]" if told.reason else ""
+                who = f" [bold]{told.speaker}[/bold]" if told.speaker else ""
+                console.print(
+                    f"{prefix} {sign} {told.sentence}  [cyan]{told.context}[/cyan]{who}{why}"
+                )
+            else:
+                handle = f"  [dim]#{told.handle}[/dim]" if told.handle else ""
+                console.print(f"{prefix} {told.text}{handle}")
 
 
 @click.command("mcp")
@@ -103,22 +119,51 @@ def tail_command(goal, context, since, follow, url, token, db) -> None:
 @click.option("--token", envvar="KOINII_TOKEN", default=None, help="The agent's token.")
 @click.option("--db", default=None, help="Open this store in-process instead of a daemon.")
 @click.option("--introspection", is_flag=True, help="Offer the session tools (off by default).")
-def mcp_command(agent_id, channel, url, token, db, introspection) -> None:
+@click.option(
+    "--session",
+    envvar="KOINII_SESSION",
+    default=None,
+    help="The agent's own session: what the session tools read by default.",
+)
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Record every tool call into the agent's session as a turn (a new session "
+    "unless --session names one).",
+)
+def mcp_command(agent_id, channel, url, token, db, introspection, session, record) -> None:
     """Serve an MCP server over stdio: an LLM agent joins CHANNEL as AGENT."""
     from koinii.mcp_server import run
 
     if url is None and db is None:
         raise click.UsageError("give --url (a daemon) or --db (a store file)")
-    run(agent_id, channel, url=url, token=token, db=db, introspection=introspection)
+    run(
+        agent_id,
+        channel,
+        url=url,
+        token=token,
+        db=db,
+        introspection=introspection,
+        session=session,
+        record=record,
+    )
 
 
 @click.command("demo")
-def demo_command() -> None:
-    """Watch a team of agents work: a daemon, a coordinator and three agents in separate
-    processes ask, answer, dispute, vote and wrap up, live. About 10 seconds."""
+@click.option(
+    "--pace",
+    type=float,
+    default=0.6,
+    show_default=True,
+    help="Seconds each agent pauses before a move (0: as fast as it goes).",
+)
+def demo_command(pace: float) -> None:
+    """Watch a team of agents work: a daemon, a coordinator, three agents and the
+    adjudicator in separate processes ask, answer, dispute, vote, settle and wrap up,
+    live. About 15 seconds at the default pace."""
     from koinii.demo import run_demo
 
-    summary = run_demo()
+    summary = run_demo(pace)
     if any(summary["exit_codes"]) or summary["ruling"] is None:
         raise click.ClickException("the demo did not finish as it should (see above)")
 

@@ -29,7 +29,9 @@ from koinii.identity import (
 from koinii.kb import KB
 from koinii.kb.checks import prepare
 from koinii.kb.rules import GENL_CX
+from koinii.kb.sentex import NOT
 from koinii.server.tokens import Caller
+from koinii.speech import carried_claim
 
 UNIVERSE = "CxUniverse"
 
@@ -60,6 +62,9 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
             continue
         check_write_boundary(agent, ctx)
         check_speaker(agent, entry.atom)
+        claim = carried_claim(entry.atom) if entry.positive else None
+        if claim is not None:  # an answer's claim is its author's claim too
+            check_speaker(agent, claim[1] if claim[0] is NOT else claim)
 
 
 def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:

@@ -174,7 +174,7 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
     "stats": ({}, "counts and the global seq"),
     "watch": (
         {
-            "goal": (_T, False, "a standing query (one literal)"),
+            "goal": ("goal", False, "a standing query (one literal)"),
             "context": ("string", False, "watch changes in view of this context"),
             "max_events": ("integer", False, "ring size (default 256)"),
         },

@@ -1,0 +1,485 @@
+"""The conversation as agents read it: threads, questions and their life, disputes.
+
+Each read is one function over a `KB`, registered as a daemon operation
+(`conversation.thread`, `conversation.questions`, `conversation.disputes`), so over the
+wire it is ONE round trip however much it gathers; the channel's `Agent` calls them
+through `operations.invoker`, in-process or over the wire alike.
+
+A question's state is derived from what stands, never stored:
+- `settled`: its asker accepted a standing answer, or a standing ruling upholds the
+  claim of one;
+- `closed`: its asker closed it (and accepted nothing);
+- `open`: no standing answer makes a believed claim;
+- `contested`: the believed claims of its standing answers differ, or one of them is
+  disputed (a dispute move on it stands, or it is a side of a clash the channel sees);
+- `answered`: otherwise.
+
+Invariants:
+- Only what stands is shown: believed moves, one answer per agent per question and one
+  ballot per agent per target as the channel writes them. History — withdrawn and
+  superseded moves — is in the change log, not here.
+- Every result is a JSON value (sentences as canonical text), identical in-process and
+  over the wire, and a read never writes.
+- Only the asker's acceptance or closing counts; only ballots cast by their voters
+  count (`adjudication.cast_by_voter`). Anything else is shown, never obeyed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from koinii import adjudication, disputes, speech
+from koinii.errors import Refused
+from koinii.identity import AGENT_CONTEXT
+from koinii.kb import KB, Sentex
+from koinii.kb.checks import context_name
+from koinii.operations import operation
+from koinii.speech import (
+    ACCEPTS,
+    ANSWERS,
+    CLOSES,
+    DISPUTES,
+    ENDORSES,
+    JUSTIFIES,
+    QUERIES,
+    move_kind,
+    negation,
+    ref,
+    target_of,
+)
+from koinii.terms import Sym, Var, show
+
+__all__ = ["QUESTION_STATES", "disputes_on", "questions", "thread"]
+
+QUESTION_STATES = ("open", "answered", "contested", "settled", "closed")
+UNSETTLED = ("open", "answered", "contested")
+DISPUTE_STATES = ("open", "notified", "stale", "resolved")
+_ANY = Var("any")
+_ANY2 = Var("any2")
+
+
+class _Reader:
+    """One read of the conversation at one channel; caches what it looked up."""
+
+    def __init__(self, kb: KB, channel: str) -> None:
+        self.kb = kb
+        self.channel = channel
+        self.visible = kb.context_up(channel)
+        self._owners: dict[str, str | None] | None = None
+        self._live: list[dict[str, Any]] | None = None
+        self._disputes: list[dict[str, Any]] | None = None
+
+    # --- who -----------------------------------------------------------------------------
+
+    def owner(self, context: str) -> str | None:
+        """The agent whose own context `context` is (from the marks), if any."""
+        if self._owners is None:
+            marks = self.kb.sentexes_matching((AGENT_CONTEXT, _ANY, _ANY2), "?ctx")
+            self._owners = {}
+            for mark in marks:
+                ctx, agent = mark.sentence[1], mark.sentence[2]
+                if type(ctx) is Sym and type(agent) is Sym and mark.context == ctx.name:
+                    self._owners.setdefault(ctx.name, agent.name)
+        return self._owners.get(context)
+
+    def members(self) -> list[str]:
+        """The agents whose own context the channel sees."""
+        self.owner(self.channel)
+        assert self._owners is not None
+        return sorted({a for ctx, a in self._owners.items() if ctx in self.visible})
+
+    def author(self, sentex: Sentex) -> str | None:
+        """Who made a move: its speaker, else its creator, else its context's owner —
+        and for an answer's claim, the answerer."""
+        said = speech.speaker(sentex.sentence)
+        if said is not None:
+            return said
+        if sentex.provenance.get("creator"):
+            return sentex.provenance["creator"]
+        return self.owner(sentex.context)
+
+    def move(self, sentex: Sentex) -> dict[str, Any]:
+        out = {
+            "handle": sentex.handle,
+            "kind": move_kind(sentex.sentence),
+            "speaker": self.author(sentex),
+            "sentence": sentex.text,
+            "context": sentex.context,
+            "believed": sentex.believed,
+        }
+        if not sentex.believed:
+            out["why_not"] = self.kb.why_not(sentex.handle)
+        return out
+
+    # --- lookups -------------------------------------------------------------------------
+
+    def replies(self, target: int, functor: Sym, arity: int) -> list[Sentex]:
+        """Believed `(functor ?speaker … (sentexHandle target))` anywhere."""
+        middle = tuple(Var(f"x{i}") for i in range(arity - 2))
+        pattern = (functor, _ANY, *middle, ref(target))
+        return self.kb.sentexes_matching(pattern, "?ctx")
+
+    def stored(self, sentence: Any, context: str) -> Sentex | None:
+        """The sentex of `sentence` stored in `context`, believed or not."""
+        for sentex in self.kb.sentexes_matching(sentence, "CxEverything"):
+            if sentex.context == context:
+                return sentex
+        return None
+
+    def claim_of(self, act: Sentex) -> Sentex | None:
+        """The claim an answer carries (believed or not), None for a legacy answer."""
+        claim = speech.carried_claim(act.sentence)
+        return None if claim is None else self.stored(claim, act.context)
+
+    def answer_of(self, claim: Sentex) -> Sentex | None:
+        """The standing answer that carries `claim`, if it is an answer's claim."""
+        if not claim.derived:
+            return None
+        pattern = (ANSWERS, _ANY, (speech.QUOTE, claim.sentence), Var("q"))
+        for act in self.kb.sentexes_matching(pattern, claim.context):
+            return act
+        return None
+
+    def live(self) -> list[dict[str, Any]]:
+        """The clashes the channel observes (once per read)."""
+        if self._live is None:
+            self._live = disputes.disputes_in(self.kb, self.channel)
+        return self._live
+
+    # --- claims ----------------------------------------------------------------------------
+
+    def claim_thread(self, claim: Sentex) -> dict[str, Any]:
+        """A claim with everything said about it."""
+        handle = claim.handle
+        justifications = [
+            {**self.move(j), "ground": show(j.sentence[2])}
+            for j in self.replies(handle, JUSTIFIES, 3)
+        ]
+        ballots = adjudication.ballots(self.kb, handle)
+        rulings = adjudication.rulings_on(self.kb, claim)
+        return {
+            **self.move(claim),
+            "endorsements": [self.move(e) for e in self.replies(handle, ENDORSES, 2)],
+            "justifications": justifications,
+            "disputes": self.disputes_of(claim),
+            "ballots": ballots,
+            "tally": adjudication.tally(self.kb, handle),
+            "rulings": rulings,
+        }
+
+    def disputes_of(self, claim: Sentex) -> list[dict[str, Any]]:
+        return [d for d in self.dispute_entries() if claim.handle in d["dispute_id"]]
+
+    # --- answers and questions -------------------------------------------------------------
+
+    def answer_entry(self, act: Sentex, question: Any, accepted: int | None) -> dict[str, Any]:
+        claim = self.claim_of(act)
+        entry = {
+            **self.move(act),
+            "content": show(speech.answer_content(act.sentence)),
+            "claim": None if claim is None else self.claim_thread(claim),
+            "accepted": act.handle == accepted,
+        }
+        if speech.question_kind(question) == "pattern" and claim is not None:
+            found = speech.bindings_of(question[1], claim.sentence)
+            entry["bindings"] = {k: show(v) for k, v in (found or {}).items()}
+        return entry
+
+    def question_thread(self, q: Sentex) -> dict[str, Any]:
+        asker = speech.speaker(q.sentence)
+        question = q.sentence[2]
+        acts = self.replies(q.handle, ANSWERS, 3)
+        acceptance = next(
+            (
+                a
+                for a in self.replies_by(asker, ACCEPTS, acts)
+                if target_of(a.sentence) in {act.handle for act in acts}
+            ),
+            None,
+        )
+        accepted = None if acceptance is None else target_of(acceptance.sentence)
+        closing = next(iter(self.replies_by(asker, CLOSES, [q])), None)
+        answers = [self.answer_entry(act, question, accepted) for act in acts]
+        state, ruling = _state(answers, accepted, closing)
+        shown = question[1] if speech.question_kind(question) in ("pattern", "yes-no") else question
+        return {
+            **self.move(q),
+            "question": show(shown),
+            "question_kind": speech.question_kind(question),
+            "state": state,
+            "answers": answers,
+            "answer_count": len(answers),
+            "accepted": accepted,
+            "acceptance": None if acceptance is None else acceptance.handle,
+            "closing": None if closing is None else closing.handle,
+            "ruling": ruling,
+        }
+
+    def replies_by(self, speaker: str | None, functor: Sym, targets: list[Sentex]) -> list[Sentex]:
+        """The believed `(functor speaker (sentexHandle T))` of one speaker on `targets`."""
+        if speaker is None:
+            return []
+        out = []
+        for target in targets:
+            for reply in self.replies(target.handle, functor, 2):
+                if speech.speaker(reply.sentence) == speaker:
+                    out.append(reply)
+        return out
+
+    def question_summary(self, q: Sentex) -> dict[str, Any]:
+        full = self.question_thread(q)
+        keep = ("handle", "speaker", "sentence", "context", "question", "question_kind")
+        return {
+            **{k: full[k] for k in keep},
+            "state": full["state"],
+            "answer_count": full["answer_count"],
+            "accepted": full["accepted"],
+        }
+
+    def questions(self) -> list[Sentex]:
+        found = self.kb.sentexes_matching((QUERIES, _ANY, _ANY2), "?ctx")
+        return sorted((q for q in found if q.context in self.visible), key=lambda q: q.handle)
+
+    # --- disputes ----------------------------------------------------------------------------
+
+    def dispute_entries(self) -> list[dict[str, Any]]:
+        """Every dispute on the channel: the live clashes, and the dispute moves."""
+        if self._disputes is not None:
+            return self._disputes
+        groups: dict[tuple[int, ...], dict[str, Any]] = {}
+        for entry in self.live():
+            groups[tuple(entry["dispute_id"])] = {"live": entry, "edges": [], "target": None}
+        edges = self.kb.sentexes_matching((DISPUTES, _ANY, (speech.HANDLE, _ANY2)), "?ctx")
+        for edge in sorted(edges, key=lambda e: e.handle):
+            if edge.context not in self.visible:
+                continue
+            target = self.kb.sentex(target_of(edge.sentence))
+            if target is None:
+                continue
+            rebuttal = self.stored(negation(target.sentence), edge.context)
+            key = self._key(target, rebuttal, groups)
+            group = groups.setdefault(key, {"live": None, "edges": [], "target": None})
+            group["edges"].append(edge)
+            group["target"] = group["target"] or target
+        self._disputes = [self._dispute(key, group) for key, group in sorted(groups.items())]
+        return self._disputes
+
+    def _key(
+        self, target: Sentex, rebuttal: Sentex | None, groups: dict[tuple[int, ...], Any]
+    ) -> tuple[int, ...]:
+        for key in groups:
+            if target.handle in key and (rebuttal is None or rebuttal.handle in key):
+                return key
+        for ruling in adjudication.rulings_on(self.kb, target):
+            for key in ruling["dispute_ids"]:
+                if target.handle in key:
+                    return tuple(key)
+        handles = {target.handle} | ({rebuttal.handle} if rebuttal is not None else set())
+        return tuple(sorted(handles))
+
+    def _dispute(self, key: tuple[int, ...], group: dict[str, Any]) -> dict[str, Any]:
+        live = group["live"]
+        target = group["target"] or self.kb.sentex(min(key))
+        sides = [self.kb.sentex(h) for h in key]
+        if live is not None:
+            state = _marked_state(self.kb, key)
+        else:
+            state = "resolved"
+        rulings = (
+            [r for r in adjudication.rulings_on(self.kb, target) if list(key) in r["dispute_ids"]]
+            if target is not None
+            else []
+        )
+        question = None
+        answer = self.answer_of(target) if target is not None else None
+        if answer is not None:
+            question = target_of(answer.sentence)
+        return {
+            "dispute_id": list(key),
+            "class": live["dispute_class"] if live is not None else None,
+            "state": state,
+            "target": None if target is None else self.move(target),
+            "raised_by": [self.move(e) for e in group["edges"]],
+            "sides": [{**self.move(s), "strength": s.strength} for s in sides if s is not None],
+            "tally": adjudication.tally(self.kb, target.handle) if target else {},
+            "ruling": rulings[0] if rulings else None,
+            "question": question,
+        }
+
+
+def _marked_state(kb: KB, key: tuple[int, ...]) -> str:
+    if disputes.is_stale(kb, key):
+        return "stale"
+    if disputes.is_notified(kb, key):
+        return "notified"
+    return "open"
+
+
+def _state(
+    answers: list[dict[str, Any]], accepted: int | None, closing: Sentex | None
+) -> tuple[str, dict[str, Any] | None]:
+    """A question's state from its standing answers (see the module docstring)."""
+    if accepted is not None:
+        return "settled", None
+    if closing is not None:
+        return "closed", None
+    believed = [a for a in answers if a["claim"] is None or a["claim"]["believed"]]
+    for answer in answers:
+        claim = answer["claim"]
+        for ruling in claim["rulings"] if claim else ():
+            if ruling["upholds"]:
+                return "settled", ruling
+    if not believed:
+        return "open", None
+    claims = {a["claim"]["sentence"] if a["claim"] else a["content"] for a in believed}
+    disputed = any(a["claim"] and a["claim"]["disputes"] for a in believed)
+    return ("contested" if len(claims) > 1 or disputed else "answered"), None
+
+
+# --- the reads -----------------------------------------------------------------------------
+
+
+def thread(kb: KB, handle: int, channel: str) -> dict[str, Any]:
+    """A claim or question with everything said about it, read at `channel`.
+
+    - a question: its state, its standing answers — each with its claim, bindings,
+      endorsements, justifications, disputes, ballots, tally and rulings — and the
+      asker's acceptance or closing;
+    - a claim (an answer's claim too): endorsements, justifications, disputes with their
+      state, ballots with the tally, rulings; and the answer and question it belongs to;
+    - an answer: its entry and its question;
+    - any other reply (an endorsement, a ballot, …): the thread of its target, with
+      `focus` naming the reply.
+    Refused: `bad-handle`, `koinii/no-such-handle` (with how to find live handles).
+    """
+    reader = _Reader(kb, _channel(channel))
+    sentex = _sentex(kb, handle)
+    kind = move_kind(sentex.sentence)
+    if kind == "question":
+        return reader.question_thread(sentex)
+    if kind == "answer":
+        question = kb.sentex(target_of(sentex.sentence))
+        asked = question.sentence[2] if question is not None else None
+        entry = reader.answer_entry(sentex, asked, None)
+        entry["question"] = None if question is None else reader.question_summary(question)
+        return entry
+    if kind == "claim":
+        out = reader.claim_thread(sentex)
+        answer = reader.answer_of(sentex)
+        if answer is not None:
+            out["answer"] = answer.handle
+            out["question"] = target_of(answer.sentence)
+        return out
+    target = target_of(sentex.sentence)
+    if target is None or kb.sentex(target) is None:
+        return reader.move(sentex)
+    return {**thread(kb, target, channel), "focus": reader.move(sentex)}
+
+
+def questions(kb: KB, channel: str, state: str | None = None) -> list[dict[str, Any]]:
+    """The questions asked on `channel` (by the agents it sees), oldest first, each with
+    its state and answer count. `state`: one of QUESTION_STATES, `unsettled` (open,
+    answered or contested), or None for all."""
+    states = _states(state)
+    reader = _Reader(kb, _channel(channel))
+    found = [reader.question_summary(q) for q in reader.questions()]
+    return [q for q in found if states is None or q["state"] in states]
+
+
+def disputes_on(kb: KB, channel: str, state: str | None = None) -> list[dict[str, Any]]:
+    """Every dispute on `channel`: the clashes it observes and the dispute moves its
+    agents made, each with its sides, speakers, state (open, notified, stale or
+    resolved), target, tally and ruling. `state` filters."""
+    if state is not None and state not in DISPUTE_STATES:
+        raise Refused(
+            "bad-option",
+            f"no dispute state {state!r}; states: {', '.join(DISPUTE_STATES)}",
+            {"option": "state", "known": list(DISPUTE_STATES)},
+        )
+    reader = _Reader(kb, _channel(channel))
+    return [d for d in reader.dispute_entries() if state is None or d["state"] == state]
+
+
+def members(kb: KB, channel: str) -> list[str]:
+    """The agents whose own context `channel` sees (its members), sorted."""
+    return _Reader(kb, _channel(channel)).members()
+
+
+def _states(state: str | None) -> tuple[str, ...] | None:
+    if state is None or state == "all":
+        return None
+    if state == "unsettled":
+        return UNSETTLED
+    if state in QUESTION_STATES:
+        return (state,)
+    raise Refused(
+        "bad-option",
+        f"no question state {state!r}; states: {', '.join(QUESTION_STATES)}, unsettled, all",
+        {"option": "state", "known": [*QUESTION_STATES, "unsettled", "all"]},
+    )
+
+
+def _channel(channel: Any) -> str:
+    return context_name(channel.name if type(channel) is Sym else channel)
+
+
+def _sentex(kb: KB, handle: Any) -> Sentex:
+    if type(handle) is not int or handle <= 0:
+        raise Refused(
+            "bad-handle",
+            f"a handle is a positive integer, not {handle!r:.40}",
+            {"handle": repr(handle)[:40]},
+        )
+    sentex = kb.sentex(handle)
+    if sentex is None:
+        raise Refused(
+            "koinii/no-such-handle",
+            f"there is no sentex {handle} (never made, or withdrawn since); "
+            "questions() and disputes() list the live ones",
+            {"handle": handle},
+        )
+    return sentex
+
+
+# --- the daemon operations ----------------------------------------------------------------
+
+_CHANNEL = {"channel": ("string", True, "the channel context, e.g. CxTeam")}
+
+
+@operation(
+    "conversation.thread",
+    fields={"handle": ("integer", True, "a move's handle"), **_CHANNEL},
+    summary="a claim or question with everything said about it, in one read",
+)
+def _thread(kb: KB, handle: Any = None, channel: Any = None) -> dict[str, Any]:
+    return thread(kb, handle, channel)
+
+
+@operation(
+    "conversation.questions",
+    fields={
+        **_CHANNEL,
+        "state": ("string", False, "open | answered | contested | settled | closed | unsettled"),
+    },
+    summary="the channel's questions, each with its state and answer count",
+)
+def _questions(kb: KB, channel: Any = None, state: Any = None) -> list[dict[str, Any]]:
+    return questions(kb, channel, state)
+
+
+@operation(
+    "conversation.disputes",
+    fields={**_CHANNEL, "state": ("string", False, "open | notified | stale | resolved")},
+    summary="every dispute on the channel: sides, speakers, state, tally, ruling",
+)
+def _disputes(kb: KB, channel: Any = None, state: Any = None) -> list[dict[str, Any]]:
+    return disputes_on(kb, channel, state)
+
+
+@operation(
+    "conversation.members",
+    fields=_CHANNEL,
+    summary="the agents whose own context the channel sees",
+)
+def _members(kb: KB, channel: Any = None) -> list[str]:
+    return members(kb, channel)

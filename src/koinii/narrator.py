@@ -1,0 +1,277 @@
+"""Telling people (and models) what changed: a change-log entry as moves in words.
+
+One narrator serves every reader of the feed — `koinii tail`, `koinii demo` and the MCP
+server's `wait_for_changes` — so a move reads the same wherever it is seen:
+"AgentCyra answered question #69 with (postgresMajorVersion ProdCluster 16)".
+
+A `Narrator` follows the change log in order and remembers the sentences it saw, so a
+reply names what it replies to; a `lookup` (a KB or a Client) fills in what it did not
+see. A change that is part of a move already told — the claim an answer carries, the
+rebuttal beside a dispute — is folded into that move, and the plumbing of the store
+(vocabulary, context edges, agents' marks, `contested` derivations) is told only when
+asked for (`structure=True`).
+
+Invariant: `entry` is a pure function of the entries seen so far and of what `lookup`
+reads; it never writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from koinii import speech
+from koinii.adjudication import MAJORITY_ARBITER
+from koinii.errors import KoiniiError
+from koinii.terms import Sym, parse, show
+
+__all__ = ["Narrator", "Told"]
+
+_STRUCTURE = frozenset(
+    Sym(name)
+    for name in (
+        "genlCx",
+        "agentContext",
+        "contested",
+        "arity",
+        "comment",
+        "functional",
+        "target_following_predicate",
+        "carriesClaim",
+        "disputeNotified",
+        "disputeStale",
+    )
+)
+_VOCABULARY = ("CxCore", "CxSpeechActs", "CxRegistry", "CxDisputes", "CxUniverse")
+_WRAP_NOTES = {
+    Sym("memoryNote"): "note",
+    Sym("memoryDecision"): "decision",
+    Sym("memoryConvention"): "convention",
+}
+_RECORDS = {  # domain writes told by their change-log summary
+    "wraps.wrap_session": "a worker filed {wrap_id}",
+    "wraps.add": "a worker filed {wrap_id}",
+    "wraps.mark_processed": "the coordinator permeated {wrap_id}",
+}
+_VERBS = {
+    "question": "asked",
+    "answer": "answered",
+    "endorsement": "endorsed",
+    "justification": "justified",
+    "dispute": "disputed",
+    "acceptance": "accepted",
+    "closing": "closed",
+    "error": "did not understand",
+}
+
+
+@dataclass(frozen=True)
+class Told:
+    """One change, told: `text` in words, with the raw change beside it."""
+
+    seq: int
+    added: bool
+    kind: str  # what happened: question, answer, …, claim, ruling, wrap, withdrawal, defeat,
+    #            structure
+    speaker: str | None
+    handle: int
+    sentence: str
+    context: str
+    text: str
+    move: str | None = None  # the kind of move the sentence is (speech.move_kind)
+    target: int | None = None  # the handle a reply is on
+    target_context: str | None = None  # where that target is stored, when known
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+class Narrator:
+    """Follows the change log and tells each change (see the module docstring)."""
+
+    def __init__(self, lookup: Any = None, *, me: str | None = None) -> None:
+        self.lookup = lookup
+        self.me = me  # "your question" when the reader is its asker
+        self.seen: dict[int, tuple[str, str]] = {}  # handle -> (sentence, context)
+        self.owners: dict[str, str | None] = {}
+
+    def entry(self, entry: dict[str, Any], *, structure: bool = False) -> list[Told]:
+        """Every change of one change-log entry, told, in order (added, then removed)."""
+        for change in entry["added"]:
+            self._remember(change)
+        told = []
+        for added, changes in ((True, entry["added"]), (False, entry["removed"])):
+            folded = self._folded(changes)
+            for change in changes:
+                one = self.change(change, added, entry["seq"], folded=folded)
+                if one is not None and (structure or one.kind != "structure"):
+                    told.append(one)
+        records = entry.get("records")
+        if entry.get("op") in _RECORDS and isinstance(records, dict) and not told:
+            text = _RECORDS[entry["op"]].format_map({"wrap_id": "?", **records})
+            told.append(Told(entry["seq"], True, "wrap", None, 0, "", "", text))
+        return told
+
+    def change(
+        self, change: dict[str, Any], added: bool, seq: int, *, folded: frozenset[str] = frozenset()
+    ) -> Told | None:
+        sentence = change["sentence"]
+        term = parse(sentence)
+        context = change["context"]
+        kind = speech.move_kind(term)
+        speaker = speech.speaker(term) or self._owner(context)
+        target = speech.target_of(term)
+        seen = self.seen_of(target)
+        base = {
+            "seq": seq,
+            "added": added,
+            "handle": change["handle"],
+            "sentence": sentence,
+            "context": context,
+            "move": kind,
+            "target": target,
+            "target_context": None if seen is None else seen[1],
+            "reason": change.get("reason"),
+        }
+        atom = term[1] if term[0] is speech.NOT and len(term) == 2 else term
+        if atom[0] in _STRUCTURE or context in _VOCABULARY:
+            return Told(kind="structure", speaker=speaker, text=f"{sentence} in {context}", **base)
+        if kind == "claim" and sentence in folded:
+            return None  # told with the move that made (or unmade) it
+        if not added:
+            return self._removed(change, term, kind, speaker, base)
+        if atom[0] in _WRAP_NOTES and len(atom) == 3:
+            text = f"{speaker} wraps up, {_WRAP_NOTES[atom[0]]}: {show(atom[2])}"
+            return Told(kind="wrap", speaker=speaker, text=text, **base)
+        if kind == "claim":
+            if speaker == MAJORITY_ARBITER:
+                return Told(
+                    kind="ruling", speaker=speaker, text=f"{speaker} ruled {sentence}", **base
+                )
+            who = speaker or f"someone in {context}"
+            return Told(kind="claim", speaker=speaker, text=f"{who} claimed {sentence}", **base)
+        return Told(kind=kind, speaker=speaker, text=self._move(term, kind, speaker), **base)
+
+    # --- words ------------------------------------------------------------------------------
+
+    def _move(self, term: tuple, kind: str, speaker: str | None) -> str:
+        target = speech.target_of(term)
+        about = self._about(target)
+        if kind == "question":
+            question = term[2]
+            shown = (
+                show(question[1])
+                if speech.question_kind(question)
+                in (
+                    "pattern",
+                    "yes-no",
+                )
+                else show(question)
+            )
+            return f"{speaker} asked: {shown}"
+        if kind == "answer":
+            whose = self._whose(target, "question")
+            return f"{speaker} answered {whose} #{target} with {show(speech.answer_content(term))}"
+        if kind == "justification":
+            return f"{speaker} justified {about} with {show(term[2])}"
+        if kind == "ballot":
+            stance = "for" if term[0] is speech.VOTES_FOR else "against"
+            return f"{speaker} voted {stance} {about}"
+        if kind == "dispute":
+            return f"{speaker} disputed {about}"
+        if kind == "acceptance":
+            answer = self._sentence(target)
+            if answer is not None and speech.move_kind(parse(answer)) == "answer":
+                answered = parse(answer)
+                return (
+                    f"{speaker} accepted {speech.speaker(answered)}'s answer #{target} "
+                    f"({show(speech.answer_content(answered))}) to question "
+                    f"#{speech.target_of(answered)}"
+                )
+        return f"{speaker} {_VERBS.get(kind, kind)} {about}"
+
+    def _removed(
+        self, change: dict[str, Any], term: tuple, kind: str, speaker: str | None, base
+    ) -> Told:
+        reason = change.get("reason")
+        sentence = change["sentence"]
+        if reason == "defeated":
+            text = f"no longer believed: {sentence} (defeated)"
+            return Told(kind="defeat", speaker=speaker, text=text, **base)
+        if reason == "retracted":
+            what = show(speech.answer_content(term)) if kind == "answer" else sentence
+            noun = "claim" if kind == "claim" else kind
+            text = f"{speaker} withdrew {noun} #{change['handle']}: {what}"
+            return Told(kind="withdrawal", speaker=speaker, text=text, **base)
+        why = f" ({reason})" if reason else ""
+        return Told(kind="withdrawal", speaker=speaker, text=f"gone: {sentence}{why}", **base)
+
+    def _about(self, target: int | None) -> str:
+        if target is None:
+            return ""
+        sentence = self._sentence(target)
+        whose = self._whose(target, "claim")
+        return f"{whose} #{target} {sentence}".strip() if sentence else f"#{target}"
+
+    def _whose(self, target: int | None, noun: str) -> str:
+        if target is None or self.me is None:
+            return noun
+        seen = self.seen_of(target)
+        if seen is None:
+            return noun
+        who = speech.speaker(parse(seen[0])) or self._owner(seen[1])
+        return f"your {noun}" if who == self.me else noun
+
+    # --- memory -------------------------------------------------------------------------------
+
+    def _remember(self, change: dict[str, Any]) -> None:
+        self.seen[change["handle"]] = (change["sentence"], change["context"])
+        term = parse(change["sentence"])
+        if term[0] is Sym("agentContext") and len(term) == 3:
+            self.owners[term[1].name] = term[2].name
+
+    def _folded(self, changes: list[dict[str, Any]]) -> frozenset[str]:
+        """The claims these answers carry and these disputes' rebuttals: told (or
+        untold) with their move."""
+        folded: set[str] = set()
+        for change in changes:
+            term = parse(change["sentence"])
+            claim = speech.carried_claim(term)
+            if claim is not None:
+                folded.add(show(claim))
+            if speech.move_kind(term) == "dispute":
+                target = self._sentence(speech.target_of(term))
+                if target is not None:
+                    folded.add(show(speech.negation(parse(target))))
+        return frozenset(folded)
+
+    def _sentence(self, handle: int | None) -> str | None:
+        seen = self.seen_of(handle)
+        return None if seen is None else seen[0]
+
+    def seen_of(self, handle: int | None) -> tuple[str, str] | None:
+        """(sentence, context) of a handle: remembered from the log, else read once."""
+        if handle is None:
+            return None
+        if handle not in self.seen and self.lookup is not None:
+            try:
+                found = self.lookup.sentex(handle)
+            except KoiniiError:
+                found = None
+            if found is not None:
+                self.seen[handle] = (found.text, found.context)
+        return self.seen.get(handle)
+
+    def _owner(self, context: str) -> str | None:
+        """The agent whose own context this is (from the marks seen, else one read)."""
+        if context not in self.owners:
+            agents: list[str] = []
+            if self.lookup is not None:
+                try:
+                    found = self.lookup.query(f"(agentContext {context} ?agent)", context)
+                except KoiniiError:
+                    found = []
+                agents = [b["?agent"].name for b in found if type(b["?agent"]) is Sym]
+            self.owners[context] = agents[0] if agents else None
+        return self.owners[context]
