@@ -1,37 +1,140 @@
-"""`koinii mcp`: the official SDK's own client, over stdio, against a real `koinii mcp`
-subprocess backed by a real daemon."""
+"""`koinii mcp`: the official SDK's own client, over stdio, against real `koinii mcp`
+subprocesses backed by a real daemon with agent tokens — the tools an LLM team works
+with, the waits that replace polling, the refusals that teach, and the agent's session."""
+
+from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import signal
+import subprocess
 import sys
+from collections.abc import AsyncIterator
 
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-CHANNEL_TOOLS = {
+from koinii.mcp_server import REFUSAL_FIXES
+
+TOOLS = {
     "claim",
-    "pose_query",
+    "ask",
     "answer",
     "endorse",
     "justify",
     "dispute",
     "vote",
-    "open_queries",
-    "answers_to",
-    "endorsements_of",
+    "withdraw",
+    "accept",
+    "close",
+    "thread",
+    "questions",
+    "disputes",
     "query",
     "recent_changes",
+    "wait_for_changes",
     "wrap_session",
     "permeate",
 }
 SESSION_TOOLS = {"read_session", "get_session", "list_sessions"}
+VERSION = "(postgresMajorVersion ProdCluster ?version)"
+READY = "(readyToShip BillingRelease)"
+PRINCIPALS = {
+    "AgentLead": "agent",
+    "AgentBoreas": "agent",
+    "AgentCyra": "agent",
+    "Ops": "operator",
+}
 
 
-def run_session(daemon, agent: str, script, *extra: str):
-    """Start `koinii mcp` for `agent` against the daemon and run `script(session)`."""
+class Tools:
+    """One agent's MCP session: `await tools.claim(sentence=…)` calls a tool and returns
+    its JSON object (failing the test on an error); `await tools.refused(…)` expects one."""
 
-    async def main():
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+
+    async def call(self, name: str, **arguments):
+        reply = await self.session.call_tool(name, arguments)
+        texts = [c.text for c in reply.content]
+        assert len(texts) == 1, texts  # one JSON document, never a stream of them
+        return reply, texts[0]
+
+    def __getattr__(self, name: str):
+        async def tool(**arguments):
+            reply, text = await self.call(name, **arguments)
+            assert not reply.isError, f"{name}{arguments}: {text}"
+            assert reply.structuredContent == json.loads(text)
+            return reply.structuredContent
+
+        return tool
+
+    async def refused(self, name: str, **arguments) -> str:
+        reply, text = await self.call(name, **arguments)
+        assert reply.isError, f"{name}{arguments} was not refused: {text}"
+        return text
+
+
+@contextlib.asynccontextmanager
+async def mcp_agent(daemon, agent: str, *extra: str) -> AsyncIterator[Tools]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "koinii",
+            "mcp",
+            "--agent",
+            agent,
+            "--channel",
+            "CxTeam",
+            "--url",
+            daemon.url,
+            "--token",
+            daemon.tokens[agent],
+            *extra,
+        ],
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield Tools(session)
+
+
+def play(script, timeout: float = 120):
+    return asyncio.run(asyncio.wait_for(script(), timeout))
+
+
+@pytest.fixture
+def daemon(start_daemon):
+    return start_daemon(principals=PRINCIPALS)
+
+
+# --- the surface ----------------------------------------------------------------------------
+
+
+def test_the_tools_are_written_for_a_model(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            return (await lead.session.list_tools()).tools
+
+    tools = play(script)
+    by_name = {t.name: t for t in tools}
+    assert set(by_name) >= TOOLS and not SESSION_TOOLS & set(by_name)
+    for tool in tools:
+        text = tool.description
+        assert "  " not in text, tool.name  # dedented: no runs of spaces
+        assert f"{tool.name}(" in text, tool.name  # one example call
+        assert "Returns" in text or "returns" in text, tool.name
+        assert tool.outputSchema is not None, tool.name  # structured content
+    assert by_name["vote"].inputSchema["properties"]["stance"]["enum"] == ["for", "against"]
+    about = by_name["wait_for_changes"].inputSchema["properties"]["about"]
+    assert about["enum"] == ["mine", "channel", "questions"]
+    assert "parent_session_id" not in by_name["wrap_session"].inputSchema.get("required", [])
+
+
+def test_the_instructions_explain_the_conversation_and_the_session_tools(daemon):
+    async def instructions(*extra):
         params = StdioServerParameters(
             command=sys.executable,
             args=[
@@ -39,164 +142,356 @@ def run_session(daemon, agent: str, script, *extra: str):
                 "koinii",
                 "mcp",
                 "--agent",
-                agent,
+                "AgentLead",
                 "--channel",
-                "CxDeploy",
+                "CxTeam",
                 "--url",
                 daemon.url,
                 "--token",
-                daemon.tokens[agent],
+                daemon.tokens["AgentLead"],
                 *extra,
             ],
         )
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            return await script(session)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            return (await s.initialize()).instructions
 
-    return asyncio.run(asyncio.wait_for(main(), 60))
-
-
-def result_of(reply):
-    assert not reply.isError, reply.content[0].text
-    structured = reply.structuredContent
-    if structured is None:
-        return json.loads(reply.content[0].text)
-    return structured["result"] if set(structured) == {"result"} else structured
-
-
-@pytest.fixture
-def team(start_daemon):
-    return start_daemon(principals={"AgentAtlas": "agent", "AgentBoreas": "agent"})
-
-
-def test_the_tools_without_introspection(team):
-    async def script(session):
-        return {t.name for t in (await session.list_tools()).tools}
-
-    names = run_session(team, "AgentAtlas", script)
-    assert names >= CHANNEL_TOOLS and not (SESSION_TOOLS & names)
-
-
-def test_the_session_tools_appear_with_introspection(team):
-    async def script(session):
-        return {t.name for t in (await session.list_tools()).tools}
-
-    assert run_session(team, "AgentAtlas", script, "--introspection") >= SESSION_TOOLS
-
-
-def test_every_move_and_read_through_mcp(team):
-    async def atlas(session):
-        claim = result_of(
-            await session.call_tool("claim", {"sentence": "(usesDatabase ProdCluster Postgres)"})
-        )
-        query = result_of(await session.call_tool("pose_query", {"question": "WhichCache"}))
-        return claim, query
-
-    claim, query = run_session(team, "AgentAtlas", atlas)
-
-    async def boreas(session):
-        out = {}
-        out["answer"] = result_of(
-            await session.call_tool("answer", {"content": "Redis", "target": query})
-        )
-        out["endorse"] = result_of(await session.call_tool("endorse", {"target": claim}))
-        out["justify"] = result_of(
-            await session.call_tool("justify", {"ground": "ItIsFast", "target": claim})
-        )
-        out["vote"] = result_of(await session.call_tool("vote", {"stance": "for", "target": claim}))
-        out["dispute"] = result_of(await session.call_tool("dispute", {"target": claim}))
-        out["open"] = result_of(await session.call_tool("open_queries", {}))
-        out["answers"] = result_of(await session.call_tool("answers_to", {"query": query}))
-        out["endorsements"] = result_of(
-            await session.call_tool("endorsements_of", {"target": claim})
-        )
-        out["query"] = result_of(
-            await session.call_tool("query", {"goal": "(usesDatabase ?c ?db)"})
-        )
-        out["changes"] = result_of(
-            await session.call_tool("recent_changes", {"since": 0, "limit": 5})
-        )
-        return out
-
-    out = run_session(team, "AgentBoreas", boreas)
-    assert all(isinstance(out[k], int) for k in ("answer", "endorse", "justify", "vote", "dispute"))
-    assert [q["question"] for q in out["open"]] == ["WhichCache"]
-    assert out["answers"][0]["speaker"] == "AgentBoreas" and out["answers"][0]["content"] == "Redis"
-    assert [e["speaker"] for e in out["endorsements"]] == ["AgentBoreas"]
-    assert out["query"] == [{"?c": "ProdCluster", "?db": "Postgres"}]
-    assert len(out["changes"]["entries"]) == 5
-    client = team.client("AgentAtlas")
-    assert client.sentex(out["dispute"]).provenance["principal"] == "AgentBoreas"
-    assert client.contradictions("CxDeploy")
-
-
-def test_a_refusal_comes_back_as_a_tool_error_with_its_kind(team):
-    async def script(session):
-        bad_name = await session.call_tool("claim", {"sentence": "(UsesDatabase x)"})
-        bad_speaker = await session.call_tool("claim", {"sentence": "(queries AgentBoreas Q)"})
-        bad_stance = await session.call_tool("vote", {"stance": "maybe", "target": 1})
-        return bad_name, bad_speaker, bad_stance
-
-    for reply, kind in zip(
-        run_session(team, "AgentAtlas", script),
-        ("naming", "koinii/speaker-mismatch", "koinii/no-such-stance"),
+    plain = play(lambda: instructions())
+    for word in (
+        "ask",
+        "answer",
+        "claim",
+        "dispute",
+        "vote",
+        "wait_for_changes",
+        "handle",
+        "yes/no",
+        "AgentLead",
     ):
-        assert reply.isError
-        assert f"{kind}: " in reply.content[0].text
+        assert word in plain, word
+    assert "read_session" not in plain
+    assert "read_session" in play(lambda: instructions("--introspection"))
 
 
-def test_wrap_and_permeate_through_mcp(start_daemon):
-    team = start_daemon(principals={"AgentLead": "agent", "AgentAtlas": "agent"})
-    lead = team.client("AgentLead")
+def test_every_read_is_one_object_and_an_empty_one_says_so(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            return (
+                await lead.questions(),
+                await lead.disputes(),
+                await lead.query(goal="(usesDatabase ?c ?db)"),
+            )
+
+    questions, disputes, query = play(script)
+    assert questions["count"] == 0 and "no unsettled questions" in questions["note"]
+    assert disputes["count"] == 0 and "no" in disputes["note"]
+    assert query == {"solutions": [], "count": 0, "note": query["note"]} and query["note"]
+
+
+def test_a_ground_query_that_holds_says_true(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            await lead.claim(sentence="(usesDatabase ProdCluster PostgreSQL16)")
+            return await lead.query(goal="(usesDatabase ProdCluster PostgreSQL16)")
+
+    found = play(script)
+    assert found["solutions"] == [{}] and found["note"].startswith("true")
+
+
+# --- a release decision, played by three LLM-shaped agents ---------------------------------
+
+
+def adjudicator(daemon) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "koinii",
+            "adjudicate",
+            "--channel",
+            "CxTeam",
+            "--quorum",
+            "3",
+            "--url",
+            daemon.url,
+            "--token",
+            daemon.tokens["Ops"],
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+async def until(tools: Tools, found, about: str, tries: int = 20):
+    """wait_for_changes until `found(changes)` is true: the agents never sleep."""
+    for _ in range(tries):
+        waited = await tools.wait_for_changes(about=about, timeout_s=10)
+        if found(waited["changes"]):
+            return waited["changes"]
+    raise AssertionError(f"nothing about {about} arrived")
+
+
+def test_a_team_makes_a_release_decision_through_mcp(daemon):
     from koinii.wraps import Coordinators
 
-    Coordinators(lead).register("AgentLead", project_id="demo", session_id="s-lead")
+    Coordinators(daemon.client("AgentLead")).register(
+        "AgentLead", project_id="billing", session_id="s-lead"
+    )
+    service = adjudicator(daemon)
 
-    async def atlas(session):
-        return result_of(
-            await session.call_tool(
-                "wrap_session",
-                {
-                    "session_id": "s-atlas",
-                    "parent_session_id": "s-lead",
-                    "notes": ["Prod runs PostgreSQL16"],
-                    "decisions": ["Keep it"],
-                },
-            )
-        )
+    async def script():
+        async with (
+            mcp_agent(daemon, "AgentLead") as lead,
+            mcp_agent(daemon, "AgentBoreas") as boreas,
+            mcp_agent(daemon, "AgentCyra") as cyra,
+        ):
+            for worker in (boreas, cyra):  # each starts following the channel now
+                await worker.wait_for_changes(timeout_s=0)
+            await lead.wait_for_changes(timeout_s=0)
+            version = (await lead.ask(question=VERSION))["handle"]
+            ready = (await lead.ask(question=READY))["handle"]
 
-    wrap = run_session(team, "AgentAtlas", atlas)
-    assert wrap["agent_id"] == "AgentAtlas" and wrap["stats"]["notes"] == 1
+            # the workers hear the questions and answer them — differently
+            heard = await until(boreas, lambda c: len(c) >= 2, "questions")
+            assert {c["handle"] for c in heard} == {version, ready}
+            b = await boreas.answer(question=version, bindings={"?version": "16"})
+            assert b["claim"] == "(postgresMajorVersion ProdCluster 16)"
+            await boreas.answer(question=ready, content="true")
+            await until(cyra, lambda c: len(c) >= 2, "questions")
+            c = await cyra.answer(question=version, content="15")
+            await cyra.answer(question=ready, content="(not (readyToShip BillingRelease))")
 
-    async def coordinator(session):
-        first = result_of(await session.call_tool("permeate", {"session_id": "s-lead"}))
-        again = result_of(await session.call_tool("permeate", {"session_id": "s-lead"}))
-        return first, again
+            told = await until(lead, lambda c: len(c) >= 4, "mine")
+            assert any("answered your question" in t["text"] for t in told)
+            assert (await lead.thread(handle=version))["state"] == "contested"
 
-    first, again = run_session(team, "AgentLead", coordinator)
-    assert first["processed"] == 1
-    assert [e["sentence"] for e in first["entries"]] == [
-        '(memoryNote AgentAtlas "Prod runs PostgreSQL16")',
-        '(memoryDecision AgentAtlas "Keep it")',
-    ]
-    assert again["processed"] == 0
+            # a dispute of an answer, and the mistakes a model makes, each taught a fix
+            await cyra.dispute(target=b["handle"])
+            mistakes = {
+                "not-ground": await cyra.refused("claim", sentence="(readyToShip ?what)"),
+                "koinii/speaker-mismatch": await boreas.refused(
+                    "claim", sentence=f"(votesFor AgentCyra (sentexHandle {b['handle']}))"
+                ),
+                "stance": await boreas.refused("vote", target=b["handle"], stance="maybe"),
+                "bad-wrap": await lead.refused(
+                    "wrap_session", session_id="s-lead", parent_session_id="s-lead"
+                ),
+            }
+            for kind, text in mistakes.items():
+                if kind == "stance":
+                    assert "'for'" in text and "'against'" in text  # the accepted values
+                else:
+                    assert text.startswith(f"{kind}: ") and f"Fix: {REFUSAL_FIXES[kind]}" in text
+
+            # votes: Cyra first votes for, then changes her mind
+            await lead.vote(target=b["handle"], stance="for")
+            await boreas.vote(target=b["handle"], stance="for")
+            first = await cyra.vote(target=b["handle"], stance="for")
+            changed = await cyra.vote(target=b["handle"], stance="against")
+            assert changed["handle"] != first["handle"]
+
+            # the adjudicator rules 2-1; the lead hears it on the channel
+            await until(lead, lambda c: any(t["kind"] == "ruling" for t in c), "channel")
+            found = (await lead.disputes())["disputes"]
+            assert len(found) == 2  # Cyra's dispute, and the clash of the yes/no answers
+            [dispute] = [d for d in found if d["raised_by"]]
+            assert dispute["target"]["sentence"] == b["claim"]
+            assert dispute["tally"] == {"for": 2, "against": 1}
+            assert dispute["ruling"]["arbiter"] == "AgentMajority"
+            assert (await lead.thread(handle=version))["state"] == "settled"
+
+            await lead.accept(answer=b["handle"])
+            ready_answers = (await lead.thread(handle=ready))["answers"]
+            yes = next(a for a in ready_answers if a["speaker"] == "AgentBoreas")
+            await lead.accept(answer=yes["handle"])
+            await cyra.withdraw(handle=c["handle"])
+            versions = (await lead.thread(handle=version))["answers"]
+            assert [a["speaker"] for a in versions] == ["AgentBoreas"]
+            assert (await lead.questions())["count"] == 0
+
+            # the wraps: the workers file theirs, the lead permeates and wraps its own
+            for worker, note in ((boreas, "Prod runs PostgreSQL 16"), (cyra, "I said 15")):
+                await worker.wrap_session(
+                    session_id=f"s-{note[:4]}", parent_session_id="s-lead", notes=[note]
+                )
+            permeated = await lead.permeate(session_id="s-lead")
+            assert permeated["processed"] == 2
+            own = await lead.wrap_session(session_id="s-lead", notes=["Shipped on PG16"])
+            assert own["parent_session_id"] is None and own["depth"] == 0
+
+    try:
+        play(script, timeout=180)
+    finally:
+        service.send_signal(signal.SIGTERM)
+        service.wait(15)
+    ops = daemon.client("Ops")
+    assert ops.query(VERSION, "CxTeam") == [{"?version": 16}]
 
 
-def test_the_session_tools_read_recorded_sessions(team):
+# --- the cursor --------------------------------------------------------------------------------
+
+
+def test_following_the_cursor_misses_nothing_and_repeats_nothing(daemon):
+    writer = daemon.client("AgentBoreas")
+    from koinii import channel
+
+    boreas = channel.join(channel.wire(writer), "CxTeam", "AgentBoreas")
+
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            start = (await lead.recent_changes(since=0, limit=100))["cursor"]
+            while True:  # catch up with the joins first
+                page = await lead.recent_changes(since=start, limit=100)
+                if not page["count"]:
+                    break
+                start = page["cursor"]
+            for i in range(250):
+                boreas.assert_(f"(fact Thing{i})")
+            seen_recent, cursor = [], start
+            while True:
+                page = await lead.recent_changes(since=cursor, limit=100)
+                if not page["count"]:
+                    break
+                seen_recent += [c["handle"] for c in page["changes"]]
+                cursor = page["cursor"]
+            seen_waited, cursor = [], start
+            while True:
+                page = await lead.wait_for_changes(since=cursor, timeout_s=0.2, about="channel")
+                if not page["count"]:
+                    break
+                seen_waited += [c["handle"] for c in page["changes"]]
+                cursor = page["cursor"]
+            return seen_recent, seen_waited
+
+    seen_recent, seen_waited = play(script)
+    written = [s.handle for s in writer.sentexes_matching("(fact ?x)", "CxBoreas")]
+    for seen in (seen_recent, seen_waited):
+        assert len(seen) == len(set(seen)) == 250  # 0 repeated
+        assert sorted(seen) == sorted(written)  # 0 missed
+
+
+# --- refusals that teach -------------------------------------------------------------------------
+
+
+def test_every_refusal_a_tool_can_return_names_a_fix(daemon):
+    ops = daemon.client("Ops")
+    from koinii import channel
+
+    boreas = channel.join(channel.wire(daemon.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    theirs = boreas.assert_("(usesCache ProdCluster Redis)")
+    their_question = boreas.pose_query(VERSION)
+    endorsement = channel.join(
+        channel.wire(daemon.client("AgentCyra")), "CxTeam", "AgentCyra"
+    ).endorse(theirs)
+
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            mine = (await lead.claim(sentence="(ownedBy Runbook AgentLead)"))["handle"]
+            [mark] = ops.sentexes_matching("(agentContext CxLead AgentLead)", "CxLead")
+            cases = {
+                "parse": ("claim", {"sentence": "(unclosed"}),
+                "shape": ("claim", {"sentence": "JustAWord"}),
+                "naming": ("claim", {"sentence": "(UsesDatabase ProdCluster Pg)"}),
+                "not-ground": ("claim", {"sentence": "(usesDatabase ProdCluster ?db)"}),
+                "not-well-formed": ("claim", {"sentence": "(not (not))"}),
+                "arity": ("claim", {"sentence": "(endorses AgentLead)"}),
+                "unknown-handle": ("claim", {"sentence": "(about (sentexHandle 999999))"}),
+                "bad-handle": ("thread", {"handle": 0}),
+                "koinii/no-such-handle": ("thread", {"handle": 999_999}),
+                "koinii/speaker-mismatch": (
+                    "claim",
+                    {"sentence": f"(endorses AgentCyra (sentexHandle {theirs}))"},
+                ),
+                "koinii/answer-mismatch": (
+                    "answer",
+                    {"question": their_question, "content": "(otherThing X)"},
+                ),
+                "koinii/not-a-question": ("answer", {"question": theirs, "content": "X"}),
+                "koinii/bad-question": ("ask", {"question": "(and (p ?x) (q ?x))"}),
+                "koinii/not-disputable": ("dispute", {"target": endorsement}),
+                "koinii/not-votable": ("vote", {"target": their_question, "stance": "for"}),
+                "koinii/not-a-claim": ("endorse", {"target": endorsement}),
+                "koinii/not-an-answer": ("accept", {"answer": theirs}),
+                "koinii/not-the-asker": ("close", {"question": their_question}),
+                "koinii/foreign-sentex": ("withdraw", {"handle": theirs}),
+                "koinii/not-a-move": ("withdraw", {"handle": mark.handle}),
+                "bad-option": ("answer", {"question": their_question}),
+                "bad-wrap": ("wrap_session", {"session_id": "s", "parent_session_id": ""}),
+            }
+            texts = {}
+            for kind, (name, arguments) in cases.items():
+                texts[kind] = await lead.refused(name, **arguments)
+            assert mine
+            return texts
+
+    texts = play(script)
+    for kind, text in texts.items():
+        assert text.startswith(f"{kind}: "), (kind, text)
+        assert f"Fix: {REFUSAL_FIXES[kind]}" in text, (kind, text)
+    # every kind the tools produced above has its own fix, and the table holds no orphans
+    # beyond the ones only a daemon under load or a wrong token can produce
+    rare = {
+        "budget-exhausted",
+        "forbidden",
+        "koinii/foreign-context",
+        "derivation-limit",
+        "unavailable",
+        "read-only-context",
+        "koinii/no-session",
+    }
+    assert set(REFUSAL_FIXES) - set(texts) <= rare
+
+
+# --- the agent's own session ----------------------------------------------------------------------
+
+
+def test_the_agents_own_session_is_read_by_default_and_records_its_tool_calls(daemon):
     from koinii.sessions import SessionStore
 
-    store = SessionStore(team.client("AgentAtlas"))
-    session = store.start_session(title="Fix the flaky test")
-    turn = store.start_turn(session, "why does test_feed flake?")
-    store.finish_turn(turn, "done", "complete", answer="a race in the poll loop")
+    store = SessionStore(daemon.client("AgentLead"))
+    own = store.start_session(title="Lead the billing release")
 
-    async def script(session_):
-        listed = result_of(await session_.call_tool("list_sessions", {"search": "flaky"}))
-        one = result_of(await session_.call_tool("get_session", {"target": session[:8]}))
-        full = result_of(await session_.call_tool("read_session", {"target": session}))
-        return listed, one, full
+    async def script():
+        async with mcp_agent(
+            daemon, "AgentLead", "--introspection", "--session", own, "--record"
+        ) as lead:
+            await lead.claim(sentence="(releaseOwner BillingRelease AgentLead)")
+            await lead.refused("claim", sentence="(bad ?x)")
+            read = await lead.read_session()
+            got = await lead.get_session()
+            listed = await lead.list_sessions(search="billing")
+            return read, got, listed
 
-    listed, one, full = run_session(team, "AgentAtlas", script, "--introspection")
-    assert [row["id"] for row in listed] == [session] and listed[0]["rank"] == 0
-    assert one["title"] == "Fix the flaky test"
-    assert full["session"]["turn_count"] == 1
+    read, got, listed = play(script)
+    assert read["session"]["id"] == own and got["session"]["id"] == own
+    assert [s["id"] for s in listed["sessions"]] == [own]
+    requests = [t["user_request"] for t in read["transcript"]["turns"]]
+    assert requests[0].startswith("claim(") and requests[1].startswith("claim(")
+    statuses = [t["status"] for t in read["transcript"]["turns"]]
+    assert statuses[:2] == ["done", "error"]
+
+
+def test_an_unknown_session_is_refused_at_start(daemon):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "koinii",
+            "mcp",
+            "--agent",
+            "AgentLead",
+            "--channel",
+            "CxTeam",
+            "--url",
+            daemon.url,
+            "--token",
+            daemon.tokens["AgentLead"],
+            "--introspection",
+            "--session",
+            "no-such-session",
+        ],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1 and "koinii/no-session" in result.stderr

@@ -1,58 +1,169 @@
 """An MCP server that lets an LLM agent (Claude Code, Cursor, any MCP client) be a Koinii
-agent: join a channel, make moves, read the conversation, wrap and permeate sessions.
+agent: join a channel, hold the conversation, wait for news, wrap and permeate sessions.
 
 Built on the official `mcp` Python SDK (FastMCP) over stdio. The server is one joined
-`Agent`: every tool is one call on it (or on the wraps / sessions layer), and a refusal
-comes back as a tool error whose text starts with the refusal's kind, so the model can
-read what went wrong and correct itself.
+`Agent`: every tool is one call on it (or on the wraps / sessions layer), written for a
+model to read — what it does, when to use it, an example call, what comes back.
 
-Invariant: the session tools (`read_session`, `get_session`, `list_sessions`) exist
-only when introspection is switched on (off by default, sessions.md §3).
+Invariants:
+- Every tool returns ONE JSON object (structured content, and the same JSON as text): a
+  move's handle and what happened, or a read's result — a list always inside an object
+  beside its `count`, and an empty result saying so in `note`.
+- Every refusal comes back as a tool error whose text is `kind: message Fix: …` — the
+  fix from `REFUSAL_FIXES`, in words a model can act on — with the refusal as data.
+- `wait_for_changes` and `recent_changes` return a `cursor` that is the seq of the last
+  change-log entry they looked at, so following it skips nothing and repeats nothing.
+- The session tools (`read_session`, `get_session`, `list_sessions`) exist only when
+  introspection is on (off by default, sessions.md §3); `--session` names the agent's
+  own session, which they read by default and `--record` writes each tool call into.
 """
 
 from __future__ import annotations
 
-import functools
+import inspect
+import json
+import threading
+import time
+import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
-from koinii.channel import Agent, answer_content, join, local, speaker_of, wire
+from koinii import speech
+from koinii.channel import Agent, join, local, wire
 from koinii.errors import KoiniiError, Refused
-from koinii.kb import Sentex
-from koinii.terms import show
+from koinii.narrator import Narrator, Told
+from koinii.operations import invoker
+from koinii.terms import parse, show
+
+__all__ = ["INSTRUCTIONS", "REFUSAL_FIXES", "build_server", "run"]
 
 INSTRUCTIONS = """\
-You are an agent on a Koinii channel: a shared knowledge base where every claim, question
-and reply is a sentence stored with its author. Sentences are s-expressions:
-  (usesDatabase ProdCluster Postgres)      a claim: predicate first, then arguments
-  (not (ready Release))                    a negation
-Naming: predicates lowerCamelCase (usesDatabase), individuals CapitalCamelCase
-(ProdCluster, AgentAtlas), contexts Cx + CapitalCamelCase (CxDeploy), strings in double
-quotes ("any text"), numbers as is. Variables in queries start with ? (?db).
-Replies name their target by its handle (an integer every write returns). You write only
-your own context; your moves are visible to everyone on the channel. A refused call
-returns an error starting with its kind (e.g. naming, koinii/speaker-mismatch): fix the
-input and call again."""
+You are {agent} on the Koinii channel {channel}: a shared knowledge base where every
+claim, question and reply is a sentence stored with its author. You write only your own
+context; everyone on the channel sees your moves, and you see theirs.
+Sentences are s-expressions: (usesDatabase ProdCluster PostgreSQL16); (not (ready X)).
+Predicates lowerCamelCase, individuals CapitalCamelCase, strings in "double quotes",
+?variables only in questions and queries.
+- ask: a pattern with ?variables — ask("(usesDatabase ProdCluster ?db)") — or a yes/no
+  question asked as the sentence itself — ask("(readyToShip BillingRelease)") — or free text.
+- answer(question, bindings={{"?db": "PostgreSQL16"}}) or answer(question, content="true");
+  an answer is a claim. claim() states one outright.
+- Every move returns a handle (an integer); reply to a move by its handle. To disagree,
+  dispute(handle); to weigh in, vote(handle, "for"|"against") — a new vote replaces
+  yours; endorse/justify to support. withdraw(handle) takes back your own move.
+- thread(handle) shows a question or claim with everything said about it;
+  questions() the open ones; disputes() what is contested and how it was ruled.
+- wait_for_changes() blocks until something concerns you (an answer to your question,
+  a reply to your move, a ruling) — use it instead of polling or sleeping.
+A refused call says `kind: message Fix: …`: do what the fix says and call again."""
+
+SESSION_INSTRUCTIONS = """
+Session tools: read_session() and get_session() read your own session by default;
+list_sessions(search=...) finds past ones."""
+
+# What to do about each refusal a tool can return, in words a model can act on.
+REFUSAL_FIXES: dict[str, str] = {
+    "parse": "write exactly one s-expression, e.g. (usesDatabase ProdCluster PostgreSQL16); "
+    'put free text in "double quotes"',
+    "shape": "write one sentence: a list whose first element is a predicate, e.g. "
+    "(usesDatabase ProdCluster PostgreSQL16)",
+    "naming": "name predicates lowerCamelCase (usesDatabase), individuals CapitalCamelCase "
+    '(ProdCluster), contexts Cx + CapitalCamelCase (CxTeam), and quote text ("like this")',
+    "not-ground": "a claim holds no ?variables; to ask which value holds, "
+    'ask("(usesDatabase ProdCluster ?db)") instead',
+    "not-well-formed": "state a plain sentence or (not sentence); the message names the part "
+    "that is wrong",
+    "arity": "give the predicate as many arguments as its declaration says",
+    "unknown-handle": "name a handle that exists: thread(), questions() and recent_changes() "
+    "show live ones",
+    "bad-handle": "a handle is the positive integer a move returned, e.g. 42",
+    "koinii/no-such-handle": "use a live handle from questions(), thread() or recent_changes() "
+    "(the move may have been withdrawn)",
+    "koinii/speaker-mismatch": "you speak only as yourself; to challenge another agent's move, "
+    "dispute(handle) it",
+    "koinii/answer-mismatch": "answer with bindings for the question's ?variables, e.g. "
+    'bindings={"?db": "PostgreSQL16"}, or with an instance of its pattern; thread(question) '
+    "shows the pattern",
+    "koinii/not-a-question": "answer() and close() take a question's handle: questions() lists "
+    "them",
+    "koinii/bad-question": "ask one sentence (a pattern with ?variables, or a yes/no sentence) "
+    "or free text",
+    "koinii/not-disputable": "dispute the claim itself (the message names its handle), or "
+    'vote(handle, "against") on it; withdraw your own claim instead of disputing it',
+    "koinii/not-votable": "vote on a claim or an answer: thread(handle) shows which handle "
+    "is the claim",
+    "koinii/not-a-claim": "endorse or justify a claim or an answer, not a reply to one",
+    "koinii/not-an-answer": "accept takes an answer's handle: thread(question) lists the answers",
+    "koinii/not-the-asker": "only the asker accepts or closes a question; endorse the answer or "
+    'vote(handle, "for") instead',
+    "koinii/foreign-sentex": "withdraw only your own moves; to challenge another agent's, "
+    "dispute(handle) it",
+    "koinii/not-a-move": "withdraw a move you made (a claim, question, answer or reply); "
+    "thread(handle) shows what rests on what",
+    "bad-option": "use one of the values the message lists",
+    "bad-wrap": "fix the field the message names; leave parent_session_id out if no "
+    "coordinator spawned you",
+    "budget-exhausted": "bind more of the goal (fewer ?variables) so it does less work",
+    "read-only-context": "name one real context, e.g. the channel",
+    "forbidden": "this token may not do that: ask whoever runs the daemon for an agent token",
+    "koinii/foreign-context": "you write only your own context: claim() puts a claim there",
+    "derivation-limit": "the claim sets off too many rule conclusions: claim less at once",
+    "koinii/no-session": "start koinii mcp with --session ID (or KOINII_SESSION), or pass the "
+    "session's id as target",
+    "unavailable": "the daemon did not answer: wait a moment and call again",
+}
+_DEFAULT_FIX = "read the message, correct the call, and try again"
+
+About = Literal["mine", "channel", "questions"]
+QuestionState = Literal["unsettled", "open", "answered", "contested", "settled", "closed", "all"]
+DisputeState = Literal["open", "notified", "stale", "resolved", "all"]
+Stance = Literal["for", "against"]
+MAX_WAIT_S = 120.0
+MAX_TOLD = 100  # changes per reply; the cursor says where the next read starts
 
 
-def _describe(sentex: Sentex) -> dict[str, Any]:
-    return {"handle": sentex.handle, "sentence": sentex.text, "context": sentex.context}
+def refusal_text(error: KoiniiError) -> tuple[str, str, dict[str, Any]]:
+    """(kind, `kind: message Fix: …`, data) for a refusal or a transport failure."""
+    if isinstance(error, Refused):
+        kind, message, data = error.kind, error.message, error.data
+    else:
+        kind, message, data = "unavailable", str(error), {}
+    fix = REFUSAL_FIXES.get(kind, _DEFAULT_FIX)
+    return kind, f"{kind}: {message.rstrip('.')}. Fix: {fix}", data
 
 
-def _refusals_as_tool_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A refusal becomes the tool error `kind: message` (the SDK marks it isError)."""
-    from mcp.server.fastmcp.exceptions import ToolError
+def _tool_error(error: KoiniiError) -> Any:
+    from mcp.types import CallToolResult, TextContent
 
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except Refused as refusal:
-            raise ToolError(f"{refusal.kind}: {refusal.message}") from None
-        except KoiniiError as error:
-            raise ToolError(f"unavailable: {error}") from None
+    kind, text, data = refusal_text(error)
+    fix = REFUSAL_FIXES.get(kind, _DEFAULT_FIX)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structuredContent={"error": {"kind": kind, "message": text, "fix": fix, "data": data}},
+        isError=True,
+    )
 
-    return call
+
+def _listed(name: str, items: list[Any], empty: str, **extra: Any) -> dict[str, Any]:
+    """A list as one object: the items, their count, and words when there are none."""
+    out: dict[str, Any] = {name: items, "count": len(items), **extra}
+    if not items:
+        out["note"] = empty
+    return out
+
+
+def _term_or_text(value: str) -> Any:
+    """What a model typed: one term if it reads as one, else free text (a string)."""
+    try:
+        return parse(value)
+    except Refused:
+        return value
+
+
+def _move(store: Any, handle: int, note: str) -> dict[str, Any]:
+    sentex = store.sentex(handle)
+    sentence = sentex.text if sentex is not None else None
+    return {"handle": handle, "sentence": sentence, "note": note}
 
 
 def build_server(
@@ -63,6 +174,8 @@ def build_server(
     token: str | None = None,
     db: str | None = None,
     introspection: bool = False,
+    session: str | None = None,
+    record: bool = False,
 ):
     """The FastMCP server for one agent (joined now, so a bad channel fails at start)."""
     from mcp.server.fastmcp import FastMCP
@@ -75,94 +188,259 @@ def build_server(
         medium = local(koinii.open_kb(db))
     agent: Agent = join(medium, channel, agent_id)
     store = agent.store
-    server = FastMCP("koinii", instructions=INSTRUCTIONS, log_level="WARNING")
+    sessions = _Sessions(store, session, record) if (introspection or record) else None
+    instructions = INSTRUCTIONS.format(agent=agent_id, channel=channel)
+    if introspection:
+        instructions += SESSION_INSTRUCTIONS
+    server = FastMCP("koinii", instructions=instructions, log_level="WARNING")
+    feed = _Feed(agent)
 
     def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
-        return server.tool()(_refusals_as_tool_errors(fn))
+        """Register `fn` with its docstring dedented, refusals as tool errors, and each
+        call recorded into the agent's session when --record is on."""
+        name = fn.__name__
+        description = inspect.cleandoc(fn.__doc__ or "")
+
+        def record(arguments: dict[str, Any], result: Any, failed: bool) -> None:
+            if sessions is not None and sessions.recording:
+                sessions.record(name, arguments, result, failed)
+
+        if inspect.iscoroutinefunction(fn):
+
+            async def call_async(**arguments: Any) -> Any:
+                try:
+                    result = await fn(**arguments)
+                except KoiniiError as error:
+                    record(arguments, refusal_text(error)[1], True)
+                    return _tool_error(error)
+                record(arguments, result, False)
+                return result
+
+            call: Callable[..., Any] = call_async
+        else:
+
+            def call_sync(**arguments: Any) -> Any:
+                try:
+                    result = fn(**arguments)
+                except KoiniiError as error:
+                    record(arguments, refusal_text(error)[1], True)
+                    return _tool_error(error)
+                record(arguments, result, False)
+                return result
+
+            call = call_sync
+        hints = typing.get_type_hints(fn)  # resolved: the SDK builds its schemas from them
+        signature = inspect.signature(fn)
+        call.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[
+                p.replace(annotation=hints.get(p.name, p.annotation))
+                for p in signature.parameters.values()
+            ],
+            return_annotation=hints.get("return", signature.return_annotation),
+        )
+        call.__annotations__ = hints
+        call.__name__ = name
+        server.add_tool(call, name=name, description=description, structured_output=True)
+        return fn
+
+    # --- moves ----------------------------------------------------------------------------
 
     @tool
-    def claim(sentence: str) -> int:
-        """State a claim in your own context, e.g. (usesDatabase ProdCluster Postgres).
-        Returns its handle."""
-        return agent.assert_(sentence)
+    def claim(sentence: str) -> dict[str, Any]:
+        """State a claim in your own context; everyone on the channel sees it.
+
+        Use it for what you know or have found; to ask, use `ask`; to answer a question,
+        use `answer` (its claim is made for you).
+        Example: claim(sentence="(usesDatabase ProdCluster PostgreSQL16)")
+        Returns {handle, sentence, note}: reply to it, or withdraw it, by its handle.
+        """
+        handle = agent.assert_(sentence)
+        return _move(store, handle, f"claimed in {agent.context}; {channel} sees it")
 
     @tool
-    def pose_query(question: str) -> int:
-        """Ask the channel a question: a symbol naming it, e.g. WhichDbProdClusterUses.
-        Others answer it by its handle, which this returns."""
-        return agent.pose_query(question)
+    def ask(question: str) -> dict[str, Any]:
+        """Ask the channel a question. Three kinds:
+        - a pattern with ?variables (which value?):
+        ask(question="(postgresMajorVersion ProdCluster ?v)")
+        - a yes/no question, asked as the sentence itself:
+        ask(question="(readyToShip BillingRelease)")
+        - free text: ask(question="Who owns the deploy runbook?")
+        Returns {handle, sentence, note}; answers name the question by its handle, and
+        wait_for_changes() tells you when they arrive.
+        """
+        handle = agent.pose_query(_term_or_text(question))
+        kind = speech.question_kind(store.sentex(handle).sentence[2])
+        return _move(store, handle, f"asked a {kind} question; answers will name #{handle}")
 
     @tool
-    def answer(content: str, target: int) -> int:
-        """Answer the query with handle `target`; content is a term, e.g. PostgreSQL14 or
-        "free text in quotes"."""
-        return agent.answer(content, target)
+    def answer(
+        question: int, content: str | None = None, bindings: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Answer the question with handle `question`. Your answer is a claim of yours.
+        - a pattern: answer(question=69, bindings={"?v": "16"}); with one ?variable also
+        content="16"; or the instance, content="(postgresMajorVersion ProdCluster 16)"
+        - yes/no: answer(question=70, content="true") (or "false", the sentence, its negation)
+        - free text: answer(question=71, content="Dana owns it")
+        A new answer replaces your earlier one to the same question.
+        Returns {handle, sentence, claim, note}.
+        """
+        if (content is None) == (bindings is None):
+            raise Refused(
+                "bad-option",
+                "answer takes content or bindings, exactly one of them",
+                {"option": "content"},
+            )
+        given: Any = bindings if bindings is not None else _term_or_text(content or "")
+        handle = agent.answer(given, question)
+        sentence = store.sentex(handle).sentence
+        claim_of = speech.carried_claim(sentence)
+        return {
+            **_move(store, handle, f"answered question #{question}"),
+            "claim": None if claim_of is None else show(claim_of),
+        }
 
     @tool
-    def endorse(target: int) -> int:
-        """Stand behind the claim with handle `target`."""
-        return agent.endorse(target)
+    def endorse(target: int) -> dict[str, Any]:
+        """Stand behind a claim or an answer (by its handle) — agreement, on the record.
+        Example: endorse(target=73). Returns {handle, sentence, note}."""
+        return _move(store, agent.endorse(target), f"endorsed #{target}")
 
     @tool
-    def justify(ground: str, target: int) -> int:
-        """Offer `ground` (a term, e.g. ReleaseNotesSayPg14) as a reason for claim `target`."""
-        return agent.justify(ground, target)
+    def justify(target: int, ground: str) -> dict[str, Any]:
+        """Give a reason for a claim or an answer: `ground` is a term naming the reason.
+        Example: justify(target=73, ground="ReleaseNotesSayPg16"), or free text as
+        ground='"the release notes say so"'.
+        Returns {handle, sentence, note}."""
+        return _move(store, agent.justify(_term_or_text(ground), target), f"justified #{target}")
 
     @tool
-    def dispute(target: int) -> int:
-        """Challenge the claim with handle `target`: stores its negation and the dispute."""
-        return agent.dispute(target)
+    def dispute(target: int) -> dict[str, Any]:
+        """Challenge another agent's claim or answer: states its negation as your claim
+        and records the dispute, so the disagreement is visible and can be voted on and
+        ruled. Not for replies (endorsements, ballots…): the error says what to do instead.
+        Example: dispute(target=73). Returns {handle, sentence, note}."""
+        return _move(store, agent.dispute(target), f"disputed #{target}")
 
     @tool
-    def vote(stance: str, target: int) -> int:
-        """Vote "for" or "against" the claim with handle `target` (one ballot per stance)."""
-        return agent.vote(stance, target)
+    def vote(target: int, stance: Stance) -> dict[str, Any]:
+        """Vote for or against a claim or an answer (for a dispute: on the disputed claim).
+        One ballot per target: voting the other way replaces your earlier ballot.
+        Example: vote(target=73, stance="against"). Returns {handle, sentence, note}."""
+        return _move(store, agent.vote(stance, target), f"voted {stance} #{target}")
 
     @tool
-    def open_queries() -> list[dict[str, Any]]:
-        """Every question on the channel: handle, who asked, the question."""
-        return [
-            {**_describe(s), "speaker": speaker_of(s), "question": show(s.sentence[2])}
-            for s in agent.open_queries()
+    def withdraw(handle: int) -> dict[str, Any]:
+        """Take back one of your own moves; replies to it go with it (an answer takes its
+        claim along, a dispute its negation). Only your own moves.
+        Example: withdraw(handle=73). Returns {withdrawn, removed, note}."""
+        result = agent.withdraw(handle)
+        return {
+            "withdrawn": handle,
+            "removed": result.removed_sentexes,
+            "note": f"withdrew #{handle} and {result.removed_sentexes - 1} sentence(s) on it",
+        }
+
+    @tool
+    def accept(answer: int) -> dict[str, Any]:
+        """As the asker: accept an answer to your question; the question is settled.
+        Example: accept(answer=74). Returns {handle, sentence, note}."""
+        return _move(store, agent.accept(answer), f"accepted answer #{answer}")
+
+    @tool
+    def close(question: int) -> dict[str, Any]:
+        """As the asker: close your question without an answer (withdraw the closing to
+        reopen it). Example: close(question=69). Returns {handle, sentence, note}."""
+        return _move(store, agent.close(question), f"closed question #{question}")
+
+    # --- reads ------------------------------------------------------------------------------
+
+    @tool
+    def thread(handle: int) -> dict[str, Any]:
+        """Everything said about a question or claim, in one read: for a question its state
+        (open, answered, contested, settled, closed) and its answers, each with its claim,
+        endorsements, justifications, disputes, ballots, tally and rulings.
+        Example: thread(handle=69). Returns that object."""
+        return agent.thread(handle)
+
+    @tool
+    def questions(state: QuestionState = "unsettled") -> dict[str, Any]:
+        """The channel's questions with their state and answer count, oldest first.
+        Default: the unsettled ones (open, answered or contested).
+        Example: questions() or questions(state="all"). Returns {questions, count}."""
+        found = agent.queries(state)
+        return _listed("questions", found, f"no {state} questions on {channel}")
+
+    @tool
+    def disputes(state: DisputeState = "all") -> dict[str, Any]:
+        """Every dispute on the channel: its sides, who raised it, its state (open,
+        notified, stale, resolved), the tally on its target and any ruling.
+        Example: disputes(state="open"). Returns {disputes, count}."""
+        found = agent.disputes(None if state == "all" else state)
+        return _listed("disputes", found, f"no {'' if state == 'all' else state + ' '}disputes")
+
+    @tool
+    def query(goal: str, context: str | None = None) -> dict[str, Any]:
+        """What the channel (or `context`) currently holds: each way to bind the goal's
+        ?variables. Example: query(goal="(usesDatabase ?cluster ?db)").
+        Returns {solutions, count}; a goal without variables that holds gives one empty
+        solution and says so."""
+        solutions = [
+            {name: show(value) for name, value in s.items()}
+            for s in agent.query(goal, context or channel)
         ]
-
-    @tool
-    def answers_to(query: int) -> list[dict[str, Any]]:
-        """The answers to the query with handle `query`: who answered and what."""
-        return [
-            {**_describe(s), "speaker": speaker_of(s), "content": show(answer_content(s))}
-            for s in agent.answers_to(query)
-        ]
-
-    @tool
-    def endorsements_of(target: int) -> list[dict[str, Any]]:
-        """Who stands behind the claim with handle `target`."""
-        return [{**_describe(s), "speaker": speaker_of(s)} for s in agent.endorsements_of(target)]
-
-    @tool
-    def query(goal: str, context: str | None = None) -> list[dict[str, str]]:
-        """Solutions of a goal with ?variables, e.g. (usesDatabase ?cluster ?db), read
-        through the channel (or `context`). Each solution maps variables to values."""
-        solutions = agent.query(goal, context or channel)
-        return [{name: show(value) for name, value in s.items()} for s in solutions]
+        out = _listed("solutions", solutions, "no solutions: nothing the channel sees matches")
+        if solutions == [{}]:
+            out["note"] = "true: the goal holds (it has no ?variables to bind)"
+        return out
 
     @tool
     def recent_changes(since: int = 0, limit: int = 100) -> dict[str, Any]:
-        """What changed after global seq `since`: entries of added/removed sentences.
-        Keep the returned `seq` and pass it as `since` next time."""
-        return store.changes(since=since, limit=limit)
+        """What happened after change-log position `since`, told in words, oldest first.
+        Pass the returned `cursor` as `since` next time: nothing is skipped or repeated.
+        Example: recent_changes(since=0). Returns {changes, count, cursor}.
+        To wait for news instead of polling, use wait_for_changes."""
+        told, cursor = feed.read(since, min(max(limit, 1), MAX_TOLD), about=None)
+        return _listed("changes", told, "nothing changed after that cursor", cursor=cursor)
+
+    @tool
+    async def wait_for_changes(
+        since: int | None = None, timeout_s: float = 20, about: About = "mine"
+    ) -> dict[str, Any]:
+        """Wait until something happens that concerns you, then return it — instead of
+        sleeping and polling. `about`:
+        - "mine" (default): answers to your questions, replies to your moves, rulings on your claims
+        - "channel": any move on the channel
+        - "questions": new or reopened questions
+        `since`: a cursor from a previous reply (omit it to go on from the last one).
+        Returns {changes, count, cursor}; after `timeout_s` with nothing, count is 0.
+        Example: wait_for_changes(timeout_s=30)."""
+        import anyio
+
+        seconds = min(max(float(timeout_s), 0.0), MAX_WAIT_S)
+        told, cursor = await anyio.to_thread.run_sync(lambda: feed.wait(since, seconds, about))
+        quiet = {
+            "mine": "nothing that concerns you",
+            "channel": "nothing on the channel",
+            "questions": "no new questions",
+        }[about]
+        return _listed("changes", told, f"{quiet} within {seconds:g} s", cursor=cursor)
+
+    # --- wraps --------------------------------------------------------------------------------
 
     @tool
     def wrap_session(
         session_id: str,
-        parent_session_id: str,
+        parent_session_id: str | None = None,
         notes: list[str] | None = None,
         decisions: list[str] | None = None,
         conventions: list[str] | None = None,
         project_id: str | None = None,
     ) -> dict[str, Any]:
         """At the end of your session: record your notes, decisions and conventions and
-        file a wrap for your coordinator's session (`parent_session_id`)."""
+        file a wrap for the coordinator that spawned you (`parent_session_id`: its
+        session). A top-level coordinator leaves parent_session_id out to wrap its own.
+        Example: wrap_session(session_id="s-42", parent_session_id="s-lead",
+        notes=["Prod runs PostgreSQL 16"]). Returns the wrap."""
         from koinii.wraps import wrap_session as wrap
 
         return wrap(
@@ -178,34 +456,168 @@ def build_server(
     @tool
     def permeate(session_id: str | None = None, project_id: str | None = None) -> dict[str, Any]:
         """As a coordinator: collect the unprocessed wraps of your session (or project),
-        mark them processed, and return what your workers recorded."""
+        mark them processed, and return what your workers recorded.
+        Example: permeate(session_id="s-lead"). Returns {processed, wraps, entries, …}."""
         from koinii.wraps import permeate as collect
 
         result = collect(agent, session_id=session_id, project_id=project_id)
-        return {**result, "entries": [_describe(s) for s in result["entries"]]}
+        entries = [
+            {"handle": s.handle, "sentence": s.text, "context": s.context}
+            for s in result["entries"]
+        ]
+        out = {**result, "entries": entries}
+        if not result["processed"]:
+            out["note"] = "no unprocessed wraps"
+        return out
 
     if introspection:
-        from koinii.sessions import Introspection, SessionStore
+        assert sessions is not None
+        reads = sessions.reads
 
-        reads = Introspection(SessionStore(store))
-
-        @server.tool()
+        @tool
         def read_session(target: str | None = None) -> dict[str, Any]:
-            """One session in full (default: the current one): turns, failures, usage."""
-            return reads.read_session(target)
+            """One session in full — your own by default: its turns, failures, usage.
+            Example: read_session(). Returns that object."""
+            return reads.read_session(sessions.target(target))
 
-        @server.tool()
-        def get_session(target: str | None = None) -> dict[str, Any] | None:
-            """One session's descriptor: id, title, turn count, model, last turn."""
-            return reads.get_session(target)
+        @tool
+        def get_session(target: str | None = None) -> dict[str, Any]:
+            """One session's descriptor — your own by default: id, title, turn count, model.
+            Example: get_session(target="3f2a"). Returns {session} (null when none matches)."""
+            found = reads.get_session(sessions.target(target))
+            return {"session": found, **({} if found else {"note": "no such session"})}
 
-        @server.tool()
-        def list_sessions(search: str | None = None) -> list[dict[str, Any]]:
-            """Past sessions, newest first; with `search`, ranked: title, request, reply,
-            thinking. Keep the order given."""
-            return reads.list_sessions(search)
+        @tool
+        def list_sessions(search: str | None = None) -> dict[str, Any]:
+            """Past sessions, newest first; with `search`, ranked by where the words appear
+            (title, request, reply, thinking) — keep the order given.
+            Example: list_sessions(search="flaky test"). Returns {sessions, count}."""
+            found = reads.list_sessions(search)
+            return _listed("sessions", found, "no sessions match" if search else "no sessions")
 
     return server
+
+
+class _Feed:
+    """The change log as this agent follows it: told in words, filtered by `about`."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.store = agent.store
+        self.narrator = Narrator(self.store, me=agent.agent)
+        self.cursor: int | None = None  # the last cursor returned, for `since` left out
+        self._view: frozenset[str] | None = None
+        self._lock = threading.Lock()
+
+    def read(self, since: int, limit: int, about: str | None) -> tuple[list[dict], int]:
+        """What the log holds after `since` (no wait), up to `limit` told changes."""
+        with self._lock:
+            told, cursor = self._collect(since, limit, about, wait_ms=0)
+            self.cursor = cursor
+            return told, cursor
+
+    def wait(self, since: int | None, seconds: float, about: str) -> tuple[list[dict], int]:
+        """Long-poll the log until a change concerns the agent, or `seconds` pass."""
+        with self._lock:
+            cursor = since if since is not None else self.cursor
+            if cursor is None:
+                cursor = self.store.seq
+            deadline = time.monotonic() + seconds
+            while True:
+                left = deadline - time.monotonic()
+                wait_ms = max(0, min(30_000, int(left * 1000)))
+                told, cursor = self._collect(cursor, MAX_TOLD, about, wait_ms=wait_ms)
+                if told or left <= 0:
+                    self.cursor = cursor
+                    return told, cursor
+
+    def _collect(
+        self, since: int, limit: int, about: str | None, wait_ms: int
+    ) -> tuple[list[dict], int]:
+        reply = self.store.changes(since=since, limit=1000, wait_ms=wait_ms)
+        if reply["too_old"]:
+            since = reply["floor"]
+            reply = self.store.changes(since=since, limit=1000)
+        cursor = since
+        told: list[dict] = []
+        for entry in reply["entries"]:
+            if any(c["sentence"].startswith("(genlCx ") for c in entry["added"] + entry["removed"]):
+                self._view = None  # the hierarchy changed: so may what the channel sees
+            for one in self.narrator.entry(entry):
+                if about is None or self._concerns(one, about):
+                    told.append(one.to_dict())
+            cursor = entry["seq"]
+            if len(told) >= limit:
+                break
+        return told, cursor
+
+    def _concerns(self, told: Told, about: str) -> bool:
+        me = self.agent.agent
+        own = told.context == self.agent.context
+        if told.added and (told.speaker == me or own):
+            return False  # your own moves are no news to you
+        if not told.added and told.reason == "retracted" and own:
+            return False
+        if about == "questions":  # asked, or reopened (its closing withdrawn)
+            return told.move == "question" if told.added else told.move == "closing"
+        if about == "channel":
+            return told.kind != "structure" and told.context in self.view()
+        # mine: replies to my moves, rulings on what I claimed, my claims defeated
+        if not told.added and own:
+            return True
+        if told.target is not None:
+            return told.target_context == self.agent.context
+        if told.kind == "ruling":
+            term = parse(told.sentence)
+            for sentence in (term, speech.negation(term)):
+                if self.store.sentexes_matching(sentence, self.agent.context):
+                    return True
+        return False
+
+    def view(self) -> frozenset[str]:
+        if self._view is None:
+            self._view = frozenset(self.store.context_up(self.agent.channel))
+        return self._view
+
+
+class _Sessions:
+    """The agent's own session: the default target of the session tools, and where
+    `--record` writes each tool call as a turn."""
+
+    def __init__(self, store: Any, session: str | None, record: bool) -> None:
+        from koinii.sessions import Introspection, SessionStore
+
+        self.store = SessionStore(store)
+        self.recording = record
+        if session is None and record:
+            session = self.store.start_session(channel="mcp", title="an agent's tool calls")
+        elif session is not None:
+            found = invoker(store)("sessions.get_session", target=session)
+            if found is None:
+                raise Refused(
+                    "koinii/no-session",
+                    f"there is no session {session!r} to read or record into: give the id "
+                    "of a stored session, or leave --session out (with --record a new one "
+                    "is started)",
+                    {"session": session},
+                )
+            session = found["id"]
+        self.session = session
+        self.reads = Introspection(self.store, current_session_id=session, enabled=True)
+
+    def target(self, target: str | None) -> str | None:
+        return target if target is not None else self.session
+
+    def record(self, tool: str, arguments: dict[str, Any], result: Any, failed: bool) -> None:
+        if self.session is None:
+            return
+        request = f"{tool}({json.dumps(arguments, default=str)})"
+        turn = self.store.start_turn(self.session, request)
+        text = result if isinstance(result, str) else json.dumps(result, default=str)
+        if failed:
+            self.store.finish_turn(turn, "error", "error", error=text[:4000])
+        else:
+            self.store.finish_turn(turn, "done", "complete", answer=text[:4000])
 
 
 def run(agent_id: str, channel: str, **options: Any) -> None:

@@ -72,7 +72,25 @@ def wrap(
     parent_session_id: Any = None,
     depth: Any = None,
 ) -> dict[str, Any]:
-    """The checked fields of a wrap to file (None: not given); refuses `bad-wrap`."""
+    """The checked fields of a wrap to file (None: not given); refuses `bad-wrap`.
+
+    A wrap without a parent session is a top-level coordinator's own; a session is never
+    its own parent.
+    """
+    if parent_session_id == "":
+        raise Refused(
+            "bad-wrap",
+            "parent_session_id is empty: leave it out for a top-level session (one no "
+            "coordinator spawned), or give the session id of the coordinator that spawned you",
+            {"field": "parent_session_id", "value": "''"},
+        )
+    if parent_session_id is not None and parent_session_id == session_id:
+        raise Refused(
+            "bad-wrap",
+            f"parent_session_id is the wrap's own session {session_id!r}: a session cannot "
+            "be its own parent; leave parent_session_id out for a top-level session",
+            {"field": "parent_session_id", "value": repr(parent_session_id)[:80]},
+        )
     return {
         "wrap_id": identifier(wrap_id, "wrap_id", "bad-wrap"),
         "agent_id": optional_identifier(agent_id, "agent_id", "bad-wrap"),

@@ -47,7 +47,7 @@ def _authorize_wrap_session(kb: KB, caller: Caller, fields: dict[str, Any]) -> N
         "session_id": ("any", False, "the ling's session"),
         "parent_session_id": ("any", False, "the coordinator session it permeates into"),
         "project_id": ("any", False, "the project"),
-        "depth": ("any", False, "the ling's depth: an integer >= 0"),
+        "depth": ("any", False, "the ling's depth: an integer >= 0 (default: derived)"),
         "notes": ("any", False, "memory notes: a list of strings"),
         "decisions": ("any", False, "memory decisions: a list of strings"),
         "conventions": ("any", False, "memory conventions: a list of strings"),
@@ -80,6 +80,8 @@ def _wrap_session(
         depth=depth,
         stats={kind: len(items) for kind, items in texts.items()},
     )
+    if wrap["depth"] is None:
+        wrap["depth"] = _derived_depth(kb, wrap["parent_session_id"])
     add = [
         ((Sym(MEMORY_PREDICATES[kind]), Sym(agent), text), context, {"creator": agent})
         for kind, items in texts.items()
@@ -96,6 +98,20 @@ def _wrap_session(
     return result
 
 
+def _derived_depth(kb: KB, parent_session_id: str | None) -> int:
+    """A wrap's depth when none is given: 0 for a top-level session, else one below the
+    parent session's own wrap (1 when the parent has filed none)."""
+    if parent_session_id is None:
+        return 0
+    [parent] = store.read(
+        kb,
+        lambda c: c.execute(
+            "SELECT MAX(depth) FROM wrap_notification WHERE session_id = ?", (parent_session_id,)
+        ).fetchone(),
+    )
+    return (parent if type(parent) is int else 0) + 1
+
+
 def store_of(agent: Any) -> Any:
     """The KB or Client a joined agent writes through.
 
@@ -110,9 +126,9 @@ def wrap_session(
     agent: Any,
     *,
     session_id: str,
-    parent_session_id: str | None,
+    parent_session_id: str | None = None,
     project_id: str | None = None,
-    depth: int = 1,
+    depth: int | None = None,
     notes: Sequence[str] = (),
     decisions: Sequence[str] = (),
     conventions: Sequence[str] = (),
@@ -122,6 +138,8 @@ def wrap_session(
 
     `created_ids` are the entries' handles and `stats` their counts. The wrap id
     defaults to `wrap-<uuid4>`, chosen here, so a resent request files the same wrap.
+    Without `parent_session_id` the wrap is a top-level coordinator's own; `depth`
+    defaults to one below the parent session's wrap (0 at the top).
     """
     fields = {
         "notes": checks.texts(notes, "notes"),
