@@ -706,7 +706,7 @@ TEAM = {
     "AgentAtlas": "agent",
     "AgentBoreas": "agent",
     "AgentCiel": "agent",
-    "AgentMajority": "agent",
+    "AgentMajority": "arbiter",
     "Ops": "operator",
 }
 
@@ -755,10 +755,11 @@ def test_a_ballot_the_daemon_did_not_see_its_voter_cast_is_ignored(wire_team):
     assert won["ignored"] == [planted]
 
 
-def test_the_majority_may_rule_with_its_own_agent_token_but_not_clear_marks(wire_team):
-    """AgentMajority's agent token writes its own context and places it under the channel,
-    so it can rule; the lifecycle marks in CxDisputes are shared state only an operator
-    clears, so a ruling that would clear them is refused whole (docs/disputes.md)."""
+def test_the_majority_may_rule_with_its_own_arbiter_token_but_not_clear_marks(wire_team):
+    """AgentMajority's arbiter token writes its own context — monotonic rulings included —
+    and places it under the channel, so it can rule; the lifecycle marks in CxDisputes are
+    shared state only an operator clears, so a ruling that would clear them is refused
+    whole (docs/disputes.md)."""
     daemon, agents, claim, key = wire_team
     ops, majority = daemon.client("Ops"), daemon.client("AgentMajority")
     agents["Atlas"].vote("for", claim)
@@ -771,3 +772,16 @@ def test_the_majority_may_rule_with_its_own_agent_token_but_not_clear_marks(wire
     won = adjudication.resolve_by_majority(majority, key, claim, "CxDeploy")
     assert won["outcome"] == "for"
     assert identity.attested_by(ops, won["ruling"]) == MAJORITY_ARBITER
+
+
+def test_an_agent_token_cannot_rule(wire_team):
+    """A ruling is monotonic: it would defeat the other side silently. Agents write
+    defaults only (docs/security.md); an arbiter or an operator rules."""
+    daemon, agents, claim, key = wire_team
+    atlas = daemon.client("AgentAtlas")
+    agents["Atlas"].vote("for", claim)
+    refusal = refused(lambda: adjudication.rule(atlas, "AgentAtlas", key, P, "CxDeploy"))
+    assert refusal.kind in ("arbiter-is-party", "koinii/strength-forbidden")
+    ciel = daemon.client("AgentCiel")
+    refusal = refused(lambda: ciel.assert_(P, "CxCiel", strength="monotonic"))
+    assert refusal.kind == "koinii/strength-forbidden" and "arbiter" in refusal.message

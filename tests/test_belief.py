@@ -234,6 +234,7 @@ def test_a_firing_with_no_common_context_is_a_violation(kb):
             "antecedents": [dog],
             "conclusion": "(mammal Muffet)",
             "contexts": ["CxElsewhere", "CxRules"],
+            "reason": "no-context",
         }
     ]
     place(kb, "CxElsewhere", "CxRules")  # the hierarchy changes: the firing now places

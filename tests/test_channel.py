@@ -96,9 +96,9 @@ def test_creator_mismatch_is_refused_and_the_own_id_allowed(team):
     assert refusal.kind == "koinii/creator-mismatch" and "cannot assert as" in refusal.message
     assert refusal.data == {"agent": "AgentAtlas", "creator": "AgentBoreas"}
     assert atlas.store.sentexes_matching(P, "?ctx") == []
-    h = atlas.assert_(P, creator="AgentAtlas", strength="monotonic")
+    h = atlas.assert_(P, creator="AgentAtlas")
     sentex = atlas.store.sentex(h)
-    assert sentex.strength == "monotonic" and sentex.provenance["creator"] == "AgentAtlas"
+    assert sentex.strength == "default" and sentex.provenance["creator"] == "AgentAtlas"
 
 
 def test_speaker_mismatch_in_a_single_assert(team):

@@ -134,7 +134,9 @@ def test_tail_tells_who_did_what_and_hides_the_plumbing(daemon):
     ]  # the joins' context edges and marks are not shown
     raw = koinii_cli("tail", "--url", daemon.url, "--since", str(since), "--no-follow", "--raw")
     assert "(genlCx CxTeam CxAtlas)" in raw.stdout and "AgentBoreas" in raw.stdout
-    as_json = koinii_cli("tail", "--url", daemon.url, "--since", str(since), "--no-follow", "--json")
+    as_json = koinii_cli(
+        "tail", "--url", daemon.url, "--since", str(since), "--no-follow", "--json"
+    )
     import json
 
     kinds = [json.loads(line)["kind"] for line in as_json.stdout.splitlines()]

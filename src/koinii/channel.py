@@ -33,6 +33,7 @@ from koinii.identity import (
     REGISTRY,
     check_channel_parent,
     check_creator,
+    check_meaning,
     check_registry_write,
     check_speaker,
     context_for,
@@ -272,6 +273,7 @@ class Agent:
         check_creator(self.agent, opts.get("creator"))
         term = parse(sentence) if isinstance(sentence, str) else sentence
         check_speaker(self.agent, term)
+        check_meaning(self.store, self.agent, term, opts.get("strength"))
         return term
 
     def _opts(self, opts: dict[str, Any]) -> dict[str, Any]:

@@ -58,9 +58,10 @@ def agent_context_mark(ctx: str, agent: str) -> tuple:
 
 
 def owners_of(store: Any, ctx: str) -> list[str]:
-    """The agents whose own context `ctx` is (read from the marks; sorted)."""
-    found = store.query(agent_context_mark(ctx, "?agent"), ctx)
-    return sorted({b["?agent"].name for b in found if type(b["?agent"]) is Sym})
+    """The agents whose own context `ctx` is, read from the marks stored in `ctx` itself
+    (sorted): a mark another context holds claims nothing (check_meaning)."""
+    found = store.sentexes_matching(agent_context_mark(ctx, "?agent"), ctx)
+    return sorted({s.sentence[2].name for s in found if type(s.sentence[2]) is Sym})
 
 
 def check_channel_parent(store: Any, agent_id: str, parent: str) -> None:
@@ -267,6 +268,59 @@ def check_speaker(agent: str, sentence: Any) -> None:
             f"speaker, and you speak only as {agent} — write ({sentence[0].name} {agent} …); "
             f"to challenge {named}'s move, dispute it",
             {"agent": agent, "named": named, "act": sentence[0].name},
+        )
+
+
+_EXCEPT = Sym("except")
+_HANDLE = Sym("sentexHandle")
+
+
+def check_meaning(store: Any, agent: str, sentence: Any, strength: str | None) -> None:
+    """The rules that keep one agent's writes from acting on another's claims, though
+    each write is in the agent's own context (docs/security.md):
+
+    - a mask `(except (sentexHandle T))` hides only the agent's own sentex T — masking
+      another's claim would hide it from the whole channel (`koinii/foreign-mask`);
+    - an agent's claims are defaults: a monotonic claim would defeat another agent's
+      contrary claim silently instead of standing beside it as a visible contradiction
+      (`koinii/strength-forbidden`); rulings are made by arbiters (docs/disputes.md);
+    - an agent-context mark `(agentContext C A)` names only the agent and its own context
+      — another context marked as one's own would stop agents joining it
+      (`koinii/foreign-mark`).
+    """
+    term = parse(sentence) if isinstance(sentence, str) else sentence
+    if type(term) is not tuple or not term:
+        return
+    functor = term[0]
+    own = context_for(agent)
+    if functor is _EXCEPT and len(term) == 2 and type(term[1]) is tuple:
+        target = term[1][1] if len(term[1]) == 2 and term[1][0] is _HANDLE else None
+        found = store.sentex(target) if type(target) is int and target > 0 else None
+        if found is not None and found.context != own:
+            owner = found.provenance.get("creator") or found.context
+            raise Refused(
+                "koinii/foreign-mask",
+                f"{agent} may mask only its own sentexes; #{target} is {owner}'s, and a mask "
+                f"would hide it from everyone who sees {own}: to challenge it, "
+                f"dispute({target})",
+                {"agent": agent, "handle": target, "owner": owner},
+            )
+    if functor is AGENT_CONTEXT:
+        if term != agent_context_mark(own, agent):
+            raise Refused(
+                "koinii/foreign-mark",
+                f"{agent} marks only its own context: (agentContext {own} {agent}), which "
+                "join writes; any other mark would claim a context that is not yours",
+                {"agent": agent, "mark": show(term)},
+            )
+        return  # the join's own mark is monotonic
+    if strength == "monotonic":
+        raise Refused(
+            "koinii/strength-forbidden",
+            f"{agent} writes default claims only: a monotonic claim would defeat other "
+            "agents' contrary claims silently instead of standing beside them as a "
+            "contradiction; leave strength out, and let an arbiter or a majority rule",
+            {"agent": agent, "strength": strength},
         )
 
 

@@ -33,6 +33,11 @@ class Caller:
     id: str | None
     role: str
 
+    @property
+    def is_agent(self) -> bool:
+        """An agent, or an arbiter (an agent that may also rule)."""
+        return self.role in ("agent", "arbiter")
+
 
 IN_PROCESS = Caller(None, "operator")  # in one process there is no boundary to enforce
 

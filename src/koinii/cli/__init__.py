@@ -144,7 +144,7 @@ def token() -> None:
 @click.argument("principal")
 @click.option(
     "--role",
-    type=click.Choice(["agent", "admin", "operator", "reader"]),
+    type=click.Choice(["agent", "arbiter", "admin", "operator", "reader"]),
     default="agent",
     show_default=True,
 )

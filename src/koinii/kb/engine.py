@@ -15,6 +15,10 @@ Invariants kept here:
   of every P sentence, when it is `(quote S)`, a claim S in that sentence's own context,
   justified by the declaration and the sentence — so it lives and dies with the sentence
   (an answer and the claim it makes are one write and one retraction).
+- Nothing speaks for another: where `(speechAct P)` is in force, a P sentence names its
+  speaker as argument 1, and neither a rule nor a carried claim derives one whose speaker
+  is not its own author (the rule's creator, the carrying sentence's speaker) — such a
+  firing is not derived, and `violations()` lists it.
 - One `RLock` serialises everything, so a KB may be shared between threads; callbacks
   run on the writer's thread and may write (their events follow).
 """
@@ -72,6 +76,7 @@ log = logging.getLogger("koinii.kb")
 ARITY = Sym("arity")
 FUNCTIONAL = Sym("functional")
 TARGET_FOLLOWING = Sym("target_following_predicate")
+SPEECH_ACT = Sym("speechAct")
 WRITE_OPTIONS = frozenset({"strength", "creator", "provenance"})
 RESERVED_PROVENANCE = frozenset({"creator", "created", "principal"})
 
@@ -887,7 +892,21 @@ class KB:
                 f"a rule derived a sentence past the limits: {refusal.message}",
                 {"rule": rule_node.handle},
             ) from None
+        if self._speaks_for_another(atom, rule_node.creator, placements, tx):
+            return  # reported by violations()
         self._derive(tx, rule_node, atom, positive, text, placements, antecedents)
+
+    def _speaks_for_another(
+        self, atom: tuple, author: str | None, placements: Collection[str], tx: _Tx | None
+    ) -> bool:
+        """Would deriving `atom` put words in another's mouth: is it a speech act (where
+        it would be placed) whose speaker is not `author`?"""
+        if SPEECH_ACT not in self._index.by_functor or len(atom) < 2:
+            return False
+        speaker = atom[1]
+        if type(speaker) is Sym and author is not None and speaker.name == author:
+            return False
+        return any(self._declared(SPEECH_ACT, atom[0], ctx, tx) for ctx in placements)
 
     def _carry(self, tx: _Tx, declaration: Node, node: Node) -> None:
         """The claim `node` carries under `declaration` `(carriesClaim P N)`, if any:
@@ -929,6 +948,15 @@ class KB:
                 "quote a ground claim such as (quote (usesDatabase ProdCluster PostgreSQL16))",
                 {"sentence": node.full_text, "claim": show(content[1])},
             ) from None
+        speaker = atom[1] if len(atom) > 1 and type(atom[1]) is Sym else None
+        author = speaker.name if speaker is not None else node.creator
+        if entry.positive and self._speaks_for_another(entry.atom, author, (node.context,), tx):
+            raise Refused(
+                "koinii/speaker-mismatch",
+                f"{node.full_text} carries {show(content[1])}, which speaks as "
+                f"{show(entry.atom[1])}: an answer's claim speaks only for its author",
+                {"sentence": node.full_text, "claim": show(content[1])},
+            )
         self._derive(
             tx, declaration, entry.atom, entry.positive, entry.text, (node.context,), (node,)
         )
@@ -1471,7 +1499,9 @@ class KB:
         return groups
 
     def violations(self) -> list[dict[str, Any]]:
-        """Rule firings that found no context to place their conclusion in."""
+        """Rule firings that derived nothing: no context to place their conclusion in
+        (`reason: no-context`), or a speech act whose speaker is not the rule's author
+        (`speaks-for-another`)."""
         with self._lock:
             out = []
             for rule_node, rule in self._rules.items():
@@ -1479,17 +1509,24 @@ class KB:
                     self._index, list(rule.antecedents), {}, _any_node
                 ):
                     contexts = {rule_node.context, *(a.context for a in antecedents)}
-                    if not self._hierarchy.maximal_common_descendants(contexts):
-                        positive, pattern = rule.consequent
-                        atom = _substitute(pattern, binding)
-                        out.append(
-                            {
-                                "rule": rule_node.handle,
-                                "antecedents": [a.handle for a in antecedents],
-                                "conclusion": show(atom if positive else (NOT, atom)),
-                                "contexts": sorted(contexts),
-                            }
-                        )
+                    placements = self._hierarchy.maximal_common_descendants(contexts)
+                    positive, pattern = rule.consequent
+                    atom = _substitute(pattern, binding)
+                    if not placements:
+                        reason = "no-context"
+                    elif self._speaks_for_another(atom, rule_node.creator, placements, None):
+                        reason = "speaks-for-another"
+                    else:
+                        continue
+                    out.append(
+                        {
+                            "rule": rule_node.handle,
+                            "antecedents": [a.handle for a in antecedents],
+                            "conclusion": show(atom if positive else (NOT, atom)),
+                            "contexts": sorted(contexts),
+                            "reason": reason,
+                        }
+                    )
             out.sort(key=lambda v: (v["rule"], v["antecedents"]))
             return out
 

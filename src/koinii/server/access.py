@@ -7,6 +7,7 @@ client library may check the same rules earlier; this is where they are enforced
 
 | role     | may write                                                   | may retract       |
 | agent    | its own context, plus genlCx edges that place its own context | what it created   |
+| arbiter  | as an agent, and monotonic claims (rulings) in its own context | what it created   |
 | admin    | CxRegistry                                                   | registry rows     |
 | operator | anything, and load vocabulary                                | anything          |
 | reader   | nothing                                                      | nothing           |
@@ -21,6 +22,7 @@ from koinii.identity import (
     REGISTRY,
     check_channel_parent,
     check_creator,
+    check_meaning,
     check_registry_write,
     check_speaker,
     check_write_boundary,
@@ -56,12 +58,14 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
     check_registry_write(agent, ctx)  # the order of the checks is channel.md's
     check_creator(agent, opts.get("creator"))
     own = context_for(agent)
+    strength = None if caller.role == "arbiter" else opts.get("strength")
     for entry in entries:
         if ctx == UNIVERSE and entry.atom[0] is GENL_CX:
             _check_placement(kb, agent, own, entry.atom)
             continue
         check_write_boundary(agent, ctx)
         check_speaker(agent, entry.atom)
+        check_meaning(kb, agent, entry.atom if entry.positive else (NOT, entry.atom), strength)
         claim = carried_claim(entry.atom) if entry.positive else None
         if claim is not None:  # an answer's claim is its author's claim too
             check_speaker(agent, claim[1] if claim[0] is NOT else claim)

@@ -376,7 +376,7 @@ class Daemon:
                 raise
 
     def _attributed(self, caller: Caller, opts: dict[str, Any]) -> dict[str, Any]:
-        if caller.role == "agent" and opts.get("creator") is None:
+        if caller.is_agent and opts.get("creator") is None:
             opts = {**opts, "creator": caller.id}
         return opts
 

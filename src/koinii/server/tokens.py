@@ -21,7 +21,7 @@ from koinii.errors import Refused
 from koinii.operations import Caller
 from koinii.terms import is_individual_name
 
-ROLES = ("agent", "admin", "operator", "reader")
+ROLES = ("agent", "arbiter", "admin", "operator", "reader")
 _PREFIX = "kt_"
 
 

@@ -38,7 +38,7 @@ def require_writer(caller: Caller, what: str) -> None:
 
 def require_self(caller: Caller, named: Any, field: str) -> None:
     """An agent files and registers only as itself (an operator as anyone)."""
-    if caller.role == "agent" and named != caller.id:
+    if caller.is_agent and named != caller.id:
         raise Refused(
             "koinii/creator-mismatch",
             f"{caller.id} may not act as {named!r}: give {field}={caller.id!r}",
@@ -48,7 +48,7 @@ def require_self(caller: Caller, named: Any, field: str) -> None:
 
 def require_own_coordinator(caller: Caller, coordinator_id: Any) -> None:
     """An agent heartbeats, retires and removes only its own coordinator record."""
-    if caller.role == "agent" and coordinator_id != caller.id:
+    if caller.is_agent and coordinator_id != caller.id:
         raise Refused(
             "koinii/foreign-context",
             f"{caller.id} may change only its own coordinator record, not {coordinator_id!r}",

@@ -175,7 +175,7 @@ def _union(old: Sequence[Any], new: Sequence[Any]) -> list[Any]:
 def _authorize_add(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
     access.require_writer(caller, "file wraps")
     access.require_self(caller, fields.get("agent_id"), "agent_id")
-    if caller.role == "agent":
+    if caller.is_agent:
         wrap_id = checks.identifier(fields.get("wrap_id"), "wrap_id", "bad-wrap")
         store.read(kb, lambda c: access.check_wrap_owner(c, wrap_id, caller.id))
 
