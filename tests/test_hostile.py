@@ -1,0 +1,74 @@
+"""Hostile agents: each test is one attack an agent token could make on other agents,
+over a real daemon, and the rule that stops it (docs/security.md, "The rules").
+
+The attacker is AgentAtlas; its victims are AgentBoreas and AgentCharlie. Every attack
+uses only requests the wire accepts from some caller — the question each test answers is
+whether the daemon lets an agent's own moves reach into another agent's claims, sessions,
+subscriptions or connection. One section per rule, in the order of the table; a new
+attack goes into the section of the rule it tests.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from koinii.server.tokens import add_token
+from tests.conftest import Daemon
+
+TEAM = {
+    "AgentAtlas": "agent",
+    "AgentBoreas": "agent",
+    "AgentCharlie": "agent",
+    "Registrar": "admin",
+    "Ops": "operator",
+    "Auditor": "reader",
+}
+
+
+@pytest.fixture
+def team(start_daemon):
+    return start_daemon(principals=TEAM)
+
+
+def koinii_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "koinii", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+# --- one context per principal -------------------------------------------------------------
+
+
+def test_token_add_refuses_a_second_principal_for_one_context(tmp_path):
+    path = tmp_path / "team.tokens"
+    table = str(path)
+    assert koinii_cli("token", "add", "AgentAtlas", "--tokens", table).returncode == 0
+    clash = koinii_cli("token", "add", "Atlas", "--role", "agent", "--tokens", table)
+    assert clash.returncode == 1
+    assert "koinii/context-taken" in clash.stderr
+    assert "Atlas" in clash.stderr and "AgentAtlas" in clash.stderr and "CxAtlas" in clash.stderr
+    assert "koinii token revoke Atlas" in clash.stderr  # how to fix it
+    assert [e["id"] for e in json.loads(path.read_text())["tokens"]] == ["AgentAtlas"]
+    # a second token for the same principal is a rotation, not a clash
+    assert koinii_cli("token", "add", "AgentAtlas", "--tokens", table).returncode == 0
+
+
+def test_the_daemon_refuses_to_start_on_a_table_where_two_principals_share_a_context(tmp_path):
+    table = tmp_path / "edited.tokens"
+    add_token(str(table), "AgentAtlas", "agent")
+    data = json.loads(table.read_text())
+    data["tokens"].append({**data["tokens"][0], "id": "Atlas"})  # edited by hand
+    table.write_text(json.dumps(data))
+    daemon = Daemon(str(tmp_path / "team.db"), ["--tokens", str(table)])
+    try:
+        with pytest.raises(RuntimeError) as exited:
+            daemon.start()
+    finally:
+        daemon.kill()
+    message = str(exited.value)
+    assert "koinii/context-taken" in message and "CxAtlas" in message
+    assert "Atlas" in message and f"koinii token revoke Atlas --tokens {table}" in message
