@@ -17,7 +17,8 @@ import sys
 import pytest
 
 from koinii.server.tokens import add_token
-from tests.conftest import Daemon
+from koinii.sessions import Introspection, SessionStore
+from tests.conftest import Daemon, refused
 
 TEAM = {
     "AgentAtlas": "agent",
@@ -72,3 +73,53 @@ def test_the_daemon_refuses_to_start_on_a_table_where_two_principals_share_a_con
     message = str(exited.value)
     assert "koinii/context-taken" in message and "CxAtlas" in message
     assert "Atlas" in message and f"koinii token revoke Atlas --tokens {table}" in message
+
+
+# --- sessions: written by the principal that started them, and operators -------------------
+
+
+def test_an_agent_cannot_write_another_agents_session(team):
+    boreas = SessionStore(team.client("AgentBoreas"))
+    sid = boreas.start_session(title="boreas at work", external_id="boreas:1")
+    turn = boreas.start_turn(sid, "migrate the db")
+    iteration = boreas.record_iteration(turn, prose="looking")
+    done = boreas.start_turn(sid, "an earlier turn")
+    boreas.finish_turn(done, "done", "complete")
+    atlas = SessionStore(team.client("AgentAtlas"))
+    ops = team.client("Ops")
+    seq = ops.seq
+    attacks = [
+        lambda: atlas.set_title(sid, "pwned"),
+        lambda: atlas.start_turn(sid, "words in boreas's session"),
+        lambda: atlas.record_iteration(turn, prose="not boreas"),
+        lambda: atlas.record_block(iteration, code="rm -rf /"),
+        lambda: atlas.finish_turn(turn, "error", "error", error="cut short"),
+        lambda: atlas.retry_turn(done),
+        lambda: atlas.fork_session(sid, position=0),
+        lambda: atlas.record_routing(sid, "error", reason="made up"),
+        lambda: atlas.add_attachment(turn, filename="planted.txt"),
+        lambda: atlas.call("import_part", external_id="boreas:1", part=0, session={}),
+    ]
+    for attack in attacks:
+        refusal = refused(attack)
+        assert refusal.kind == "koinii/foreign-session", refusal
+        assert refusal.data["agent"] == "AgentAtlas" and refusal.data["owner"] == "AgentBoreas"
+        assert "started" in refusal.message
+    assert ops.seq == seq  # nothing was written
+    reader = Introspection(team.client("Auditor"))
+    assert reader.get_session(sid)["title"] == "boreas at work"
+    # the owner and an operator still write it; the attacker records its own sessions
+    boreas.set_title(sid, "still boreas")
+    SessionStore(ops).set_title(sid, "an operator may")
+    own = atlas.start_session(title="atlas's own", parent_session_id=sid)
+    atlas.start_turn(own, "a child session writes no row of its parent")
+    assert reader.get_session(sid)["title"] == "an operator may"
+
+
+def test_an_admin_records_no_sessions(team):
+    refusal = refused(lambda: SessionStore(team.client("Registrar")).start_session())
+    assert refusal.kind == "forbidden" and "CxRegistry" in refusal.message
+    sid = SessionStore(team.client("AgentBoreas")).start_session()
+    assert refused(lambda: SessionStore(team.client("Registrar")).set_title(sid, "x")).kind == (
+        "forbidden"
+    )

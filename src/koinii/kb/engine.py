@@ -1566,6 +1566,12 @@ class KB:
         finally:
             _PRINCIPAL.reset(token)
 
+    @property
+    def principal(self) -> str | None:
+        """The principal the writes now running are attributed to (`attributed_to`), if
+        any: a domain that keeps its own records (sessions) records it as their owner."""
+        return _PRINCIPAL.get()
+
     # ================================================================ feed
 
     def watch(self, callback: Callable[[Event], Any], goal: Any = None, ctx: Any = None) -> int:

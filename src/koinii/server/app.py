@@ -59,6 +59,7 @@ _FORBIDDEN = {
     "koinii/registry-forbidden",
     "koinii/admin-off-registry",
     "koinii/foreign-sentex",
+    "koinii/foreign-session",
 }
 
 

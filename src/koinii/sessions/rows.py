@@ -341,9 +341,13 @@ class RowWriter:
         return turn_id
 
     def session(
-        self, external_id: str | None, session: dict[str, Any], parent_n: int | None = None
+        self,
+        external_id: str | None,
+        session: dict[str, Any],
+        parent_n: int | None = None,
+        owner: str | None = None,
     ) -> tuple[int, str, int]:
-        """A new session with its state 0: (n, id, state n)."""
+        """A new session with its state 0, started by `owner`: (n, id, state n)."""
         session_id = new_id()
         title = session["title"]
         session_n = self.insert(
@@ -363,6 +367,7 @@ class RowWriter:
                 "meta": json.dumps(session["meta"], ensure_ascii=False)
                 if session["meta"]
                 else None,
+                "owner": owner,
             },
         )
         state_n = self.state(session_n, 0, None, None, session, session["created_at"])
