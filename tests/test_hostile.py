@@ -123,3 +123,25 @@ def test_an_admin_records_no_sessions(team):
     assert refused(lambda: SessionStore(team.client("Registrar")).set_title(sid, "x")).kind == (
         "forbidden"
     )
+
+
+# --- poisoned reads: values no JSON reader takes back ----------------------------------------
+
+
+def test_an_agent_cannot_poison_the_reads_of_others_with_nan(team):
+    atlas, boreas = team.client("AgentAtlas"), team.client("AgentBoreas")
+    claim = "(usesDb ProdCluster Postgres)"
+    refusal = refused(
+        lambda: atlas.assert_(claim, "CxAtlas", provenance={"confidence": float("nan")})
+    )
+    assert refusal.kind == "bad-value" and refusal.data["field"] == "provenance.confidence"
+    h = atlas.assert_(claim, "CxAtlas", provenance={"confidence": 0.9})
+    seq = atlas.seq
+    refusal = refused(lambda: atlas.add_provenance(h, {"weight": float("inf")}))
+    assert refusal.kind == "bad-value" and atlas.seq == seq  # refused, and nothing committed
+    refusal = refused(lambda: atlas.add_provenance(h, {"by": "\ud800"}))
+    assert refusal.kind == "bad-value"
+    # every read of the claim still answers, for everyone
+    assert boreas.provenance(h)["confidence"] == 0.9
+    assert [s.handle for s in boreas.sentexes_matching("(usesDb ?c ?d)", "CxAtlas")] == [h]
+    assert boreas.query("(usesDb ?c ?d)", "CxAtlas")

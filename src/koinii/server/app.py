@@ -12,7 +12,8 @@ Invariants:
 - Every request body is checked against the operation's field table before the engine
   sees it; the same table generates `/openapi.json`, so the document cannot drift.
 - Every refusal leaves as `{"ok": false, "error": {kind, message, data}}` with the status
-  of `status_of(kind)`; any other exception is a 500 `internal-error` with no traceback.
+  of `status_of(kind)`, whatever its data holds (`render` repairs what JSON cannot
+  carry); any other exception is a 500 `internal-error` with no traceback.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from starlette.routing import Route
 
 import koinii
 from koinii.errors import Refused
-from koinii.kb import KB
+from koinii.kb import KB, values
 from koinii.operations import Operation, load_domains
 from koinii.server import access
 from koinii.server.subscriptions import Subscriptions
@@ -526,8 +527,16 @@ class Daemon:
         raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         if not raw:
             return {}
+        try:  # UTF-8 only: json.loads would take bytes in UTF-16 or UTF-32 too
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Refused(
+                "not-json",
+                f"the body is not UTF-8 (byte {exc.start}): send JSON encoded as UTF-8",
+                {"offset": exc.start},
+            ) from None
         try:
-            return json.loads(raw)
+            return json.loads(text)
         except (ValueError, RecursionError):
             raise Refused("not-json", "the body is not valid JSON (UTF-8)", {}) from None
 
@@ -535,12 +544,26 @@ class Daemon:
 _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
+def render(content: Any) -> bytes:
+    """`content` as UTF-8 JSON. What no JSON holds (a NaN, a lone surrogate) is never
+    accepted now (`koinii.kb.values`), but a store written before may hold it, and a
+    refusal may quote it: such a reply is repaired (`values.repaired`), never a 500."""
+    try:
+        return _encode(content).encode("utf-8")
+    except ValueError:  # UnicodeEncodeError is one
+        fixed, changed = values.repaired(content)
+        if not changed:
+            raise
+        log.warning("a reply held a value JSON cannot carry; served it repaired")
+        return _encode(fixed).encode("utf-8")
+
+
 class _Reply(JSONResponse):
     """A JSONResponse whose encoder is made once: `json.dumps` with options, which
     JSONResponse calls, builds a new encoder for every reply."""
 
     def render(self, content: Any) -> bytes:
-        return _encode(content).encode("utf-8")
+        return render(content)
 
 
 def _reply(result: Any) -> Response:

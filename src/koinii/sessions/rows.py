@@ -13,6 +13,7 @@ import json
 import uuid
 from typing import Any
 
+from koinii.kb import values
 from koinii.sessions import checks, schema
 from koinii.sessions.checks import refuse
 
@@ -182,7 +183,7 @@ def checked_turn(field: str, value: Any, default_time: str) -> dict[str, Any]:
 
 def checked_session(field: str, value: Any) -> dict[str, Any]:
     given = checks.Given(field, value, SESSION_FIELDS)
-    meta = given.mapping("meta")
+    meta = values.check(given.path("meta"), given.mapping("meta"))
     try:
         encoded = json.dumps(meta, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
