@@ -10,6 +10,7 @@ attack goes into the section of the rule it tests.
 
 from __future__ import annotations
 
+import http.client
 import json
 import subprocess
 import sys
@@ -33,6 +34,29 @@ TEAM = {
 @pytest.fixture
 def team(start_daemon):
     return start_daemon(principals=TEAM)
+
+
+@pytest.fixture
+def on_sqlite(tmp_path):
+    """on_sqlite(*args, principals=None) -> a running daemon over SQLite, for the attacks
+    on the transport, which no store takes part in (so they run once, not per backend)."""
+    started: list[Daemon] = []
+
+    def start(*args: str, principals: dict[str, str] | None = None) -> Daemon:
+        n = len(started)
+        tokens: dict[str, str] = {}
+        extra: list[str] = []
+        if principals:
+            table = str(tmp_path / f"tokens-{n}.json")
+            tokens = {p: add_token(table, p, role) for p, role in principals.items()}
+            extra = ["--tokens", table]
+        daemon = Daemon(str(tmp_path / f"transport-{n}.db"), [*args, *extra], tokens)
+        started.append(daemon)
+        return daemon.start()
+
+    yield start
+    for daemon in started:
+        daemon.kill()
 
 
 def koinii_cli(*args: str) -> subprocess.CompletedProcess:
@@ -145,3 +169,54 @@ def test_an_agent_cannot_poison_the_reads_of_others_with_nan(team):
     assert boreas.provenance(h)["confidence"] == 0.9
     assert [s.handle for s in boreas.sentexes_matching("(usesDb ?c ?d)", "CxAtlas")] == [h]
     assert boreas.query("(usesDb ?c ?d)", "CxAtlas")
+
+
+# --- DNS rebinding: the Host is a name the daemon answers to ---------------------------------
+
+
+def raw(daemon, path: str, body: bytes = b"{}", headers: dict | None = None):
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
+    conn.request("POST" if path.startswith("/v1/") else "GET", path, body, headers or {})
+    response = conn.getresponse()
+    return response.status, json.loads(response.read())
+
+
+def test_a_rebinding_page_cannot_drive_an_open_daemon(on_sqlite):
+    daemon = on_sqlite()
+    # evil.example resolved to 127.0.0.1 for a moment: to the browser the page and the
+    # daemon are one origin, so it sends its own name as Host and as Origin
+    site = f"evil.example:{daemon.port}"
+    page = {"Host": site, "Origin": f"http://{site}", "Content-Type": "text/plain"}
+    body = json.dumps({"sentence": "(pwned By Rebinding)", "context": "CxA"}).encode()
+    status, reply = raw(daemon, "/v1/assert", body, page)
+    assert (status, reply["error"]["kind"]) == (403, "bad-host")
+    assert "--allow-host evil.example" in reply["error"]["message"]
+    assert raw(daemon, "/health", headers=page)[0] == 403  # reads too
+    with daemon.client() as client:
+        assert client.query("(pwned ?x ?y)", "CxA") == []
+
+
+def test_a_rebinding_page_gets_no_further_with_an_agents_token(on_sqlite):
+    team = on_sqlite(principals=TEAM)
+    site = f"evil.example:{team.port}"
+    page = {
+        "Host": site,
+        "Origin": f"http://{site}",
+        "Authorization": f"Bearer {team.tokens['AgentAtlas']}",
+    }
+    body = json.dumps({"sentence": "(pwned By Rebinding)", "context": "CxAtlas"}).encode()
+    assert raw(team, "/v1/assert", body, page)[1]["error"]["kind"] == "bad-host"
+
+
+def test_loopback_and_allowed_names_are_answered_and_the_origin_check_still_holds(on_sqlite):
+    daemon = on_sqlite("--allow-host", "koinii.internal")
+    for host in ("127.0.0.1", "localhost", "LOCALHOST.", "127.0.0.2", "[::1]"):
+        status, reply = raw(daemon, "/v1/stats", headers={"Host": f"{host}:{daemon.port}"})
+        assert status == 200 and reply["ok"] is True, host
+    named = f"koinii.internal:{daemon.port}"
+    assert raw(daemon, "/v1/stats", headers={"Host": named, "Origin": f"http://{named}"})[0] == 200
+    local = f"localhost:{daemon.port}"
+    for origin in ("http://localhost:3000", "null", f"http://{named}"):  # another origin
+        status, reply = raw(daemon, "/v1/stats", headers={"Host": local, "Origin": origin})
+        assert (status, reply["error"]["kind"]) == (403, "cross-origin"), origin
+    assert raw(daemon, "/v1/stats", headers={"Host": f"other.internal:{daemon.port}"})[0] == 403

@@ -76,6 +76,13 @@ def main(debug: bool) -> None:
     is_flag=True,
     help="PostgreSQL: wait for the current writer to stop, then take over.",
 )
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer to this Host name (repeatable); loopback and --host always.",
+)
 @click.option("--log-level", default="warning", show_default=True)
 def serve(
     db,
@@ -89,6 +96,7 @@ def serve(
     query_budget,
     log_retention,
     standby,
+    allow_hosts,
     log_level,
 ) -> None:
     """Run the daemon: the single writer of one store, over HTTP."""
@@ -112,6 +120,7 @@ def serve(
             limits=limits,
             log_level=log_level,
             standby=standby,
+            allow_hosts=allow_hosts,
         )
     )
 

@@ -13,10 +13,12 @@ import ipaddress
 import logging
 import signal
 import sys
+from collections.abc import Iterable
 
 from koinii.errors import Refused
 from koinii.kb import open_kb
 from koinii.server.app import Limits, build_app
+from koinii.server.guards import Hosts
 from koinii.server.tokens import TokenTable
 
 __all__ = ["Limits", "build_app", "serve", "is_loopback"]
@@ -41,8 +43,10 @@ def serve(
     limits: Limits | None = None,
     log_level: str = "warning",
     standby: bool = False,
+    allow_hosts: Iterable[str] = (),
 ) -> int:
-    """Run the daemon in the foreground; returns the process exit code."""
+    """Run the daemon in the foreground; returns the process exit code. It answers to
+    the loopback names, `host`, and `allow_hosts` (guards.Hosts)."""
     import uvicorn
 
     if tokens is None and not is_loopback(host):
@@ -60,7 +64,7 @@ def serve(
     except Refused as refusal:
         print(f"koinii serve: {refusal.kind}: {refusal.message}", file=sys.stderr)
         return 1
-    app = build_app(kb, table, limits)
+    app = build_app(kb, table, limits, Hosts(host, allow_hosts))
     daemon = app.state.daemon
     # The daemon holds its whole KB in memory, a heap that mostly grows. With the
     # collector's default thresholds every few thousand writes brought a full collection

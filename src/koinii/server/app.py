@@ -1,6 +1,8 @@
 """The daemon's HTTP API: one JSON operation per route, all over one KB (wire.md).
 
 Invariants:
+- Every request passes the transport guards first (guards.py): its Host is a name the
+  daemon answers to, and its Origin, if any, is the daemon's own.
 - The KB is touched only from the event loop's thread, one operation at a time: that is
   the single writer and the total order. Engine operations take microseconds; the only
   waits (long polls, the durable tail) are futures that never block it.
@@ -36,6 +38,7 @@ from koinii.errors import Refused
 from koinii.kb import KB, values
 from koinii.operations import Operation, load_domains
 from koinii.server import access
+from koinii.server.guards import Hosts, check_origin
 from koinii.server.subscriptions import Subscriptions
 from koinii.server.tokens import OPEN, Caller, TokenTable
 from koinii.wire import API, encode_bindings, encode_edited, encode_retracted, encode_sentex
@@ -61,6 +64,7 @@ _FORBIDDEN = {
     "koinii/admin-off-registry",
     "koinii/foreign-sentex",
     "koinii/foreign-session",
+    "bad-host",
 }
 
 
@@ -303,10 +307,13 @@ class _Group:
 class Daemon:
     """The operations, bound to one KB, its subscriptions and its access rules."""
 
-    def __init__(self, kb: KB, tokens: TokenTable | None, limits: Limits) -> None:
+    def __init__(
+        self, kb: KB, tokens: TokenTable | None, limits: Limits, hosts: Hosts | None = None
+    ) -> None:
         self.kb = kb
         self.tokens = tokens
         self.limits = limits
+        self.hosts = hosts or Hosts()
         kb.query_budget_s = limits.query_budget_s
         self.subs = Subscriptions(
             kb, cap=limits.max_subscriptions, ring=limits.ring, idle_s=limits.idle_s
@@ -499,6 +506,13 @@ class Daemon:
 
     # --- plumbing ---------------------------------------------------------------------
 
+    def guard(self, headers: dict[bytes, str]) -> None:
+        """Refuse a request for a host the daemon does not answer to, or from a page of
+        another origin (guards.py)."""
+        host = headers.get(b"host")
+        self.hosts.check(host)
+        check_origin(headers.get(b"origin"), host)
+
     def caller(self, headers: dict[bytes, str]) -> Caller:
         if self.tokens is None:
             return OPEN
@@ -587,19 +601,6 @@ def _headers(request: Request) -> dict[bytes, str]:
     return found
 
 
-def _check_origin(headers: dict[bytes, str]) -> None:
-    origin = headers.get(b"origin")
-    if origin is None:
-        return
-    host = headers.get(b"host", "")
-    if origin not in (f"http://{host}", f"https://{host}"):
-        raise Refused(
-            "cross-origin",
-            "requests from another origin (a browser page) are refused",
-            {"origin": origin[:200]},
-        )
-
-
 def _endpoint(daemon: Daemon, op: str) -> Callable[[Request], Awaitable[Response]]:
     handler = getattr(daemon, "op_" + op)
     fields = OPERATIONS[op][0]
@@ -651,7 +652,7 @@ def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitabl
     async def endpoint(request: Request) -> Response:
         try:
             headers = _headers(request)
-            _check_origin(headers)
+            daemon.guard(headers)
             caller = daemon.caller(headers)
             body = _check_fields(op, fields, await daemon.body(request, headers))
             result = await run(caller, body)
@@ -666,15 +667,28 @@ def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitabl
     return endpoint
 
 
-def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = None) -> Starlette:
-    """The ASGI application over `kb` (opened by the caller, closed at shutdown)."""
-    daemon = Daemon(kb, tokens, limits or Limits())
+def build_app(
+    kb: KB,
+    tokens: TokenTable | None = None,
+    limits: Limits | None = None,
+    hosts: Hosts | None = None,
+) -> Starlette:
+    """The ASGI application over `kb` (opened by the caller, closed at shutdown),
+    answering to `hosts` (default: the loopback names)."""
+    daemon = Daemon(kb, tokens, limits or Limits(), hosts)
 
-    async def health(request: Request) -> Response:
-        return JSONResponse({"ok": True, "version": koinii.__version__, "seq": kb.seq})
+    def guarded(page: Callable[[], Any]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                daemon.guard(_headers(request))
+            except Refused as refusal:
+                return _refusal(refusal)
+            return JSONResponse(page())
 
-    async def openapi(request: Request) -> Response:
-        return JSONResponse(openapi_document())
+        return endpoint
+
+    health = guarded(lambda: {"ok": True, "version": koinii.__version__, "seq": kb.seq})
+    openapi = guarded(openapi_document)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return _refusal(Refused("not-found", f"no route {request.url.path}", {}))
@@ -762,7 +776,7 @@ def openapi_document() -> dict[str, Any]:
         for status, what in (
             ("400", "refused by a rule"),
             ("401", "missing, wrong or malformed token"),
-            ("403", "outside the caller's scope, or a foreign Origin"),
+            ("403", "outside the caller's scope, a foreign Origin, or a Host not served"),
             ("413", "body too large"),
             ("500", "internal error"),
         ):
