@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+import koinii
 from koinii.server.tokens import add_token
 from koinii.sessions import Introspection, SessionStore
 from tests.conftest import Daemon, refused
@@ -220,3 +221,61 @@ def test_loopback_and_allowed_names_are_answered_and_the_origin_check_still_hold
         status, reply = raw(daemon, "/v1/stats", headers={"Host": local, "Origin": origin})
         assert (status, reply["error"]["kind"]) == (403, "cross-origin"), origin
     assert raw(daemon, "/v1/stats", headers={"Host": f"other.internal:{daemon.port}"})[0] == 403
+
+
+# --- starving others: subscriptions, memory, connections -------------------------------------
+
+
+def test_one_token_cannot_take_another_principals_subscription_slots(on_sqlite):
+    team = on_sqlite(principals=TEAM)
+    atlas, boreas = team.client("AgentAtlas"), team.client("AgentBoreas")
+    opened = 0
+    with pytest.raises(koinii.Refused) as refusal:
+        while opened < 2000:  # bounded: the daemon's cap is 1024
+            atlas.watch()
+            opened += 1
+    assert opened == 64  # the documented default quota
+    assert refusal.value.kind == "too-many-subscriptions"
+    assert refusal.value.data["quota"] == 64
+    assert "--max-subscriptions-per-principal" in refusal.value.message
+    assert boreas.poll(boreas.watch()["token"], 0)["events"] == []
+
+
+def test_an_agent_cannot_see_poll_or_drop_another_agents_subscription(on_sqlite):
+    team = on_sqlite(principals=TEAM)
+    atlas, boreas = team.client("AgentAtlas"), team.client("AgentBoreas")
+    mine = boreas.watch("(usesDb ?c ?d)", "CxBoreas")["token"]
+    [listed] = atlas.watchers()
+    assert listed["token"] is None and listed["principal"] == "AgentBoreas"
+    for attack in (lambda: atlas.unwatch(mine), lambda: atlas.poll(mine, 0)):
+        assert refused(attack).kind == "koinii/foreign-subscription"
+    boreas.assert_("(usesDb ProdCluster Postgres)", "CxBoreas")
+    assert len(boreas.poll(mine, 0)["events"]) == 1
+    assert team.client("Ops").watchers()[0]["token"] == mine  # an operator sees all
+
+
+def rss_mib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS"))
+    return int(line.split()[1]) // 1024
+
+
+def test_watchers_share_one_copy_of_each_event(on_sqlite):
+    daemon = on_sqlite()
+    client = daemon.client()
+    filler = "x" * 180  # 3,000 sentences: a 0.6 MB edit
+
+    def growth_of_an_edit(ctx: str) -> int:
+        before = rss_mib(daemon.proc.pid)
+        client.edit(add=[(f'(note Thing{i} "{filler}")', ctx) for i in range(3000)])
+        client.stats()  # delivered by now: events go out before the writer's reply
+        return rss_mib(daemon.proc.pid) - before
+
+    client.watch()
+    alone = growth_of_an_edit("CxA")  # the store's own growth, with one watcher
+    tokens = [client.watch()["token"] for _ in range(150)]
+    tokens += [client.watch("(note ?x ?text)", "CxB")["token"] for _ in range(49)]
+    watched = growth_of_an_edit("CxB")  # 200 watchers: before, a copy each (~140 MiB)
+    assert watched - alone < 25, (alone, watched)
+    first, last = client.poll(tokens[0], 0), client.poll(tokens[-1], 0)
+    assert len(first["events"][0].added) == len(last["events"][0].added) == 3000

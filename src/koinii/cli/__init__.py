@@ -65,6 +65,12 @@ def main(debug: bool) -> None:
 )
 @click.option("--max-subscriptions", default=1024, show_default=True)
 @click.option(
+    "--max-subscriptions-per-principal",
+    default=64,
+    show_default=True,
+    help="Of those, how many one token may hold.",
+)
+@click.option(
     "--max-body", default=16 * 1024 * 1024, show_default=True, help="Largest request body, bytes."
 )
 @click.option("--query-budget", default=30.0, show_default=True, help="Seconds a query may run.")
@@ -92,6 +98,7 @@ def serve(
     ring_size,
     reap_after,
     max_subscriptions,
+    max_subscriptions_per_principal,
     max_body,
     query_budget,
     log_retention,
@@ -107,6 +114,7 @@ def serve(
         body_bytes=max_body,
         query_budget_s=query_budget,
         max_subscriptions=max_subscriptions,
+        subscriptions_per_principal=max_subscriptions_per_principal,
         ring=ring_size,
         idle_s=reap_after,
         log_retention=log_retention,

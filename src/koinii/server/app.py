@@ -14,7 +14,7 @@ Invariants:
 - Every request body is checked against the operation's field table before the engine
   sees it; the same table generates `/openapi.json`, so the document cannot drift.
 - Every refusal leaves as `{"ok": false, "error": {kind, message, data}}` with the status
-  of `status_of(kind)`, whatever its data holds (`render` repairs what JSON cannot
+  of `status_of(kind)`, whatever its data holds (`wire.render` repairs what JSON cannot
   carry); any other exception is a 500 `internal-error` with no traceback.
 """
 
@@ -35,13 +35,21 @@ from starlette.routing import Route
 
 import koinii
 from koinii.errors import Refused
-from koinii.kb import KB, values
+from koinii.kb import KB
 from koinii.operations import Operation, load_domains
 from koinii.server import access
 from koinii.server.guards import Hosts, check_origin
 from koinii.server.subscriptions import Subscriptions
 from koinii.server.tokens import OPEN, Caller, TokenTable
-from koinii.wire import API, encode_bindings, encode_edited, encode_retracted, encode_sentex
+from koinii.wire import (
+    API,
+    RawJSON,
+    encode_bindings,
+    encode_edited,
+    encode_retracted,
+    encode_sentex,
+    render,
+)
 
 log = logging.getLogger("koinii.server")
 
@@ -51,6 +59,7 @@ class Limits:
     body_bytes: int = 16 * 1024 * 1024
     query_budget_s: float = 30.0
     max_subscriptions: int = 1024
+    subscriptions_per_principal: int = 64  # of those, what one token may hold
     ring: int = 256
     idle_s: float = 300.0
     log_retention: int | None = None  # keep this many change-log entries (None: all)
@@ -64,6 +73,7 @@ _FORBIDDEN = {
     "koinii/admin-off-registry",
     "koinii/foreign-sentex",
     "koinii/foreign-session",
+    "koinii/foreign-subscription",
     "bad-host",
 }
 
@@ -316,7 +326,11 @@ class Daemon:
         self.hosts = hosts or Hosts()
         kb.query_budget_s = limits.query_budget_s
         self.subs = Subscriptions(
-            kb, cap=limits.max_subscriptions, ring=limits.ring, idle_s=limits.idle_s
+            kb,
+            cap=limits.max_subscriptions,
+            quota=limits.subscriptions_per_principal,
+            ring=limits.ring,
+            idle_s=limits.idle_s,
         )
         self._group: _Group | None = None
         # How many requests the server has in flight (read, not yet answered), when it
@@ -490,16 +504,18 @@ class Daemon:
     # --- the wire feed --------------------------------------------------------------
 
     def op_watch(self, caller: Caller, body: dict[str, Any]) -> Any:
-        return self.subs.watch(body.get("goal"), body.get("context"), body.get("max_events"))
+        return self.subs.watch(
+            body.get("goal"), body.get("context"), body.get("max_events"), caller
+        )
 
     async def op_poll(self, caller: Caller, body: dict[str, Any]) -> Any:
-        return await self.subs.poll(body["token"], body["cursor"], body.get("wait_ms"))
+        return await self.subs.poll(body["token"], body["cursor"], body.get("wait_ms"), caller)
 
     def op_unwatch(self, caller: Caller, body: dict[str, Any]) -> Any:
-        return self.subs.unwatch(body["token"])
+        return self.subs.unwatch(body["token"], caller)
 
     def op_watchers(self, caller: Caller, body: dict[str, Any]) -> Any:
-        return self.subs.describe()
+        return self.subs.describe(caller)
 
     async def op_changes(self, caller: Caller, body: dict[str, Any]) -> Any:
         return await self.subs.changes(body["since"], body.get("limit"), body.get("wait_ms"))
@@ -555,23 +571,6 @@ class Daemon:
             raise Refused("not-json", "the body is not valid JSON (UTF-8)", {}) from None
 
 
-_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
-
-
-def render(content: Any) -> bytes:
-    """`content` as UTF-8 JSON. What no JSON holds (a NaN, a lone surrogate) is never
-    accepted now (`koinii.kb.values`), but a store written before may hold it, and a
-    refusal may quote it: such a reply is repaired (`values.repaired`), never a 500."""
-    try:
-        return _encode(content).encode("utf-8")
-    except ValueError:  # UnicodeEncodeError is one
-        fixed, changed = values.repaired(content)
-        if not changed:
-            raise
-        log.warning("a reply held a value JSON cannot carry; served it repaired")
-        return _encode(fixed).encode("utf-8")
-
-
 class _Reply(JSONResponse):
     """A JSONResponse whose encoder is made once: `json.dumps` with options, which
     JSONResponse calls, builds a new encoder for every reply."""
@@ -581,6 +580,8 @@ class _Reply(JSONResponse):
 
 
 def _reply(result: Any) -> Response:
+    if type(result) is RawJSON:
+        return Response(b'{"ok":true,"result":' + result + b"}", media_type="application/json")
     return _Reply({"ok": True, "result": result})
 
 
