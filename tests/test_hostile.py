@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -43,7 +45,9 @@ def on_sqlite(tmp_path):
     on the transport, which no store takes part in (so they run once, not per backend)."""
     started: list[Daemon] = []
 
-    def start(*args: str, principals: dict[str, str] | None = None) -> Daemon:
+    def start(
+        *args: str, principals: dict[str, str] | None = None, fd_limit: int | None = None
+    ) -> Daemon:
         n = len(started)
         tokens: dict[str, str] = {}
         extra: list[str] = []
@@ -52,6 +56,7 @@ def on_sqlite(tmp_path):
             tokens = {p: add_token(table, p, role) for p, role in principals.items()}
             extra = ["--tokens", table]
         daemon = Daemon(str(tmp_path / f"transport-{n}.db"), [*args, *extra], tokens)
+        daemon.fd_limit = fd_limit
         started.append(daemon)
         return daemon.start()
 
@@ -279,3 +284,77 @@ def test_watchers_share_one_copy_of_each_event(on_sqlite):
     assert watched - alone < 25, (alone, watched)
     first, last = client.poll(tokens[0], 0), client.poll(tokens[-1], 0)
     assert len(first["events"][0].added) == len(last["events"][0].added) == 3000
+
+
+def connect(daemon: Daemon, send: bytes = b"") -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", daemon.port), timeout=5)
+    if send:
+        sock.sendall(send)
+    return sock
+
+
+def answer(sock: socket.socket) -> bytes:
+    """What the daemon sends before it closes the connection (b"" if it closes silently;
+    a close with our data unread may reset the connection before its answer is read)."""
+    got = b""
+    try:
+        while chunk := sock.recv(65536):
+            got += chunk
+    except ConnectionResetError:
+        pass
+    return got
+
+
+STALLED_HEADERS = b"POST /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthoriz"
+
+
+def test_300_connections_without_a_token_do_not_lock_out_a_client_with_one(on_sqlite):
+    # 256 descriptors, as on a machine with a low `ulimit -n`: 300 connections that never
+    # finish a request (half of them stuck in their headers) would take them all
+    team = on_sqlite(principals=TEAM, fd_limit=256)
+    stalled = []
+    try:
+        for i in range(300):
+            stalled.append(connect(team, STALLED_HEADERS if i % 2 else b""))
+        with team.client("AgentBoreas", timeout=5) as boreas:
+            started = time.monotonic()
+            assert boreas.assert_("(still Served)", "CxBoreas") > 0
+            assert boreas.stats()["seq"] > 0
+            assert time.monotonic() - started < 5
+    finally:
+        for sock in stalled:
+            sock.close()
+
+
+def test_a_client_that_stalls_in_its_headers_is_cut_off(on_sqlite):
+    daemon = on_sqlite("--header-timeout", "0.5", principals=TEAM)
+    silent, slow = connect(daemon), connect(daemon, STALLED_HEADERS)
+    # answered at once (no token), it never sends the body it announced
+    announced = connect(
+        daemon, b"POST /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 999999\r\n\r\n{"
+    )
+    started = time.monotonic()
+    assert answer(slow).startswith(b"HTTP/1.1 408")
+    assert answer(silent).startswith(b"HTTP/1.1 408")
+    assert answer(announced).startswith(b"HTTP/1.1 401")  # then closed, not kept
+    assert time.monotonic() - started < 4
+    endless = connect(daemon, b"POST /v1/stats HTTP/1.1\r\n" + b"X-Pad: " + b"a" * 200_000)
+    cut = answer(endless)  # closed: with a 431, or reset before it could be read
+    assert cut == b"" or cut.startswith(b"HTTP/1.1 431")
+    with daemon.client("AgentBoreas") as client:  # a client that sends its request is served
+        assert client.stats()["seq"] >= 0
+
+
+def test_a_client_that_stalls_in_its_body_is_refused_body_timeout(on_sqlite):
+    team = on_sqlite("--body-timeout", "0.5", principals=TEAM)
+    head = (
+        b"POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b'Authorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{"sentence"'
+    ) % team.tokens["AgentAtlas"].encode()
+    sock = connect(team, head)
+    started = time.monotonic()
+    response = http.client.HTTPResponse(sock)
+    response.begin()
+    assert response.status == 408 and time.monotonic() - started < 4
+    assert json.loads(response.read())["error"]["kind"] == "body-timeout"
+    sock.close()

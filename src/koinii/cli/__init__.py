@@ -75,6 +75,24 @@ def main(debug: bool) -> None:
 )
 @click.option("--query-budget", default=30.0, show_default=True, help="Seconds a query may run.")
 @click.option(
+    "--header-timeout",
+    default=10.0,
+    show_default=True,
+    help="Seconds a client has to send a request's headers.",
+)
+@click.option(
+    "--body-timeout",
+    default=60.0,
+    show_default=True,
+    help="Seconds a client has to send a request's body, after its headers.",
+)
+@click.option(
+    "--max-connections",
+    default=None,
+    type=int,
+    help="Connections kept at once (default: the descriptor limit less 64).",
+)
+@click.option(
     "--log-retention", default=None, type=int, help="Change-log entries to keep (default: all)."
 )
 @click.option(
@@ -101,6 +119,9 @@ def serve(
     max_subscriptions_per_principal,
     max_body,
     query_budget,
+    header_timeout,
+    body_timeout,
+    max_connections,
     log_retention,
     standby,
     allow_hosts,
@@ -118,6 +139,9 @@ def serve(
         ring=ring_size,
         idle_s=reap_after,
         log_retention=log_retention,
+        header_s=header_timeout,
+        body_s=body_timeout,
+        max_connections=max_connections,
     )
     sys.exit(
         run(

@@ -3,7 +3,8 @@
 `serve()` opens the store (refusing a second writer), loads the token table, refuses to
 bind a non-loopback address without one, and runs the ASGI app (`app.build_app`) under
 uvicorn until SIGTERM/SIGINT: then it stops accepting, wakes every parked poll, lets
-in-flight requests finish and closes the store cleanly.
+in-flight requests finish and closes the store cleanly. Its connections are uvicorn's
+httptools protocol under the connection guards (guards.guarded_protocol).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterable
 from koinii.errors import Refused
 from koinii.kb import open_kb
 from koinii.server.app import Limits, build_app
-from koinii.server.guards import Hosts
+from koinii.server.guards import Hosts, connection_cap, guarded_protocol
 from koinii.server.tokens import TokenTable
 
 __all__ = ["Limits", "build_app", "serve", "is_loopback"]
@@ -64,6 +65,7 @@ def serve(
     except Refused as refusal:
         print(f"koinii serve: {refusal.kind}: {refusal.message}", file=sys.stderr)
         return 1
+    limits = limits or Limits()
     app = build_app(kb, table, limits, Hosts(host, allow_hosts))
     daemon = app.state.daemon
     # The daemon holds its whole KB in memory, a heap that mostly grows. With the
@@ -83,7 +85,7 @@ def serve(
         port=port,
         log_level=log_level,
         loop="uvloop",
-        http="httptools",
+        http=guarded_protocol(connection_cap(limits.max_connections), limits.header_s),
         lifespan="on",
         timeout_graceful_shutdown=10,
         access_log=False,

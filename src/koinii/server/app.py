@@ -63,6 +63,9 @@ class Limits:
     ring: int = 256
     idle_s: float = 300.0
     log_retention: int | None = None  # keep this many change-log entries (None: all)
+    header_s: float = 10.0  # a request's line and headers arrive within this
+    body_s: float = 60.0  # its body arrives within this, once its headers have
+    max_connections: int | None = None  # None: what the descriptor limit leaves
 
 
 _FORBIDDEN = {
@@ -85,6 +88,8 @@ def status_of(kind: str) -> int:
         return 403
     if kind == "not-found":
         return 404
+    if kind == "body-timeout":
+        return 408
     if kind == "body-too-large":
         return 413
     if kind == "internal-error":
@@ -543,17 +548,28 @@ class Daemon:
             raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
         chunks = []
         size = 0
-        while True:
-            message = await request.receive()
-            if message["type"] != "http.request":
-                raise ClientDisconnect()
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.limits.body_s):
+                while True:
+                    message = await request.receive()
+                    if message["type"] != "http.request":
+                        raise ClientDisconnect()
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise Refused(
+                            "body-too-large", f"the body is over {limit} bytes", {"limit": limit}
+                        )
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            raise Refused(
+                "body-timeout",
+                f"the body did not arrive within {self.limits.body_s:g} s of the headers: "
+                "send it whole, at once",
+                {"limit_s": self.limits.body_s, "received": size},
+            ) from None
         raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         if not raw:
             return {}
@@ -778,6 +794,7 @@ def openapi_document() -> dict[str, Any]:
             ("400", "refused by a rule"),
             ("401", "missing, wrong or malformed token"),
             ("403", "outside the caller's scope, a foreign Origin, or a Host not served"),
+            ("408", "the body did not arrive in time"),
             ("413", "body too large"),
             ("500", "internal error"),
         ):

@@ -10,12 +10,18 @@ Invariants:
 - A request that carries an Origin (a browser's) comes from the daemon's own origin:
   `http(s)://<the Host it named>`. A page on any other origin — another port of
   localhost included — is refused `cross-origin` (403).
+- Only a connection with a request in flight holds its place: the others — still
+  sending headers, or idle between requests — are closed after a deadline, or the
+  moment the daemon needs their place for a new connection (`guarded_protocol`), so
+  clients without a token cannot exhaust the connections (or the descriptors) that a
+  client with one needs.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
+from typing import Any
 
 from koinii.errors import Refused
 
@@ -87,3 +93,113 @@ def check_origin(origin: str | None, host: str | None) -> None:
             "requests from another origin (a browser page) are refused",
             {"origin": origin[:200]},
         )
+
+
+# --- connections ---------------------------------------------------------------------------
+
+FD_RESERVE = 64  # descriptors kept for the store, the log and the listener
+HEADER_BYTES = 64 * 1024  # the most a request's line and headers may take
+
+_408 = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+_431 = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n"
+    b"connection: close\r\n\r\n"
+)
+_503 = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+
+
+def connection_cap(requested: int | None = None) -> int:
+    """How many connections the daemon keeps at once: `requested`, or what the process's
+    descriptor limit leaves after `FD_RESERVE` (a cap past the limit would let the
+    connections starve the accept loop itself)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    room = max(8, soft - FD_RESERVE) if soft != resource.RLIM_INFINITY else 65_536
+    return min(requested, room) if requested else min(room, 65_536)
+
+
+def guarded_protocol(cap: int, header_s: float) -> type:
+    """uvicorn's httptools protocol under the connection guards:
+
+    - a connection sends a request's line and headers within `header_s` of opening, or
+      of its last response, and in at most `HEADER_BYTES`, or is closed (408, 431);
+    - at most `cap` connections are kept: one more makes room by closing the oldest
+      connection that has no request in flight — one still sending its headers, or idle
+      between requests. A client cannot hold a slot without a request in flight, and an
+      unauthenticated request is answered (401) at once, so connections without a token
+      cannot lock out a client that has one. (A body that stalls is the application's to
+      time out: `Limits.body_s`.)
+    """
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    idle: dict[Any, None] = {}  # the connections with no request in flight, oldest first
+
+    class Guarded(HttpToolsProtocol):
+        _deadline: Any = None
+        _reading_headers = False
+        _header_bytes = 0
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._idle()
+            if len(self.connections) > cap:
+                self._make_room()
+
+        def _idle(self) -> None:
+            """No request in flight: the place may be taken, and the next request's
+            headers are due within `header_s` (the rest of a body answered early, too)."""
+            idle[self] = None
+            self._disarm()
+            self._deadline = self.loop.call_later(header_s, self._close, _408)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _make_room(self) -> None:
+            oldest = next((c for c in idle if c is not self), None)
+            if oldest is not None:
+                oldest._close(None)
+            else:  # every other connection is serving a request: this one must wait
+                self._close(_503)
+
+        def _close(self, answer: bytes | None) -> None:
+            idle.pop(self, None)
+            self._disarm()
+            if not self.transport.is_closing():
+                if answer is not None:
+                    self.transport.write(answer)
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._reading_headers and not self.transport.is_closing():
+                self._header_bytes += len(data)
+                if self._header_bytes > HEADER_BYTES:
+                    self._close(_431)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._reading_headers = True
+            self._header_bytes = 0
+
+        def on_headers_complete(self) -> None:
+            self._reading_headers = False
+            idle.pop(self, None)  # a request in flight: its place is its own
+            self._disarm()
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            pipelined = bool(self.pipeline)  # its next request is read already
+            super().on_response_complete()
+            if not pipelined and not self.transport.is_closing():
+                self._idle()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            idle.pop(self, None)
+            self._disarm()
+            super().connection_lost(exc)
+
+    return Guarded
