@@ -5,7 +5,9 @@ The attacker is AgentAtlas; its victims are AgentBoreas and AgentCharlie. Every 
 uses only requests the wire accepts from some caller — the question each test answers is
 whether the daemon lets an agent's own moves reach into another agent's claims, sessions,
 subscriptions or connection. One section per rule, in the order of the table; a new
-attack goes into the section of the rule it tests.
+attack goes into the section of the rule it tests. Each test failed before its rule was
+enforced. Attacks on the transport, which no store takes part in, run once (`on_sqlite`);
+the others run on both backends (`team`).
 """
 
 from __future__ import annotations
@@ -153,6 +155,13 @@ def test_an_admin_records_no_sessions(team):
     assert refused(lambda: SessionStore(team.client("Registrar")).set_title(sid, "x")).kind == (
         "forbidden"
     )
+
+
+# --- meaning: what an agent's claims do to the meaning of others' (issue 16) --------------
+# The engine's and channel's rules for these are issue 16's semantic half; their attacks go
+# here, one test each, on the `team` fixture: censoring by `except`, silent override by a
+# monotonic rebuttal, words in another's mouth through a rule (a derived speech act or
+# ballot), and a channel hijack by an `agentContext` mark.
 
 
 # --- poisoned reads: values no JSON reader takes back ----------------------------------------
