@@ -32,6 +32,7 @@ class Daemon:
     tokens: dict[str, str] = field(default_factory=dict)  # principal -> token
     port: int = 0
     proc: subprocess.Popen | None = None
+    fd_limit: int | None = None  # run it under this RLIMIT_NOFILE (as `ulimit -n` would)
 
     @property
     def url(self) -> str:
@@ -53,6 +54,7 @@ class Daemon:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            preexec_fn=None if self.fd_limit is None else self._limit_fds,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -65,6 +67,11 @@ class Daemon:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("daemon did not come up")
+
+    def _limit_fds(self) -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.fd_limit, self.fd_limit))
 
     def client(self, principal: str | None = None, **kw) -> koinii.Client:
         token = self.tokens[principal] if principal is not None else None

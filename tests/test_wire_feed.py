@@ -118,6 +118,7 @@ def test_watchers_list_the_live_subscriptions(client):
     [entry] = client.watchers()
     assert entry == {
         "token": sub["token"],
+        "principal": None,
         "delivered": 1,
         "pending": 1,
         "goal": "(item ?x)",

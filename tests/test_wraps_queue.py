@@ -113,7 +113,6 @@ BAD_WRAPS = [
     ({"wrap_id": ""}, "wrap_id"),
     ({"wrap_id": None}, "wrap_id"),
     ({"wrap_id": 7}, "wrap_id"),
-    ({"wrap_id": "bad\ud800"}, "wrap_id"),
     ({"depth": -1}, "depth"),
     ({"depth": 1.5}, "depth"),
     ({"depth": True}, "depth"),
@@ -133,6 +132,25 @@ BAD_WRAPS = [
     ({"parent_session_id": ["s"]}, "parent_session_id"),
     ({"session_id": {}}, "session_id"),
 ]
+
+
+# Text no store holds the same on both backends: refused `bad-value`, as everywhere.
+BAD_VALUES = [
+    ({"wrap_id": "bad\ud800"}, "wrap_id"),
+    ({"project_id": "nul\x00"}, "project_id"),
+    ({"created_ids": ["ok", "x\x00"]}, "created_ids[1]"),
+    ({"stats": {"no\udc00tes": 1}}, "stats key"),
+]
+
+
+@pytest.mark.parametrize(("fields", "field"), BAD_VALUES, ids=[f for _, f in BAD_VALUES])
+def test_an_unstorable_value_in_a_wrap_is_refused_bad_value(source, fields, field):
+    queue = WrapQueue(source)
+    seq = source.seq
+    fields = {"wrap_id": "w", **fields}
+    refusal = refused(lambda: queue.add_wrap_notification(fields.pop("wrap_id"), **fields))
+    assert refusal.kind == "bad-value" and refusal.data["field"] == field
+    assert source.seq == seq and queue.get_unprocessed_wraps() == []
 
 
 @pytest.mark.parametrize(("fields", "field"), BAD_WRAPS, ids=[f for _, f in BAD_WRAPS])

@@ -2,7 +2,10 @@
 
 Invariants:
 - An agent's own context is a function of its id (`context_for`): the write destination
-  is fixed by identity, not chosen by the writer.
+  is fixed by identity, not chosen by the writer. So one context belongs to one principal:
+  a set of principals in which two ids name the same context (`Atlas`, `AgentAtlas`) is
+  refused wherever one is made (`check_one_context_each`: the token table, at `token add`
+  and at the daemon's start).
 - Which context belongs to an agent is a written fact — the mark
   `(agentContext CxAtlas AgentAtlas)` — never inferred from a name, because agent
   contexts and channels are spelled alike.
@@ -21,7 +24,7 @@ import hmac
 import inspect
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,6 +52,24 @@ def context_for(agent_id: str) -> str:
         )
     bare = agent_id[5:] if agent_id.startswith("Agent") and len(agent_id) > 5 else agent_id
     return "Cx" + bare
+
+
+def check_one_context_each(principals: Iterable[str], table: str = "FILE") -> None:
+    """Refuse principals of which two distinct ids own one context (`Atlas` and
+    `AgentAtlas` both own `CxAtlas`, so each could write as the other). In each clash the
+    later id is named as the one to change: the newcomer, or the later entry of a table."""
+    owner: dict[str, str] = {}
+    for principal in principals:
+        ctx = context_for(principal)
+        first = owner.setdefault(ctx, principal)
+        if first != principal:
+            raise Refused(
+                "koinii/context-taken",
+                f"{principal} would own {ctx}, which belongs to {first}: one context belongs "
+                f"to one principal (AgentX and X both own CxX). Give {principal} an id of its "
+                f"own, or revoke it (koinii token revoke {principal} --tokens {table})",
+                {"context": ctx, "principal": principal, "owner": first},
+            )
 
 
 def agent_context_mark(ctx: str, agent: str) -> tuple:

@@ -8,12 +8,35 @@ about each other.
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
-from koinii.kb import Edited, Event, Retracted, Sentex
+from koinii.kb import Edited, Event, Retracted, Sentex, values
 from koinii.terms import parse, show
 
 API = "/v1"  # the prefix of every operation route
+log = logging.getLogger("koinii.wire")
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
+class RawJSON(bytes):
+    """A value already rendered as JSON (a poll's events, encoded once for every
+    subscription that receives them): the reply splices it in as it is."""
+
+
+def render(content: Any) -> bytes:
+    """`content` as UTF-8 JSON. What no JSON holds (a NaN, a lone surrogate) is never
+    accepted now (`koinii.kb.values`), but a store written before may hold it, and a
+    refusal may quote it: such a value is rendered repaired (`values.repaired`)."""
+    try:
+        return _encode(content).encode("utf-8")
+    except ValueError:  # UnicodeEncodeError is one
+        fixed, changed = values.repaired(content)
+        if not changed:
+            raise
+        log.warning("a reply held a value JSON cannot carry; served it repaired")
+        return _encode(fixed).encode("utf-8")
 
 
 def encode_bindings(binding: dict[str, Any]) -> dict[str, str]:

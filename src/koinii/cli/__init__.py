@@ -65,9 +65,33 @@ def main(debug: bool) -> None:
 )
 @click.option("--max-subscriptions", default=1024, show_default=True)
 @click.option(
+    "--max-subscriptions-per-principal",
+    default=64,
+    show_default=True,
+    help="Of those, how many one token may hold.",
+)
+@click.option(
     "--max-body", default=16 * 1024 * 1024, show_default=True, help="Largest request body, bytes."
 )
 @click.option("--query-budget", default=30.0, show_default=True, help="Seconds a query may run.")
+@click.option(
+    "--header-timeout",
+    default=10.0,
+    show_default=True,
+    help="Seconds a client has to send a request's headers.",
+)
+@click.option(
+    "--body-timeout",
+    default=60.0,
+    show_default=True,
+    help="Seconds a client has to send a request's body, after its headers.",
+)
+@click.option(
+    "--max-connections",
+    default=None,
+    type=int,
+    help="Connections kept at once (default: the descriptor limit less 64).",
+)
 @click.option(
     "--log-retention", default=None, type=int, help="Change-log entries to keep (default: all)."
 )
@@ -75,6 +99,13 @@ def main(debug: bool) -> None:
     "--standby",
     is_flag=True,
     help="PostgreSQL: wait for the current writer to stop, then take over.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer to this Host name (repeatable); loopback and --host always.",
 )
 @click.option("--log-level", default="warning", show_default=True)
 def serve(
@@ -85,10 +116,15 @@ def serve(
     ring_size,
     reap_after,
     max_subscriptions,
+    max_subscriptions_per_principal,
     max_body,
     query_budget,
+    header_timeout,
+    body_timeout,
+    max_connections,
     log_retention,
     standby,
+    allow_hosts,
     log_level,
 ) -> None:
     """Run the daemon: the single writer of one store, over HTTP."""
@@ -99,9 +135,13 @@ def serve(
         body_bytes=max_body,
         query_budget_s=query_budget,
         max_subscriptions=max_subscriptions,
+        subscriptions_per_principal=max_subscriptions_per_principal,
         ring=ring_size,
         idle_s=reap_after,
         log_retention=log_retention,
+        header_s=header_timeout,
+        body_s=body_timeout,
+        max_connections=max_connections,
     )
     sys.exit(
         run(
@@ -112,6 +152,7 @@ def serve(
             limits=limits,
             log_level=log_level,
             standby=standby,
+            allow_hosts=allow_hosts,
         )
     )
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb import checks
+from koinii.kb import checks, values
 from koinii.kb.checks import Entry
 from koinii.kb.contexts import EVERYTHING, UNIVERSE, Hierarchy
 from koinii.kb.feed import Change, Event, Feed, Routed
@@ -524,6 +524,8 @@ class KB:
         principal = _PRINCIPAL.get()
         if principal is not None:
             extra = {**(extra or {}), "principal": principal}
+        if type(sentence) is str and not sentence.isascii():
+            values.check_text("sentence", sentence, nul=True)  # its NULs are stored escaped
         entries = checks.prepare(sentence, context)
         handles = [self._store_entry(tx, e, strength, creator, extra) for e in entries]
         return handles if entries[0].split else handles[0]
@@ -548,8 +550,10 @@ class KB:
                 {"option": "strength", "value": str(opts.get("strength"))},
             )
         creator = opts.get("creator")
-        if creator is not None and not isinstance(creator, str):
-            raise Refused("bad-option", "creator must be a string", {"option": "creator"})
+        if creator is not None:
+            if not isinstance(creator, str):
+                raise Refused("bad-option", "creator must be a string", {"option": "creator"})
+            values.check_text("creator", creator)
         return strength, creator, _provenance(opts.get("provenance"))
 
     def _store_entry(
@@ -1689,6 +1693,12 @@ class KB:
         finally:
             _PRINCIPAL.reset(token)
 
+    @property
+    def principal(self) -> str | None:
+        """The principal the writes now running are attributed to (`attributed_to`), if
+        any: a domain that keeps its own records (sessions) records it as their owner."""
+        return _PRINCIPAL.get()
+
     # ================================================================ feed
 
     def watch(self, callback: Callable[[Event], Any], goal: Any = None, ctx: Any = None) -> int:
@@ -1796,6 +1806,7 @@ def _provenance(fields: Any) -> dict[str, Any] | None:
             f"provenance field {reserved[0]!r} is set by Koinii, not by a writer",
             {"field": reserved[0]},
         )
+    values.check("provenance", fields)
     try:
         json.dumps(fields)
     except (TypeError, ValueError):

@@ -2,7 +2,9 @@
 
 Invariant: one `Event` per durable write that changed belief, carrying that write's
 global `seq`; watchers see events in seq order, each filtered to what its standing query
-(goal + context) matches. Delivery happens after the write is durable, on the writer's
+(goal + context) matches. Watchers with the same standing query receive the same `Event`
+object (so a write to many watchers builds each event once): a callback reads it, and
+never changes it. Delivery happens after the write is durable, on the writer's
 thread, in registration order; a callback that raises loses only its own delivery.
 """
 
@@ -92,8 +94,13 @@ class Feed:
         and delivered once it is durable (a group commit), judged by the hierarchy it saw.
         """
         routed = []
+        events: dict[tuple, Event | None] = {}  # watchers with one standing query share
         for watcher in self._watchers.values():
-            event = _filter(watcher, seq, added, removed, up)
+            query = (watcher.literal, watcher.context)
+            if query in events:
+                event = events[query]
+            else:
+                event = events[query] = _filter(watcher, seq, added, removed, up)
             if event is not None:
                 routed.append((watcher, event))
         return routed

@@ -3,7 +3,8 @@
 `serve()` opens the store (refusing a second writer), loads the token table, refuses to
 bind a non-loopback address without one, and runs the ASGI app (`app.build_app`) under
 uvicorn until SIGTERM/SIGINT: then it stops accepting, wakes every parked poll, lets
-in-flight requests finish and closes the store cleanly.
+in-flight requests finish and closes the store cleanly. Its connections are uvicorn's
+httptools protocol under the connection guards (guards.guarded_protocol).
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import ipaddress
 import logging
 import signal
 import sys
+from collections.abc import Iterable
 
 from koinii.errors import Refused
 from koinii.kb import open_kb
 from koinii.server.app import Limits, build_app
+from koinii.server.guards import Hosts, connection_cap, guarded_protocol
 from koinii.server.tokens import TokenTable
 
 __all__ = ["Limits", "build_app", "serve", "is_loopback"]
@@ -41,8 +44,10 @@ def serve(
     limits: Limits | None = None,
     log_level: str = "warning",
     standby: bool = False,
+    allow_hosts: Iterable[str] = (),
 ) -> int:
-    """Run the daemon in the foreground; returns the process exit code."""
+    """Run the daemon in the foreground; returns the process exit code. It answers to
+    the loopback names, `host`, and `allow_hosts` (guards.Hosts)."""
     import uvicorn
 
     if tokens is None and not is_loopback(host):
@@ -60,7 +65,8 @@ def serve(
     except Refused as refusal:
         print(f"koinii serve: {refusal.kind}: {refusal.message}", file=sys.stderr)
         return 1
-    app = build_app(kb, table, limits)
+    limits = limits or Limits()
+    app = build_app(kb, table, limits, Hosts(host, allow_hosts))
     daemon = app.state.daemon
     # The daemon holds its whole KB in memory, a heap that mostly grows. With the
     # collector's default thresholds every few thousand writes brought a full collection
@@ -79,7 +85,7 @@ def serve(
         port=port,
         log_level=log_level,
         loop="uvloop",
-        http="httptools",
+        http=guarded_protocol(connection_cap(limits.max_connections), limits.header_s),
         lifespan="on",
         timeout_graceful_shutdown=10,
         access_log=False,

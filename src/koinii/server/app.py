@@ -1,6 +1,8 @@
 """The daemon's HTTP API: one JSON operation per route, all over one KB (wire.md).
 
 Invariants:
+- Every request passes the transport guards first (guards.py): its Host is a name the
+  daemon answers to, and its Origin, if any, is the daemon's own.
 - The KB is touched only from the event loop's thread, one operation at a time: that is
   the single writer and the total order. Engine operations take microseconds; the only
   waits (long polls, the durable tail) are futures that never block it.
@@ -12,7 +14,8 @@ Invariants:
 - Every request body is checked against the operation's field table before the engine
   sees it; the same table generates `/openapi.json`, so the document cannot drift.
 - Every refusal leaves as `{"ok": false, "error": {kind, message, data}}` with the status
-  of `status_of(kind)`; any other exception is a 500 `internal-error` with no traceback.
+  of `status_of(kind)`, whatever its data holds (`wire.render` repairs what JSON cannot
+  carry); any other exception is a 500 `internal-error` with no traceback.
 """
 
 from __future__ import annotations
@@ -35,9 +38,18 @@ from koinii.errors import Refused
 from koinii.kb import KB
 from koinii.operations import Operation, load_domains
 from koinii.server import access
+from koinii.server.guards import Hosts, check_origin
 from koinii.server.subscriptions import Subscriptions
 from koinii.server.tokens import OPEN, Caller, TokenTable
-from koinii.wire import API, encode_bindings, encode_edited, encode_retracted, encode_sentex
+from koinii.wire import (
+    API,
+    RawJSON,
+    encode_bindings,
+    encode_edited,
+    encode_retracted,
+    encode_sentex,
+    render,
+)
 
 log = logging.getLogger("koinii.server")
 
@@ -47,9 +59,13 @@ class Limits:
     body_bytes: int = 16 * 1024 * 1024
     query_budget_s: float = 30.0
     max_subscriptions: int = 1024
+    subscriptions_per_principal: int = 64  # of those, what one token may hold
     ring: int = 256
     idle_s: float = 300.0
     log_retention: int | None = None  # keep this many change-log entries (None: all)
+    header_s: float = 10.0  # a request's line and headers arrive within this
+    body_s: float = 60.0  # its body arrives within this, once its headers have
+    max_connections: int | None = None  # None: what the descriptor limit leaves
 
 
 _FORBIDDEN = {
@@ -59,6 +75,9 @@ _FORBIDDEN = {
     "koinii/registry-forbidden",
     "koinii/admin-off-registry",
     "koinii/foreign-sentex",
+    "koinii/foreign-session",
+    "koinii/foreign-subscription",
+    "bad-host",
 }
 
 
@@ -69,6 +88,8 @@ def status_of(kind: str) -> int:
         return 403
     if kind == "not-found":
         return 404
+    if kind == "body-timeout":
+        return 408
     if kind == "body-too-large":
         return 413
     if kind == "internal-error":
@@ -301,13 +322,20 @@ class _Group:
 class Daemon:
     """The operations, bound to one KB, its subscriptions and its access rules."""
 
-    def __init__(self, kb: KB, tokens: TokenTable | None, limits: Limits) -> None:
+    def __init__(
+        self, kb: KB, tokens: TokenTable | None, limits: Limits, hosts: Hosts | None = None
+    ) -> None:
         self.kb = kb
         self.tokens = tokens
         self.limits = limits
+        self.hosts = hosts or Hosts()
         kb.query_budget_s = limits.query_budget_s
         self.subs = Subscriptions(
-            kb, cap=limits.max_subscriptions, ring=limits.ring, idle_s=limits.idle_s
+            kb,
+            cap=limits.max_subscriptions,
+            quota=limits.subscriptions_per_principal,
+            ring=limits.ring,
+            idle_s=limits.idle_s,
         )
         self._group: _Group | None = None
         # How many requests the server has in flight (read, not yet answered), when it
@@ -481,21 +509,30 @@ class Daemon:
     # --- the wire feed --------------------------------------------------------------
 
     def op_watch(self, caller: Caller, body: dict[str, Any]) -> Any:
-        return self.subs.watch(body.get("goal"), body.get("context"), body.get("max_events"))
+        return self.subs.watch(
+            body.get("goal"), body.get("context"), body.get("max_events"), caller
+        )
 
     async def op_poll(self, caller: Caller, body: dict[str, Any]) -> Any:
-        return await self.subs.poll(body["token"], body["cursor"], body.get("wait_ms"))
+        return await self.subs.poll(body["token"], body["cursor"], body.get("wait_ms"), caller)
 
     def op_unwatch(self, caller: Caller, body: dict[str, Any]) -> Any:
-        return self.subs.unwatch(body["token"])
+        return self.subs.unwatch(body["token"], caller)
 
     def op_watchers(self, caller: Caller, body: dict[str, Any]) -> Any:
-        return self.subs.describe()
+        return self.subs.describe(caller)
 
     async def op_changes(self, caller: Caller, body: dict[str, Any]) -> Any:
         return await self.subs.changes(body["since"], body.get("limit"), body.get("wait_ms"))
 
     # --- plumbing ---------------------------------------------------------------------
+
+    def guard(self, headers: dict[bytes, str]) -> None:
+        """Refuse a request for a host the daemon does not answer to, or from a page of
+        another origin (guards.py)."""
+        host = headers.get(b"host")
+        self.hosts.check(host)
+        check_origin(headers.get(b"origin"), host)
 
     def caller(self, headers: dict[bytes, str]) -> Caller:
         if self.tokens is None:
@@ -511,27 +548,43 @@ class Daemon:
             raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
         chunks = []
         size = 0
-        while True:
-            message = await request.receive()
-            if message["type"] != "http.request":
-                raise ClientDisconnect()
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.limits.body_s):
+                while True:
+                    message = await request.receive()
+                    if message["type"] != "http.request":
+                        raise ClientDisconnect()
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise Refused(
+                            "body-too-large", f"the body is over {limit} bytes", {"limit": limit}
+                        )
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            raise Refused(
+                "body-timeout",
+                f"the body did not arrive within {self.limits.body_s:g} s of the headers: "
+                "send it whole, at once",
+                {"limit_s": self.limits.body_s, "received": size},
+            ) from None
         raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         if not raw:
             return {}
+        try:  # UTF-8 only: json.loads would take bytes in UTF-16 or UTF-32 too
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Refused(
+                "not-json",
+                f"the body is not UTF-8 (byte {exc.start}): send JSON encoded as UTF-8",
+                {"offset": exc.start},
+            ) from None
         try:
-            return json.loads(raw)
+            return json.loads(text)
         except (ValueError, RecursionError):
             raise Refused("not-json", "the body is not valid JSON (UTF-8)", {}) from None
-
-
-_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
 class _Reply(JSONResponse):
@@ -539,10 +592,12 @@ class _Reply(JSONResponse):
     JSONResponse calls, builds a new encoder for every reply."""
 
     def render(self, content: Any) -> bytes:
-        return _encode(content).encode("utf-8")
+        return render(content)
 
 
 def _reply(result: Any) -> Response:
+    if type(result) is RawJSON:
+        return Response(b'{"ok":true,"result":' + result + b"}", media_type="application/json")
     return _Reply({"ok": True, "result": result})
 
 
@@ -561,19 +616,6 @@ def _headers(request: Request) -> dict[bytes, str]:
         if name in _READ_HEADERS and name not in found:
             found[name] = value.decode("latin-1")
     return found
-
-
-def _check_origin(headers: dict[bytes, str]) -> None:
-    origin = headers.get(b"origin")
-    if origin is None:
-        return
-    host = headers.get(b"host", "")
-    if origin not in (f"http://{host}", f"https://{host}"):
-        raise Refused(
-            "cross-origin",
-            "requests from another origin (a browser page) are refused",
-            {"origin": origin[:200]},
-        )
 
 
 def _endpoint(daemon: Daemon, op: str) -> Callable[[Request], Awaitable[Response]]:
@@ -627,7 +669,7 @@ def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitabl
     async def endpoint(request: Request) -> Response:
         try:
             headers = _headers(request)
-            _check_origin(headers)
+            daemon.guard(headers)
             caller = daemon.caller(headers)
             body = _check_fields(op, fields, await daemon.body(request, headers))
             result = await run(caller, body)
@@ -642,15 +684,28 @@ def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitabl
     return endpoint
 
 
-def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = None) -> Starlette:
-    """The ASGI application over `kb` (opened by the caller, closed at shutdown)."""
-    daemon = Daemon(kb, tokens, limits or Limits())
+def build_app(
+    kb: KB,
+    tokens: TokenTable | None = None,
+    limits: Limits | None = None,
+    hosts: Hosts | None = None,
+) -> Starlette:
+    """The ASGI application over `kb` (opened by the caller, closed at shutdown),
+    answering to `hosts` (default: the loopback names)."""
+    daemon = Daemon(kb, tokens, limits or Limits(), hosts)
 
-    async def health(request: Request) -> Response:
-        return JSONResponse({"ok": True, "version": koinii.__version__, "seq": kb.seq})
+    def guarded(page: Callable[[], Any]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                daemon.guard(_headers(request))
+            except Refused as refusal:
+                return _refusal(refusal)
+            return JSONResponse(page())
 
-    async def openapi(request: Request) -> Response:
-        return JSONResponse(openapi_document())
+        return endpoint
+
+    health = guarded(lambda: {"ok": True, "version": koinii.__version__, "seq": kb.seq})
+    openapi = guarded(openapi_document)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return _refusal(Refused("not-found", f"no route {request.url.path}", {}))
@@ -738,7 +793,8 @@ def openapi_document() -> dict[str, Any]:
         for status, what in (
             ("400", "refused by a rule"),
             ("401", "missing, wrong or malformed token"),
-            ("403", "outside the caller's scope, or a foreign Origin"),
+            ("403", "outside the caller's scope, a foreign Origin, or a Host not served"),
+            ("408", "the body did not arrive in time"),
             ("413", "body too large"),
             ("500", "internal error"),
         ):

@@ -12,6 +12,12 @@ A callback cannot cross the wire, so for each subscription the daemon keeps the 
 - `waking` counts the parked waits woken and not yet run: while it is above 0, the
   daemon holds other replies back one turn of the loop (`Daemon.durable`), so the news
   reaches the watchers before the writer hears its own ack.
+- One encoded copy of each event: subscriptions with the same standing query (goal and
+  context, or neither) receive the same event from a write, so its JSON is rendered
+  once and every such ring holds that one copy; a poll splices the copies into its reply.
+- A subscription belongs to the principal that opened it: only it (or an operator)
+  polls or drops it, and no principal holds more than `quota` of the `cap` slots, so
+  one token cannot take the slots another principal needs.
 """
 
 from __future__ import annotations
@@ -25,9 +31,12 @@ from typing import Any
 
 from koinii.errors import Refused
 from koinii.kb import KB, Event
-from koinii.wire import encode_event
+from koinii.operations import Caller
+from koinii.terms import parse, show
+from koinii.wire import RawJSON, encode_event, render
 
 MAX_WAIT_MS = 30_000
+QUOTA = 64  # subscriptions one principal may hold (Limits.subscriptions_per_principal)
 
 
 @dataclass
@@ -36,46 +45,80 @@ class Subscription:
     goal: str | None
     context: str | None
     max_events: int
+    principal: str | None = None  # who opened it (None: an open daemon's caller)
+    query: tuple = ()  # (canonical goal, context): what its events are routed by
     kb_token: int = 0
-    ring: deque = field(default_factory=deque)
+    ring: deque = field(default_factory=deque)  # encoded events, shared (see `_encoded`)
     delivered: int = 0
     last_poll: float = field(default_factory=time.monotonic)
     waiters: set[asyncio.Future] = field(default_factory=set)
     alive: bool = True
 
-    def push(self, event: Event) -> None:
-        self.ring.append(encode_event(event, self.delivered))
+    def push(self, encoded: bytes) -> None:
+        self.ring.append(encoded)
         self.delivered += 1
         if len(self.ring) > self.max_events:
             self.ring.popleft()
 
-    def reply(self, cursor: int) -> dict[str, Any]:
+    def reply(self, cursor: int) -> RawJSON:
+        """`{events, cursor, lagged}`, each event numbered `n` (its place in this feed)."""
         first = self.delivered - len(self.ring)
         skip = max(0, cursor - first)
         events = list(self.ring)[skip:] if skip < len(self.ring) else []
         lagged = max(0, (self.delivered - self.max_events) - cursor)
-        return {"events": events, "cursor": self.delivered, "lagged": lagged}
+        start = first + skip
+        numbered = b",".join(
+            b'{"n":%d,%s' % (start + i, encoded[1:]) for i, encoded in enumerate(events)
+        )
+        return RawJSON(
+            b'{"events":[%s],"cursor":%d,"lagged":%d}' % (numbered, self.delivered, lagged)
+        )
 
 
 class Subscriptions:
     """Every live subscription of one daemon, plus the waiters of the durable tail."""
 
-    def __init__(self, kb: KB, *, cap: int = 1024, ring: int = 256, idle_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        kb: KB,
+        *,
+        cap: int = 1024,
+        quota: int = QUOTA,
+        ring: int = 256,
+        idle_s: float = 300.0,
+    ) -> None:
         self.kb = kb
         self.cap = cap
+        self.quota = quota
         self.ring = ring
         self.idle_s = idle_s
         self._subs: dict[str, Subscription] = {}
+        self._held: dict[str | None, int] = {}  # principal -> subscriptions it holds
+        self._encoded: dict[tuple, bytes] = {}  # (goal, context) -> this seq's event JSON
+        self._encoded_seq = -1
         self._tail_waiters: set[asyncio.Future] = set()
         self.parked = 0  # requests waiting here (long polls), not running
         self.waking = 0  # of those, woken and not yet run
         self._tail_token = kb.on_commit(lambda seq, op: self._wake(self._tail_waiters))
 
-    def watch(self, goal: Any, context: Any, max_events: int | None) -> dict[str, Any]:
+    def watch(
+        self, goal: Any, context: Any, max_events: int | None, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        principal = caller.id if caller is not None else None
+        held = self._held.get(principal, 0)
+        if principal is not None and held >= self.quota:
+            raise Refused(
+                "too-many-subscriptions",
+                f"{principal} holds {held} subscriptions, its quota of {self.quota}: unwatch "
+                "one it no longer polls (idle ones are reaped), or ask the operator to raise "
+                "--max-subscriptions-per-principal",
+                {"quota": self.quota, "held": held, "principal": principal},
+            )
         if len(self._subs) >= self.cap:
             raise Refused(
                 "too-many-subscriptions",
-                f"the daemon holds {self.cap} subscriptions; unwatch some first",
+                f"the daemon holds {self.cap} subscriptions, its cap: unwatch some first, or "
+                "ask the operator to raise --max-subscriptions",
                 {"cap": self.cap},
             )
         size = self.ring if max_events is None else max_events
@@ -85,16 +128,18 @@ class Subscriptions:
                 "max_events is an integer from 1 to 65536",
                 {"option": "max_events", "value": repr(max_events)},
             )
-        sub = Subscription(secrets.token_urlsafe(16), goal, context, size)
+        sub = Subscription(secrets.token_urlsafe(16), goal, context, size, principal)
         # The engine validates goal and context; the subscription starts exactly here,
         # between two writes, because the loop runs one operation at a time.
         sub.kb_token = self.kb.watch(
             lambda event: self._deliver(sub, event), goal=goal, ctx=context
         )
+        sub.query = (None if goal is None else show(parse(goal)), context)
         self._subs[sub.token] = sub
+        self._held[principal] = held + 1
         return {"token": sub.token, "cursor": 0, "max_events": size}
 
-    def _get(self, token: Any) -> Subscription:
+    def _get(self, token: Any, caller: Caller | None = None) -> Subscription:
         sub = self._subs.get(token) if isinstance(token, str) else None
         if sub is None:
             raise Refused(
@@ -102,10 +147,19 @@ class Subscriptions:
                 "no such subscription (never made, unwatched, or reaped after idling)",
                 {"token": str(token)[:64]},
             )
+        if caller is not None and not _may_use(caller, sub):
+            raise Refused(
+                "koinii/foreign-subscription",
+                f"{caller.id} polls and unwatches only the subscriptions it opened; watch "
+                "for yourself instead",
+                {"agent": caller.id, "owner": sub.principal},
+            )
         return sub
 
-    async def poll(self, token: Any, cursor: Any, wait_ms: Any) -> dict[str, Any]:
-        sub = self._get(token)
+    async def poll(
+        self, token: Any, cursor: Any, wait_ms: Any, caller: Caller | None = None
+    ) -> RawJSON:
+        sub = self._get(token, caller)
         sub.last_poll = time.monotonic()
         if type(cursor) is not int or cursor < 0 or cursor > sub.delivered:
             raise Refused(
@@ -125,19 +179,29 @@ class Subscriptions:
             sub.last_poll = time.monotonic()
         return sub.reply(cursor)
 
-    def unwatch(self, token: Any) -> bool:
-        sub = self._subs.pop(token, None) if isinstance(token, str) else None
+    def unwatch(self, token: Any, caller: Caller | None = None) -> bool:
+        sub = self._subs.get(token) if isinstance(token, str) else None
         if sub is None:
             return False
+        if caller is not None:
+            self._get(token, caller)  # refuses another principal's subscription
+        del self._subs[token]
+        held = self._held[sub.principal] - 1
+        if held:
+            self._held[sub.principal] = held
+        else:
+            del self._held[sub.principal]
         sub.alive = False
         self.kb.unwatch(sub.kb_token)
         self._wake(sub.waiters)
         return True
 
-    def describe(self) -> list[dict[str, Any]]:
+    def describe(self, caller: Caller | None = None) -> list[dict[str, Any]]:
+        """The live subscriptions; a subscription's token only to who may use it."""
         return [
             {
-                "token": s.token,
+                "token": s.token if caller is None or _may_use(caller, s) else None,
+                "principal": s.principal,
                 "delivered": s.delivered,
                 "pending": len(s.ring),
                 "goal": s.goal,
@@ -190,8 +254,20 @@ class Subscriptions:
                 self.waking -= 1
 
     def _deliver(self, sub: Subscription, event: Event) -> None:
-        sub.push(event)
+        sub.push(self._encoded_for(sub, event))
         self._wake(sub.waiters)
+
+    def _encoded_for(self, sub: Subscription, event: Event) -> bytes:
+        """The JSON of `event`, rendered once for every subscription with `sub`'s standing
+        query: the feed routes one write to each by its goal and context alone, so they
+        all receive the same event (a write's events are delivered together)."""
+        if event.seq != self._encoded_seq:
+            self._encoded.clear()
+            self._encoded_seq = event.seq
+        encoded = self._encoded.get(sub.query)
+        if encoded is None:
+            encoded = self._encoded[sub.query] = render(encode_event(event))
+        return encoded
 
     def _wake(self, waiters: set[asyncio.Future]) -> None:
         for waiter in waiters:
@@ -205,6 +281,10 @@ class Subscriptions:
         for token in list(self._subs):
             self.unwatch(token)
         self._wake(self._tail_waiters)
+
+
+def _may_use(caller: Caller, sub: Subscription) -> bool:
+    return caller.role == "operator" or caller.id == sub.principal
 
 
 def check_wait(wait_ms: Any) -> int:

@@ -3,7 +3,9 @@
 Invariant: the file never holds a token, only its SHA-256 (tokens are 256-bit random, so
 a fast hash is enough and a stolen file grants nothing). A presented token is compared
 against every entry in constant time, so timing does not tell a wrong token from a
-missing one; missing, wrong and malformed tokens all get the same 401.
+missing one; missing, wrong and malformed tokens all get the same 401. No table holds two
+principals that own one context (`identity.check_one_context_each`): `add_token` refuses
+the second, and a table edited by hand into that state does not load.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from typing import Any
 
 from koinii.errors import Refused
+from koinii.identity import check_one_context_each
 from koinii.operations import Caller
 from koinii.terms import is_individual_name
 
@@ -74,6 +77,7 @@ def add_token(path: str, principal: str, role: str) -> str:
             {"symbol": str(principal), "role": "individual"},
         )
     data = _read(path)
+    check_one_context_each([*(e["id"] for e in data["tokens"]), principal], path)
     token = _PREFIX + secrets.token_urlsafe(32)
     data["tokens"].append(
         {"id": principal, "role": role, "sha256": _digest(token), "created": int(time.time())}
@@ -106,9 +110,9 @@ class TokenTable:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._entries = [
-            (bytes.fromhex(e["sha256"]), Caller(e["id"], e["role"])) for e in _read(path)["tokens"]
-        ]
+        entries = _read(path)["tokens"]
+        check_one_context_each((e["id"] for e in entries), path)
+        self._entries = [(bytes.fromhex(e["sha256"]), Caller(e["id"], e["role"])) for e in entries]
 
     def caller(self, authorization: str | None) -> Caller:
         presented = b"\0" * 32

@@ -4,18 +4,20 @@ Every value a writer hands in (in-process, or as JSON over the wire) passes one 
 checks before any SQL runs. A value that fails is refused with kind `bad-session`, a
 message that names the field (its full path for nested input, e.g.
 `turns[2].iterations[0].blocks[1].code`), and `data = {"field": path}`; nothing is
-written. Timestamps are normalised here, once, to ISO-8601 UTC with milliseconds and a
+written — except a value no store can hold the same on both backends (a NaN or
+infinite number, a lone surrogate, a NUL), refused `bad-value` like everywhere else
+(`koinii.kb.values`). Timestamps are normalised here, once, to ISO-8601 UTC with milliseconds and a
 `Z` (`2026-02-10T21:11:56.846Z`), so that every stored time sorts as text.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from koinii.errors import Refused
+from koinii.kb import values
 
 KIND = "bad-session"
 MAX_TEXT = 8 * 1024 * 1024  # one text field (a request, an answer, a tool result)
@@ -45,14 +47,7 @@ def text(
         refuse(field, "must not be blank")
     if len(value) > limit:
         refuse(field, f"is longer than {limit} characters", limit=limit)
-    if "\x00" in value:
-        refuse(field, "must not contain NUL characters")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            refuse(field, "must be valid Unicode (it holds a lone surrogate)")
-    return value
+    return values.check_text(field, value)
 
 
 def name(field: str, value: Any, *, required: bool = False) -> str | None:
@@ -86,8 +81,8 @@ def money(field: str, value: Any) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         refuse(field, "must be a number")
-    if not math.isfinite(value) or value < 0:
-        refuse(field, "must be a finite, non-negative number")
+    if values.check_number(field, value) < 0:
+        refuse(field, "must be a non-negative number")
     return float(value)
 
 

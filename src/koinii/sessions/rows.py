@@ -13,6 +13,7 @@ import json
 import uuid
 from typing import Any
 
+from koinii.kb import values
 from koinii.sessions import checks, schema
 from koinii.sessions.checks import refuse
 
@@ -182,7 +183,7 @@ def checked_turn(field: str, value: Any, default_time: str) -> dict[str, Any]:
 
 def checked_session(field: str, value: Any) -> dict[str, Any]:
     given = checks.Given(field, value, SESSION_FIELDS)
-    meta = given.mapping("meta")
+    meta = values.check(given.path("meta"), given.mapping("meta"))
     try:
         encoded = json.dumps(meta, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
@@ -341,9 +342,13 @@ class RowWriter:
         return turn_id
 
     def session(
-        self, external_id: str | None, session: dict[str, Any], parent_n: int | None = None
+        self,
+        external_id: str | None,
+        session: dict[str, Any],
+        parent_n: int | None = None,
+        owner: str | None = None,
     ) -> tuple[int, str, int]:
-        """A new session with its state 0: (n, id, state n)."""
+        """A new session with its state 0, started by `owner`: (n, id, state n)."""
         session_id = new_id()
         title = session["title"]
         session_n = self.insert(
@@ -363,6 +368,7 @@ class RowWriter:
                 "meta": json.dumps(session["meta"], ensure_ascii=False)
                 if session["meta"]
                 else None,
+                "owner": owner,
             },
         )
         state_n = self.state(session_n, 0, None, None, session, session["created_at"])

@@ -14,6 +14,10 @@ Invariants, kept by the writer (`store.py`) and relied on by every read:
   the newest turn's time, else `created_at`. The writer changes them with the rows they
   summarise, in the same transaction.
 - Every timestamp is ISO-8601 UTC with milliseconds and `Z`, so text order is time order.
+- `session.owner` is the principal that started (or imported) the session over an
+  authenticated daemon, and never changes; NULL when it was recorded in-process, by an
+  open daemon, or before owners were kept. Over the wire only the owner and operators
+  write a session (`store.py`, the `authorize` of each operation).
 - Token counts of an attempt are the sum of its iterations' unless `finish_turn` was
   given totals; `input` counts every prompt token, including the `cached` (read from a
   cache) and `cache_created` (written to one) tokens, so `uncached = input - cached -
@@ -208,16 +212,20 @@ _POSTGRES_SEARCH = "".join(
     for column in ("request", "reply", "thinking")
 )
 
+_OWNER = "ALTER TABLE session ADD COLUMN owner TEXT;"
+
 MIGRATIONS = {
     "sqlite": [
         _TABLES.format(pk="INTEGER PRIMARY KEY", int="INTEGER", real="REAL", key="TEXT")
-        + _SQLITE_SEARCH
+        + _SQLITE_SEARCH,
+        _OWNER,
     ],
     "postgres": [
         _TABLES.format(
             pk="BIGINT PRIMARY KEY", int="BIGINT", real="DOUBLE PRECISION", key='TEXT COLLATE "C"'
         )
-        + _POSTGRES_SEARCH
+        + _POSTGRES_SEARCH,
+        _OWNER,
     ],
 }
 

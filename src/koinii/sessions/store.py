@@ -10,6 +10,12 @@ The lifecycle the writer enforces: a turn starts with attempt 0 `running`; itera
 and blocks are recorded into the turn's latest attempt while it runs; `finish_turn`
 closes it; `retry_turn` opens the next attempt of a finished turn; `fork_session` makes a
 new state whose chain keeps the first `position` turns of the current one.
+
+Who writes (over the wire, each operation's `authorize`): a session is written only by
+the principal that started it — its `owner`, recorded from the daemon's attribution —
+and by operators; readers and admins record no sessions (`forbidden`), and an agent
+writing another's session is refused `koinii/foreign-session`. A child session
+(`parent_session_id`) is a new session of its starter: it writes no row of its parent.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from koinii.errors import Refused
+from koinii.identity import REGISTRY
 from koinii.kb import KB, open_kb
 from koinii.operations import Caller, invoker, operation
 from koinii.sessions import checks, rows, schema
@@ -28,10 +35,90 @@ from koinii.sessions.checks import refuse
 FINISHED = ("done", "error", "interrupted")
 
 
-def may_write(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
-    """Over the wire, a reader reads sessions; every other role may record them."""
-    if caller.role == "reader":
-        raise Refused("forbidden", "a reader may not record sessions", {"principal": caller.id})
+# --- who may write (over the wire; see docs/security.md) ------------------------------------
+
+
+def may_record(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
+    """Agents and operators record sessions; a reader only reads them, and an admin
+    writes the registry only."""
+    if caller.role in ("reader", "admin"):
+        raise Refused(
+            "forbidden",
+            f"a{'n' if caller.role == 'admin' else ''} {caller.role} may not record sessions"
+            + (f" (an admin writes {REGISTRY} only)" if caller.role == "admin" else ""),
+            {"principal": caller.id, "role": caller.role},
+        )
+
+
+def _owned_by(locate: Callable[[Any, dict[str, Any]], tuple[str, Any, int | None]]):
+    """The `authorize` of an operation that writes an existing session: `locate(db,
+    fields)` finds it — (field, value, session n or None) — and only its owner or an
+    operator may write it. A session that cannot be found passes: the operation itself
+    refuses it by name (`bad-session`)."""
+
+    def authorize(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
+        may_record(kb, caller, fields)
+        if caller.role == "operator":
+            return
+        schema.ready(kb)
+
+        def owner(db: Any) -> tuple[str, Any, int | None, str | None]:
+            field, value, session_n = locate(db, fields)
+            if session_n is None:
+                return field, value, None, None
+            row = db.execute("SELECT owner FROM session WHERE n = ?", (session_n,)).fetchone()
+            return field, value, session_n, row[0] if row else None
+
+        field, value, session_n, started_by = kb.read_records(owner)
+        if session_n is not None and started_by != caller.id:
+            who = f"was started by {started_by}" if started_by else "has no recorded owner"
+            raise Refused(
+                "koinii/foreign-session",
+                f"{caller.id} writes only the sessions it started; the session of {field} "
+                f"{value!r} {who}. Start a session of your own (an operator may write any)",
+                {"agent": caller.id, "field": field, "owner": started_by},
+            )
+
+    return authorize
+
+
+def _found(db: Any, sql: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        return None
+    row = db.execute(sql, (value,)).fetchone()
+    return row[0] if row else None
+
+
+def _by_session(db: Any, fields: dict[str, Any]) -> tuple[str, Any, int | None]:
+    value = fields.get("session_id")
+    return "session_id", value, _found(db, "SELECT n FROM session WHERE id = ?", value)
+
+
+def _by_turn(db: Any, fields: dict[str, Any]) -> tuple[str, Any, int | None]:
+    value = fields.get("turn_id")
+    turn_n = _found(db, "SELECT n FROM turn WHERE id = ?", value)
+    return "turn_id", value, None if turn_n is None else schema.session_of(turn_n)
+
+
+def _by_iteration(db: Any, fields: dict[str, Any]) -> tuple[str, Any, int | None]:
+    value = fields.get("iteration_id")
+    turn_n = _found(
+        db,
+        "SELECT a.turn_n FROM iteration i JOIN attempt a ON a.n = i.attempt_n WHERE i.id = ?",
+        value,
+    )
+    return "iteration_id", value, None if turn_n is None else schema.session_of(turn_n)
+
+
+def _by_import(db: Any, fields: dict[str, Any]) -> tuple[str, Any, int | None]:
+    value = fields.get("external_id")
+    return "external_id", value, _found(db, "SELECT n FROM session WHERE external_id = ?", value)
+
+
+writes_session = _owned_by(_by_session)
+writes_turn = _owned_by(_by_turn)
+writes_iteration = _owned_by(_by_iteration)
+writes_import = _owned_by(_by_import)
 
 
 # --- lookups (inside a write's transaction) ------------------------------------------------
@@ -152,7 +239,7 @@ BLOCK_SCHEMA = {
         "created_at": _optional("string", "ISO-8601 (default now)"),
     },
     summary="start a session; returns its id",
-    authorize=may_write,
+    authorize=may_record,
 )
 def start_session(
     kb: KB,
@@ -189,7 +276,7 @@ def start_session(
             and db.execute("SELECT 1 FROM session WHERE external_id = ?", (external,)).fetchone()
         ):
             refuse("external_id", f"a session with external id {external!r} exists")
-        return rows.RowWriter(db).session(external, session, parent_n)[1]
+        return rows.RowWriter(db).session(external, session, parent_n, kb.principal)[1]
 
     return _write(kb, "start_session", records, {"channel": session["channel"]})
 
@@ -201,7 +288,7 @@ def start_session(
         "title": _required("string", "the new title"),
     },
     summary="retitle a session (its latest state)",
-    authorize=may_write,
+    authorize=writes_session,
 )
 def set_title(kb: KB, session_id: Any = None, title: Any = None) -> None:
     checks.name("session_id", session_id, required=True)
@@ -236,7 +323,7 @@ ATTACHMENT_SCHEMA = {
         "attachments": (("array", ATTACHMENT_SCHEMA), False, "attachment metadata (no bytes)"),
     },
     summary="start a turn (attempt 0, running); returns its id",
-    authorize=may_write,
+    authorize=writes_session,
 )
 def start_turn(
     kb: KB,
@@ -304,7 +391,7 @@ ITERATION_ARGS = {
         "blocks": (("array", BLOCK_SCHEMA), False, "blocks executed in this iteration"),
     },
     summary="record one model round trip of a running turn; returns its id",
-    authorize=may_write,
+    authorize=writes_turn,
 )
 def record_iteration(kb: KB, turn_id: Any = None, **fields: Any) -> str:
     checks.known("", fields, rows.ITERATION_FIELDS)
@@ -346,7 +433,7 @@ def record_iteration(kb: KB, turn_id: Any = None, **fields: Any) -> str:
         "timeout": ("boolean", False, "it hit its time limit"),
     },
     summary="record one executed block of an iteration; returns its id",
-    authorize=may_write,
+    authorize=writes_iteration,
 )
 def record_block(kb: KB, iteration_id: Any = None, **fields: Any) -> str:
     checks.name("iteration_id", iteration_id, required=True)
@@ -387,7 +474,7 @@ def record_block(kb: KB, iteration_id: Any = None, **fields: Any) -> str:
         "finished_at": _optional("string", "ISO-8601 (default now)"),
     },
     summary="close the running attempt of a turn",
-    authorize=may_write,
+    authorize=writes_turn,
 )
 def finish_turn(
     kb: KB,
@@ -438,7 +525,7 @@ def finish_turn(
         "created_at": _optional("string", "ISO-8601 (default now)"),
     },
     summary="open the next attempt of a finished turn; returns its number",
-    authorize=may_write,
+    authorize=writes_turn,
 )
 def retry_turn(kb: KB, turn_id: Any = None, created_at: Any = None) -> int:
     checks.name("turn_id", turn_id, required=True)
@@ -472,7 +559,7 @@ def retry_turn(kb: KB, turn_id: Any = None, created_at: Any = None) -> int:
         "created_at": _optional("string", "ISO-8601 (default now)"),
     },
     summary="fork a new state of a session; returns its version",
-    authorize=may_write,
+    authorize=writes_session,
 )
 def fork_session(
     kb: KB,
@@ -526,7 +613,7 @@ def fork_session(
         "created_at": _optional("string", "ISO-8601 (default now)"),
     },
     summary="record a provider fallback, retry or error",
-    authorize=may_write,
+    authorize=writes_session,
 )
 def record_routing(kb: KB, session_id: Any = None, turn_id: Any = None, **fields: Any) -> None:
     checks.name("session_id", session_id, required=True)
@@ -556,7 +643,7 @@ def record_routing(kb: KB, session_id: Any = None, turn_id: Any = None, **fields
         "created_at": _optional("string", "ISO-8601 (default now)"),
     },
     summary="record an attachment's metadata (never its bytes); returns its id",
-    authorize=may_write,
+    authorize=writes_turn,
 )
 def add_attachment(kb: KB, turn_id: Any = None, **fields: Any) -> str:
     checks.name("turn_id", turn_id, required=True)
@@ -579,7 +666,7 @@ def add_attachment(kb: KB, turn_id: Any = None, **fields: Any) -> str:
         "done": ("boolean", False, "the last part: the session is complete"),
     },
     summary="import a session in parts: {session_id, status}",
-    authorize=may_write,
+    authorize=writes_import,
 )
 def import_part(
     kb: KB,
@@ -625,7 +712,7 @@ def import_part(
                 "complete": finished,
             }
             if found is None:
-                session_n, session_id, _ = writer.session(external, fields)
+                session_n, session_id, _ = writer.session(external, fields, owner=kb.principal)
                 status = "new"
             else:
                 session_n, session_id, _ = found

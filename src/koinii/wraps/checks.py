@@ -4,7 +4,8 @@ One function per rule, each raising a named refusal before anything is stored:
 `bad-wrap` (wraps.md §1), `bad-coordinator` (§3) and `bad-option` (a read's filter or a
 wait's timeout). Every value is checked as a JSON value, so the same input is refused
 with the same kind in-process and over the wire, and what passes is safe to bind into
-SQL (no lone surrogates, integers within SQLite's 64 bits).
+SQL (integers within SQLite's 64 bits; text without lone surrogates or NUL, refused
+`bad-value` as everywhere: `koinii.kb.values`).
 """
 
 from __future__ import annotations
@@ -13,22 +14,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from koinii.errors import Refused
+from koinii.kb import values
 
 SQL_MAX = 2**63 - 1  # the largest integer an SQLite column holds
 STATUSES = ("active", "stale", "terminated")
 MAX_WAIT_S = 30
 
 
-def _text(value: Any) -> str | None:
-    """Why `value` is not a usable non-empty string, or None when it is one."""
+def _text(value: Any, field: str) -> str | None:
+    """Why `value` is not a usable non-empty string, or None when it is one (text no
+    store can hold — a lone surrogate, a NUL — is refused `bad-value` here)."""
     if not isinstance(value, str):
         return f"is {type(value).__name__}, not a string"
     if not value:
         return "is empty"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return "is not valid text (a lone surrogate)"
+    values.check_text(field, value)
     return None
 
 
@@ -51,7 +51,7 @@ def _refuse(kind: str, field: str, problem: str, value: Any) -> Refused:
 
 def identifier(value: Any, field: str, kind: str) -> str:
     """A required id (wrap_id, coordinator_id): a non-empty string."""
-    problem = _text(value)
+    problem = _text(value, field)
     if problem:
         raise _refuse(kind, field, problem, value)
     return value
@@ -112,7 +112,10 @@ def _created_ids(value: Any) -> list[Any]:
     if not isinstance(value, (list, tuple)):
         raise _refuse("bad-wrap", "created_ids", "must be a list of ids", value)
     for i, item in enumerate(value):
-        problem = _text(item) if isinstance(item, str) else _integer(item, -SQL_MAX)
+        if isinstance(item, str):
+            problem = _text(item, f"created_ids[{i}]")
+        else:
+            problem = _integer(item, -SQL_MAX)
         if problem:
             raise _refuse("bad-wrap", f"created_ids[{i}]", problem, item)
     return list(value)
@@ -125,7 +128,7 @@ def _stats(value: Any) -> dict[str, int] | None:
     if not isinstance(value, Mapping):
         raise _refuse("bad-wrap", "stats", "must be a map of str to int", value)
     for key, count in value.items():
-        problem = _text(key)
+        problem = _text(key, "stats key")
         if problem:
             raise _refuse("bad-wrap", "stats key", problem, key)
         problem = _integer(count, -SQL_MAX)
@@ -150,7 +153,8 @@ def texts(value: Any, field: str) -> list[str]:
     if not isinstance(value, (list, tuple)):
         raise _refuse("bad-wrap", field, "must be a list of strings", value)
     for i, item in enumerate(value):
-        problem = _text(item) if item != "" else None  # an empty entry is still an entry
+        # an empty entry is still an entry
+        problem = _text(item, f"{field}[{i}]") if item != "" else None
         if problem:
             raise _refuse("bad-wrap", f"{field}[{i}]", problem, item)
     return list(value)

@@ -7,19 +7,25 @@ errors to translate (`_errors`) — and everything that truly differs: opening, 
 lock, the schema migrations. Invariant: one `commit` is one transaction holding the
 sentex and justification rows, the domain records and the change-log entry, or nothing;
 one `commit_group` is one transaction holding every write of the group, or nothing.
+What is loaded back always serves: provenance an older version stored with a value JSON
+cannot carry is repaired as it is read (`_extra`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
 
 from koinii.errors import Refused
+from koinii.kb import values
 from koinii.kb.store import Commit, JustificationRow, Loaded, LogEntry, SentexRow
+
+log = logging.getLogger("koinii.store")
 
 UPSERT_SENTEX = (
     "INSERT INTO sentex (handle, context, positive, text, premise, strength, creator, created, "
@@ -80,7 +86,7 @@ class SQLStore:
         next_handle = max(self._meta("next_handle", 1), last[1] if last else 1, top + 1)
         seq = max(self._meta("seq", 0), last[0] if last else 0)
         sentexes = [
-            SentexRow(h, c, bool(p), t, bool(pr), s, cr, cd, json.loads(x) if x else None)
+            SentexRow(h, c, bool(p), t, bool(pr), s, cr, cd, _extra(h, x) if x else None)
             for h, c, p, t, pr, s, cr, cd, x in self._run(
                 "SELECT handle, context, positive, text, premise, strength, creator, "
                 "created, extra FROM sentex ORDER BY handle"
@@ -245,6 +251,18 @@ class SQLStore:
         marks = ", ".join("?" for _ in columns)
         with self._translated("the import"), self._transaction():
             self._run_many(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
+
+
+def _extra(handle: int, text: str) -> dict[str, Any]:
+    """A sentex's stored provenance fields, made servable if an older version stored a
+    value that JSON cannot carry (NaN, a lone surrogate, a NUL: `values.repaired`); the
+    repaired fields are what the engine holds, and the row is rewritten at its next write."""
+    extra = json.loads(text)
+    if "NaN" in text or "Infinity" in text or "\\u" in text:
+        extra, changed = values.repaired(extra)
+        if changed:
+            log.warning("sentex %s: provenance held a value JSON cannot carry; repaired", handle)
+    return extra
 
 
 def _log_row(commit: Commit) -> tuple:

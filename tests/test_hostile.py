@@ -1,0 +1,369 @@
+"""Hostile agents: each test is one attack an agent token could make on other agents,
+over a real daemon, and the rule that stops it (docs/security.md, "The rules").
+
+The attacker is AgentAtlas; its victims are AgentBoreas and AgentCharlie. Every attack
+uses only requests the wire accepts from some caller — the question each test answers is
+whether the daemon lets an agent's own moves reach into another agent's claims, sessions,
+subscriptions or connection. One section per rule, in the order of the table; a new
+attack goes into the section of the rule it tests. Each test failed before its rule was
+enforced. Attacks on the transport, which no store takes part in, run once (`on_sqlite`);
+the others run on both backends (`team`).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import koinii
+from koinii.server.tokens import add_token
+from koinii.sessions import Introspection, SessionStore
+from tests.conftest import Daemon, refused
+
+TEAM = {
+    "AgentAtlas": "agent",
+    "AgentBoreas": "agent",
+    "AgentCharlie": "agent",
+    "Registrar": "admin",
+    "Ops": "operator",
+    "Auditor": "reader",
+}
+
+
+@pytest.fixture
+def team(start_daemon):
+    return start_daemon(principals=TEAM)
+
+
+@pytest.fixture
+def on_sqlite(tmp_path):
+    """on_sqlite(*args, principals=None) -> a running daemon over SQLite, for the attacks
+    on the transport, which no store takes part in (so they run once, not per backend)."""
+    started: list[Daemon] = []
+
+    def start(
+        *args: str, principals: dict[str, str] | None = None, fd_limit: int | None = None
+    ) -> Daemon:
+        n = len(started)
+        tokens: dict[str, str] = {}
+        extra: list[str] = []
+        if principals:
+            table = str(tmp_path / f"tokens-{n}.json")
+            tokens = {p: add_token(table, p, role) for p, role in principals.items()}
+            extra = ["--tokens", table]
+        daemon = Daemon(str(tmp_path / f"transport-{n}.db"), [*args, *extra], tokens)
+        daemon.fd_limit = fd_limit
+        started.append(daemon)
+        return daemon.start()
+
+    yield start
+    for daemon in started:
+        daemon.kill()
+
+
+def koinii_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "koinii", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+# --- one context per principal -------------------------------------------------------------
+
+
+def test_token_add_refuses_a_second_principal_for_one_context(tmp_path):
+    path = tmp_path / "team.tokens"
+    table = str(path)
+    assert koinii_cli("token", "add", "AgentAtlas", "--tokens", table).returncode == 0
+    clash = koinii_cli("token", "add", "Atlas", "--role", "agent", "--tokens", table)
+    assert clash.returncode == 1
+    assert "koinii/context-taken" in clash.stderr
+    assert "Atlas" in clash.stderr and "AgentAtlas" in clash.stderr and "CxAtlas" in clash.stderr
+    assert "koinii token revoke Atlas" in clash.stderr  # how to fix it
+    assert [e["id"] for e in json.loads(path.read_text())["tokens"]] == ["AgentAtlas"]
+    # a second token for the same principal is a rotation, not a clash
+    assert koinii_cli("token", "add", "AgentAtlas", "--tokens", table).returncode == 0
+
+
+def test_the_daemon_refuses_to_start_on_a_table_where_two_principals_share_a_context(tmp_path):
+    table = tmp_path / "edited.tokens"
+    add_token(str(table), "AgentAtlas", "agent")
+    data = json.loads(table.read_text())
+    data["tokens"].append({**data["tokens"][0], "id": "Atlas"})  # edited by hand
+    table.write_text(json.dumps(data))
+    daemon = Daemon(str(tmp_path / "team.db"), ["--tokens", str(table)])
+    try:
+        with pytest.raises(RuntimeError) as exited:
+            daemon.start()
+    finally:
+        daemon.kill()
+    message = str(exited.value)
+    assert "koinii/context-taken" in message and "CxAtlas" in message
+    assert "Atlas" in message and f"koinii token revoke Atlas --tokens {table}" in message
+
+
+# --- sessions: written by the principal that started them, and operators -------------------
+
+
+def test_an_agent_cannot_write_another_agents_session(team):
+    boreas = SessionStore(team.client("AgentBoreas"))
+    sid = boreas.start_session(title="boreas at work", external_id="boreas:1")
+    turn = boreas.start_turn(sid, "migrate the db")
+    iteration = boreas.record_iteration(turn, prose="looking")
+    done = boreas.start_turn(sid, "an earlier turn")
+    boreas.finish_turn(done, "done", "complete")
+    atlas = SessionStore(team.client("AgentAtlas"))
+    ops = team.client("Ops")
+    seq = ops.seq
+    attacks = [
+        lambda: atlas.set_title(sid, "pwned"),
+        lambda: atlas.start_turn(sid, "words in boreas's session"),
+        lambda: atlas.record_iteration(turn, prose="not boreas"),
+        lambda: atlas.record_block(iteration, code="rm -rf /"),
+        lambda: atlas.finish_turn(turn, "error", "error", error="cut short"),
+        lambda: atlas.retry_turn(done),
+        lambda: atlas.fork_session(sid, position=0),
+        lambda: atlas.record_routing(sid, "error", reason="made up"),
+        lambda: atlas.add_attachment(turn, filename="planted.txt"),
+        lambda: atlas.call("import_part", external_id="boreas:1", part=0, session={}),
+    ]
+    for attack in attacks:
+        refusal = refused(attack)
+        assert refusal.kind == "koinii/foreign-session", refusal
+        assert refusal.data["agent"] == "AgentAtlas" and refusal.data["owner"] == "AgentBoreas"
+        assert "started" in refusal.message
+    assert ops.seq == seq  # nothing was written
+    reader = Introspection(team.client("Auditor"))
+    assert reader.get_session(sid)["title"] == "boreas at work"
+    # the owner and an operator still write it; the attacker records its own sessions
+    boreas.set_title(sid, "still boreas")
+    SessionStore(ops).set_title(sid, "an operator may")
+    own = atlas.start_session(title="atlas's own", parent_session_id=sid)
+    atlas.start_turn(own, "a child session writes no row of its parent")
+    assert reader.get_session(sid)["title"] == "an operator may"
+
+
+def test_an_admin_records_no_sessions(team):
+    refusal = refused(lambda: SessionStore(team.client("Registrar")).start_session())
+    assert refusal.kind == "forbidden" and "CxRegistry" in refusal.message
+    sid = SessionStore(team.client("AgentBoreas")).start_session()
+    assert refused(lambda: SessionStore(team.client("Registrar")).set_title(sid, "x")).kind == (
+        "forbidden"
+    )
+
+
+# --- meaning: what an agent's claims do to the meaning of others' (issue 16) --------------
+# The engine's and channel's rules for these are issue 16's semantic half; their attacks go
+# here, one test each, on the `team` fixture: censoring by `except`, silent override by a
+# monotonic rebuttal, words in another's mouth through a rule (a derived speech act or
+# ballot), and a channel hijack by an `agentContext` mark.
+
+
+# --- poisoned reads: values no JSON reader takes back ----------------------------------------
+
+
+def test_an_agent_cannot_poison_the_reads_of_others_with_nan(team):
+    atlas, boreas = team.client("AgentAtlas"), team.client("AgentBoreas")
+    claim = "(usesDb ProdCluster Postgres)"
+    refusal = refused(
+        lambda: atlas.assert_(claim, "CxAtlas", provenance={"confidence": float("nan")})
+    )
+    assert refusal.kind == "bad-value" and refusal.data["field"] == "provenance.confidence"
+    h = atlas.assert_(claim, "CxAtlas", provenance={"confidence": 0.9})
+    seq = atlas.seq
+    refusal = refused(lambda: atlas.add_provenance(h, {"weight": float("inf")}))
+    assert refusal.kind == "bad-value" and atlas.seq == seq  # refused, and nothing committed
+    refusal = refused(lambda: atlas.add_provenance(h, {"by": "\ud800"}))
+    assert refusal.kind == "bad-value"
+    # every read of the claim still answers, for everyone
+    assert boreas.provenance(h)["confidence"] == 0.9
+    assert [s.handle for s in boreas.sentexes_matching("(usesDb ?c ?d)", "CxAtlas")] == [h]
+    assert boreas.query("(usesDb ?c ?d)", "CxAtlas")
+
+
+# --- DNS rebinding: the Host is a name the daemon answers to ---------------------------------
+
+
+def raw(daemon, path: str, body: bytes = b"{}", headers: dict | None = None):
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
+    conn.request("POST" if path.startswith("/v1/") else "GET", path, body, headers or {})
+    response = conn.getresponse()
+    return response.status, json.loads(response.read())
+
+
+def test_a_rebinding_page_cannot_drive_an_open_daemon(on_sqlite):
+    daemon = on_sqlite()
+    # evil.example resolved to 127.0.0.1 for a moment: to the browser the page and the
+    # daemon are one origin, so it sends its own name as Host and as Origin
+    site = f"evil.example:{daemon.port}"
+    page = {"Host": site, "Origin": f"http://{site}", "Content-Type": "text/plain"}
+    body = json.dumps({"sentence": "(pwned By Rebinding)", "context": "CxA"}).encode()
+    status, reply = raw(daemon, "/v1/assert", body, page)
+    assert (status, reply["error"]["kind"]) == (403, "bad-host")
+    assert "--allow-host evil.example" in reply["error"]["message"]
+    assert raw(daemon, "/health", headers=page)[0] == 403  # reads too
+    with daemon.client() as client:
+        assert client.query("(pwned ?x ?y)", "CxA") == []
+
+
+def test_a_rebinding_page_gets_no_further_with_an_agents_token(on_sqlite):
+    team = on_sqlite(principals=TEAM)
+    site = f"evil.example:{team.port}"
+    page = {
+        "Host": site,
+        "Origin": f"http://{site}",
+        "Authorization": f"Bearer {team.tokens['AgentAtlas']}",
+    }
+    body = json.dumps({"sentence": "(pwned By Rebinding)", "context": "CxAtlas"}).encode()
+    assert raw(team, "/v1/assert", body, page)[1]["error"]["kind"] == "bad-host"
+
+
+def test_loopback_and_allowed_names_are_answered_and_the_origin_check_still_holds(on_sqlite):
+    daemon = on_sqlite("--allow-host", "koinii.internal")
+    for host in ("127.0.0.1", "localhost", "LOCALHOST.", "127.0.0.2", "[::1]"):
+        status, reply = raw(daemon, "/v1/stats", headers={"Host": f"{host}:{daemon.port}"})
+        assert status == 200 and reply["ok"] is True, host
+    named = f"koinii.internal:{daemon.port}"
+    assert raw(daemon, "/v1/stats", headers={"Host": named, "Origin": f"http://{named}"})[0] == 200
+    local = f"localhost:{daemon.port}"
+    for origin in ("http://localhost:3000", "null", f"http://{named}"):  # another origin
+        status, reply = raw(daemon, "/v1/stats", headers={"Host": local, "Origin": origin})
+        assert (status, reply["error"]["kind"]) == (403, "cross-origin"), origin
+    assert raw(daemon, "/v1/stats", headers={"Host": f"other.internal:{daemon.port}"})[0] == 403
+
+
+# --- starving others: subscriptions, memory, connections -------------------------------------
+
+
+def test_one_token_cannot_take_another_principals_subscription_slots(on_sqlite):
+    team = on_sqlite(principals=TEAM)
+    atlas, boreas = team.client("AgentAtlas"), team.client("AgentBoreas")
+    opened = 0
+    with pytest.raises(koinii.Refused) as refusal:
+        while opened < 2000:  # bounded: the daemon's cap is 1024
+            atlas.watch()
+            opened += 1
+    assert opened == 64  # the documented default quota
+    assert refusal.value.kind == "too-many-subscriptions"
+    assert refusal.value.data["quota"] == 64
+    assert "--max-subscriptions-per-principal" in refusal.value.message
+    assert boreas.poll(boreas.watch()["token"], 0)["events"] == []
+
+
+def test_an_agent_cannot_see_poll_or_drop_another_agents_subscription(on_sqlite):
+    team = on_sqlite(principals=TEAM)
+    atlas, boreas = team.client("AgentAtlas"), team.client("AgentBoreas")
+    mine = boreas.watch("(usesDb ?c ?d)", "CxBoreas")["token"]
+    [listed] = atlas.watchers()
+    assert listed["token"] is None and listed["principal"] == "AgentBoreas"
+    for attack in (lambda: atlas.unwatch(mine), lambda: atlas.poll(mine, 0)):
+        assert refused(attack).kind == "koinii/foreign-subscription"
+    boreas.assert_("(usesDb ProdCluster Postgres)", "CxBoreas")
+    assert len(boreas.poll(mine, 0)["events"]) == 1
+    assert team.client("Ops").watchers()[0]["token"] == mine  # an operator sees all
+
+
+def rss_mib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS"))
+    return int(line.split()[1]) // 1024
+
+
+def test_watchers_share_one_copy_of_each_event(on_sqlite):
+    daemon = on_sqlite()
+    client = daemon.client()
+    filler = "x" * 180  # 3,000 sentences: a 0.6 MB edit
+
+    def growth_of_an_edit(ctx: str) -> int:
+        before = rss_mib(daemon.proc.pid)
+        client.edit(add=[(f'(note Thing{i} "{filler}")', ctx) for i in range(3000)])
+        client.stats()  # delivered by now: events go out before the writer's reply
+        return rss_mib(daemon.proc.pid) - before
+
+    client.watch()
+    alone = growth_of_an_edit("CxA")  # the store's own growth, with one watcher
+    tokens = [client.watch()["token"] for _ in range(150)]
+    tokens += [client.watch("(note ?x ?text)", "CxB")["token"] for _ in range(49)]
+    watched = growth_of_an_edit("CxB")  # 200 watchers: before, a copy each (~140 MiB)
+    assert watched - alone < 25, (alone, watched)
+    first, last = client.poll(tokens[0], 0), client.poll(tokens[-1], 0)
+    assert len(first["events"][0].added) == len(last["events"][0].added) == 3000
+
+
+def connect(daemon: Daemon, send: bytes = b"") -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", daemon.port), timeout=5)
+    if send:
+        sock.sendall(send)
+    return sock
+
+
+def answer(sock: socket.socket) -> bytes:
+    """What the daemon sends before it closes the connection (b"" if it closes silently;
+    a close with our data unread may reset the connection before its answer is read)."""
+    got = b""
+    try:
+        while chunk := sock.recv(65536):
+            got += chunk
+    except ConnectionResetError:
+        pass
+    return got
+
+
+STALLED_HEADERS = b"POST /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthoriz"
+
+
+def test_300_connections_without_a_token_do_not_lock_out_a_client_with_one(on_sqlite):
+    # 256 descriptors, as on a machine with a low `ulimit -n`: 300 connections that never
+    # finish a request (half of them stuck in their headers) would take them all
+    team = on_sqlite(principals=TEAM, fd_limit=256)
+    stalled = []
+    try:
+        for i in range(300):
+            stalled.append(connect(team, STALLED_HEADERS if i % 2 else b""))
+        with team.client("AgentBoreas", timeout=5) as boreas:
+            started = time.monotonic()
+            assert boreas.assert_("(still Served)", "CxBoreas") > 0
+            assert boreas.stats()["seq"] > 0
+            assert time.monotonic() - started < 5
+    finally:
+        for sock in stalled:
+            sock.close()
+
+
+def test_a_client_that_stalls_in_its_headers_is_cut_off(on_sqlite):
+    daemon = on_sqlite("--header-timeout", "0.5", principals=TEAM)
+    silent, slow = connect(daemon), connect(daemon, STALLED_HEADERS)
+    # answered at once (no token), it never sends the body it announced
+    announced = connect(
+        daemon, b"POST /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 999999\r\n\r\n{"
+    )
+    started = time.monotonic()
+    assert answer(slow).startswith(b"HTTP/1.1 408")
+    assert answer(silent).startswith(b"HTTP/1.1 408")
+    assert answer(announced).startswith(b"HTTP/1.1 401")  # then closed, not kept
+    assert time.monotonic() - started < 4
+    endless = connect(daemon, b"POST /v1/stats HTTP/1.1\r\n" + b"X-Pad: " + b"a" * 200_000)
+    cut = answer(endless)  # closed: with a 431, or reset before it could be read
+    assert cut == b"" or cut.startswith(b"HTTP/1.1 431")
+    with daemon.client("AgentBoreas") as client:  # a client that sends its request is served
+        assert client.stats()["seq"] >= 0
+
+
+def test_a_client_that_stalls_in_its_body_is_refused_body_timeout(on_sqlite):
+    team = on_sqlite("--body-timeout", "0.5", principals=TEAM)
+    head = (
+        b"POST /v1/assert HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b'Authorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{"sentence"'
+    ) % team.tokens["AgentAtlas"].encode()
+    sock = connect(team, head)
+    started = time.monotonic()
+    response = http.client.HTTPResponse(sock)
+    response.begin()
+    assert response.status == 408 and time.monotonic() - started < 4
+    assert json.loads(response.read())["error"]["kind"] == "body-timeout"
+    sock.close()
