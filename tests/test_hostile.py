@@ -22,6 +22,7 @@ import time
 import pytest
 
 import koinii
+from koinii import adjudication, channel
 from koinii.server.tokens import add_token
 from koinii.sessions import Introspection, SessionStore
 from tests.conftest import Daemon, refused
@@ -157,11 +158,120 @@ def test_an_admin_records_no_sessions(team):
     )
 
 
-# --- meaning: what an agent's claims do to the meaning of others' (issue 16) --------------
-# The engine's and channel's rules for these are issue 16's semantic half; their attacks go
-# here, one test each, on the `team` fixture: censoring by `except`, silent override by a
-# monotonic rebuttal, words in another's mouth through a rule (a derived speech act or
-# ballot), and a channel hijack by an `agentContext` mark.
+# --- meaning: what an agent's claims do to the meaning of others' ---------------------------
+# Each attack is made once with raw writes over the agent's token and once by a cooperative
+# agent through koinii.channel, in process: the rule holds on both.
+
+CLAIM = "(usesDb Prod Pg)"
+
+
+@pytest.fixture(params=["wire", "local"])
+def members(request, team, new_location):
+    """Atlas, Boreas and Charlie joined to CxTeam: each over its own agent token, or in
+    one process; with the store an operator (or the KB itself) sees."""
+    if request.param == "wire":
+        agents = {
+            a: channel.join(channel.wire(team.client(a)), "CxTeam", a)
+            for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie")
+        }
+        yield agents, team.client("Ops")
+    else:
+        kb = koinii.open_kb(new_location())
+        medium = channel.local(kb)
+        yield (
+            {
+                a: channel.join(medium, "CxTeam", a)
+                for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie")
+            },
+            kb,
+        )
+        kb.close()
+
+
+def test_an_agent_cannot_censor_another_agents_claim_with_a_mask(members):
+    agents, store = members
+    claim = agents["AgentBoreas"].assert_(CLAIM)
+    seq = store.seq
+    refusal = refused(lambda: agents["AgentAtlas"].assert_(f"(except (sentexHandle {claim}))"))
+    assert refusal.kind == "koinii/foreign-mask" and f"dispute({claim})" in refusal.message
+    assert store.seq == seq and store.why_not(claim, "CxTeam") is None  # still seen
+    # an agent masking its own claim is its own business
+    own = agents["AgentAtlas"].assert_("(draft Idea)")
+    agents["AgentAtlas"].assert_(f"(except (sentexHandle {own}))")
+    assert store.why_not(own, "CxTeam") == "excepted"
+
+
+def test_an_agent_cannot_silently_override_another_with_a_monotonic_rebuttal(members):
+    agents, store = members
+    claim = agents["AgentBoreas"].assert_(CLAIM)
+    refusal = refused(lambda: agents["AgentAtlas"].assert_(f"(not {CLAIM})", strength="monotonic"))
+    assert refusal.kind == "koinii/strength-forbidden" and "arbiter" in refusal.message
+    assert store.believed(claim, "CxTeam")
+    agents["AgentAtlas"].assert_(f"(not {CLAIM})")  # at default strength: a visible clash
+    [clash] = store.contradictions("CxTeam")
+    assert claim in clash["handles"]
+
+
+def test_a_rule_cannot_put_words_in_another_agents_mouth(members):
+    agents, store = members
+    claim = agents["AgentBoreas"].assert_(CLAIM)
+    atlas = agents["AgentAtlas"]
+    atlas.assert_("(implies (trigger ?x) (endorses AgentBoreas ?x))")
+    atlas.assert_("(implies (trigger ?x) (votesAgainst AgentCharlie ?x))")
+    atlas.assert_("(implies (trigger ?x) (endorses AgentAtlas ?x))")  # its own: fine
+    atlas.assert_(f"(trigger (sentexHandle {claim}))")
+    endorsers = {
+        s.sentence[1].name
+        for s in store.sentexes_matching(f"(endorses ?who (sentexHandle {claim}))", "?ctx")
+    }
+    assert endorsers == {"AgentAtlas"}  # Boreas never endorsed it, and is not said to
+    assert store.sentexes_matching(f"(votesAgainst ?who (sentexHandle {claim}))", "?ctx") == []
+    assert {v["reason"] for v in store.violations()} == {"speaks-for-another"}
+    assert adjudication.tally(store, claim) == {"for": 0, "against": 0}
+
+
+def test_a_forged_ballot_neither_counts_nor_vetoes_a_majority(members):
+    agents, store = members
+    claim = agents["AgentBoreas"].assert_(CLAIM)
+    agents["AgentCharlie"].dispute(claim)
+    agents["AgentAtlas"].assert_("(implies (trigger ?x) (votesAgainst AgentCharlie ?x))")
+    agents["AgentAtlas"].assert_(f"(trigger (sentexHandle {claim}))")
+    for voter, stance in (("AgentAtlas", "for"), ("AgentBoreas", "for")):
+        agents[voter].vote(stance, claim)
+    [dispute] = agents["AgentAtlas"].disputes()
+    won = adjudication.resolve_by_majority(store, dispute["dispute_id"], claim, "CxTeam")
+    assert (won["for"], won["against"], won["outcome"]) == (2, 0, "for")  # no veto
+
+
+def test_an_agent_cannot_hijack_a_channel_with_an_agent_context_mark(members):
+    agents, store = members
+    seq = store.seq
+    refusal = refused(lambda: agents["AgentAtlas"].assert_("(agentContext CxNext AgentAtlas)"))
+    assert refusal.kind == "koinii/foreign-mark" and store.seq == seq
+    medium = agents["AgentBoreas"].medium
+    assert channel.join(medium, "CxNext", "AgentBoreas").channel == "CxNext"
+
+
+def test_the_raw_wire_writes_meet_the_same_rules(team):
+    """The same attacks as raw requests with Atlas's token: the daemon refuses them."""
+    boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    claim = boreas.assert_(CLAIM)
+    atlas = team.client("AgentAtlas")
+    ops = team.client("Ops")
+    seq = ops.seq
+    for sentence, opts, kind in (
+        (f"(except (sentexHandle {claim}))", {}, "koinii/foreign-mask"),
+        (f"(not {CLAIM})", {"strength": "monotonic"}, "koinii/strength-forbidden"),
+        ("(agentContext CxTeam AgentAtlas)", {}, "koinii/foreign-mark"),
+    ):
+        assert refused(lambda s=sentence, o=opts: atlas.assert_(s, "CxAtlas", **o)).kind == kind
+        batch = [(sentence, "CxAtlas", opts)]
+        assert refused(lambda b=batch: atlas.edit(add=b)).kind == kind
+    assert ops.seq == seq
+    # a mark another context holds claims nothing: an old store that has one still joins
+    ops.assert_("(agentContext CxTeam AgentAtlas)", "CxAtlas")
+    assert channel.join(channel.wire(team.client("AgentCharlie")), "CxTeam", "AgentCharlie")
 
 
 # --- poisoned reads: values no JSON reader takes back ----------------------------------------
