@@ -655,7 +655,10 @@ class KB:
                 tx.deleted[node.handle] = (node, why)
             tx.removed_sentexes += 1
             tx.seeds.update(self._index.same_atom(node.text))
-            for j in list(node.uses or ()):
+            # `uses` holds a justification once per place the node fills in it, so a
+            # rule like (and (likes ?x ?y) (likes ?y ?x)) over (likes Cat Cat) lists it
+            # twice: drop each justification once
+            for j in dict.fromkeys(node.uses or ()):
                 self._drop_just(tx, j)
                 concl = j.conclusion
                 if not concl.premise and not concl.justs:
