@@ -40,6 +40,7 @@ from koinii.kb.index import Index, key, match, members, same, solve
 from koinii.kb.rules import EXCEPT, GENL_CX, IMPLIES, SENTEX_HANDLE, Rule, compile_rule, literal
 from koinii.kb.sentex import (
     DEFAULT,
+    MAX_HANDLE,
     MONOTONIC,
     NOT,
     STRENGTHS,
@@ -48,7 +49,7 @@ from koinii.kb.sentex import (
     Sentex,
 )
 from koinii.kb.store import Commit, LogEntry, Store, open_store
-from koinii.terms import Sym, Term, Var, is_ground, parse, parse_all, show, variables
+from koinii.terms import Sym, Term, Var, brief, is_ground, parse, parse_all, show, variables
 
 _PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "koinii_principal", default=None
@@ -165,6 +166,7 @@ class KB:
         self.max_depth = max_depth
         self.max_derivations = max_derivations
         self.query_budget_s = query_budget_s
+        self._shipped: frozenset[int] = frozenset()  # see `mark_shipped`
         self._rebuild()
 
     # ================================================================ lifecycle
@@ -336,6 +338,13 @@ class KB:
                 source = f.read()
         terms = parse_all(source)
         return self.edit(add=[(t, context, {"strength": strength}) for t in terms])
+
+    def mark_shipped(self, handles: Collection[int]) -> None:
+        """Make `handles` — the vocabulary that ships, installed on every open — read-only:
+        a retraction of one would be acknowledged and then undone by the next open's
+        install, so it is refused (`vocabulary-read-only`) instead."""
+        with self._lock:
+            self._shipped = frozenset(handles)
 
     def add_provenance(self, handle: Any, fields: dict[str, Any]) -> dict[str, Any] | None:
         """Add provenance fields to a stored sentex (fields it has already are kept)."""
@@ -626,6 +635,14 @@ class KB:
         node = self._index.by_handle.get(handle)
         if node is None:
             return
+        if handle in self._shipped:
+            raise Refused(
+                "vocabulary-read-only",
+                f"sentex {handle} is shipped vocabulary ({node.context}), reinstalled on every "
+                f"open, so it cannot be retracted; to set it aside in a context, mask it "
+                f"there: assert (except (sentexHandle {handle})) in that context",
+                {"handle": handle, "context": node.context},
+            )
         if not node.premise:
             raise Refused(
                 "not-a-premise",
@@ -1652,11 +1669,11 @@ def _now() -> int:
 
 
 def _handle(value: Any) -> int:
-    if type(value) is not int or value <= 0:
+    if type(value) is not int or not 0 < value <= MAX_HANDLE:
         raise Refused(
             "bad-handle",
-            f"a handle is a positive integer, not {value!r:.40}",
-            {"handle": repr(value)},
+            f"a handle is a positive 64-bit integer, not {brief(value)}",
+            {"handle": brief(value)},
         )
     return value
 

@@ -3,7 +3,9 @@
 Invariants:
 - One writer per file: an exclusive `flock` on `<file>.lock` is taken at open and held
   until close (the kernel drops it if the process dies, so a crashed writer never leaves
-  the file locked). A second opener is refused with `store-locked`.
+  the file locked). A second opener is refused with `store-locked`. The file is named
+  by its resolved path, so a symlink to a held store (or a path with `..`) finds the
+  same lock.
 - One write operation is one SQLite transaction (rows + its change-log entry), in WAL
   mode. With `synchronous="normal"` (the default) a committed write survives the death of
   the process (kill -9); `synchronous="full"` also survives power loss, at the cost of an
@@ -71,7 +73,7 @@ class SQLiteStore(SQLStore):
                 f"synchronous must be 'normal' or 'full', not {synchronous!r}",
                 {"option": "synchronous", "value": synchronous},
             )
-        self.location = os.path.abspath(path)
+        self.location = os.path.realpath(path)
         self._lock_file = _take_writer_lock(self.location)
         try:
             self._db = sqlite3.connect(
