@@ -4,6 +4,8 @@
 - The SQLite writer lock is taken on the resolved path: a symlink finds the same lock.
 - An integer past the digit limit is refused `shape`, never a ValueError (a 500).
 - A handle past a 64-bit column is refused `bad-handle`.
+- Loud typos: a missing token table, a mistyped store for what only reads, a missing
+  migrate source, a retract of a handle that names nothing.
 
 Each refusal is checked in-process and over the wire, and leaves the store unchanged.
 """
@@ -11,12 +13,14 @@ Each refusal is checked in-process and over the wire, and leaves the store uncha
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
 import koinii
 from koinii import Refused, Sym
-from tests.conftest import refused
+from tests.conftest import free_port, refused
 
 HUGE = "9" * 4301  # one digit past terms.MAX_INT_DIGITS
 
@@ -127,3 +131,86 @@ def test_an_integer_past_the_digit_limit_is_refused_over_the_wire(client):
     sentence = f"(count Items {HUGE})"
     assert unchanged(client, lambda: client.assert_(sentence, "CxA")).kind == "shape"
     assert refused(lambda: client.query(sentence, "CxA")).kind == "shape"
+
+
+# --- loud typos ---------------------------------------------------------------------------------
+
+
+def koinii_cli(*args: str, cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "koinii", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )
+
+
+def one_refusal_line(result: subprocess.CompletedProcess, kind: str) -> str:
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and kind in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+def test_serve_with_a_missing_token_table_refuses_to_start(tmp_path):
+    missing = tmp_path / "teem.tokens"
+    result = koinii_cli("serve", "--db", str(tmp_path / "kb.db"), "--port", str(free_port()),
+                        "--tokens", str(missing))  # fmt: skip
+    line = one_refusal_line(result, "no-token-table")
+    assert f"koinii token add AgentAtlas --role agent --tokens {missing}" in line
+    assert not missing.exists()
+
+
+def test_a_store_that_is_not_there_is_refused_where_only_reading(new_location, backend, tmp_path):
+    location = str(tmp_path / "teem.db") if backend == "sqlite" else new_location()
+    refusal = refused(lambda: koinii.open_kb(location, create=False))
+    assert refusal.kind == "no-such-store" and "koinii serve --db" in refusal.message
+    if backend == "sqlite":
+        assert not os.path.exists(location)
+    with koinii.open_kb(location) as made:  # what writes makes the store
+        made.assert_("(ready Release)", "CxA")
+    with koinii.open_kb(location, create=False) as found:
+        assert found.sentexes_matching("(ready ?x)", "CxA")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["query", "(ready ?x)", "-c", "CxA"],
+        ["tail", "--no-follow"],
+        ["wraps", "list"],
+        ["sessions", "list"],
+    ],
+    ids=["query", "tail", "wraps", "sessions"],
+)
+def test_a_reading_command_on_a_mistyped_db_refuses_and_creates_nothing(tmp_path, command):
+    typo = tmp_path / "teem.db"
+    one_refusal_line(koinii_cli(*command, "--db", str(typo)), "no-such-store")
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_a_writing_command_makes_the_store(tmp_path):
+    made = koinii_cli("assert", "(ready Release)", "-c", "CxA", "--db", str(tmp_path / "new.db"))
+    assert made.returncode == 0, made.stderr
+    found = koinii_cli("query", "(ready ?x)", "-c", "CxA", "--db", str(tmp_path / "new.db"))
+    assert found.returncode == 0 and "Release" in found.stdout
+
+
+def test_migrate_from_a_missing_store_refuses(tmp_path):
+    target = tmp_path / "target.db"
+    result = koinii_cli("migrate", "--from", str(tmp_path / "teem.db"), "--to", str(target))
+    one_refusal_line(result, "no-such-store")
+    assert not target.exists()
+
+
+def test_retract_of_an_unknown_handle_is_refused_over_the_wire(client):
+    refusal = unchanged(client, lambda: client.retract(10**9))
+    assert refusal.kind == "unknown-handle" and refusal.data["issued"] is False
+    handle = client.assert_("(ready Release)", "CxA")
+    client.retract(handle)
+    again = unchanged(client, lambda: client.retract(handle))
+    assert again.kind == "unknown-handle" and again.data["issued"] is True
+    edit = unchanged(client, lambda: client.edit(add=[("(ready Other)", "CxA")], remove=[10**9]))
+    assert edit.kind == "unknown-handle" and edit.data["rolled_back"] is True

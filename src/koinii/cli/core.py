@@ -35,9 +35,11 @@ def source_options(fn):
     return fn
 
 
-def open_source(db: str | None, url: str, token: str | None) -> Any:
-    """A KB (with --db) or a Client of the daemon."""
-    return koinii.open_kb(db) if db else koinii.connect(url, token=token)
+def open_source(db: str | None, url: str, token: str | None, *, create: bool = False) -> Any:
+    """A KB (with --db) or a Client of the daemon. Only a command that writes passes
+    `create`: for one that reads, a mistyped --db is refused (`no-such-store`) rather
+    than answered from a new, empty store."""
+    return koinii.open_kb(db, create=create) if db else koinii.connect(url, token=token)
 
 
 @click.command("assert")
@@ -48,7 +50,7 @@ def open_source(db: str | None, url: str, token: str | None) -> Any:
 @source_options
 def assert_command(sentence, context, strength, creator, url, token, db) -> None:
     """Store SENTENCE in a context; prints its handle."""
-    store = open_source(db, url, token)
+    store = open_source(db, url, token, create=True)
     click.echo(store.assert_(sentence, context, strength=strength, creator=creator))
 
 

@@ -65,7 +65,7 @@ RESERVED_PROVENANCE = frozenset({"creator", "created", "principal"})
 
 @dataclass(frozen=True)
 class Retracted:
-    """What a retract removed (counts; zero for an unknown handle)."""
+    """What a retract removed (counts), and the seq of its write."""
 
     removed_sentexes: int
     removed_justifications: int
@@ -261,8 +261,9 @@ class KB:
         """Remove an asserted sentex and everything that rested only on it.
 
         Also tears down, recursively, every stored meta-sentex whose predicate is marked
-        `(target_following_predicate P)` and that names a removed sentex. An unknown
-        handle is a no-op with zero counts.
+        `(target_following_predicate P)` and that names a removed sentex. A handle that
+        names no stored sentex is refused (`unknown-handle`; `data.issued` tells one that
+        was stored once — a retract sent again after it landed — from a typo).
         """
         handle = _handle(handle)
         with self._lock:
@@ -634,7 +635,17 @@ class KB:
     def _remove(self, tx: _Tx, handle: int, top: bool = True) -> None:
         node = self._index.by_handle.get(handle)
         if node is None:
-            return
+            if handle in tx.deleted:  # named twice in one edit, or gone with what it rested on
+                return
+            if handle >= self._next_handle:
+                hint = "no sentex has had that handle yet: handles come from assert"
+            else:
+                hint = "it was retracted or removed earlier, or its write was refused"
+            raise Refused(
+                "unknown-handle",
+                f"no sentex {handle} is stored ({hint}); nothing to retract",
+                {"handle": handle, "issued": handle < self._next_handle},
+            )
         if handle in self._shipped:
             raise Refused(
                 "vocabulary-read-only",
@@ -1800,7 +1811,8 @@ def open_kb(location: Any = None, **options: Any) -> KB:
     """Open a knowledge base: None → in memory, a path → SQLite, `postgresql://…`.
 
     Options: `synchronous` ("normal"/"full", SQLite), `standby` (PostgreSQL: wait to take
-    over from the current writer instead of refusing), `max_depth`, `max_derivations`,
+    over from the current writer instead of refusing), `create` (default True; False
+    refuses `no-such-store` where no store exists yet), `max_depth`, `max_derivations`,
     `query_budget_s`, `clock` (a function returning epoch ms, for `created` stamps).
     The shipped vocabulary (CxCore) is loaded into a new store; loading is idempotent.
     """

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import ipaddress
 import logging
+import os
 import signal
 import sys
 
@@ -53,6 +54,14 @@ def serve(
         )
         return 2
     try:
+        if tokens is not None and not os.path.isfile(tokens):
+            # a daemon on a table that is not there would refuse every caller, silently
+            raise Refused(
+                "no-token-table",
+                f"there is no token table at {tokens}: check the path, or create one with "
+                f"koinii token add AgentAtlas --role agent --tokens {tokens}",
+                {"path": tokens},
+            )
         table = TokenTable(tokens) if tokens is not None else None
         if standby:
             log.warning("standby: waiting to become the writer of %s", db)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from koinii.errors import Refused
 from koinii.kb.sentex import Justification, Node
 
 
@@ -126,11 +127,18 @@ class Store(Protocol):
 
 
 def open_store(
-    location: str | None, *, synchronous: str = "normal", standby: bool = False
+    location: str | None,
+    *,
+    synchronous: str = "normal",
+    standby: bool = False,
+    create: bool = True,
 ) -> Store:
     """None → memory; `postgresql://…` → PostgreSQL; anything else → an SQLite file.
 
     `standby` (PostgreSQL): wait for the writer lock instead of refusing `store-locked`.
+    `create=False`: refuse (`no-such-store`) a location that holds no store yet, instead
+    of making an empty one — for what only reads, where a typo must not look like an
+    empty store.
     """
     if location is None or location == ":memory:":
         from koinii.kb.store.memory import MemoryStore
@@ -140,10 +148,19 @@ def open_store(
     if location.startswith(("postgresql://", "postgres://")):
         from koinii.kb.store.postgres import PostgresStore
 
-        return PostgresStore(location, standby=standby)
+        return PostgresStore(location, standby=standby, create=create)
     from koinii.kb.store.sqlite import SQLiteStore
 
-    return SQLiteStore(location, synchronous=synchronous)
+    return SQLiteStore(location, synchronous=synchronous, create=create)
+
+
+def no_such_store(location: str) -> Refused:
+    return Refused(
+        "no-such-store",
+        f"there is no store at {location}: check the location (a new store is made by "
+        f"what writes to it, e.g. koinii serve --db {location})",
+        {"location": location},
+    )
 
 
 def row_of(node: Node) -> SentexRow:

@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from koinii.errors import Refused
+from koinii.kb.store import no_such_store
 from koinii.kb.store.sql import SQLStore
 
 _MIGRATIONS = [
@@ -86,7 +87,9 @@ class PostgresRecords:
 
 
 class PostgresStore(SQLStore):
-    def __init__(self, dsn: str, *, standby: bool = False, poll_s: float = 0.5) -> None:
+    def __init__(
+        self, dsn: str, *, standby: bool = False, poll_s: float = 0.5, create: bool = True
+    ) -> None:
         import psycopg  # imported here: SQLite users need not install it
 
         self._errors = (psycopg.Error,)
@@ -100,6 +103,11 @@ class PostgresStore(SQLStore):
                 {"location": self.location},
             ) from exc
         try:
+            if (
+                not create
+                and self._conn.execute("SELECT to_regclass('koinii_meta')").fetchone()[0] is None
+            ):
+                raise no_such_store(self.location)
             self._take_writer_lock(standby, poll_s)
             self._migrate()
         except BaseException:

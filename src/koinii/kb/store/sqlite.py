@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb.store import SQLiteRecords, migrate_records
+from koinii.kb.store import SQLiteRecords, migrate_records, no_such_store
 from koinii.kb.store.sql import SQLStore
 
 _MIGRATIONS = [
@@ -66,7 +66,7 @@ class SQLiteStore(SQLStore):
     _flag = int  # see SQLStore._flag
     _BEGIN = "BEGIN IMMEDIATE"  # take the write lock now, not at the first write
 
-    def __init__(self, path: str, *, synchronous: str = "normal") -> None:
+    def __init__(self, path: str, *, synchronous: str = "normal", create: bool = True) -> None:
         if synchronous not in ("normal", "full"):
             raise Refused(
                 "bad-option",
@@ -74,6 +74,8 @@ class SQLiteStore(SQLStore):
                 {"option": "synchronous", "value": synchronous},
             )
         self.location = os.path.realpath(path)
+        if not create and not os.path.isfile(self.location):
+            raise no_such_store(str(path))
         self._lock_file = _take_writer_lock(self.location)
         try:
             self._db = sqlite3.connect(
