@@ -76,6 +76,14 @@ def main(debug: bool) -> None:
     is_flag=True,
     help="PostgreSQL: wait for the current writer to stop, then take over.",
 )
+@click.option(
+    "--synchronous",
+    type=click.Choice(["normal", "full"]),
+    default="normal",
+    show_default=True,
+    help="full: every acknowledged write survives power loss (an fsync per commit); "
+    "normal: survives the daemon's death (docs/daemon.md, durability).",
+)
 @click.option("--log-level", default="warning", show_default=True)
 def serve(
     db,
@@ -89,6 +97,7 @@ def serve(
     query_budget,
     log_retention,
     standby,
+    synchronous,
     log_level,
 ) -> None:
     """Run the daemon: the single writer of one store, over HTTP."""
@@ -112,6 +121,7 @@ def serve(
             limits=limits,
             log_level=log_level,
             standby=standby,
+            synchronous=synchronous,
         )
     )
 

@@ -175,6 +175,12 @@ class KB:
     def location(self) -> str:
         return self._store.location
 
+    @property
+    def durability(self) -> dict[str, str]:
+        """What a committed write survives: the backend and the setting that decides it,
+        as the store read it back from its connection (e.g. SQLite's PRAGMA synchronous)."""
+        return dict(self._store.durability)
+
     def _rebuild(self) -> None:
         """Build indexes and belief from the store's records, in one pass, no re-checks."""
         with _collector_paused(True):

@@ -42,6 +42,7 @@ def serve(
     limits: Limits | None = None,
     log_level: str = "warning",
     standby: bool = False,
+    synchronous: str = "normal",
 ) -> int:
     """Run the daemon in the foreground; returns the process exit code."""
     import uvicorn
@@ -65,7 +66,7 @@ def serve(
         table = TokenTable(tokens) if tokens is not None else None
         if standby:
             log.warning("standby: waiting to become the writer of %s", db)
-        kb = open_kb(db, standby=True) if standby else open_kb(db)
+        kb = open_kb(db, standby=standby, synchronous=synchronous)
     except Refused as refusal:
         print(f"koinii serve: {refusal.kind}: {refusal.message}", file=sys.stderr)
         return 1

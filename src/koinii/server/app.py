@@ -645,9 +645,12 @@ def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitabl
 def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = None) -> Starlette:
     """The ASGI application over `kb` (opened by the caller, closed at shutdown)."""
     daemon = Daemon(kb, tokens, limits or Limits())
+    durability = kb.durability
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"ok": True, "version": koinii.__version__, "seq": kb.seq})
+        return JSONResponse(
+            {"ok": True, "version": koinii.__version__, "seq": kb.seq, "durability": durability}
+        )
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(openapi_document())

@@ -81,6 +81,9 @@ class Commit:
 
 class Store(Protocol):
     location: str
+    # What a committed write survives, as the store reads it back from its connection:
+    # {"backend": …, and the setting that decides it} (docs/daemon.md, durability).
+    durability: dict[str, str]
 
     def load(self) -> Loaded: ...
 
@@ -126,6 +129,11 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+# How hard a commit presses on the disk (docs/daemon.md, durability): "normal" survives
+# the death of the process, "full" also the loss of power.
+SYNCHRONOUS = ["normal", "full"]
+
+
 def open_store(
     location: str | None,
     *,
@@ -135,11 +143,19 @@ def open_store(
 ) -> Store:
     """None → memory; `postgresql://…` → PostgreSQL; anything else → an SQLite file.
 
+    `synchronous`: "normal" (survives kill -9) or "full" (survives power loss too: SQLite
+    syncs the WAL at every commit; PostgreSQL's session runs synchronous_commit=on).
     `standby` (PostgreSQL): wait for the writer lock instead of refusing `store-locked`.
     `create=False`: refuse (`no-such-store`) a location that holds no store yet, instead
     of making an empty one — for what only reads, where a typo must not look like an
     empty store.
     """
+    if synchronous not in SYNCHRONOUS:
+        raise Refused(
+            "bad-option",
+            f"synchronous must be 'normal' or 'full', not {synchronous!r}",
+            {"option": "synchronous", "value": str(synchronous)[:40], "known": SYNCHRONOUS},
+        )
     if location is None or location == ":memory:":
         from koinii.kb.store.memory import MemoryStore
 
@@ -148,7 +164,7 @@ def open_store(
     if location.startswith(("postgresql://", "postgres://")):
         from koinii.kb.store.postgres import PostgresStore
 
-        return PostgresStore(location, standby=standby, create=create)
+        return PostgresStore(location, standby=standby, create=create, synchronous=synchronous)
     from koinii.kb.store.sqlite import SQLiteStore
 
     return SQLiteStore(location, synchronous=synchronous, create=create)

@@ -18,6 +18,7 @@ from koinii.kb.store import Commit, Loaded, LogEntry, SQLiteRecords, migrate_rec
 
 class MemoryStore:
     location = ":memory:"
+    durability = {"backend": "memory"}  # nothing survives the process
 
     def __init__(self, retain: int = 10_000) -> None:
         self._log: deque[LogEntry] = deque(maxlen=retain)

@@ -10,7 +10,9 @@ Invariants:
   (`store-locked`), or with `standby=True` waits for the lock — which PostgreSQL releases
   the moment the writer's session ends, so a standby takes over when the writer dies.
 - One write operation is one PostgreSQL transaction, committed before it is
-  acknowledged (synchronous_commit as the server is configured; on by default).
+  acknowledged. Whether a commit survives power loss is the server's synchronous_commit
+  (on by default) and fsync; `synchronous="full"` sets synchronous_commit=on for the
+  writer's session whatever the server's default.
 - The schema is versioned in `koinii_meta.schema_version`; `_MIGRATIONS[i]` takes
   version i to i+1. Domains version their tables in `koinii_schema`, as on SQLite.
 
@@ -88,7 +90,13 @@ class PostgresRecords:
 
 class PostgresStore(SQLStore):
     def __init__(
-        self, dsn: str, *, standby: bool = False, poll_s: float = 0.5, create: bool = True
+        self,
+        dsn: str,
+        *,
+        standby: bool = False,
+        poll_s: float = 0.5,
+        create: bool = True,
+        synchronous: str = "normal",
     ) -> None:
         import psycopg  # imported here: SQLite users need not install it
 
@@ -110,6 +118,13 @@ class PostgresStore(SQLStore):
                 raise no_such_store(self.location)
             self._take_writer_lock(standby, poll_s)
             self._migrate()
+            if synchronous == "full":  # whatever the server's default: wait for the flush
+                self._conn.execute("SET synchronous_commit TO on")
+            self.durability = {
+                "backend": "postgresql",
+                "synchronous_commit": self._conn.execute("SHOW synchronous_commit").fetchone()[0],
+                "fsync": self._conn.execute("SHOW fsync").fetchone()[0],
+            }
         except BaseException:
             self._conn.close()
             raise

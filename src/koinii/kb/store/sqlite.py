@@ -8,8 +8,8 @@ Invariants:
   same lock.
 - One write operation is one SQLite transaction (rows + its change-log entry), in WAL
   mode. With `synchronous="normal"` (the default) a committed write survives the death of
-  the process (kill -9); `synchronous="full"` also survives power loss, at the cost of an
-  fsync per write.
+  the process (kill -9) but not the loss of power (the WAL is synced only at checkpoints);
+  `synchronous="full"` also survives power loss, at the cost of an fsync per commit.
 - The schema is versioned by `PRAGMA user_version`; `_MIGRATIONS[i]` takes version i to i+1.
 """
 
@@ -61,18 +61,15 @@ _MIGRATIONS = [
 ]
 
 
+_LEVELS = {0: "off", 1: "normal", 2: "full", 3: "extra"}  # PRAGMA synchronous's answers
+
+
 class SQLiteStore(SQLStore):
     _errors = (sqlite3.Error,)
     _flag = int  # see SQLStore._flag
     _BEGIN = "BEGIN IMMEDIATE"  # take the write lock now, not at the first write
 
     def __init__(self, path: str, *, synchronous: str = "normal", create: bool = True) -> None:
-        if synchronous not in ("normal", "full"):
-            raise Refused(
-                "bad-option",
-                f"synchronous must be 'normal' or 'full', not {synchronous!r}",
-                {"option": "synchronous", "value": synchronous},
-            )
         self.location = os.path.realpath(path)
         if not create and not os.path.isfile(self.location):
             raise no_such_store(str(path))
@@ -84,6 +81,13 @@ class SQLiteStore(SQLStore):
             self._records = self._db  # domain code runs its SQL on the same connection
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            level = self._db.execute("PRAGMA synchronous").fetchone()[0]
+            mode = self._db.execute("PRAGMA journal_mode").fetchone()[0]
+            self.durability = {
+                "backend": "sqlite",
+                "journal_mode": mode,
+                "synchronous": _LEVELS.get(level, str(level)),
+            }
             self._migrate()
         except sqlite3.Error as exc:
             self._lock_file.close()
