@@ -313,6 +313,14 @@ class Daemon:
         # How many requests the server has in flight (read, not yet answered), when it
         # can tell: `serve` wires in uvicorn's count. None: assume company, always group.
         self.in_flight: Callable[[], int] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # set when the app starts
+
+    def begin_stopping(self) -> None:
+        """Start a clean stop; safe from a signal handler, which may interrupt the loop's
+        thread mid-operation: the parked waits are woken on the loop, between operations
+        (`Subscriptions.stop_waiting`), never from the handler itself."""
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.subs.stop_waiting)
 
     # --- group commit -----------------------------------------------------------------
 
@@ -614,7 +622,7 @@ def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Await
         deadline = loop.time() + wait
         quick = {**body, op.wait_field: 0}
         result = op.run(daemon.kb, **quick)
-        while not result and loop.time() < deadline:
+        while not result and loop.time() < deadline and not daemon.subs.stopping:
             await daemon.subs.next_commit(deadline - loop.time())
             daemon.flush()
             result = op.run(daemon.kb, **quick)
@@ -649,7 +657,13 @@ def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = 
 
     async def health(request: Request) -> Response:
         return JSONResponse(
-            {"ok": True, "version": koinii.__version__, "seq": kb.seq, "durability": durability}
+            {
+                "ok": True,
+                "version": koinii.__version__,
+                "seq": kb.seq,
+                "durability": durability,
+                "parked": daemon.subs.parked,
+            }
         )
 
     async def openapi(request: Request) -> Response:
@@ -669,6 +683,7 @@ def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        daemon.loop = asyncio.get_running_loop()
         task = asyncio.create_task(housekeeping())
         try:
             yield

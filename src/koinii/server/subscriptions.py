@@ -12,6 +12,8 @@ A callback cannot cross the wire, so for each subscription the daemon keeps the 
 - `waking` counts the parked waits woken and not yet run: while it is above 0, the
   daemon holds other replies back one turn of the loop (`Daemon.durable`), so the news
   reaches the watchers before the writer hears its own ack.
+- Once `stop_waiting` has run (the daemon is stopping) nothing parks: every parked wait
+  is woken and answers what it has, a normal reply, and every later one answers at once.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class Subscriptions:
         self._tail_waiters: set[asyncio.Future] = set()
         self.parked = 0  # requests waiting here (long polls), not running
         self.waking = 0  # of those, woken and not yet run
+        self.stopping = False  # see `stop_waiting`
         self._tail_token = kb.on_commit(lambda seq, op: self._wake(self._tail_waiters))
 
     def watch(self, goal: Any, context: Any, max_events: int | None) -> dict[str, Any]:
@@ -174,7 +177,10 @@ class Subscriptions:
         await self._park(self._tail_waiters, max(0.0, timeout_s))
 
     async def _park(self, waiters: set[asyncio.Future], timeout_s: float) -> None:
-        """Wait among `waiters` until woken (`_wake`) or `timeout_s`, counted in `parked`."""
+        """Wait among `waiters` until woken (`_wake`) or `timeout_s`, counted in `parked`;
+        not at all once the daemon is stopping."""
+        if self.stopping:
+            return
         waiter = asyncio.get_running_loop().create_future()
         waiters.add(waiter)
         self.parked += 1
@@ -200,8 +206,18 @@ class Subscriptions:
                 self.waking += 1
         waiters.clear()
 
+    def stop_waiting(self) -> None:
+        """The daemon is stopping: wake every parked wait, so each answers what it has at
+        once (a normal reply, not an error), and park nothing from now on. Subscriptions
+        stay until `close`, so a poll that arrives meanwhile answers normally too."""
+        self.stopping = True
+        for sub in self._subs.values():
+            self._wake(sub.waiters)
+        self._wake(self._tail_waiters)
+
     def close(self) -> None:
         """Shutdown: drop every subscription and wake every parked poll."""
+        self.stopping = True
         for token in list(self._subs):
             self.unwatch(token)
         self._wake(self._tail_waiters)
