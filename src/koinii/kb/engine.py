@@ -375,6 +375,7 @@ class KB:
     def _begin(self, op: str) -> _Tx:
         if self._closed:
             raise Refused("closed", "this knowledge base is closed", {})
+        self._refuse_if_lost()
         if self._tx is not None:
             raise Refused(
                 "reentrant-write",
@@ -433,6 +434,7 @@ class KB:
                 raise Refused("closed", "this knowledge base is closed", {})
             if self._group is not None:
                 raise Refused("group-open", "a group commit is already open", {})
+            self._refuse_if_lost()
             self._store.begin_group()
             self._group = []
             self._group_seq = self._seq
@@ -460,6 +462,18 @@ class KB:
             for tx, seq, routed in held:
                 self._publish(seq, tx.op, routed)
             return len(held)
+
+    def check_writer(self) -> Refused | None:
+        """None while this KB is still its store's writer; else the refusal every write
+        now gets (`writer-lost`: a PostgreSQL writer whose connection was lost and that
+        could not reconnect as the same writer). Probes the store's connection."""
+        with self._lock:
+            return None if self._closed else self._store.check_writer()
+
+    def _refuse_if_lost(self) -> None:
+        lost = self._store.lost
+        if lost is not None:
+            raise Refused(lost.kind, lost.message, lost.data)
 
     def _outside_group(self, what: str) -> None:
         """Refuse what cannot wait in a group: it writes the store itself, at once."""

@@ -98,6 +98,13 @@ def serve(
         access_log=False,
     )
     server = Server(config)
+    exit_code = [0]
+
+    def stop_on_lost() -> None:  # the store is no longer ours: stop, and say so on exit
+        exit_code[0] = 1
+        server.should_exit = True
+
+    daemon.on_lost = stop_on_lost
     # uvicorn keeps every request's task in this set from the moment the request is read:
     # the daemon's group commit asks it whether a write has company (app.Daemon.join_group)
     daemon.in_flight = server.server_state.tasks.__len__
@@ -106,4 +113,4 @@ def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
     server.run()
-    return 0
+    return exit_code[0]

@@ -13,6 +13,13 @@ Invariants:
   sees it; the same table generates `/openapi.json`, so the document cannot drift.
 - Every refusal leaves as `{"ok": false, "error": {kind, message, data}}` with the status
   of `status_of(kind)`; any other exception is a 500 `internal-error` with no traceback.
+- A daemon whose store is no longer its own (`writer-lost`: a PostgreSQL writer that lost
+  its connection and could not come back as the same writer) serves nothing from then
+  on — every operation and `/health` answer 503 with that refusal — and exits non-zero.
+  It is checked every `WRITER_CHECK_S`, after any refusal that may mean it, and before
+  any request when the last check is older than `WRITER_LEASE_S` (a daemon that was
+  frozen checks before it answers anything from memory). The lease is shorter than a
+  standby's takeover (it polls the lock every 0.5 s, then loads the store).
 """
 
 from __future__ import annotations
@@ -62,7 +69,15 @@ _FORBIDDEN = {
 }
 
 
+# The refusals that say the store may no longer be this daemon's (see `Daemon.watch_writer`).
+STORE_LOSS = frozenset({"writer-lost", "outcome-unknown"})
+WRITER_CHECK_S = 0.25
+WRITER_LEASE_S = 0.5
+
+
 def status_of(kind: str) -> int:
+    if kind in STORE_LOSS:
+        return 503
     if kind == "unauthorized":
         return 401
     if kind in _FORBIDDEN:
@@ -314,6 +329,25 @@ class Daemon:
         # can tell: `serve` wires in uvicorn's count. None: assume company, always group.
         self.in_flight: Callable[[], int] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # set when the app starts
+        self.lost: Refused | None = None  # set once the store is no longer this daemon's
+        self.checked_at = 0.0  # loop time of the last writer check (see `watch_writer`)
+        self.on_lost: Callable[[], None] | None = None  # `serve` stops the server then
+
+    def watch_writer(self) -> None:
+        """Stop serving the moment the store is no longer this daemon's: from then on
+        every request gets the refusal, and the server is told to exit (non-zero)."""
+        if self.lost is not None:
+            return
+        lost = self.kb.check_writer()
+        if self.loop is not None:
+            self.checked_at = self.loop.time()
+        if lost is None:
+            return
+        self.lost = Refused(lost.kind, lost.message, lost.data)
+        log.error("serving nothing more: %s", lost.message)
+        self.subs.stop_waiting()
+        if self.on_lost is not None:
+            self.on_lost()
 
     def begin_stopping(self) -> None:
         """Start a clean stop; safe from a signal handler, which may interrupt the loop's
@@ -633,6 +667,10 @@ def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Await
 
 def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
+        if daemon.loop is not None and daemon.loop.time() - daemon.checked_at > WRITER_LEASE_S:
+            daemon.watch_writer()
+        if daemon.lost is not None:
+            return _refusal(daemon.lost)
         try:
             headers = _headers(request)
             _check_origin(headers)
@@ -642,6 +680,8 @@ def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitabl
             await daemon.durable()
             return _reply(result)
         except Refused as refusal:
+            if refusal.kind in STORE_LOSS or refusal.kind == "store-error":
+                daemon.watch_writer()
             return _refusal(refusal)
         except Exception:
             log.exception("internal error in %s", op)
@@ -656,6 +696,12 @@ def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = 
     durability = kb.durability
 
     async def health(request: Request) -> Response:
+        if daemon.loop is not None and daemon.loop.time() - daemon.checked_at > WRITER_LEASE_S:
+            daemon.watch_writer()
+        if daemon.lost is not None:
+            return JSONResponse(
+                {"ok": False, "error": daemon.lost.to_dict(), "seq": kb.seq}, status_code=503
+            )
         return JSONResponse(
             {
                 "ok": True,
@@ -681,14 +727,20 @@ def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = 
                 daemon.flush()
                 kb.compact_log(daemon.limits.log_retention)
 
+    async def watch_writer() -> None:
+        while daemon.lost is None:
+            await asyncio.sleep(WRITER_CHECK_S)
+            daemon.watch_writer()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         daemon.loop = asyncio.get_running_loop()
-        task = asyncio.create_task(housekeeping())
+        tasks = [asyncio.create_task(housekeeping()), asyncio.create_task(watch_writer())]
         try:
             yield
         finally:
-            task.cancel()
+            for task in tasks:
+                task.cancel()
             daemon.flush()
             daemon.subs.close()
             kb.close()

@@ -126,6 +126,15 @@ class Store(Protocol):
     def is_empty(self) -> bool:
         """No sentex and no change-log entry yet."""
 
+    # Not None once the store is no longer its store's writer, or cannot tell whether a
+    # commit landed: the refusal (`writer-lost`, `outcome-unknown`) every write then gets.
+    lost: Any
+
+    def check_writer(self) -> Any:
+        """Make sure this store is still the writer (PostgreSQL: the connection is alive
+        and holds the writer lock, else reconnect, retake the lock and check that the
+        store holds exactly what this writer committed); returns `lost` (None: fine)."""
+
     def close(self) -> None: ...
 
 

@@ -19,7 +19,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from koinii.errors import Refused
@@ -129,7 +129,7 @@ class SQLiteStore(SQLStore):
         self._db.executemany(sql, rows)
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def _transaction(self, log: Sequence[tuple] = ()) -> Iterator[None]:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
