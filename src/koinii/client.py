@@ -287,14 +287,21 @@ class Client:
     # --- the wire feed --------------------------------------------------------------
 
     def watch(
-        self, goal: Any = None, ctx: Any = None, max_events: int | None = None
+        self,
+        goal: Any = None,
+        ctx: Any = None,
+        max_events: int | None = None,
+        *,
+        since: int | None = None,
     ) -> dict[str, Any]:
-        """Open a subscription: `{token, cursor: 0, max_events}`; then `poll` it."""
+        """Open a subscription: `{token, cursor: 0, max_events, seq}`; then `poll` it.
+        With `since`, it starts with the events of the writes after that seq (resume)."""
         return self._call(
             "watch",
             goal=None if goal is None else _text(goal),
             context=_ctx(ctx),
             max_events=max_events,
+            since=since,
         )
 
     def poll(self, token: str, cursor: int, wait_ms: int = 0) -> dict[str, Any]:

@@ -82,12 +82,16 @@ def query_command(goal, context, limit, url, token, db) -> None:
 )
 @source_options
 def tail_command(goal, context, since, follow, url, token, db) -> None:
-    """Follow the change feed live: who wrote what, as it happens. Resumable with --since."""
+    """Follow the change feed live: who wrote what, as it happens. Resumable with --since.
+    Following, it waits out a daemon restart and goes on from the last seq it printed."""
     from koinii.tail import changes
+
+    def outage(exc: BaseException) -> None:
+        click.echo(f"koinii: the daemon is unreachable ({exc}); waiting for it", err=True)
 
     store = open_source(db, url, token)
     for entry, change, added in changes(
-        store, since=since, goal=goal, ctx=context, follow=follow and not db
+        store, since=since, goal=goal, ctx=context, follow=follow and not db, on_outage=outage
     ):
         sign = "[green]+[/green]" if added else "[red]-[/red]"
         why = f" [dim]({change['reason']})[/dim]" if "reason" in change else ""

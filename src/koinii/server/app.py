@@ -192,6 +192,7 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
             "goal": (_T, False, "a standing query (one literal)"),
             "context": ("string", False, "watch changes in view of this context"),
             "max_events": ("integer", False, "ring size (default 256)"),
+            "since": ("integer", False, "resume: replay the events of the writes after it"),
         },
         "open a subscription",
     ),
@@ -523,7 +524,10 @@ class Daemon:
     # --- the wire feed --------------------------------------------------------------
 
     def op_watch(self, caller: Caller, body: dict[str, Any]) -> Any:
-        return self.subs.watch(body.get("goal"), body.get("context"), body.get("max_events"))
+        since = body.get("since")
+        if since is not None:
+            self.flush()  # replay reads the change log: it must hold every write made
+        return self.subs.watch(body.get("goal"), body.get("context"), body.get("max_events"), since)
 
     async def op_poll(self, caller: Caller, body: dict[str, Any]) -> Any:
         return await self.subs.poll(body["token"], body["cursor"], body.get("wait_ms"))

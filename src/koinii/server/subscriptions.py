@@ -74,7 +74,12 @@ class Subscriptions:
         self.stopping = False  # see `stop_waiting`
         self._tail_token = kb.on_commit(lambda seq, op: self._wake(self._tail_waiters))
 
-    def watch(self, goal: Any, context: Any, max_events: int | None) -> dict[str, Any]:
+    def watch(
+        self, goal: Any, context: Any, max_events: int | None, since: int | None = None
+    ) -> dict[str, Any]:
+        """Open a subscription; with `since`, its ring starts with the events of the writes
+        after that seq, replayed from the change log (a subscriber resuming after the
+        daemon restarted). The reply's `seq` is where the subscription starts."""
         if len(self._subs) >= self.cap:
             raise Refused(
                 "too-many-subscriptions",
@@ -92,10 +97,10 @@ class Subscriptions:
         # The engine validates goal and context; the subscription starts exactly here,
         # between two writes, because the loop runs one operation at a time.
         sub.kb_token = self.kb.watch(
-            lambda event: self._deliver(sub, event), goal=goal, ctx=context
+            lambda event: self._deliver(sub, event), goal=goal, ctx=context, since=since
         )
         self._subs[sub.token] = sub
-        return {"token": sub.token, "cursor": 0, "max_events": size}
+        return {"token": sub.token, "cursor": 0, "max_events": size, "seq": self.kb.seq}
 
     def _get(self, token: Any) -> Subscription:
         sub = self._subs.get(token) if isinstance(token, str) else None
