@@ -22,6 +22,7 @@ from koinii.errors import Refused
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_INPUT",
     "MAX_INT_DIGITS",
     "MAX_TEXT",
     "Sym",
@@ -45,6 +46,9 @@ MAX_TEXT = 64 * 1024  # longest canonical text of a sentence, in UTF-8 bytes
 # Most digits an integer may have: Python's own int/str conversion limit (its default),
 # so reading and printing a term never raise ValueError, and never take quadratic time.
 MAX_INT_DIGITS = 4300
+# Longest text `parse` reads, in characters, checked before any tokenising: a sentence at
+# the limit with room for spacing and comments. Work on input is bounded by its size.
+MAX_INPUT = 4 * MAX_TEXT
 _INT_BOUND = 10**MAX_INT_DIGITS
 
 _SYMBOL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
@@ -272,6 +276,13 @@ def read_flat(text: str) -> tuple | None:
 def parse(text: str) -> Term:
     """Read exactly one term from `text` (kind `parse` with the offset on bad syntax)."""
     if type(text) is str:
+        if len(text) > MAX_INPUT:
+            raise Refused(
+                "shape",
+                f"the text is {len(text)} characters; one sentence is read from at most "
+                f"{MAX_INPUT} (its canonical text at most {MAX_TEXT} bytes)",
+                {"limit": MAX_INPUT},
+            )
         flat = read_flat(text)
         if flat is not None:
             return flat

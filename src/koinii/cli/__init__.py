@@ -67,7 +67,20 @@ def main(debug: bool) -> None:
 @click.option(
     "--max-body", default=16 * 1024 * 1024, show_default=True, help="Largest request body, bytes."
 )
-@click.option("--query-budget", default=30.0, show_default=True, help="Seconds a query may run.")
+@click.option(
+    "--query-budget",
+    default=0.5,
+    show_default=True,
+    help="Seconds a read (query, …) may run: a slice of the event loop, the rest on a "
+    "snapshot off it. A request's budget_ms may lower it, or an operator's raise it.",
+)
+@click.option(
+    "--write-budget",
+    default=0.04,
+    show_default=True,
+    help="Seconds a write (rules included) may hold the event loop, which every other "
+    "client waits on. A request's budget_ms may lower it, or an operator's raise it.",
+)
 @click.option(
     "--log-retention", default=None, type=int, help="Change-log entries to keep (default: all)."
 )
@@ -95,6 +108,7 @@ def serve(
     max_subscriptions,
     max_body,
     query_budget,
+    write_budget,
     log_retention,
     standby,
     synchronous,
@@ -107,6 +121,7 @@ def serve(
     limits = Limits(
         body_bytes=max_body,
         query_budget_s=query_budget,
+        write_budget_s=write_budget,
         max_subscriptions=max_subscriptions,
         ring=ring_size,
         idle_s=reap_after,

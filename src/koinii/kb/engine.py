@@ -13,6 +13,10 @@ Invariants kept here:
   (monotonic support first, then defeat by monotonic clashes, then default support).
 - One `RLock` serialises everything, so a KB may be shared between threads; callbacks
   run on the writer's thread and may write (their events follow).
+- Work is bounded: inside `budget(seconds)` (the daemon wraps each operation so), every
+  loop whose length the input decides ticks the budget (`_spend`, and `index.solve`
+  takes it), so an operation past its deadline is refused `budget-exhausted` before
+  anything of it is durable.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 
 from koinii.errors import Refused
 from koinii.kb import checks
+from koinii.kb.budget import Budget
 from koinii.kb.checks import Entry
 from koinii.kb.contexts import EVERYTHING, UNIVERSE, Hierarchy
 from koinii.kb.feed import Change, Event, Feed, Routed
@@ -146,6 +151,7 @@ class KB:
         max_depth: int = 64,
         max_derivations: int = 100_000,
         query_budget_s: float | None = None,
+        write_budget_s: float | None = None,
         clock: Callable[[], int] | None = None,
     ) -> None:
         self._store = store
@@ -166,6 +172,8 @@ class KB:
         self.max_depth = max_depth
         self.max_derivations = max_derivations
         self.query_budget_s = query_budget_s
+        self.write_budget_s = write_budget_s
+        self._budget: Budget | None = None  # the running operation's (see `budget`)
         self._shipped: frozenset[int] = frozenset()  # see `mark_shipped`
         self._rebuild()
 
@@ -254,7 +262,7 @@ class KB:
             opts = {}  # the common write: nothing to check
         else:
             opts = {"strength": strength, "creator": creator, "provenance": provenance}
-        with self._lock:
+        with self._lock, self._bounded(self.write_budget_s, "the write"):
             tx = self._begin("assert")
             try:
                 handles = self._add(tx, sentence, context, opts)
@@ -272,7 +280,7 @@ class KB:
         was stored once — a retract sent again after it landed — from a typo).
         """
         handle = _handle(handle)
-        with self._lock:
+        with self._lock, self._bounded(self.write_budget_s, "the write"):
             tx = self._begin("retract")
             try:
                 self._remove(tx, handle)
@@ -288,7 +296,11 @@ class KB:
         `add` holds `(sentence, context)` or `(sentence, context, opts)`; a refusal rolls
         the whole batch back and carries `{"rolled_back": True, "in", "index"}`.
         """
-        with self._lock, _collector_paused(len(add) >= _LARGE_BATCH):
+        with (
+            self._lock,
+            self._bounded(self.write_budget_s, "the write"),
+            _collector_paused(len(add) >= _LARGE_BATCH),
+        ):
             tx = self._begin("edit")
             try:
                 handles = self._apply_batch(tx, add, remove)
@@ -311,7 +323,7 @@ class KB:
     ) -> list[dict[str, Any]]:
         """Dry run of `edit`: every problem of the batch, judged against the KB as it is."""
         problems: list[dict[str, Any]] = []
-        with self._lock:
+        with self._lock, self._bounded(self.write_budget_s, "the dry run"):
             next_handle, next_just = self._next_handle, self._next_just
             tx = self._begin("check")
             try:
@@ -462,6 +474,34 @@ class KB:
             for tx, seq, routed in held:
                 self._publish(seq, tx.op, routed)
             return len(held)
+
+    # ---------------------------------------------------------------- budgets
+
+    @contextlib.contextmanager
+    def budget(self, seconds: float | None, what: str = "the operation", spent: float = 0.0):
+        """Bound the work inside the block to `seconds` (None: only the KB's own
+        `query_budget_s` / `write_budget_s`): past it, the operation running is refused
+        `budget-exhausted` — a write rolled back whole. For a server that must not let
+        one request hold everyone (the daemon wraps each operation); yields the Budget."""
+        outer = self._budget
+        self._budget = None if seconds is None else Budget(seconds, what, spent)
+        try:
+            yield self._budget
+        finally:
+            self._budget = outer
+
+    def _bounded(self, seconds: float | None, what: str):
+        """This operation's budget: the one in force, else `seconds` (None: unbounded)."""
+        if self._budget is not None or seconds is None:
+            return contextlib.nullcontext()
+        return self.budget(seconds, what)
+
+    def _spend(self) -> None:
+        """One unit of work toward the running operation's budget: call it once per turn
+        of any loop whose length the input decides (a derivation, a node relabelled)."""
+        budget = self._budget
+        if budget is not None:
+            budget.tick()
 
     def check_writer(self) -> Refused | None:
         """None while this KB is still its store's writer; else the refusal every write
@@ -692,6 +732,7 @@ class KB:
         by_handle = self._index.by_handle
         while queue:
             node, why = queue.popleft()
+            self._spend()
             if by_handle.get(node.handle) is not node:
                 continue
             for j in list(node.justs or ()):
@@ -875,7 +916,7 @@ class KB:
                 continue
             rule = self._rules[rule_node]
             for binding, antecedents in list(
-                solve(self._index, list(rule.antecedents), {}, _any_node)
+                solve(self._index, list(rule.antecedents), {}, _any_node, self._budget)
             ):
                 self._conclude(tx, rule_node, rule, binding, antecedents)
         queue = tx.fire
@@ -889,13 +930,15 @@ class KB:
                 if binding is None:
                     continue
                 others = [lit for k, lit in enumerate(rule.antecedents) if k != i]
-                for full, rest in list(solve(self._index, others, binding, _any_node)):
+                joined = solve(self._index, others, binding, _any_node, self._budget)
+                for full, rest in list(joined):
                     antecedents = rest[:i] + (node,) + rest[i:]
                     self._conclude(tx, rule_node, rule, full, antecedents)
 
     def _conclude(
         self, tx: _Tx, rule_node: Node, rule: Rule, binding: dict, antecedents: tuple[Node, ...]
     ) -> None:
+        self._spend()
         contexts = {rule_node.context, *(a.context for a in antecedents)}
         placements = self._hierarchy.maximal_common_descendants(contexts)
         if not placements:
@@ -1077,8 +1120,10 @@ class KB:
                 if count == 0 and valid(j):
                     starts.append(n)
         queue = deque(starts)
+        spend = self._spend
         while queue:
             n = queue.popleft()
+            spend()
             if getattr(n, flag) or skip(n):
                 continue
             setattr(n, flag, True)
@@ -1209,6 +1254,7 @@ class KB:
             return None if node is None else self._why(node, frozenset())
 
     def _why(self, node: Node, path: frozenset[Node]) -> dict[str, Any]:
+        self._spend()
         tree: dict[str, Any] = {
             "handle": node.handle,
             "sentence": node.full_text,
@@ -1260,6 +1306,7 @@ class KB:
             everything = ctx_name == EVERYTHING
             anywhere = ctx_name.startswith("?")
             for node in self._index.candidates(atom, {}):
+                self._spend()
                 if node.positive is not positive or match(atom, node.atom, {}) is None:
                     continue
                 if not everything:
@@ -1279,46 +1326,34 @@ class KB:
 
         A variable `ctx` reads everywhere and binds the witness context; `CxEverything`
         reads every stored sentex, believed or not. Results are ordered by content.
+
+        `limit` bounds the work as well as the answer: the search stops at the `limit`-th
+        distinct solution, so the answer is the first `limit` solutions the search finds
+        (in the order of the index, which is not the order of content), sorted by content
+        — not the `limit` smallest. Without a limit every solution is found and sorted.
         """
         literals = _goal_literals(goal)
         ctx_name = checks.context_name(ctx, query=True)
         if limit is not None and (type(limit) is not int or limit < 0):
             raise Refused("bad-option", "limit must be a non-negative integer", {"option": "limit"})
-        with self._lock:
-            accept = self._budgeted(self._acceptor(ctx_name))
+        if limit == 0:
+            return []
+        with self._lock, self._bounded(self.query_budget_s, "the query"):
+            accept = self._acceptor(ctx_name)
             seen: dict[tuple, dict[str, Any]] = {}
-            for binding, _ in solve(self._index, literals, {}, accept):
+            for binding, _ in solve(self._index, literals, {}, accept, self._budget):
                 out = {v.text: value for v, value in binding.items()}
                 k = tuple((name, key(value)) for name, value in sorted(out.items()))
                 if k not in seen:
                     seen[k] = out
+                    if limit is not None and len(seen) >= limit:
+                        break
             results = list(seen.values())
         if len(results) > 1:
             order = [v.text for _, atom in literals for v in variables(atom)]
             order = list(dict.fromkeys(order + ([ctx_name] if ctx_name.startswith("?") else [])))
             results.sort(key=lambda solution: tuple(show(solution[v]) for v in order))
-        return results if limit is None else results[:limit]
-
-    def _budgeted(self, accept: Callable[[Node, dict], dict | None]):
-        """`accept`, refusing with `budget-exhausted` once the query budget is spent."""
-        budget = self.query_budget_s
-        if budget is None:
-            return accept
-        deadline = time.monotonic() + budget
-        calls = 0
-
-        def within_budget(node: Node, binding: dict) -> dict | None:
-            nonlocal calls
-            calls += 1
-            if calls % 1024 == 0 and time.monotonic() > deadline:
-                raise Refused(
-                    "budget-exhausted",
-                    f"the query ran past its {budget:g} s budget; bind more of the goal",
-                    {"budget_s": budget},
-                )
-            return accept(node, binding)
-
-        return within_budget
+        return results
 
     def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
         if ctx == EVERYTHING:
@@ -1380,6 +1415,7 @@ class KB:
             visible = None if ctx_name is None else self._acceptor(ctx_name)
             groups: list[list[Node]] = []
             for text in sorted(self._index.two_sided):
+                self._spend()
                 nodes = [
                     n
                     for n in self._index.same_atom(text)
@@ -1424,6 +1460,7 @@ class KB:
             members_: set[Node] = set()
             for a in nodes:
                 for b in nodes:
+                    self._spend()
                     if (
                         a is not b
                         and not same(a.atom[-1], b.atom[-1])
@@ -1441,7 +1478,7 @@ class KB:
             out = []
             for rule_node, rule in self._rules.items():
                 for binding, antecedents in solve(
-                    self._index, list(rule.antecedents), {}, _any_node
+                    self._index, list(rule.antecedents), {}, _any_node, self._budget
                 ):
                     contexts = {rule_node.context, *(a.context for a in antecedents)}
                     if not self._hierarchy.maximal_common_descendants(contexts):
@@ -1577,7 +1614,7 @@ class KB:
         entry, or none of it does), and returns `(records' result, Edited)`. The write
         always takes a seq; `summary` is what the change log says it changed.
         """
-        with self._lock:
+        with self._lock, self._bounded(self.write_budget_s, "the write"):
             self._outside_group("a domain write")
             tx = self._begin(op)
             try:
@@ -1703,6 +1740,7 @@ class KB:
 
 _LARGE_BATCH = 1000
 MAX_REPLAY = 10_000  # change-log entries a resuming watch replays, at most
+MAX_GOAL_LITERALS = 64  # literals a goal list joins, at most
 
 
 @contextlib.contextmanager
@@ -1817,6 +1855,12 @@ def _goal_literals(goal: Any) -> list[tuple[bool, tuple]]:
     if isinstance(goal, str):
         return list(_parse_goal(goal))
     if isinstance(goal, list):
+        if len(goal) > MAX_GOAL_LITERALS:
+            raise Refused(
+                "shape",
+                f"a goal of {len(goal)} literals; a goal joins at most {MAX_GOAL_LITERALS}",
+                {"limit": MAX_GOAL_LITERALS},
+            )
         out: list[tuple[bool, tuple]] = []
         for part in goal:
             out.extend(_goal_literals(part))
@@ -1874,14 +1918,15 @@ def open_kb(location: Any = None, **options: Any) -> KB:
     Options: `synchronous` ("normal"/"full", SQLite), `standby` (PostgreSQL: wait to take
     over from the current writer instead of refusing), `create` (default True; False
     refuses `no-such-store` where no store exists yet), `max_depth`, `max_derivations`,
-    `query_budget_s`, `clock` (a function returning epoch ms, for `created` stamps).
+    `query_budget_s`, `write_budget_s` (seconds an operation may run; None: unbounded),
+    `clock` (a function returning epoch ms, for `created` stamps).
     The shipped vocabulary (CxCore) is loaded into a new store; loading is idempotent.
     """
     from koinii.kb.vocab import install
 
     engine_opts = {
         k: options.pop(k)
-        for k in ("max_depth", "max_derivations", "query_budget_s", "clock")
+        for k in ("max_depth", "max_derivations", "query_budget_s", "write_budget_s", "clock")
         if k in options
     }
     if location is not None and isinstance(location, os.PathLike):

@@ -4,6 +4,11 @@ Invariants:
 - The KB is touched only from the event loop's thread, one operation at a time: that is
   the single writer and the total order. Engine operations take microseconds; the only
   waits (long polls, the durable tail) are futures that never block it.
+- No request holds the loop past its budget (docs/daemon.md, bounded work): a write runs
+  within `Limits.write_budget_s`; a read within `Limits.loop_slice_s` on the loop, and
+  if it needs more, to the end of `Limits.query_budget_s` on a forked snapshot
+  (`snapshot.Snapshots`) while the loop serves everyone else. `budget_ms` on a request
+  lowers its budget, or — for an operator only — raises it.
 - Group commit: the writes that arrive together (in one turn of the event loop) share
   one durable commit, made at the end of that turn (`Daemon.join_group`/`flush`); a
   write with no company commits alone at once. No reply leaves while a group it may
@@ -42,6 +47,7 @@ from koinii.errors import Refused
 from koinii.kb import KB
 from koinii.operations import Operation, load_domains
 from koinii.server import access
+from koinii.server.snapshot import Snapshots
 from koinii.server.subscriptions import Subscriptions
 from koinii.server.tokens import OPEN, Caller, TokenTable
 from koinii.wire import API, encode_bindings, encode_edited, encode_retracted, encode_sentex
@@ -52,7 +58,14 @@ log = logging.getLogger("koinii.server")
 @dataclass
 class Limits:
     body_bytes: int = 16 * 1024 * 1024
-    query_budget_s: float = 30.0
+    # the largest body of an operation that carries no batch (all but edit, check_edit,
+    # load_text and the domains'): a sentence or goal is at most terms.MAX_INPUT
+    # characters, so anything bigger is refused before it is read or decoded
+    small_body_bytes: int = 2 * 1024 * 1024
+    query_budget_s: float = 0.5  # a read's budget (the loop's slice, then a snapshot)
+    write_budget_s: float = 0.04  # a write's budget, all of it on the loop
+    loop_slice_s: float = 0.02  # how long a read may hold the loop before it moves off it
+    max_budget_s: float = 600.0  # the most an operator's budget_ms may ask
     max_subscriptions: int = 1024
     ring: int = 256
     idle_s: float = 300.0
@@ -100,6 +113,13 @@ SENTENCE = {"sentence": (_T, True, "a sentence in canonical text, e.g. (usesData
 CONTEXT = {"context": ("string", True, "a context name, e.g. CxDeploy")}
 READ_CONTEXT = {"context": ("string", True, "a context, a variable (?ctx) or CxEverything")}
 HANDLE = {"handle": ("integer", True, "a sentex handle")}
+BUDGET = {
+    "budget_ms": (
+        "integer",
+        False,
+        "this request's time budget in ms (default: the daemon's); more: operators only",
+    )
+}
 WRITE_OPTS = {
     "strength": ("string", False, "default | monotonic"),
     "creator": ("string", False, "who wrote it; an agent may only name itself"),
@@ -118,20 +138,28 @@ ENTRY = {
 }
 
 OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
-    "assert": ({**SENTENCE, **CONTEXT, **WRITE_OPTS}, "store a sentence; returns its handle"),
-    "retract": (HANDLE, "remove a sentex and what rested only on it"),
+    "assert": (
+        {**SENTENCE, **CONTEXT, **WRITE_OPTS, **BUDGET},
+        "store a sentence; returns its handle",
+    ),
+    "retract": ({**HANDLE, **BUDGET}, "remove a sentex and what rested only on it"),
     "edit": (
         {
             "add": (("array", ENTRY), False, "entries to add"),
             "remove": (("array", {"type": "integer"}), False, "handles to remove"),
+            **BUDGET,
         },
         "adds then removes, all or nothing",
     ),
-    "check": ({**SENTENCE, **CONTEXT, **WRITE_OPTS}, "dry run of assert: the problems"),
+    "check": (
+        {**SENTENCE, **CONTEXT, **WRITE_OPTS, **BUDGET},
+        "dry run of assert: the problems",
+    ),
     "check_edit": (
         {
             "add": (("array", ENTRY), False, "entries to add"),
             "remove": (("array", {"type": "integer"}), False, "handles to remove"),
+            **BUDGET,
         },
         "dry run of edit: every problem",
     ),
@@ -140,6 +168,7 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
             "text": ("string", True, "vocabulary text: sentences and ; comments"),
             **CONTEXT,
             "strength": ("string", False, "default | monotonic"),
+            **BUDGET,
         },
         "load vocabulary (operator only)",
     ),
@@ -150,14 +179,15 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
     "sentex": (HANDLE, "one sentex, or null"),
     "provenance": (HANDLE, "a sentex's provenance, or null"),
     "sentexes_matching": (
-        {"pattern": (_T, True, "a pattern"), **READ_CONTEXT},
+        {"pattern": (_T, True, "a pattern"), **READ_CONTEXT, **BUDGET},
         "believed sentexes stored in exactly the context that match",
     ),
     "query": (
         {
             "goal": ("goal", True, "a literal or a list of literals"),
             **READ_CONTEXT,
-            "limit": ("integer", False, "at most this many solutions"),
+            "limit": ("integer", False, "stop at this many solutions (bounds the work too)"),
+            **BUDGET,
         },
         "solutions through the context's ancestor set, as bindings",
     ),
@@ -166,20 +196,20 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
         {**HANDLE, "context": ("string", False, "read at this context")},
         "is the sentex believed",
     ),
-    "why": (HANDLE, "the justification tree"),
+    "why": ({**HANDLE, **BUDGET}, "the justification tree"),
     "why_not": (
         {**HANDLE, "context": ("string", False, "read at this context")},
         "why a sentex is not believed",
     ),
     "contradictions": (
-        {"context": ("string", False, "clashes this context can see")},
+        {"context": ("string", False, "clashes this context can see"), **BUDGET},
         "default/default dilemmas",
     ),
     "conflicts": (
-        {"context": ("string", False, "clashes this context can see")},
+        {"context": ("string", False, "clashes this context can see"), **BUDGET},
         "monotonic/monotonic clashes",
     ),
-    "violations": ({}, "rule firings with no context to place their conclusion"),
+    "violations": (BUDGET, "rule firings with no context to place their conclusion"),
     "compact_log": (
         {"keep": ("integer", True, "change-log entries to keep")},
         "drop older change-log entries (operator only)",
@@ -233,6 +263,7 @@ _TYPE_REFUSAL = {
     "limit": "bad-option",
     "max_events": "bad-option",
     "keep": "bad-option",
+    "budget_ms": "bad-option",
 }
 
 
@@ -303,6 +334,12 @@ def _entries(body: dict[str, Any]) -> list[tuple]:
 
 # The writes that open a group commit, or join the open one (see `Daemon.join_group`).
 GROUPED = frozenset({"assert", "retract", "edit", "load_text", "add_provenance"})
+# The operations whose work the input decides: the writes (and their dry runs) run
+# within the write budget; these reads, a slice of the loop and then a snapshot.
+BUDGETED_WRITES = GROUPED | {"check", "check_edit"}
+SNAPSHOT_READS = frozenset(
+    {"query", "sentexes_matching", "why", "contradictions", "conflicts", "violations"}
+)
 
 
 class _Group:
@@ -321,7 +358,9 @@ class Daemon:
         self.kb = kb
         self.tokens = tokens
         self.limits = limits
-        kb.query_budget_s = limits.query_budget_s
+        kb.query_budget_s = limits.query_budget_s  # for what runs without a budget of its own
+        kb.write_budget_s = limits.write_budget_s  # (the domains' operations)
+        self.snapshots = Snapshots()
         self.subs = Subscriptions(
             kb, cap=limits.max_subscriptions, ring=limits.ring, idle_s=limits.idle_s
         )
@@ -356,6 +395,54 @@ class Daemon:
         (`Subscriptions.stop_waiting`), never from the handler itself."""
         if self.loop is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self.subs.stop_waiting)
+
+    # --- budgets ----------------------------------------------------------------------
+
+    def budget_for(self, caller: Caller, body: dict[str, Any], default_s: float) -> float:
+        """The request's budget: the daemon's default, or the `budget_ms` it asks —
+        lower by anyone, higher only by an operator (up to `Limits.max_budget_s`)."""
+        asked = body.get("budget_ms")
+        if asked is None:
+            return default_s
+        seconds = asked / 1000
+        if not 0 < seconds <= self.limits.max_budget_s:
+            raise Refused(
+                "bad-option",
+                f"budget_ms is from 1 to {int(self.limits.max_budget_s * 1000)}",
+                {"option": "budget_ms"},
+            )
+        if seconds > default_s and caller.role != "operator":
+            raise Refused(
+                "forbidden",
+                f"only an operator may give a request more than the daemon's "
+                f"{default_s * 1000:g} ms; narrow the request instead",
+                {"option": "budget_ms", "default_ms": default_s * 1000},
+            )
+        return seconds
+
+    def write(self, handler: Callable, caller: Caller, body: dict[str, Any]) -> Any:
+        """A write, within its budget, on the loop (the single writer)."""
+        with self.kb.budget(self.budget_for(caller, body, self.limits.write_budget_s), "the write"):
+            return handler(caller, body)
+
+    async def read(self, handler: Callable, caller: Caller, body: dict[str, Any]) -> Any:
+        """A read whose work the input decides: a slice of the loop; if it needs more, the
+        rest of its budget on a forked snapshot, while the loop serves everyone else."""
+        budget = self.budget_for(caller, body, self.limits.query_budget_s)
+        slice_s = min(budget, self.limits.loop_slice_s)
+        try:
+            with self.kb.budget(slice_s, "the read"):
+                return handler(caller, body)
+        except Refused as refusal:
+            if refusal.kind != "budget-exhausted" or budget <= slice_s:
+                raise
+        self.flush()  # the snapshot must hold only what is durable
+
+        def in_snapshot() -> Any:
+            with self.kb.budget(budget, "the read", spent=slice_s):
+                return handler(caller, body)
+
+        return await self.snapshots.run(in_snapshot, budget - slice_s)
 
     # --- group commit -----------------------------------------------------------------
 
@@ -548,10 +635,10 @@ class Daemon:
             return OPEN
         return self.tokens.caller(headers.get(b"authorization"))
 
-    async def body(self, request: Request, headers: dict[bytes, str]) -> Any:
+    async def body(self, request: Request, headers: dict[bytes, str], limit: int) -> Any:
         """The JSON body, read from the ASGI messages directly (Starlette's stream is an
-        async generator per request), refused past `limits.body_bytes`."""
-        limit = self.limits.body_bytes
+        async generator per request), refused past `limit` bytes — before it is decoded,
+        and before it is read at all when its declared length is over."""
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
@@ -628,11 +715,21 @@ def _endpoint(daemon: Daemon, op: str) -> Callable[[Request], Awaitable[Response
     if asyncio.iscoroutinefunction(handler):
         return _serve(daemon, op, fields, handler)
 
+    if op in SNAPSHOT_READS:
+
+        async def read(caller: Caller, body: dict[str, Any]) -> Any:
+            return await daemon.read(handler, caller, body)
+
+        return _serve(daemon, op, fields, read)
+
     grouped = op in GROUPED
+    budgeted = op in BUDGETED_WRITES
 
     async def run(caller: Caller, body: dict[str, Any]) -> Any:
         if grouped:
             daemon.join_group()
+        if budgeted:
+            return daemon.write(handler, caller, body)
         return handler(caller, body)
 
     return _serve(daemon, op, fields, run)
@@ -669,7 +766,15 @@ def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Await
     return _serve(daemon, op.name, op.fields, run)
 
 
+# The operations that carry a batch take bodies up to `Limits.body_bytes`; every other,
+# up to `Limits.small_body_bytes` (domain operations carry records: the large limit).
+BATCHES = frozenset({"edit", "check_edit", "load_text"})
+
+
 def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitable[Response]]:
+    large = op in BATCHES or op not in OPERATIONS
+    limit = daemon.limits.body_bytes if large else daemon.limits.small_body_bytes
+
     async def endpoint(request: Request) -> Response:
         if daemon.loop is not None and daemon.loop.time() - daemon.checked_at > WRITER_LEASE_S:
             daemon.watch_writer()
@@ -679,7 +784,7 @@ def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitabl
             headers = _headers(request)
             _check_origin(headers)
             caller = daemon.caller(headers)
-            body = _check_fields(op, fields, await daemon.body(request, headers))
+            body = _check_fields(op, fields, await daemon.body(request, headers, limit))
             result = await run(caller, body)
             await daemon.durable()
             return _reply(result)
@@ -747,6 +852,7 @@ def build_app(kb: KB, tokens: TokenTable | None = None, limits: Limits | None = 
                 task.cancel()
             daemon.flush()
             daemon.subs.close()
+            daemon.snapshots.close()
             kb.close()
 
     # Every operation is one entry in a dict, found in one lookup: a router matching the
