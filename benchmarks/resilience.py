@@ -124,6 +124,7 @@ def _probe(url: str, stop: Any, out: Any) -> None:
     samples = []
     i = 0
     while not stop.is_set():
+        at = time.monotonic()  # a call counts for the phase it started in
         started = time.perf_counter()
         health_ok = True
         try:
@@ -139,7 +140,7 @@ def _probe(url: str, stop: Any, out: Any) -> None:
         except (Refused, Unavailable):
             write_ok = False
         write = time.perf_counter() - started
-        samples.append((time.monotonic(), health, health_ok, write, write_ok))
+        samples.append((at, health, health_ok, write, write_ok))
         i += 1
         time.sleep(PROBE_EVERY_S)
     out.put(samples)
@@ -441,8 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = attack_rows(None, "after", phase, args.attack_timeout)
     if args.before is not None:
         before = str(pathlib.Path(args.before).resolve())
+        order = [r.attack for r in rows]
         rows += attack_rows(before, "before", phase, args.attack_timeout)
-        rows.sort(key=lambda r: [x.attack for x in rows].index(r.attack))
+        rows.sort(key=lambda r: order.index(r.attack))  # before beside after, per attack
     print(f"Koinii {koinii.__version__} resilience, {os.cpu_count()} cores, phase {phase:g} s")
     if args.json:
         print(json.dumps([asdict(r) for r in rows]))

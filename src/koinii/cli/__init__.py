@@ -76,7 +76,7 @@ def main(debug: bool) -> None:
 )
 @click.option(
     "--write-budget",
-    default=0.04,
+    default=0.03,
     show_default=True,
     help="Seconds a write (rules included) may hold the event loop, which every other "
     "client waits on. A request's budget_ms may lower it, or an operator's raise it.",

@@ -842,11 +842,11 @@ class KB:
 
     def _detach(self, j: Justification) -> None:
         concl = j.conclusion
-        concl.justs.remove(j)
+        _remove_last(concl.justs, j)
         if not concl.justs:
             concl.justs = None
         for support in j.supports():
-            support.uses.remove(j)
+            _remove_last(support.uses, j)
             if not support.uses:
                 support.uses = None
 
@@ -1759,6 +1759,16 @@ def _collector_paused(pause: bool):
         yield
     finally:
         gc.enable()
+
+
+def _remove_last(items: list[Any], item: Any) -> None:
+    """Remove `item` from `items`, cheaply when it is the last: an undo detaches in the
+    reverse order of attaching, and a rule's `uses` can hold thousands of justifications
+    (`list.remove` searched from the front made undoing a big write quadratic)."""
+    if items[-1] is item:
+        items.pop()
+    else:
+        items.remove(item)
 
 
 def _entry(entry: LogEntry) -> dict[str, Any]:

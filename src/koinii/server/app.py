@@ -63,7 +63,7 @@ class Limits:
     # characters, so anything bigger is refused before it is read or decoded
     small_body_bytes: int = 2 * 1024 * 1024
     query_budget_s: float = 0.5  # a read's budget (the loop's slice, then a snapshot)
-    write_budget_s: float = 0.04  # a write's budget, all of it on the loop
+    write_budget_s: float = 0.03  # a write's budget, all of it on the loop
     loop_slice_s: float = 0.02  # how long a read may hold the loop before it moves off it
     max_budget_s: float = 600.0  # the most an operator's budget_ms may ask
     max_subscriptions: int = 1024
