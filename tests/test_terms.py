@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from koinii import Refused, Sym, Var, parse, show
+from koinii.terms import parse_all
 
 KIB = 1024
 
@@ -382,8 +383,72 @@ def test_a_flat_list_of_symbols_reads_as_the_tokenizer_reads_it(names):
 
     text = "(" + " ".join(names) + ")"
     try:
-        (expected,) = _read(text)
+        ((expected, _),) = _read(text)
     except Refused as slow:
         assert refusal(parse, text).kind == slow.kind
     else:
         assert parse(text) == expected and show(expected) == text
+
+
+# --- real files: where a refusal is, function terms, connectives ---------------------------
+
+
+def test_a_parse_refusal_names_its_line_and_column():
+    with pytest.raises(Refused) as refusal:
+        parse_all('(p a)\n(q "unterminated)\n')
+    assert (refusal.value.data["line"], refusal.value.data["column"]) == (2, 4)
+    assert "(line 2, column 4)" in refusal.value.message
+    with pytest.raises(Refused) as refusal:
+        parse("(p a))")
+    assert refusal.value.data["line"] == 1 and refusal.value.data["column"] == 6
+
+
+def test_statements_read_on_past_a_bad_one():
+    from koinii.terms import statements
+
+    read = list(statements("(p a)\n(q b))\n(r c)\n(bad\n(s d)\n"))
+    good = [(line, show(term)) for line, _, term in read if not isinstance(term, Refused)]
+    bad = [(line, term.kind) for line, _, term in read if isinstance(term, Refused)]
+    assert good == [(1, "(p a)"), (2, "(q b)"), (3, "(r c)"), (5, "(s d)")]
+    assert bad == [(2, "parse"), (4, "parse")]
+
+
+def test_function_terms_in_cycs_convention_are_terms_not_sentences(kb):
+    kb.assert_("(lengthOf Rod (MeasureFn 3 Meter))", "CxA")
+    kb.assert_("(implies (birthYear ?p (YearFn ?y)) (bornIn ?p ?y))", "CxA")
+    kb.assert_("(birthYear Ann (YearFn 1990))", "CxA")
+    assert kb.query("(lengthOf Rod (MeasureFn ?n ?unit))", "CxA") == [
+        {"?n": 3, "?unit": Sym("Meter")}
+    ]
+    assert kb.query("(bornIn Ann ?y)", "CxA") == [{"?y": 1990}]
+    with pytest.raises(Refused) as refusal:
+        kb.assert_("(MeasureFn 3 Meter)", "CxA")
+    assert refusal.value.kind == "naming" and "stands inside a sentence" in refusal.value.message
+
+
+@pytest.mark.parametrize(
+    "sentence, connective",
+    [
+        ("(or (raining Today) (snowing Today))", "or"),
+        ("(implies (or (p ?x) (q ?x)) (r ?x))", "or"),
+        ("(forall ?x (p ?x))", "forall"),
+        ("(exists ?x (p ?x))", "exists"),
+        ("(holds (or (p a) (q a)))", "or"),
+        ("(=> (p ?x) (q ?x))", "=>"),
+        ("(<=> (p ?x) (q ?x))", "<=>"),
+    ],
+)
+def test_connectives_the_engine_does_not_implement_are_refused_by_name(kb, sentence, connective):
+    seq = kb.seq
+    with pytest.raises(Refused) as refusal:
+        kb.assert_(sentence, "CxA")
+    assert refusal.value.kind == "unsupported-connective"
+    assert refusal.value.data["connective"] == connective
+    assert "write" in refusal.value.message or "state" in refusal.value.message  # the fix
+    assert kb.seq == seq
+
+
+def test_a_goal_with_a_connective_is_refused_too(kb):
+    with pytest.raises(Refused) as refusal:
+        kb.query("(or (p ?x) (q ?x))", "CxA")
+    assert refusal.value.kind == "unsupported-connective"

@@ -42,7 +42,11 @@ __all__ = [
     "substitute",
     "quoted",
     "QUOTE",
+    "CONNECTIVES",
     "is_context_name",
+    "is_function_name",
+    "statements",
+    "unsupported_connective",
     "is_individual_name",
     "is_predicate_name",
     "is_type_name",
@@ -63,6 +67,28 @@ _CONTEXT = re.compile(r"Cx[A-Z][A-Za-z0-9]*\Z")
 _INDIVIDUAL = re.compile(r"[A-Z][A-Za-z0-9]*\Z")
 _PREDICATE = re.compile(r"[a-z][A-Za-z0-9]*\Z")
 _TYPE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*\Z")
+_FUNCTION = re.compile(r"[A-Z][A-Za-z0-9]*Fn\Z")
+
+# The logical connectives of KIF (SUO-KIF, CycL) the engine does not implement: each is
+# refused by name with what to write instead, never taken for a predicate.
+CONNECTIVES = {
+    "or": "Koinii has no disjunction: state each alternative as its own claim, and split a "
+    "rule (implies (or A B) C) into (implies A C) and (implies B C)",
+    "forall": "a rule's ?variables are universal already: write (implies A C)",
+    "exists": "Koinii has no existential: name the individual (a constant such as "
+    "ProdCluster) and state the claim about it",
+    "=>": "write the rule as (implies A C)",
+    "<=>": "write both directions as rules: (implies A B) and (implies B A)",
+}
+
+
+def unsupported_connective(name: str, data: dict[str, Any] | None = None) -> Refused:
+    """The refusal of a KIF connective the engine does not implement (CONNECTIVES)."""
+    return Refused(
+        "unsupported-connective",
+        f"`{name}` is a logical connective Koinii does not implement: {CONNECTIVES[name]}",
+        {"connective": name, **(data or {})},
+    )
 
 
 def is_context_name(name: str) -> bool:
@@ -78,6 +104,12 @@ def is_individual_name(name: str) -> bool:
 def is_predicate_name(name: str) -> bool:
     """lowerCamelCase, e.g. `usesDatabase`."""
     return _PREDICATE.match(name) is not None
+
+
+def is_function_name(name: str) -> bool:
+    """CapitalCamelCase ending in Fn, e.g. `MeasureFn`: a function term's functor (Cyc's
+    convention), allowed inside a sentence, never as one."""
+    return _FUNCTION.match(name) is not None
 
 
 def is_type_name(name: str) -> bool:
@@ -300,27 +332,81 @@ def parse(text: str) -> Term:
         flat = read_flat(text)
         if flat is not None:
             return flat
-    terms = list(_read(text))
+    terms = [term for term, _ in _located(text, _read(text))]
     if len(terms) != 1:
-        raise Refused(
-            "parse",
-            "expected one term, found " + ("nothing" if not terms else f"{len(terms)}"),
-            {"offset": 0 if not terms else len(text)},
+        raise _at(
+            text,
+            Refused(
+                "parse",
+                "expected one term, found " + ("nothing" if not terms else f"{len(terms)}"),
+                {"offset": 0 if not terms else len(text)},
+            ),
         )
     return terms[0]
 
 
 def parse_all(text: str) -> list[Term]:
-    """Read every term in `text` (a vocabulary file: sentences, `;` comments)."""
-    return list(_read(text))
+    """Read every term in `text` (a vocabulary file: sentences, `;` comments); a refusal
+    names the line and column of what it refuses."""
+    return [term for term, _ in _located(text, _read(text))]
 
 
-def _read(text: str) -> Iterator[Term]:
+def statements(text: str) -> Iterator[tuple[int, int, Term | Refused]]:
+    """Every top-level statement of `text` as `(line, column, term)`, or `(line, column,
+    refusal)` for one that does not read — and reading goes on: after a bad statement,
+    at the next line that starts with `(`. For loading real files a statement at a time."""
+    if not isinstance(text, str):
+        raise Refused("parse", f"expected text, got {type(text).__name__}", {"offset": 0})
+    position = 0
+    while position < len(text):
+        try:
+            for term, start in _read(text, position):
+                line, column = _line_column(text, start)
+                yield line, column, term
+            return
+        except Refused as refusal:
+            refusal = _at(text, refusal)
+            yield refusal.data.get("line", 0), refusal.data.get("column", 0), refusal
+            offset = refusal.data.get("offset", position)
+            following = text.find("\n(", max(offset, position))
+            if following < 0:
+                return
+            position = following + 1
+
+
+def _located(text: str, read: Iterator[tuple[Term, int]]) -> Iterator[tuple[Term, int]]:
+    """`read`, its refusals given the line and column of their offset."""
+    try:
+        yield from read
+    except Refused as refusal:
+        raise _at(text, refusal) from None
+
+
+def _at(text: str, refusal: Refused) -> Refused:
+    offset = refusal.data.get("offset")
+    if type(offset) is not int or "line" in refusal.data or not isinstance(text, str):
+        return refusal
+    line, column = _line_column(text, offset)
+    return Refused(
+        refusal.kind,
+        f"{refusal.message} (line {line}, column {column})",
+        {**refusal.data, "line": line, "column": column},
+    )
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of `offset` in `text`."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - text.rfind("\n", 0, offset)
+
+
+def _read(text: str, position: int = 0) -> Iterator[tuple[Term, int]]:
+    """Each top-level term from `position` on, with the offset it starts at."""
     if not isinstance(text, str):
         raise Refused("parse", f"expected text, got {type(text).__name__}", {"offset": 0})
     stack: list[list[Any]] = []
     starts: list[int] = []
-    for match in _TOKEN.finditer(text):
+    for match in _TOKEN.finditer(text, position):
         kind = match.lastgroup
         if kind == "space":
             continue
@@ -372,6 +458,9 @@ def _read(text: str) -> Iterator[Term]:
             except (ValueError, UnicodeEncodeError):
                 raise Refused("parse", "bad escape in a string", {"offset": offset}) from None
         else:
+            for connective in ("=>", "<=>"):
+                if text.startswith(connective, offset):
+                    raise unsupported_connective(connective, {"offset": offset})
             what = "an unterminated string" if match.group() == '"' else repr(match.group())
             raise Refused("parse", f"unexpected {what}", {"offset": offset})
         if stack:
@@ -385,7 +474,7 @@ def _read(text: str) -> Iterator[Term]:
                     f"the sentence is over {MAX_TEXT} bytes",
                     {"limit": MAX_TEXT, "offset": start},
                 )
-            yield value
+            yield value, start
     if stack:
         raise Refused("parse", "unbalanced '(': the list is never closed", {"offset": starts[-1]})
 

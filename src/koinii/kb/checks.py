@@ -26,16 +26,19 @@ from koinii.kb.rules import (
 )
 from koinii.kb.sentex import MAX_HANDLE, NOT
 from koinii.terms import (
+    CONNECTIVES,
     QUOTE,
     Sym,
     Term,
     Var,
     is_context_name,
+    is_function_name,
     is_predicate_name,
     is_type_name,
     parse,
     read_flat,
     show,
+    unsupported_connective,
 )
 
 
@@ -138,13 +141,18 @@ def prepare(sentence: Term | str, context: Any) -> list[Entry]:
 _FUNCTORS: dict[tuple[Sym, int], bool] = {}
 
 
-def _functor_ok(functor: Sym, arity: int) -> bool:
+def _functor_ok(functor: Sym, arity: int, nested: bool = False) -> bool:
+    """Is `functor` a predicate (or a type, of one argument) — or, nested inside a
+    sentence, a function term's `XxxFn` (Cyc's `(MeasureFn 3 Meter)`)? A logical
+    connective the engine does not implement is refused by name."""
     found = _FUNCTORS.get((functor, arity))
     if found is None:
         name = functor.name
+        if name in CONNECTIVES:
+            raise unsupported_connective(name)
         found = is_predicate_name(name) or (arity == 1 and is_type_name(name))
         _FUNCTORS[(functor, arity)] = found
-    return found
+    return found or (nested and is_function_name(functor.name))
 
 
 def _walk(term: tuple, entry: Entry, *, top: bool, in_rule: bool) -> None:
@@ -188,13 +196,20 @@ def _walk(term: tuple, entry: Entry, *, top: bool, in_rule: bool) -> None:
             f"`{functor.name}` is a sentence of its own, not an argument",
             {"sentence": entry.text},
         )
-    if functor not in (NOT, AND, IMPLIES) and not _functor_ok(functor, arity):
+    if functor not in (NOT, AND, IMPLIES) and not _functor_ok(functor, arity, nested=not top):
         name = functor.name
-        expected = (
-            "a type (snake_case) takes exactly one argument"
-            if is_type_name(name)
-            else "predicates are lowerCamelCase (usesDatabase), types snake_case (dog)"
-        )
+        if is_type_name(name):
+            expected = "a type (snake_case) takes exactly one argument"
+        elif is_function_name(name):
+            expected = (
+                f"{name} names a function term, which stands inside a sentence, e.g. "
+                f"(lengthOf Rod ({name} 3 Meter)); a sentence's functor is a predicate"
+            )
+        else:
+            expected = (
+                "predicates are lowerCamelCase (usesDatabase), types snake_case (dog), "
+                "function terms CapitalCamelCase ending in Fn (MeasureFn)"
+            )
         raise Refused(
             "naming",
             f"{name!r} cannot be a functor here: {expected}",
@@ -232,7 +247,7 @@ def _walk_quoted(term: tuple, entry: Entry) -> None:
     _walk_data(quoted, entry)
 
 
-def _walk_data(term: tuple, entry: Entry) -> None:
+def _walk_data(term: tuple, entry: Entry, nested: bool = False) -> None:
     functor = term[0]
     if functor is QUOTE:
         _walk_quoted(term, entry)
@@ -245,7 +260,9 @@ def _walk_data(term: tuple, entry: Entry) -> None:
                 {"term": show(term)},
             )
         return
-    if functor in (NOT, AND, IMPLIES, GENL_CX, EXCEPT) or not _functor_ok(functor, len(term) - 1):
+    if functor in (NOT, AND, IMPLIES, GENL_CX, EXCEPT) or not _functor_ok(
+        functor, len(term) - 1, nested=nested
+    ):
         raise Refused(
             "naming",
             f"{functor.name!r} cannot be the functor of a quoted sentence: quote a claim "
@@ -254,7 +271,7 @@ def _walk_data(term: tuple, entry: Entry) -> None:
         )
     for arg in term[1:]:
         if type(arg) is tuple:
-            _walk_data(arg, entry)
+            _walk_data(arg, entry, nested=True)
 
 
 def _check_genl_cx(entry: Entry) -> None:

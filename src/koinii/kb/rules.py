@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from koinii.errors import Refused
 from koinii.kb.sentex import NOT
-from koinii.terms import QUOTE, Sym, Term, Var, show, variables
+from koinii.terms import CONNECTIVES, QUOTE, Sym, Term, Var, show, unsupported_connective, variables
 
 IMPLIES = Sym("implies")
 AND = Sym("and")
@@ -47,6 +47,8 @@ def literal(term: Term, what: str) -> tuple[bool, tuple]:
         raise Refused("not-well-formed", f"{what} must be a sentence, not {show(term)}", {})
     if term[0] in (AND, IMPLIES):
         raise Refused("not-well-formed", f"`{term[0].name}` cannot be nested in {what}", {})
+    if type(term[0]) is Sym and term[0].name in CONNECTIVES:
+        raise unsupported_connective(term[0].name)
     return positive, term
 
 
