@@ -136,9 +136,10 @@ def test_the_service_rules_resumes_after_kill_9_and_never_rules_twice(start_daem
         for name, stance in (("Atlas", "for"), ("Boreas", "for"), ("Cyra", "against")):
             team[name].vote(stance, a)
         assert wait_until(lambda: rulings(ops), timeout=20)
+        # the pass that ruled writes its cursor next: kill -9 once it has
+        assert wait_until(lambda: FileCursorStore(cursor).read_position() is not None, 20)
         service.send_signal(signal.SIGKILL)
         service.wait(10)
-        assert FileCursorStore(cursor).read_position() is not None
         writes = ruling_writes(ops)
         seq = ops.seq
         service = adjudicate(daemon, cursor)  # resumes from its cursor
