@@ -21,7 +21,7 @@ from koinii.operations import invoker
 from koinii.server.web import graph
 from koinii.server.web.moves import window
 from koinii.sessions import search as session_search
-from koinii.terms import Sym, parse, show
+from koinii.terms import Sym, show
 
 MOVES = 200  # lines in a channel window
 QUESTIONS = 12  # questions beside the moves
@@ -271,9 +271,3 @@ def session_page(kb: KB, target: str) -> dict[str, Any]:
             {"target": target[:200]},
         )
     return {"read": read}
-
-
-def question_text(question: Any) -> str:
-    """A stored question as people read it (a quoted sentence unquoted)."""
-    term = parse(question) if isinstance(question, str) else question
-    return show(term)

@@ -67,6 +67,9 @@ class View:
         self.signed_in = ViewSessions(daemon.tokens) if daemon.tokens is not None else None
         self.live = LiveFeed(daemon, self.templates.line)
         self.introspection = enabled_by_default()
+        # channel -> (seq, its questions): every open page of a channel fetches them
+        # after each move, and the first fetch at a seq reads them for all the others
+        self._questions: dict[str, tuple[int, list[dict[str, Any]]]] = {}
 
     # --- who is looking -------------------------------------------------------------
 
@@ -212,13 +215,22 @@ class View:
     def channel(self, request: Request) -> Page:
         name = reads.channel_name(self.kb, request.path_params["name"])
         if request.query_params.get("part") == "questions":
-            return "_questions.html", {
-                "channel": name,
-                "questions": reads.questions_part(self.kb, name),
-            }
+            return "_questions.html", {"channel": name, "questions": self.questions(name)}
         before = reads.number(request.query_params.get("before"), "before")
         shown = reads.channel_page(self.kb, name, before)
         return "channel.html", {**shown, "seq": self.kb.seq}
+
+    def questions(self, channel: str) -> list[dict[str, Any]]:
+        """The channel's questions part, read once per durable seq for every page (only
+        what a commit reported is cached: a write still in an open group is not)."""
+        seq = self.live.committed
+        cached = self._questions.get(channel)
+        if cached is not None and cached[0] == seq == self.kb.seq:
+            return cached[1]
+        found = reads.questions_part(self.kb, channel)
+        if seq == self.kb.seq:
+            self._questions[channel] = (seq, found)
+        return found
 
     def thread(self, request: Request) -> Page:
         name = reads.channel_name(self.kb, request.path_params["name"])
