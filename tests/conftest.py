@@ -38,8 +38,10 @@ class Daemon:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 15.0) -> Daemon:
-        self.port = free_port()
+    def start(self, timeout: float = 15.0, *, same_port: bool = False) -> Daemon:
+        """Start it (again); `same_port` comes back where it was, as a restarted service."""
+        if not (same_port and self.port):
+            self.port = free_port()
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -95,6 +97,12 @@ class Daemon:
     def restart(self) -> Daemon:
         self.stop()
         return self.start()
+
+    def restart_by(self, sig: int) -> Daemon:
+        """Stop it with `sig` (SIGTERM, SIGKILL) and start it again on the same port."""
+        self.proc.send_signal(sig)
+        self.proc.wait(20)
+        return self.start(same_port=True)
 
 
 # --- stores: every suite that stores runs on SQLite and on PostgreSQL ---------------------

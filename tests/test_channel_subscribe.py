@@ -167,26 +167,44 @@ def test_on_lagged_fires_with_the_dropped_count(start_daemon):
     sub.stop()
 
 
-def test_a_failed_poll_is_reported_once_and_ends_the_loop(daemon_team, daemon):
+def test_an_outage_is_reported_once_and_the_subscription_waits_it_out(daemon_team, daemon):
     boreas = daemon_team["Boreas"]
     errors = []
     sub = boreas.subscribe(
         "(queries ?a ?q)", "CxDeploy", print, wait_ms=500, on_error=errors.append
     )
     daemon.kill()
-    assert wait_until(lambda: not sub.running, timeout=10)
+    assert wait_until(lambda: errors, timeout=10)
+    time.sleep(1.0)  # retrying, with backoff, quietly
     assert len(errors) == 1 and isinstance(errors[0], koinii.Unavailable)
+    assert sub.running and sub.outages == 1
+    started = time.monotonic()
+    sub.stop()  # out of the backoff at once
+    assert not sub.running and time.monotonic() - started < 2
 
 
-def test_a_reaped_subscription_ends_quietly(start_daemon):
+def test_a_reaped_subscription_resumes_from_the_last_event_it_delivered(start_daemon):
     daemon = start_daemon("--reap-after", "0.3")
     boreas = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentBoreas")
     errors = []
+    seen = []
     gate = threading.Event()
     atlas = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentAtlas")
-    sub = boreas.subscribe(
-        "(queries ?a ?q)", "CxDeploy", lambda e: gate.wait(3), wait_ms=100, on_error=errors.append
-    )
-    atlas.pose_query("Q")  # the callback holds the loop past the reaping age
-    assert wait_until(lambda: not sub.running, timeout=10)
-    assert errors == []
+
+    def slow(event):
+        seen.append(event)
+        gate.wait(3)
+
+    sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", slow, wait_ms=100, on_error=errors.append)
+    atlas.pose_query("Q1")  # the callback holds the loop past the reaping age
+    atlas.pose_query("Q2")  # written while nobody polls: replayed on resume
+    assert wait_until(lambda: not boreas.store.watchers(), timeout=10)  # reaped
+    gate.set()
+    assert wait_until(lambda: len(seen) == 2, timeout=10)
+    assert [e.added[0]["sentence"] for e in seen] == [
+        "(queries AgentAtlas Q1)",
+        "(queries AgentAtlas Q2)",
+    ]
+    assert [r.kind for r in errors] == ["unknown-subscription"]  # the outage, once
+    assert sub.running
+    sub.stop()

@@ -16,7 +16,8 @@ def test_one_event_per_write_that_changes_belief_with_the_global_seq(kb):
     assert events[0].seq == kb.seq
     assert events[0].added == [{"handle": h, "sentence": "(color Sky Blue)", "context": "CxA"}]
     kb.assert_("(color Sky Blue)", "CxA")  # idempotent: no event
-    kb.retract(12345)  # unknown: no event
+    with pytest.raises(Refused):
+        kb.retract(12345)  # unknown: refused, no event
     assert len(events) == 1
     kb.retract(h)
     assert events[1].removed == [

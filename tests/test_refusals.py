@@ -390,15 +390,35 @@ def test_retract_of_something_that_is_not_a_handle_is_bad_handle(kb, handle):
     refused_unchanged(kb, "bad-handle", kb.retract, handle)
 
 
-def test_retract_of_an_unknown_positive_handle_is_a_no_op(kb):
-    before = state(kb)
-    events = []
-    kb.watch(events.append)
-    retracted = kb.retract(10**9)
-    assert retracted.removed_sentexes == 0
-    assert retracted.removed_justifications == 0
-    assert state(kb) == before
-    assert events == []
+def test_retract_of_a_handle_never_issued_is_unknown_handle(kb):
+    refusal = refused_unchanged(kb, "unknown-handle", kb.retract, 10**9)
+    assert refusal.data == {"handle": 10**9, "issued": False}
+    assert "handles come from assert" in refusal.message
+
+
+def test_retract_sent_again_after_it_landed_is_unknown_handle_saying_it_was_issued(kb):
+    handle = kb.assert_("(likes Carol Dave)", "CxA")
+    kb.retract(handle)
+    refusal = refused_unchanged(kb, "unknown-handle", kb.retract, handle)
+    assert refusal.data == {"handle": handle, "issued": True}
+
+
+def test_an_edit_removing_an_unknown_handle_is_refused_and_rolled_back(kb):
+    refusal = refused_unchanged(
+        kb, "unknown-handle", kb.edit, add=[("(likes Carol Dave)", "CxA")], remove=[10**9]
+    )
+    assert refusal.data["rolled_back"] is True and refusal.data["index"] == 0
+    assert stored(kb, "(likes Carol Dave)") == []
+    assert [p["kind"] for p in kb.check_edit(remove=[10**9])] == ["unknown-handle"]
+
+
+def test_an_edit_may_name_one_handle_twice_or_what_its_removals_took(kb):
+    fact = kb.assert_("(likes Carol Dave)", "CxA")
+    rule = kb.assert_("(implies (likes ?x ?y) (knows ?x ?y))", "CxA")
+    derived = kb.sentexes_matching("(knows Carol Dave)", "CxA")[0].handle
+    edited = kb.edit(remove=[fact, fact, derived])  # the derived one went with its fact
+    assert edited.removed_sentexes == 2
+    assert kb.sentex(rule) is not None
 
 
 # --- provenance -------------------------------------------------------------------------------

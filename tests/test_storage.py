@@ -340,7 +340,8 @@ def test_changes_since_a_seq_lists_the_later_writes_with_their_belief_diff(tmp_p
         alice = kb.assert_("(likes Alice Bob)", "CxA")
         carol = kb.assert_("(likes Carol Dave)", "CxA")
         kb.assert_("(likes Alice Bob)", "CxA")  # idempotent: no write
-        kb.retract(10**9)  # unknown: no write
+        with pytest.raises(koinii.Refused):
+            kb.retract(10**9)  # unknown: refused, no write
         kb.retract(alice)
         log = kb.changes(start)
         assert log["too_old"] is False

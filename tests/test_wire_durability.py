@@ -80,9 +80,9 @@ def test_sigterm_wakes_parked_polls_and_exits_promptly(daemon):
     started = time.monotonic()
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.proc.wait(20) == 0
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 2
     parked.join(10)
-    assert outcome["result"] in ("Refused", "Unavailable")
+    assert outcome["result"] == "returned"  # a normal reply: what it has, at once
 
 
 def test_a_restarted_daemon_serves_the_same_store(daemon):

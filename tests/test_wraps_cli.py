@@ -86,7 +86,6 @@ def test_a_refusal_is_one_line_with_its_kind_and_a_non_zero_exit(store):
     "args",
     [
         ["list"],
-        ["list", "--db", "no-such.db"],
         ["list", "--db", "STORE", "--url", "http://127.0.0.1:7411"],
         ["list", "--db", "STORE", "--session", "s", "--project", "p"],
         ["list", "--db", "STORE", "--children"],
@@ -96,6 +95,12 @@ def test_a_refusal_is_one_line_with_its_kind_and_a_non_zero_exit(store):
 def test_a_malformed_command_is_a_usage_error(store, args):
     result = koinii_("wraps", *(store if a == "STORE" else a for a in args))
     assert result.exit_code == 2, result.output
+
+
+def test_a_store_that_is_not_there_is_refused_by_name():
+    result = koinii_("wraps", "list", "--db", "no-such.db")
+    assert result.exit_code == 1
+    assert result.output.startswith("koinii: no-such-store: there is no store at no-such.db")
 
 
 def test_over_a_daemon_the_commands_take_a_url_and_a_token(start_daemon):

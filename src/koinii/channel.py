@@ -109,8 +109,15 @@ class Wire:
     store: Any
 
     def subscribe(self, goal, ctx, callback, wait_ms, on_lagged, on_error) -> Subscription:
+        """Poll the daemon's feed on a thread of its own. The subscription outlives the
+        daemon's: after a restart or an outage it reopens with backoff and resumes from
+        the last seq it delivered (`watch(since=…)` replays the writes it missed from the
+        durable change log), so no event is lost or delivered twice; `on_error` hears of
+        each outage once, `on_lagged` when the log no longer reaches back that far."""
         opened = self.store.watch(goal=goal, ctx=ctx)
-        sub = Subscription(opened["token"], lambda: self.store.unwatch(opened["token"]))
+        sub = Subscription(opened["token"], lambda: None, goal=goal, ctx=ctx)
+        sub._stop = lambda: self.store.unwatch(sub.token)
+        sub.last_seq = opened.get("seq", 0)
         thread = threading.Thread(
             target=_poll_loop,
             args=(self.store, sub, opened["cursor"], callback, wait_ms, on_lagged, on_error),
@@ -143,18 +150,29 @@ def wire(client: Any) -> Wire:
 
 @dataclass
 class Subscription:
-    """A live subscription; `stop()` (or `unsubscribe`) drops it, idempotently."""
+    """A live subscription; `stop()` (or `unsubscribe`) drops it, idempotently.
+
+    Over the wire, `token` is the daemon's current subscription (it changes when the
+    subscription resumes after an outage), `last_seq` the seq of the last event delivered
+    (or where the subscription started), and `outages` how many outages it came through.
+    """
 
     token: str
     _stop: Callable[[], Any] = field(repr=False)
     running: bool = True
     _thread: threading.Thread | None = field(default=None, repr=False)
     _stopped: bool = field(default=False, repr=False)
+    goal: Any = field(default=None, repr=False)
+    ctx: Any = field(default=None, repr=False)
+    last_seq: int = 0
+    outages: int = 0
+    _wake: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
+        self._wake.set()  # out of a backoff sleep at once
         try:
             self._stop()  # over the wire this also wakes the parked poll
         except Exception:
@@ -170,36 +188,51 @@ def unsubscribe(sub: Subscription) -> None:
     sub.stop()
 
 
-_QUIET_ENDS = ("unknown-subscription", "bad-cursor")
+# What a poll answers once the daemon no longer holds the subscription (unwatched, reaped,
+# or gone with a daemon restart): after `stop()`, the end; before it, an outage to resume.
+_QUIET_ENDS = ("unknown-subscription",)
 
 
 def _poll_loop(store, sub, cursor, callback, wait_ms, on_lagged, on_error) -> None:
-    """The wire subscription's loop, on its own thread (named koinii-subscribe-<token>)."""
+    """The wire subscription's loop, on its own thread (named koinii-subscribe-<token>).
+
+    Invariant: every event is delivered once, in seq order — `sub.last_seq` moves only
+    past a delivered event, a resumed subscription replays from it (`koinii.resubscribe`),
+    and an event at or below it is never delivered again.
+    """
+    from koinii.errors import Unavailable  # here, not at the top: see koinii.resubscribe
+    from koinii.resubscribe import lagged, resume
+
     try:
         while not sub._stopped:
             try:
                 reply = store.poll(sub.token, cursor, wait_ms)
             except Refused as refusal:
-                if refusal.kind in _QUIET_ENDS:
-                    return  # dropped, reaped or unwatched: a normal end
-                _report(on_error, refusal, sub)
-                return
-            except BaseException as exc:  # the transport, or worse: report once and end
+                if sub._stopped:
+                    return  # stopped while the poll waited: a normal end
+                if refusal.kind not in _QUIET_ENDS:
+                    _report(on_error, refusal, sub)  # refused for good (a revoked token)
+                    return
+                cursor = resume(store, sub, refusal, on_lagged, lambda e: _report(on_error, e, sub))
+                continue
+            except Unavailable as exc:  # the daemon stopped, restarted, or is unreachable
+                if sub._stopped:
+                    return
+                cursor = resume(store, sub, exc, on_lagged, lambda e: _report(on_error, e, sub))
+                continue
+            except BaseException as exc:  # worse than the transport: report once and end
                 _report(on_error, exc, sub)
                 return
-            lagged = reply.get("lagged", 0)
-            if lagged:
-                if on_lagged is not None:
-                    on_lagged(lagged)
-                else:
-                    log.warning(
-                        "subscription-lagged: %s missed %d events; resync", sub.token, lagged
-                    )
+            if reply.get("lagged", 0):
+                lagged(on_lagged, reply["lagged"], sub)
             for event in reply["events"]:
+                if event.seq <= sub.last_seq:
+                    continue  # delivered before the subscription resumed
                 try:
                     callback(event)
                 except Exception as exc:  # loses only this event
                     _report(on_error, exc, sub)
+                sub.last_seq = event.seq
             cursor = reply["cursor"]
     finally:
         sub.running = False

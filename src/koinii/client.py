@@ -13,6 +13,7 @@ trip than httpx on loopback (docs/daemon.md), and a round trip is the cost of ev
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -136,16 +137,52 @@ def _ctx(context: Any) -> Any:
     return context.name if type(context) is Sym else context
 
 
+# The operations that take a `budget_ms` (the daemon's table says the same).
+_BUDGETED = frozenset(
+    {
+        "assert",
+        "retract",
+        "edit",
+        "check",
+        "check_edit",
+        "load_text",
+        "query",
+        "sentexes_matching",
+        "why",
+        "contradictions",
+        "conflicts",
+        "violations",
+    }
+)
+
+
 class Client:
     """A daemon connection with the `KB` read/write surface. Thread-safe."""
 
     def __init__(self, url: str, token: str | None = None, timeout: float = 30) -> None:
         self._transport = _Transport(url, token, timeout)
         self.url = url
+        self._local = threading.local()  # this thread's budget (see `budget`)
+
+    @contextlib.contextmanager
+    def budget(self, seconds: float | None, what: str = "the operation"):
+        """Give this thread's requests inside the block `seconds` each (sent as
+        `budget_ms`; None: the daemon's default), as `KB.budget` does in-process. Lower
+        than the daemon's default, anyone; higher, an operator only (`forbidden`)."""
+        outer = getattr(self._local, "budget_ms", None)
+        self._local.budget_ms = None if seconds is None else max(1, round(seconds * 1000))
+        try:
+            yield None
+        finally:
+            self._local.budget_ms = outer
 
     def _call(self, op: str, extra_wait: float = 0.0, **fields: Any) -> Any:
         """Run one operation; a field that is None is left out (the daemon's default)."""
         body = {k: v for k, v in fields.items() if v is not None}
+        budget_ms = getattr(self._local, "budget_ms", None)
+        if budget_ms is not None and op in _BUDGETED:
+            body["budget_ms"] = budget_ms
+            extra_wait += budget_ms / 1000
         status, reply = self._transport.post(f"{API}/{op}", body, extra_wait)
         if isinstance(reply, dict) and reply.get("ok") is True:
             return reply.get("result")
@@ -291,14 +328,21 @@ class Client:
     # --- the wire feed --------------------------------------------------------------
 
     def watch(
-        self, goal: Any = None, ctx: Any = None, max_events: int | None = None
+        self,
+        goal: Any = None,
+        ctx: Any = None,
+        max_events: int | None = None,
+        *,
+        since: int | None = None,
     ) -> dict[str, Any]:
-        """Open a subscription: `{token, cursor: 0, max_events}`; then `poll` it."""
+        """Open a subscription: `{token, cursor: 0, max_events, seq}`; then `poll` it.
+        With `since`, it starts with the events of the writes after that seq (resume)."""
         return self._call(
             "watch",
             goal=None if goal is None else _goal(goal),
             context=_ctx(ctx),
             max_events=max_events,
+            since=since,
         )
 
     def poll(self, token: str, cursor: int, wait_ms: int = 0) -> dict[str, Any]:

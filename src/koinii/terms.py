@@ -27,10 +27,13 @@ from koinii.errors import Refused
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_INPUT",
+    "MAX_INT_DIGITS",
     "MAX_TEXT",
     "Sym",
     "Var",
     "Term",
+    "brief",
     "parse",
     "parse_all",
     "show",
@@ -47,6 +50,13 @@ __all__ = [
 
 MAX_DEPTH = 64  # deepest list nesting a sentence may have
 MAX_TEXT = 64 * 1024  # longest canonical text of a sentence, in UTF-8 bytes
+# Most digits an integer may have: Python's own int/str conversion limit (its default),
+# so reading and printing a term never raise ValueError, and never take quadratic time.
+MAX_INT_DIGITS = 4300
+# Longest text `parse` reads, in characters, checked before any tokenising: a sentence at
+# the limit with room for spacing and comments. Work on input is bounded by its size.
+MAX_INPUT = 4 * MAX_TEXT
+_INT_BOUND = 10**MAX_INT_DIGITS
 
 _SYMBOL = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
 _CONTEXT = re.compile(r"Cx[A-Z][A-Za-z0-9]*\Z")
@@ -205,7 +215,9 @@ def _show(term: Any, depth: int) -> str:
             raise Refused("shape", "a string holds an unpaired surrogate", {}) from None
         return json.dumps(term, ensure_ascii=False)
     if cls is int:
-        return str(term)
+        if -_INT_BOUND < term < _INT_BOUND:
+            return str(term)
+        raise _too_many_digits(int(term.bit_length() * 0.30103) + 1, {})
     if cls is bool:
         return "true" if term else "false"
     if cls is Var:
@@ -217,10 +229,27 @@ def _show(term: Any, depth: int) -> str:
     raise Refused("shape", f"{_describe(term)} is not a term", {"type": type(term).__name__})
 
 
+def _too_many_digits(digits: int, data: dict[str, Any]) -> Refused:
+    return Refused(
+        "shape",
+        f"an integer of {digits} digits; the limit is {MAX_INT_DIGITS} "
+        "(write a bigger number as a string)",
+        {"limit": MAX_INT_DIGITS, **data},
+    )
+
+
 def _describe(value: Any) -> str:
     if type(value) in (Sym, Var):
         return f"the {type(value).__name__.lower()} {value}"
-    return f"a {type(value).__name__} ({value!r:.40})"
+    return f"a {type(value).__name__} ({brief(value)})"
+
+
+def brief(value: Any) -> str:
+    """`repr(value)` cut to 40 characters, for messages (a huge integer by its size: its
+    repr would cost quadratic time, or raise past the conversion limit)."""
+    if type(value) is int and value.bit_length() > 128:
+        return f"an integer of {value.bit_length()} bits"
+    return f"{value!r:.40}"
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -261,6 +290,13 @@ def read_flat(text: str) -> tuple | None:
 def parse(text: str) -> Term:
     """Read exactly one term from `text` (kind `parse` with the offset on bad syntax)."""
     if type(text) is str:
+        if len(text) > MAX_INPUT:
+            raise Refused(
+                "shape",
+                f"the text is {len(text)} characters; one sentence is read from at most "
+                f"{MAX_INPUT} (its canonical text at most {MAX_TEXT} bytes)",
+                {"limit": MAX_INPUT},
+            )
         flat = read_flat(text)
         if flat is not None:
             return flat
@@ -321,6 +357,9 @@ def _read(text: str) -> Iterator[Term]:
         elif kind == "number":
             token = match.group()
             if match.group("frac") is None and match.group("exp") is None:
+                digits = len(token) - (token[0] == "-")
+                if digits > MAX_INT_DIGITS:
+                    raise _too_many_digits(digits, {"offset": offset})
                 value = int(token)
             else:
                 value = float(token)

@@ -73,7 +73,20 @@ def main(debug: bool) -> None:
 @click.option(
     "--max-body", default=16 * 1024 * 1024, show_default=True, help="Largest request body, bytes."
 )
-@click.option("--query-budget", default=30.0, show_default=True, help="Seconds a query may run.")
+@click.option(
+    "--query-budget",
+    default=0.5,
+    show_default=True,
+    help="Seconds a read (query, …) may run: a slice of the event loop, the rest on a "
+    "snapshot off it. A request's budget_ms may lower it, or an operator's raise it.",
+)
+@click.option(
+    "--write-budget",
+    default=0.03,
+    show_default=True,
+    help="Seconds a write (rules included) may hold the event loop, which every other "
+    "client waits on. A request's budget_ms may lower it, or an operator's raise it.",
+)
 @click.option(
     "--header-timeout",
     default=10.0,
@@ -107,6 +120,14 @@ def main(debug: bool) -> None:
     metavar="NAME",
     help="Also answer to this Host name (repeatable); loopback and --host always.",
 )
+@click.option(
+    "--synchronous",
+    type=click.Choice(["normal", "full"]),
+    default="normal",
+    show_default=True,
+    help="full: every acknowledged write survives power loss (an fsync per commit); "
+    "normal: survives the daemon's death (docs/daemon.md, durability).",
+)
 @click.option("--log-level", default="warning", show_default=True)
 def serve(
     db,
@@ -119,12 +140,14 @@ def serve(
     max_subscriptions_per_principal,
     max_body,
     query_budget,
+    write_budget,
     header_timeout,
     body_timeout,
     max_connections,
     log_retention,
     standby,
     allow_hosts,
+    synchronous,
     log_level,
 ) -> None:
     """Run the daemon: the single writer of one store, over HTTP."""
@@ -134,6 +157,7 @@ def serve(
     limits = Limits(
         body_bytes=max_body,
         query_budget_s=query_budget,
+        write_budget_s=write_budget,
         max_subscriptions=max_subscriptions,
         subscriptions_per_principal=max_subscriptions_per_principal,
         ring=ring_size,
@@ -153,6 +177,7 @@ def serve(
             log_level=log_level,
             standby=standby,
             allow_hosts=allow_hosts,
+            synchronous=synchronous,
         )
     )
 

@@ -35,9 +35,11 @@ def source_options(fn):
     return fn
 
 
-def open_source(db: str | None, url: str, token: str | None) -> Any:
-    """A KB (with --db) or a Client of the daemon."""
-    return koinii.open_kb(db) if db else koinii.connect(url, token=token)
+def open_source(db: str | None, url: str, token: str | None, *, create: bool = False) -> Any:
+    """A KB (with --db) or a Client of the daemon. Only a command that writes passes
+    `create`: for one that reads, a mistyped --db is refused (`no-such-store`) rather
+    than answered from a new, empty store."""
+    return koinii.open_kb(db, create=create) if db else koinii.connect(url, token=token)
 
 
 @click.command("assert")
@@ -48,7 +50,7 @@ def open_source(db: str | None, url: str, token: str | None) -> Any:
 @source_options
 def assert_command(sentence, context, strength, creator, url, token, db) -> None:
     """Store SENTENCE in a context; prints its handle."""
-    store = open_source(db, url, token)
+    store = open_source(db, url, token, create=True)
     click.echo(store.assert_(sentence, context, strength=strength, creator=creator))
 
 
@@ -85,15 +87,21 @@ def query_command(goal, context, limit, url, token, db) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per change.")
 @source_options
 def tail_command(goal, context, since, follow, raw, structure, as_json, url, token, db) -> None:
-    """Follow the conversation live: who did what, as it happens. Resumable with --since."""
+    """Follow the conversation live: who did what, as it happens. Resumable with --since;
+    following, it waits out a daemon restart and goes on from the last seq it printed."""
     import json
 
     from koinii.narrator import Narrator
     from koinii.tail import entries
 
+    def outage(exc: BaseException) -> None:
+        click.echo(f"koinii: the daemon is unreachable ({exc}); waiting for it", err=True)
+
     store = open_source(db, url, token)
     narrator = Narrator(store)
-    for entry in entries(store, since=since, goal=goal, ctx=context, follow=follow and not db):
+    for entry in entries(
+        store, since=since, goal=goal, ctx=context, follow=follow and not db, on_outage=outage
+    ):
         stamp = time.strftime("%H:%M:%S", time.localtime(entry["at"] / 1000))
         for told in narrator.entry(entry, structure=structure or raw):
             if as_json:

@@ -57,9 +57,7 @@ def _store(db: str | None, url: str | None, token: str | None, *, create: bool =
         source: Any = koinii.connect(url, token=token)
     else:
         db = db or "koinii.db"
-        if not create and "://" not in db and not os.path.isfile(db):
-            raise click.UsageError(f"no store at {db}")  # rather than create an empty one
-        source = _run(lambda: koinii.open_kb(db))
+        source = _run(lambda: koinii.open_kb(db, create=create))  # a typo is not a new store
     try:
         yield SessionStore(source)
     finally:

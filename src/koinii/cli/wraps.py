@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -40,9 +39,10 @@ def _source(db: str | None, url: str | None, token: str | None) -> Iterator[Any]
     """The KB of `--db` or a client of `--url`, closed afterwards."""
     if (db is None) == (url is None):
         raise click.UsageError("give either --db PATH or --url URL")
-    if db is not None and "://" not in db and not os.path.isfile(db):
-        raise click.UsageError(f"no store at {db}")  # rather than create an empty one
-    source = _run(lambda: koinii.open_kb(db)) if db else koinii.connect(url, token=token)
+    if db is not None:
+        source = _run(lambda: koinii.open_kb(db, create=False))  # a typo is not a new store
+    else:
+        source = koinii.connect(url, token=token)
     try:
         yield source
     finally:

@@ -24,7 +24,7 @@ from koinii.kb.rules import (
     compile_rule,
     split,
 )
-from koinii.kb.sentex import NOT
+from koinii.kb.sentex import MAX_HANDLE, NOT
 from koinii.terms import (
     QUOTE,
     Sym,
@@ -168,10 +168,10 @@ def _walk(term: tuple, entry: Entry, *, top: bool, in_rule: bool) -> None:
         handle = term[1] if arity == 1 else None
         if type(handle) is Var and in_rule:
             return
-        if type(handle) is not int or handle <= 0:
+        if type(handle) is not int or not 0 < handle <= MAX_HANDLE:
             raise Refused(
                 "bad-handle",
-                f"{show(term)} must name a positive integer handle",
+                f"{show(term)} must name a handle: a positive 64-bit integer",
                 {"term": show(term)},
             )
         entry.handles.append(handle)

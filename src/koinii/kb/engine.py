@@ -21,6 +21,10 @@ Invariants kept here:
   firing is not derived, and `violations()` lists it.
 - One `RLock` serialises everything, so a KB may be shared between threads; callbacks
   run on the writer's thread and may write (their events follow).
+- Work is bounded: inside `budget(seconds)` (the daemon wraps each operation so), every
+  loop whose length the input decides ticks the budget (`_spend`, and `index.solve`
+  takes it), so an operation past its deadline is refused `budget-exhausted` before
+  anything of it is durable.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from typing import Any
 
 from koinii.errors import Refused
 from koinii.kb import checks, values
+from koinii.kb.budget import Budget
 from koinii.kb.checks import Entry
 from koinii.kb.contexts import EVERYTHING, UNIVERSE, Hierarchy
 from koinii.kb.feed import Change, Event, Feed, Routed
@@ -58,6 +63,7 @@ from koinii.kb.rules import (
 )
 from koinii.kb.sentex import (
     DEFAULT,
+    MAX_HANDLE,
     MONOTONIC,
     NOT,
     STRENGTHS,
@@ -66,7 +72,7 @@ from koinii.kb.sentex import (
     Sentex,
 )
 from koinii.kb.store import Commit, LogEntry, Store, open_store
-from koinii.terms import QUOTE, Sym, Term, Var, is_ground, parse, parse_all, show, variables
+from koinii.terms import QUOTE, Sym, Term, Var, brief, is_ground, parse, parse_all, show, variables
 
 _PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "koinii_principal", default=None
@@ -83,7 +89,7 @@ RESERVED_PROVENANCE = frozenset({"creator", "created", "principal"})
 
 @dataclass(frozen=True)
 class Retracted:
-    """What a retract removed (counts; zero for an unknown handle)."""
+    """What a retract removed (counts), and the seq of its write."""
 
     removed_sentexes: int
     removed_justifications: int
@@ -164,6 +170,7 @@ class KB:
         max_depth: int = 64,
         max_derivations: int = 100_000,
         query_budget_s: float | None = None,
+        write_budget_s: float | None = None,
         clock: Callable[[], int] | None = None,
     ) -> None:
         self._store = store
@@ -185,6 +192,9 @@ class KB:
         self.max_depth = max_depth
         self.max_derivations = max_derivations
         self.query_budget_s = query_budget_s
+        self.write_budget_s = write_budget_s
+        self._budget: Budget | None = None  # the running operation's (see `budget`)
+        self._shipped: frozenset[int] = frozenset()  # see `mark_shipped`
         self._rebuild()
 
     # ================================================================ lifecycle
@@ -192,6 +202,12 @@ class KB:
     @property
     def location(self) -> str:
         return self._store.location
+
+    @property
+    def durability(self) -> dict[str, str]:
+        """What a committed write survives: the backend and the setting that decides it,
+        as the store read it back from its connection (e.g. SQLite's PRAGMA synchronous)."""
+        return dict(self._store.durability)
 
     def _rebuild(self) -> None:
         """Build indexes and belief from the store's records, in one pass, no re-checks."""
@@ -266,7 +282,7 @@ class KB:
             opts = {}  # the common write: nothing to check
         else:
             opts = {"strength": strength, "creator": creator, "provenance": provenance}
-        with self._lock:
+        with self._lock, self._bounded(self.write_budget_s, "the write"):
             tx = self._begin("assert")
             try:
                 handles = self._add(tx, sentence, context, opts)
@@ -279,11 +295,12 @@ class KB:
         """Remove an asserted sentex and everything that rested only on it.
 
         Also tears down, recursively, every stored meta-sentex whose predicate is marked
-        `(target_following_predicate P)` and that names a removed sentex. An unknown
-        handle is a no-op with zero counts.
+        `(target_following_predicate P)` and that names a removed sentex. A handle that
+        names no stored sentex is refused (`unknown-handle`; `data.issued` tells one that
+        was stored once — a retract sent again after it landed — from a typo).
         """
         handle = _handle(handle)
-        with self._lock:
+        with self._lock, self._bounded(self.write_budget_s, "the write"):
             tx = self._begin("retract")
             try:
                 self._remove(tx, handle)
@@ -299,7 +316,11 @@ class KB:
         `add` holds `(sentence, context)` or `(sentence, context, opts)`; a refusal rolls
         the whole batch back and carries `{"rolled_back": True, "in", "index"}`.
         """
-        with self._lock, _collector_paused(len(add) >= _LARGE_BATCH):
+        with (
+            self._lock,
+            self._bounded(self.write_budget_s, "the write"),
+            _collector_paused(len(add) >= _LARGE_BATCH),
+        ):
             tx = self._begin("edit")
             try:
                 handles = self._apply_batch(tx, add, remove)
@@ -322,7 +343,7 @@ class KB:
     ) -> list[dict[str, Any]]:
         """Dry run of `edit`: every problem of the batch, judged against the KB as it is."""
         problems: list[dict[str, Any]] = []
-        with self._lock:
+        with self._lock, self._bounded(self.write_budget_s, "the dry run"):
             next_handle, next_just = self._next_handle, self._next_just
             tx = self._begin("check")
             try:
@@ -357,6 +378,13 @@ class KB:
         terms = parse_all(source)
         return self.edit(add=[(t, context, {"strength": strength}) for t in terms])
 
+    def mark_shipped(self, handles: Collection[int]) -> None:
+        """Make `handles` — the vocabulary that ships, installed on every open — read-only:
+        a retraction of one would be acknowledged and then undone by the next open's
+        install, so it is refused (`vocabulary-read-only`) instead."""
+        with self._lock:
+            self._shipped = frozenset(handles)
+
     def add_provenance(self, handle: Any, fields: dict[str, Any]) -> dict[str, Any] | None:
         """Add provenance fields to a stored sentex (fields it has already are kept)."""
         handle = _handle(handle)
@@ -379,6 +407,7 @@ class KB:
     def _begin(self, op: str) -> _Tx:
         if self._closed:
             raise Refused("closed", "this knowledge base is closed", {})
+        self._refuse_if_lost()
         if self._tx is not None:
             raise Refused(
                 "reentrant-write",
@@ -437,6 +466,7 @@ class KB:
                 raise Refused("closed", "this knowledge base is closed", {})
             if self._group is not None:
                 raise Refused("group-open", "a group commit is already open", {})
+            self._refuse_if_lost()
             self._store.begin_group()
             self._group = []
             self._group_seq = self._seq
@@ -464,6 +494,46 @@ class KB:
             for tx, seq, routed in held:
                 self._publish(seq, tx.op, routed)
             return len(held)
+
+    # ---------------------------------------------------------------- budgets
+
+    @contextlib.contextmanager
+    def budget(self, seconds: float | None, what: str = "the operation", spent: float = 0.0):
+        """Bound the work inside the block to `seconds` (None: only the KB's own
+        `query_budget_s` / `write_budget_s`): past it, the operation running is refused
+        `budget-exhausted` — a write rolled back whole. For a server that must not let
+        one request hold everyone (the daemon wraps each operation); yields the Budget."""
+        outer = self._budget
+        self._budget = None if seconds is None else Budget(seconds, what, spent)
+        try:
+            yield self._budget
+        finally:
+            self._budget = outer
+
+    def _bounded(self, seconds: float | None, what: str):
+        """This operation's budget: the one in force, else `seconds` (None: unbounded)."""
+        if self._budget is not None or seconds is None:
+            return contextlib.nullcontext()
+        return self.budget(seconds, what)
+
+    def _spend(self) -> None:
+        """One unit of work toward the running operation's budget: call it once per turn
+        of any loop whose length the input decides (a derivation, a node relabelled)."""
+        budget = self._budget
+        if budget is not None:
+            budget.tick()
+
+    def check_writer(self) -> Refused | None:
+        """None while this KB is still its store's writer; else the refusal every write
+        now gets (`writer-lost`: a PostgreSQL writer whose connection was lost and that
+        could not reconnect as the same writer). Probes the store's connection."""
+        with self._lock:
+            return None if self._closed else self._store.check_writer()
+
+    def _refuse_if_lost(self) -> None:
+        lost = self._store.lost
+        if lost is not None:
+            raise Refused(lost.kind, lost.message, lost.data)
 
     def _outside_group(self, what: str) -> None:
         """Refuse what cannot wait in a group: it writes the store itself, at once."""
@@ -649,7 +719,25 @@ class KB:
     def _remove(self, tx: _Tx, handle: int, top: bool = True) -> None:
         node = self._index.by_handle.get(handle)
         if node is None:
-            return
+            if handle in tx.deleted:  # named twice in one edit, or gone with what it rested on
+                return
+            if handle >= self._next_handle:
+                hint = "no sentex has had that handle yet: handles come from assert"
+            else:
+                hint = "it was retracted or removed earlier, or its write was refused"
+            raise Refused(
+                "unknown-handle",
+                f"no sentex {handle} is stored ({hint}); nothing to retract",
+                {"handle": handle, "issued": handle < self._next_handle},
+            )
+        if handle in self._shipped:
+            raise Refused(
+                "vocabulary-read-only",
+                f"sentex {handle} is shipped vocabulary ({node.context}), reinstalled on every "
+                f"open, so it cannot be retracted; to set it aside in a context, mask it "
+                f"there: assert (except (sentexHandle {handle})) in that context",
+                {"handle": handle, "context": node.context},
+            )
         if not node.premise:
             raise Refused(
                 "not-a-premise",
@@ -668,6 +756,7 @@ class KB:
         by_handle = self._index.by_handle
         while queue:
             node, why = queue.popleft()
+            self._spend()
             if by_handle.get(node.handle) is not node:
                 continue
             for j in list(node.justs or ()):
@@ -679,7 +768,10 @@ class KB:
                 tx.deleted[node.handle] = (node, why)
             tx.removed_sentexes += 1
             tx.seeds.update(self._index.same_atom(node.text))
-            for j in list(node.uses or ()):
+            # `uses` holds a justification once per place the node fills in it, so a
+            # rule like (and (likes ?x ?y) (likes ?y ?x)) over (likes Cat Cat) lists it
+            # twice: drop each justification once
+            for j in dict.fromkeys(node.uses or ()):
                 self._drop_just(tx, j)
                 concl = j.conclusion
                 if not concl.premise and not concl.justs:
@@ -781,11 +873,11 @@ class KB:
 
     def _detach(self, j: Justification) -> None:
         concl = j.conclusion
-        concl.justs.remove(j)
+        _remove_last(concl.justs, j)
         if not concl.justs:
             concl.justs = None
         for support in j.supports():
-            support.uses.remove(j)
+            _remove_last(support.uses, j)
             if not support.uses:
                 support.uses = None
 
@@ -857,7 +949,7 @@ class KB:
                 continue
             rule = self._rules[rule_node]
             for binding, antecedents in list(
-                solve(self._index, list(rule.antecedents), {}, _any_node)
+                solve(self._index, list(rule.antecedents), {}, _any_node, self._budget)
             ):
                 self._conclude(tx, rule_node, rule, binding, antecedents)
         queue = tx.fire
@@ -875,13 +967,15 @@ class KB:
                 if binding is None:
                     continue
                 others = [lit for k, lit in enumerate(rule.antecedents) if k != i]
-                for full, rest in list(solve(self._index, others, binding, _any_node)):
+                joined = solve(self._index, others, binding, _any_node, self._budget)
+                for full, rest in list(joined):
                     antecedents = rest[:i] + (node,) + rest[i:]
                     self._conclude(tx, rule_node, rule, full, antecedents)
 
     def _conclude(
         self, tx: _Tx, rule_node: Node, rule: Rule, binding: dict, antecedents: tuple[Node, ...]
     ) -> None:
+        self._spend()
         contexts = {rule_node.context, *(a.context for a in antecedents)}
         placements = self._hierarchy.maximal_common_descendants(contexts)
         if not placements:
@@ -919,6 +1013,7 @@ class KB:
         The claim is checked as if its author wrote it — a carried claim is no way
         around the write checks — and a bad one refuses the whole write.
         """
+        self._spend()
         position = declaration.atom[2]
         atom = node.atom
         if not node.positive or len(atom) <= position:
@@ -1144,8 +1239,10 @@ class KB:
                 if count == 0 and valid(j):
                     starts.append(n)
         queue = deque(starts)
+        spend = self._spend
         while queue:
             n = queue.popleft()
+            spend()
             if getattr(n, flag) or skip(n):
                 continue
             setattr(n, flag, True)
@@ -1276,6 +1373,7 @@ class KB:
             return None if node is None else self._why(node, frozenset())
 
     def _why(self, node: Node, path: frozenset[Node]) -> dict[str, Any]:
+        self._spend()
         tree: dict[str, Any] = {
             "handle": node.handle,
             "sentence": node.full_text,
@@ -1327,6 +1425,7 @@ class KB:
             everything = ctx_name == EVERYTHING
             anywhere = ctx_name.startswith("?")
             for node in self._index.candidates(atom, {}):
+                self._spend()
                 if node.positive is not positive or match(atom, node.atom, {}) is None:
                     continue
                 if not everything:
@@ -1346,46 +1445,34 @@ class KB:
 
         A variable `ctx` reads everywhere and binds the witness context; `CxEverything`
         reads every stored sentex, believed or not. Results are ordered by content.
+
+        `limit` bounds the work as well as the answer: the search stops at the `limit`-th
+        distinct solution, so the answer is the first `limit` solutions the search finds
+        (in the order of the index, which is not the order of content), sorted by content
+        — not the `limit` smallest. Without a limit every solution is found and sorted.
         """
         literals = _goal_literals(goal)
         ctx_name = checks.context_name(ctx, query=True)
         if limit is not None and (type(limit) is not int or limit < 0):
             raise Refused("bad-option", "limit must be a non-negative integer", {"option": "limit"})
-        with self._lock:
-            accept = self._budgeted(self._acceptor(ctx_name))
+        if limit == 0:
+            return []
+        with self._lock, self._bounded(self.query_budget_s, "the query"):
+            accept = self._acceptor(ctx_name)
             seen: dict[tuple, dict[str, Any]] = {}
-            for binding, _ in solve(self._index, literals, {}, accept):
+            for binding, _ in solve(self._index, literals, {}, accept, self._budget):
                 out = {v.text: value for v, value in binding.items()}
                 k = tuple((name, key(value)) for name, value in sorted(out.items()))
                 if k not in seen:
                     seen[k] = out
+                    if limit is not None and len(seen) >= limit:
+                        break
             results = list(seen.values())
         if len(results) > 1:
             order = [v.text for _, atom in literals for v in variables(atom)]
             order = list(dict.fromkeys(order + ([ctx_name] if ctx_name.startswith("?") else [])))
             results.sort(key=lambda solution: tuple(show(solution[v]) for v in order))
-        return results if limit is None else results[:limit]
-
-    def _budgeted(self, accept: Callable[[Node, dict], dict | None]):
-        """`accept`, refusing with `budget-exhausted` once the query budget is spent."""
-        budget = self.query_budget_s
-        if budget is None:
-            return accept
-        deadline = time.monotonic() + budget
-        calls = 0
-
-        def within_budget(node: Node, binding: dict) -> dict | None:
-            nonlocal calls
-            calls += 1
-            if calls % 1024 == 0 and time.monotonic() > deadline:
-                raise Refused(
-                    "budget-exhausted",
-                    f"the query ran past its {budget:g} s budget; bind more of the goal",
-                    {"budget_s": budget},
-                )
-            return accept(node, binding)
-
-        return within_budget
+        return results
 
     def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
         if ctx == EVERYTHING:
@@ -1447,6 +1534,7 @@ class KB:
             visible = None if ctx_name is None else self._acceptor(ctx_name)
             groups: list[list[Node]] = []
             for text in sorted(self._index.two_sided):
+                self._spend()
                 nodes = [
                     n
                     for n in self._index.same_atom(text)
@@ -1491,6 +1579,7 @@ class KB:
             members_: set[Node] = set()
             for a in nodes:
                 for b in nodes:
+                    self._spend()
                     if (
                         a is not b
                         and not same(a.atom[-1], b.atom[-1])
@@ -1510,7 +1599,7 @@ class KB:
             out = []
             for rule_node, rule in self._rules.items():
                 for binding, antecedents in solve(
-                    self._index, list(rule.antecedents), {}, _any_node
+                    self._index, list(rule.antecedents), {}, _any_node, self._budget
                 ):
                     contexts = {rule_node.context, *(a.context for a in antecedents)}
                     placements = self._hierarchy.maximal_common_descendants(contexts)
@@ -1671,7 +1760,7 @@ class KB:
         entry, or none of it does), and returns `(records' result, Edited)`. The write
         always takes a seq; `summary` is what the change log says it changed.
         """
-        with self._lock:
+        with self._lock, self._bounded(self.write_budget_s, "the write"):
             self._outside_group("a domain write")
             tx = self._begin(op)
             try:
@@ -1719,12 +1808,25 @@ class KB:
 
     # ================================================================ feed
 
-    def watch(self, callback: Callable[[Event], Any], goal: Any = None, ctx: Any = None) -> int:
+    def watch(
+        self,
+        callback: Callable[[Event], Any],
+        goal: Any = None,
+        ctx: Any = None,
+        *,
+        since: int | None = None,
+    ) -> int:
         """Call `callback(event)` after each durable write that changes belief.
 
         With a goal, only matching changes; with a context, only changes in
         `context_up(ctx)` (a variable ctx watches everywhere and binds the witness); with
         a context and no goal, every change `ctx` sees. Returns a token for `unwatch`.
+        With `since` (a global seq), first replays — before any later write can come
+        between — the events of the writes after `since`, from the change log, filtered
+        the same way (against the hierarchy as it is now): a watcher resumes where it left
+        off, with no gap and no repeat. Refused `too-old` when the log no longer holds
+        them all (compacted, or more than `MAX_REPLAY` writes behind: resnapshot), and
+        `bad-cursor` for a seq past the store's.
         """
         if not callable(callback):
             raise Refused("not-watchable", "the callback must be callable", {})
@@ -1742,7 +1844,33 @@ class KB:
             if ctx_name == EVERYTHING:
                 raise Refused("not-watchable", "CxEverything is not watchable", {})
         with self._lock:
-            return self._feed.add(callback, literal_, ctx_name, goal_text)
+            entries = [] if since is None else self._replayable(since)
+            token = self._feed.add(callback, literal_, ctx_name, goal_text)
+            if entries:
+                self._feed.replay(token, entries, self._hierarchy.up)
+            return token
+
+    def _replayable(self, since: Any) -> list[LogEntry]:
+        """The change-log entries after `since`, all of them, or a refusal."""
+        if type(since) is not int or since < 0:
+            raise Refused("bad-cursor", "since must be a non-negative integer seq", {})
+        self._outside_group("a replaying watch")
+        if since > self._seq:
+            raise Refused(
+                "bad-cursor",
+                f"since {since} is past this store's seq {self._seq}; watch without since",
+                {"since": since, "seq": self._seq},
+            )
+        floor = self._store.floor()
+        if since < floor or self._seq - since > MAX_REPLAY:
+            raise Refused(
+                "too-old",
+                f"the change log cannot replay every write after seq {since} (it holds "
+                f"those after {floor}, at most {MAX_REPLAY} at once); resnapshot, then watch "
+                "without since",
+                {"since": since, "floor": floor, "seq": self._seq},
+            )
+        return self._store.changes(since, MAX_REPLAY) if since < self._seq else []
 
     def unwatch(self, token: Any) -> bool:
         with self._lock:
@@ -1757,6 +1885,8 @@ class KB:
 
 
 _LARGE_BATCH = 1000
+MAX_REPLAY = 10_000  # change-log entries a resuming watch replays, at most
+MAX_GOAL_LITERALS = 64  # literals a goal list joins, at most
 
 
 @contextlib.contextmanager
@@ -1777,6 +1907,16 @@ def _collector_paused(pause: bool):
         gc.enable()
 
 
+def _remove_last(items: list[Any], item: Any) -> None:
+    """Remove `item` from `items`, cheaply when it is the last: an undo detaches in the
+    reverse order of attaching, and a rule's `uses` can hold thousands of justifications
+    (`list.remove` searched from the front made undoing a big write quadratic)."""
+    if items[-1] is item:
+        items.pop()
+    else:
+        items.remove(item)
+
+
 def _entry(entry: LogEntry) -> dict[str, Any]:
     out = {
         "seq": entry.seq,
@@ -1795,11 +1935,11 @@ def _now() -> int:
 
 
 def _handle(value: Any) -> int:
-    if type(value) is not int or value <= 0:
+    if type(value) is not int or not 0 < value <= MAX_HANDLE:
         raise Refused(
             "bad-handle",
-            f"a handle is a positive integer, not {value!r:.40}",
-            {"handle": repr(value)},
+            f"a handle is a positive 64-bit integer, not {brief(value)}",
+            {"handle": brief(value)},
         )
     return value
 
@@ -1887,6 +2027,12 @@ def _goal_literals(goal: Any) -> list[tuple[bool, tuple]]:
     if isinstance(goal, str):
         return list(_parse_goal(goal))
     if isinstance(goal, list):
+        if len(goal) > MAX_GOAL_LITERALS:
+            raise Refused(
+                "shape",
+                f"a goal of {len(goal)} literals; a goal joins at most {MAX_GOAL_LITERALS}",
+                {"limit": MAX_GOAL_LITERALS},
+            )
         out: list[tuple[bool, tuple]] = []
         for part in goal:
             out.extend(_goal_literals(part))
@@ -1942,15 +2088,17 @@ def open_kb(location: Any = None, **options: Any) -> KB:
     """Open a knowledge base: None → in memory, a path → SQLite, `postgresql://…`.
 
     Options: `synchronous` ("normal"/"full", SQLite), `standby` (PostgreSQL: wait to take
-    over from the current writer instead of refusing), `max_depth`, `max_derivations`,
-    `query_budget_s`, `clock` (a function returning epoch ms, for `created` stamps).
+    over from the current writer instead of refusing), `create` (default True; False
+    refuses `no-such-store` where no store exists yet), `max_depth`, `max_derivations`,
+    `query_budget_s`, `write_budget_s` (seconds an operation may run; None: unbounded),
+    `clock` (a function returning epoch ms, for `created` stamps).
     The shipped vocabulary (CxCore) is loaded into a new store; loading is idempotent.
     """
     from koinii.kb.vocab import install
 
     engine_opts = {
         k: options.pop(k)
-        for k in ("max_depth", "max_derivations", "query_budget_s", "clock")
+        for k in ("max_depth", "max_derivations", "query_budget_s", "write_budget_s", "clock")
         if k in options
     }
     if location is not None and isinstance(location, os.PathLike):

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koinii.kb.index import match
-from koinii.terms import Sym, Var
+from koinii.kb.sentex import NOT
+from koinii.terms import Sym, Var, parse
 
 log = logging.getLogger("koinii.feed")
 
@@ -105,6 +106,17 @@ class Feed:
                 routed.append((watcher, event))
         return routed
 
+    def replay(self, token: int, entries: list[Any], up) -> None:
+        """Deliver to watcher `token` the events of change-log `entries` (oldest first),
+        routed as a live write would be (a resuming watch)."""
+        watcher = self._watchers[token]
+        for entry in entries:
+            added = [_change_of(p) for p in entry.added]
+            removed = [_change_of(p) for p in entry.removed]
+            event = _filter(watcher, entry.seq, added, removed, up)
+            if event is not None:
+                self.deliver([(watcher, event)])
+
     def deliver(self, routed: Routed) -> None:
         """Call each routed watcher that is still registered, in order."""
         self._pending.append(routed)
@@ -135,6 +147,14 @@ class Feed:
                         )
         finally:
             self._delivering = False
+
+
+def _change_of(public: dict[str, Any]) -> Change:
+    """A change as the change log holds it (its public dict), as the engine knew it."""
+    term = parse(public["sentence"])
+    positive = term[0] is not NOT
+    return Change(public, positive, term if positive else term[1], public["context"],
+                  public.get("hidden_in"))  # fmt: skip
 
 
 def _filter(watcher: Watcher, seq: int, added, removed, up) -> Event | None:

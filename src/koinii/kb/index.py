@@ -233,19 +233,21 @@ def solve(
     literals: list[Literal],
     binding: dict[Var, Any],
     accept: Any,
+    budget: Any = None,
 ) -> Iterator[tuple[dict[Var, Any], tuple[Node, ...]]]:
     """Every way to match all `literals` against stored nodes, joined on shared variables.
 
     `accept(node, binding)` filters each candidate (belief, context) and may extend the
     binding; it returns the binding to go on with, or None. Yields the final binding and
     the matched nodes in literal order. The next literal is always the one with the
-    fewest candidates under the binding so far.
+    fewest candidates under the binding so far. A `budget` (kb.budget.Budget) is ticked
+    once per candidate considered, matched or not: a join's work, not its output.
     """
     chosen: list[Node | None] = [None] * len(literals)
-    yield from _solve(index, list(enumerate(literals)), binding, accept, chosen)
+    yield from _solve(index, list(enumerate(literals)), binding, accept, chosen, budget)
 
 
-def _solve(index, pending, binding, accept, chosen):
+def _solve(index, pending, binding, accept, chosen, budget):
     if not pending:
         yield binding, tuple(chosen)
         return
@@ -255,7 +257,10 @@ def _solve(index, pending, binding, accept, chosen):
         pick = costs.index(min(costs))
     position, (positive, pattern) = pending[pick]
     rest = pending[:pick] + pending[pick + 1 :]
+    tick = budget.tick if budget is not None else None
     for node in index.candidates(pattern, binding):
+        if tick is not None:
+            tick()
         if node.positive is not positive:
             continue
         extended = match(pattern, node.atom, binding)
@@ -265,4 +270,4 @@ def _solve(index, pending, binding, accept, chosen):
         if extended is None:
             continue
         chosen[position] = node
-        yield from _solve(index, rest, extended, accept, chosen)
+        yield from _solve(index, rest, extended, accept, chosen, budget)

@@ -18,6 +18,7 @@ NOT = Sym("not")
 DEFAULT, MONOTONIC = 0, 1
 STRENGTHS = {"default": DEFAULT, "monotonic": MONOTONIC}
 STRENGTH_NAMES = ("default", "monotonic")
+MAX_HANDLE = 2**63 - 1  # handles live in a store's signed 64-bit column
 
 
 class Node:

@@ -2,9 +2,10 @@
 
 `serve()` opens the store (refusing a second writer), loads the token table, refuses to
 bind a non-loopback address without one, and runs the ASGI app (`app.build_app`) under
-uvicorn until SIGTERM/SIGINT: then it stops accepting, wakes every parked poll, lets
-in-flight requests finish and closes the store cleanly. Its connections are uvicorn's
-httptools protocol under the connection guards (guards.guarded_protocol).
+uvicorn until SIGTERM/SIGINT: then it stops accepting, answers every parked wait at once
+(a normal reply), lets in-flight requests finish, and closes the store — releasing the
+writer lock — before the process exits. Its connections are uvicorn's httptools
+protocol under the connection guards (guards.guarded_protocol).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import gc
 import ipaddress
 import logging
+import os
 import signal
 import sys
 from collections.abc import Iterable
@@ -45,6 +47,7 @@ def serve(
     log_level: str = "warning",
     standby: bool = False,
     allow_hosts: Iterable[str] = (),
+    synchronous: str = "normal",
 ) -> int:
     """Run the daemon in the foreground; returns the process exit code. It answers to
     the loopback names, `host`, and `allow_hosts` (guards.Hosts)."""
@@ -58,10 +61,18 @@ def serve(
         )
         return 2
     try:
+        if tokens is not None and not os.path.isfile(tokens):
+            # a daemon on a table that is not there would refuse every caller, silently
+            raise Refused(
+                "no-token-table",
+                f"there is no token table at {tokens}: check the path, or create one with "
+                f"koinii token add AgentAtlas --role agent --tokens {tokens}",
+                {"path": tokens},
+            )
         table = TokenTable(tokens) if tokens is not None else None
         if standby:
             log.warning("standby: waiting to become the writer of %s", db)
-        kb = open_kb(db, standby=True) if standby else open_kb(db)
+        kb = open_kb(db, standby=standby, synchronous=synchronous)
     except Refused as refusal:
         print(f"koinii serve: {refusal.kind}: {refusal.message}", file=sys.stderr)
         return 1
@@ -75,8 +86,8 @@ def serve(
     gc.set_threshold(2_000, 10, 100)
 
     class Server(uvicorn.Server):
-        def handle_exit(self, sig, frame) -> None:  # wake parked polls so shutdown is prompt
-            daemon.subs.close()
+        def handle_exit(self, sig, frame) -> None:  # answer parked waits: a prompt stop
+            daemon.begin_stopping()
             super().handle_exit(sig, frame)
 
     config = uvicorn.Config(
@@ -87,10 +98,19 @@ def serve(
         loop="uvloop",
         http=guarded_protocol(connection_cap(limits.max_connections), limits.header_s),
         lifespan="on",
-        timeout_graceful_shutdown=10,
+        # what is in flight when the stop begins finishes well within this (parked
+        # waits answer at once, and nothing else runs longer than its budget)
+        timeout_graceful_shutdown=3,
         access_log=False,
     )
     server = Server(config)
+    exit_code = [0]
+
+    def stop_on_lost() -> None:  # the store is no longer ours: stop, and say so on exit
+        exit_code[0] = 1
+        server.should_exit = True
+
+    daemon.on_lost = stop_on_lost
     # uvicorn keeps every request's task in this set from the moment the request is read:
     # the daemon's group commit asks it whether a write has company (app.Daemon.join_group)
     daemon.in_flight = server.server_state.tasks.__len__
@@ -99,4 +119,4 @@ def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
     server.run()
-    return 0
+    return exit_code[0]

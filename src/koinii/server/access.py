@@ -85,7 +85,8 @@ def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
 
 
 def check_remove(kb: KB, caller: Caller, handle: Any) -> None:
-    """Refuse a retract of what the caller may not retract (unknown handles pass: no-ops)."""
+    """Refuse a retract of what the caller may not retract (an unknown handle passes: the
+    engine refuses it, `unknown-handle`)."""
     if caller.role == "operator":
         return
     if caller.role == "reader":

@@ -6,6 +6,11 @@ Invariants:
 - The KB is touched only from the event loop's thread, one operation at a time: that is
   the single writer and the total order. Engine operations take microseconds; the only
   waits (long polls, the durable tail) are futures that never block it.
+- No request holds the loop past its budget (docs/daemon.md, bounded work): a write runs
+  within `Limits.write_budget_s`; a read within `Limits.loop_slice_s` on the loop, and
+  if it needs more, to the end of `Limits.query_budget_s` on a forked snapshot
+  (`snapshot.Snapshots`) while the loop serves everyone else. `budget_ms` on a request
+  lowers its budget, or — for an operator only — raises it.
 - Group commit: the writes that arrive together (in one turn of the event loop) share
   one durable commit, made at the end of that turn (`Daemon.join_group`/`flush`); a
   write with no company commits alone at once. No reply leaves while a group it may
@@ -16,6 +21,13 @@ Invariants:
 - Every refusal leaves as `{"ok": false, "error": {kind, message, data}}` with the status
   of `status_of(kind)`, whatever its data holds (`wire.render` repairs what JSON cannot
   carry); any other exception is a 500 `internal-error` with no traceback.
+- A daemon whose store is no longer its own (`writer-lost`: a PostgreSQL writer that lost
+  its connection and could not come back as the same writer) serves nothing from then
+  on — every operation and `/health` answer 503 with that refusal — and exits non-zero.
+  It is checked every `WRITER_CHECK_S`, after any refusal that may mean it, and before
+  any request when the last check is older than `WRITER_LEASE_S` (a daemon that was
+  frozen checks before it answers anything from memory). The lease is shorter than a
+  standby's takeover (it polls the lock every 0.5 s, then loads the store).
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ from koinii.kb import KB
 from koinii.operations import Operation, load_domains
 from koinii.server import access
 from koinii.server.guards import Hosts, check_origin
+from koinii.server.snapshot import Snapshots
 from koinii.server.subscriptions import Subscriptions
 from koinii.server.tokens import OPEN, Caller, TokenTable
 from koinii.wire import (
@@ -57,7 +70,14 @@ log = logging.getLogger("koinii.server")
 @dataclass
 class Limits:
     body_bytes: int = 16 * 1024 * 1024
-    query_budget_s: float = 30.0
+    # the largest body of an operation that carries no batch (all but edit, check_edit,
+    # load_text and the domains'): a sentence or goal is at most terms.MAX_INPUT
+    # characters, so anything bigger is refused before it is read or decoded
+    small_body_bytes: int = 2 * 1024 * 1024
+    query_budget_s: float = 0.5  # a read's budget (the loop's slice, then a snapshot)
+    write_budget_s: float = 0.03  # a write's budget, all of it on the loop
+    loop_slice_s: float = 0.02  # how long a read may hold the loop before it moves off it
+    max_budget_s: float = 600.0  # the most an operator's budget_ms may ask
     max_subscriptions: int = 1024
     subscriptions_per_principal: int = 64  # of those, what one token may hold
     ring: int = 256
@@ -81,7 +101,15 @@ _FORBIDDEN = {
 }
 
 
+# The refusals that say the store may no longer be this daemon's (see `Daemon.watch_writer`).
+STORE_LOSS = frozenset({"writer-lost", "outcome-unknown"})
+WRITER_CHECK_S = 0.25
+WRITER_LEASE_S = 0.5
+
+
 def status_of(kind: str) -> int:
+    if kind in STORE_LOSS:
+        return 503
     if kind == "unauthorized":
         return 401
     if kind in _FORBIDDEN:
@@ -106,6 +134,13 @@ SENTENCE = {"sentence": (_T, True, "a sentence in canonical text, e.g. (usesData
 CONTEXT = {"context": ("string", True, "a context name, e.g. CxDeploy")}
 READ_CONTEXT = {"context": ("string", True, "a context, a variable (?ctx) or CxEverything")}
 HANDLE = {"handle": ("integer", True, "a sentex handle")}
+BUDGET = {
+    "budget_ms": (
+        "integer",
+        False,
+        "this request's time budget in ms (default: the daemon's); more: operators only",
+    )
+}
 WRITE_OPTS = {
     "strength": ("string", False, "default | monotonic"),
     "creator": ("string", False, "who wrote it; an agent may only name itself"),
@@ -124,20 +159,28 @@ ENTRY = {
 }
 
 OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
-    "assert": ({**SENTENCE, **CONTEXT, **WRITE_OPTS}, "store a sentence; returns its handle"),
-    "retract": (HANDLE, "remove a sentex and what rested only on it"),
+    "assert": (
+        {**SENTENCE, **CONTEXT, **WRITE_OPTS, **BUDGET},
+        "store a sentence; returns its handle",
+    ),
+    "retract": ({**HANDLE, **BUDGET}, "remove a sentex and what rested only on it"),
     "edit": (
         {
             "add": (("array", ENTRY), False, "entries to add"),
             "remove": (("array", {"type": "integer"}), False, "handles to remove"),
+            **BUDGET,
         },
         "adds then removes, all or nothing",
     ),
-    "check": ({**SENTENCE, **CONTEXT, **WRITE_OPTS}, "dry run of assert: the problems"),
+    "check": (
+        {**SENTENCE, **CONTEXT, **WRITE_OPTS, **BUDGET},
+        "dry run of assert: the problems",
+    ),
     "check_edit": (
         {
             "add": (("array", ENTRY), False, "entries to add"),
             "remove": (("array", {"type": "integer"}), False, "handles to remove"),
+            **BUDGET,
         },
         "dry run of edit: every problem",
     ),
@@ -146,6 +189,7 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
             "text": ("string", True, "vocabulary text: sentences and ; comments"),
             **CONTEXT,
             "strength": ("string", False, "default | monotonic"),
+            **BUDGET,
         },
         "load vocabulary (operator only)",
     ),
@@ -156,14 +200,15 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
     "sentex": (HANDLE, "one sentex, or null"),
     "provenance": (HANDLE, "a sentex's provenance, or null"),
     "sentexes_matching": (
-        {"pattern": (_T, True, "a pattern"), **READ_CONTEXT},
+        {"pattern": (_T, True, "a pattern"), **READ_CONTEXT, **BUDGET},
         "believed sentexes stored in exactly the context that match",
     ),
     "query": (
         {
             "goal": ("goal", True, "a literal or a list of literals"),
             **READ_CONTEXT,
-            "limit": ("integer", False, "at most this many solutions"),
+            "limit": ("integer", False, "stop at this many solutions (bounds the work too)"),
+            **BUDGET,
         },
         "solutions through the context's ancestor set, as bindings",
     ),
@@ -172,20 +217,20 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
         {**HANDLE, "context": ("string", False, "read at this context")},
         "is the sentex believed",
     ),
-    "why": (HANDLE, "the justification tree"),
+    "why": ({**HANDLE, **BUDGET}, "the justification tree"),
     "why_not": (
         {**HANDLE, "context": ("string", False, "read at this context")},
         "why a sentex is not believed",
     ),
     "contradictions": (
-        {"context": ("string", False, "clashes this context can see")},
+        {"context": ("string", False, "clashes this context can see"), **BUDGET},
         "default/default dilemmas",
     ),
     "conflicts": (
-        {"context": ("string", False, "clashes this context can see")},
+        {"context": ("string", False, "clashes this context can see"), **BUDGET},
         "monotonic/monotonic clashes",
     ),
-    "violations": ({}, "rule firings with no context to place their conclusion"),
+    "violations": (BUDGET, "rule firings with no context to place their conclusion"),
     "compact_log": (
         {"keep": ("integer", True, "change-log entries to keep")},
         "drop older change-log entries (operator only)",
@@ -198,6 +243,7 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
             "goal": ("goal", False, "a standing query (one literal)"),
             "context": ("string", False, "watch changes in view of this context"),
             "max_events": ("integer", False, "ring size (default 256)"),
+            "since": ("integer", False, "resume: replay the events of the writes after it"),
         },
         "open a subscription",
     ),
@@ -238,6 +284,7 @@ _TYPE_REFUSAL = {
     "limit": "bad-option",
     "max_events": "bad-option",
     "keep": "bad-option",
+    "budget_ms": "bad-option",
 }
 
 
@@ -308,6 +355,12 @@ def _entries(body: dict[str, Any]) -> list[tuple]:
 
 # The writes that open a group commit, or join the open one (see `Daemon.join_group`).
 GROUPED = frozenset({"assert", "retract", "edit", "load_text", "add_provenance"})
+# The operations whose work the input decides: the writes (and their dry runs) run
+# within the write budget; these reads, a slice of the loop and then a snapshot.
+BUDGETED_WRITES = GROUPED | {"check", "check_edit"}
+SNAPSHOT_READS = frozenset(
+    {"query", "sentexes_matching", "why", "contradictions", "conflicts", "violations"}
+)
 
 
 class _Group:
@@ -329,7 +382,9 @@ class Daemon:
         self.tokens = tokens
         self.limits = limits
         self.hosts = hosts or Hosts()
-        kb.query_budget_s = limits.query_budget_s
+        kb.query_budget_s = limits.query_budget_s  # for what runs without a budget of its own
+        kb.write_budget_s = limits.write_budget_s  # (the domains' operations)
+        self.snapshots = Snapshots()
         self.subs = Subscriptions(
             kb,
             cap=limits.max_subscriptions,
@@ -341,6 +396,81 @@ class Daemon:
         # How many requests the server has in flight (read, not yet answered), when it
         # can tell: `serve` wires in uvicorn's count. None: assume company, always group.
         self.in_flight: Callable[[], int] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # set when the app starts
+        self.lost: Refused | None = None  # set once the store is no longer this daemon's
+        self.checked_at = 0.0  # loop time of the last writer check (see `watch_writer`)
+        self.on_lost: Callable[[], None] | None = None  # `serve` stops the server then
+
+    def watch_writer(self) -> None:
+        """Stop serving the moment the store is no longer this daemon's: from then on
+        every request gets the refusal, and the server is told to exit (non-zero)."""
+        if self.lost is not None:
+            return
+        lost = self.kb.check_writer()
+        if self.loop is not None:
+            self.checked_at = self.loop.time()
+        if lost is None:
+            return
+        self.lost = Refused(lost.kind, lost.message, lost.data)
+        log.error("serving nothing more: %s", lost.message)
+        self.subs.stop_waiting()
+        if self.on_lost is not None:
+            self.on_lost()
+
+    def begin_stopping(self) -> None:
+        """Start a clean stop; safe from a signal handler, which may interrupt the loop's
+        thread mid-operation: the parked waits are woken on the loop, between operations
+        (`Subscriptions.stop_waiting`), never from the handler itself."""
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.subs.stop_waiting)
+
+    # --- budgets ----------------------------------------------------------------------
+
+    def budget_for(self, caller: Caller, body: dict[str, Any], default_s: float) -> float:
+        """The request's budget: the daemon's default, or the `budget_ms` it asks —
+        lower by anyone, higher only by an operator (up to `Limits.max_budget_s`)."""
+        asked = body.get("budget_ms")
+        if asked is None:
+            return default_s
+        seconds = asked / 1000
+        if not 0 < seconds <= self.limits.max_budget_s:
+            raise Refused(
+                "bad-option",
+                f"budget_ms is from 1 to {int(self.limits.max_budget_s * 1000)}",
+                {"option": "budget_ms"},
+            )
+        if seconds > default_s and caller.role != "operator":
+            raise Refused(
+                "forbidden",
+                f"only an operator may give a request more than the daemon's "
+                f"{default_s * 1000:g} ms; narrow the request instead",
+                {"option": "budget_ms", "default_ms": default_s * 1000},
+            )
+        return seconds
+
+    def write(self, handler: Callable, caller: Caller, body: dict[str, Any]) -> Any:
+        """A write, within its budget, on the loop (the single writer)."""
+        with self.kb.budget(self.budget_for(caller, body, self.limits.write_budget_s), "the write"):
+            return handler(caller, body)
+
+    async def read(self, handler: Callable, caller: Caller, body: dict[str, Any]) -> Any:
+        """A read whose work the input decides: a slice of the loop; if it needs more, the
+        rest of its budget on a forked snapshot, while the loop serves everyone else."""
+        budget = self.budget_for(caller, body, self.limits.query_budget_s)
+        slice_s = min(budget, self.limits.loop_slice_s)
+        try:
+            with self.kb.budget(slice_s, "the read"):
+                return handler(caller, body)
+        except Refused as refusal:
+            if refusal.kind != "budget-exhausted" or budget <= slice_s:
+                raise
+        self.flush()  # the snapshot must hold only what is durable
+
+        def in_snapshot() -> Any:
+            with self.kb.budget(budget, "the read", spent=slice_s):
+                return handler(caller, body)
+
+        return await self.snapshots.run(in_snapshot, budget - slice_s)
 
     # --- group commit -----------------------------------------------------------------
 
@@ -509,8 +639,11 @@ class Daemon:
     # --- the wire feed --------------------------------------------------------------
 
     def op_watch(self, caller: Caller, body: dict[str, Any]) -> Any:
+        since = body.get("since")
+        if since is not None:
+            self.flush()  # replay reads the change log: it must hold every write made
         return self.subs.watch(
-            body.get("goal"), body.get("context"), body.get("max_events"), caller
+            body.get("goal"), body.get("context"), body.get("max_events"), caller, since
         )
 
     async def op_poll(self, caller: Caller, body: dict[str, Any]) -> Any:
@@ -539,10 +672,10 @@ class Daemon:
             return OPEN
         return self.tokens.caller(headers.get(b"authorization"))
 
-    async def body(self, request: Request, headers: dict[bytes, str]) -> Any:
+    async def body(self, request: Request, headers: dict[bytes, str], limit: int) -> Any:
         """The JSON body, read from the ASGI messages directly (Starlette's stream is an
-        async generator per request), refused past `limits.body_bytes`."""
-        limit = self.limits.body_bytes
+        async generator per request), refused past `limit` bytes — before it is decoded,
+        and before it is read at all when its declared length is over."""
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
@@ -624,11 +757,21 @@ def _endpoint(daemon: Daemon, op: str) -> Callable[[Request], Awaitable[Response
     if asyncio.iscoroutinefunction(handler):
         return _serve(daemon, op, fields, handler)
 
+    if op in SNAPSHOT_READS:
+
+        async def read(caller: Caller, body: dict[str, Any]) -> Any:
+            return await daemon.read(handler, caller, body)
+
+        return _serve(daemon, op, fields, read)
+
     grouped = op in GROUPED
+    budgeted = op in BUDGETED_WRITES
 
     async def run(caller: Caller, body: dict[str, Any]) -> Any:
         if grouped:
             daemon.join_group()
+        if budgeted:
+            return daemon.write(handler, caller, body)
         return handler(caller, body)
 
     return _serve(daemon, op, fields, run)
@@ -656,7 +799,7 @@ def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Await
         deadline = loop.time() + wait
         quick = {**body, op.wait_field: 0}
         result = op.run(daemon.kb, **quick)
-        while not result and loop.time() < deadline:
+        while not result and loop.time() < deadline and not daemon.subs.stopping:
             await daemon.subs.next_commit(deadline - loop.time())
             daemon.flush()
             result = op.run(daemon.kb, **quick)
@@ -665,17 +808,31 @@ def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Await
     return _serve(daemon, op.name, op.fields, run)
 
 
+# The operations that carry a batch take bodies up to `Limits.body_bytes`; every other,
+# up to `Limits.small_body_bytes` (domain operations carry records: the large limit).
+BATCHES = frozenset({"edit", "check_edit", "load_text"})
+
+
 def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitable[Response]]:
+    large = op in BATCHES or op not in OPERATIONS
+    limit = daemon.limits.body_bytes if large else daemon.limits.small_body_bytes
+
     async def endpoint(request: Request) -> Response:
+        if daemon.loop is not None and daemon.loop.time() - daemon.checked_at > WRITER_LEASE_S:
+            daemon.watch_writer()
+        if daemon.lost is not None:
+            return _refusal(daemon.lost)
         try:
             headers = _headers(request)
             daemon.guard(headers)
             caller = daemon.caller(headers)
-            body = _check_fields(op, fields, await daemon.body(request, headers))
+            body = _check_fields(op, fields, await daemon.body(request, headers, limit))
             result = await run(caller, body)
             await daemon.durable()
             return _reply(result)
         except Refused as refusal:
+            if refusal.kind in STORE_LOSS or refusal.kind == "store-error":
+                daemon.watch_writer()
             return _refusal(refusal)
         except Exception:
             log.exception("internal error in %s", op)
@@ -693,19 +850,37 @@ def build_app(
     """The ASGI application over `kb` (opened by the caller, closed at shutdown),
     answering to `hosts` (default: the loopback names)."""
     daemon = Daemon(kb, tokens, limits or Limits(), hosts)
+    durability = kb.durability
 
-    def guarded(page: Callable[[], Any]) -> Callable[[Request], Awaitable[Response]]:
+    def guarded(page: Callable[[], Response]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             try:
                 daemon.guard(_headers(request))
             except Refused as refusal:
                 return _refusal(refusal)
-            return JSONResponse(page())
+            return page()
 
         return endpoint
 
-    health = guarded(lambda: {"ok": True, "version": koinii.__version__, "seq": kb.seq})
-    openapi = guarded(openapi_document)
+    def health_page() -> Response:
+        if daemon.loop is not None and daemon.loop.time() - daemon.checked_at > WRITER_LEASE_S:
+            daemon.watch_writer()
+        if daemon.lost is not None:
+            return JSONResponse(
+                {"ok": False, "error": daemon.lost.to_dict(), "seq": kb.seq}, status_code=503
+            )
+        return JSONResponse(
+            {
+                "ok": True,
+                "version": koinii.__version__,
+                "seq": kb.seq,
+                "durability": durability,
+                "parked": daemon.subs.parked,
+            }
+        )
+
+    health = guarded(health_page)
+    openapi = guarded(lambda: JSONResponse(openapi_document()))
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return _refusal(Refused("not-found", f"no route {request.url.path}", {}))
@@ -719,15 +894,23 @@ def build_app(
                 daemon.flush()
                 kb.compact_log(daemon.limits.log_retention)
 
+    async def watch_writer() -> None:
+        while daemon.lost is None:
+            await asyncio.sleep(WRITER_CHECK_S)
+            daemon.watch_writer()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        task = asyncio.create_task(housekeeping())
+        daemon.loop = asyncio.get_running_loop()
+        tasks = [asyncio.create_task(housekeeping()), asyncio.create_task(watch_writer())]
         try:
             yield
         finally:
-            task.cancel()
+            for task in tasks:
+                task.cancel()
             daemon.flush()
             daemon.subs.close()
+            daemon.snapshots.close()
             kb.close()
 
     # Every operation is one entry in a dict, found in one lookup: a router matching the

@@ -18,6 +18,8 @@ A callback cannot cross the wire, so for each subscription the daemon keeps the 
 - A subscription belongs to the principal that opened it: only it (or an operator)
   polls or drops it, and no principal holds more than `quota` of the `cap` slots, so
   one token cannot take the slots another principal needs.
+- Once `stop_waiting` has run (the daemon is stopping) nothing parks: every parked wait
+  is woken and answers what it has, a normal reply, and every later one answers at once.
 """
 
 from __future__ import annotations
@@ -99,11 +101,20 @@ class Subscriptions:
         self._tail_waiters: set[asyncio.Future] = set()
         self.parked = 0  # requests waiting here (long polls), not running
         self.waking = 0  # of those, woken and not yet run
+        self.stopping = False  # see `stop_waiting`
         self._tail_token = kb.on_commit(lambda seq, op: self._wake(self._tail_waiters))
 
     def watch(
-        self, goal: Any, context: Any, max_events: int | None, caller: Caller | None = None
+        self,
+        goal: Any,
+        context: Any,
+        max_events: int | None,
+        caller: Caller | None = None,
+        since: int | None = None,
     ) -> dict[str, Any]:
+        """Open a subscription; with `since`, its ring starts with the events of the writes
+        after that seq, replayed from the change log (a subscriber resuming after the
+        daemon restarted). The reply's `seq` is where the subscription starts."""
         principal = caller.id if caller is not None else None
         held = self._held.get(principal, 0)
         if principal is not None and held >= self.quota:
@@ -128,16 +139,18 @@ class Subscriptions:
                 "max_events is an integer from 1 to 65536",
                 {"option": "max_events", "value": repr(max_events)},
             )
+        if isinstance(goal, list) and len(goal) == 1:
+            goal = goal[0]  # a conjunction of one literal is that literal
         sub = Subscription(secrets.token_urlsafe(16), goal, context, size, principal)
         # The engine validates goal and context; the subscription starts exactly here,
         # between two writes, because the loop runs one operation at a time.
         sub.kb_token = self.kb.watch(
-            lambda event: self._deliver(sub, event), goal=goal, ctx=context
+            lambda event: self._deliver(sub, event), goal=goal, ctx=context, since=since
         )
         sub.query = (None if goal is None else show(parse(goal)), context)
         self._subs[sub.token] = sub
         self._held[principal] = held + 1
-        return {"token": sub.token, "cursor": 0, "max_events": size}
+        return {"token": sub.token, "cursor": 0, "max_events": size, "seq": self.kb.seq}
 
     def _get(self, token: Any, caller: Caller | None = None) -> Subscription:
         sub = self._subs.get(token) if isinstance(token, str) else None
@@ -238,7 +251,10 @@ class Subscriptions:
         await self._park(self._tail_waiters, max(0.0, timeout_s))
 
     async def _park(self, waiters: set[asyncio.Future], timeout_s: float) -> None:
-        """Wait among `waiters` until woken (`_wake`) or `timeout_s`, counted in `parked`."""
+        """Wait among `waiters` until woken (`_wake`) or `timeout_s`, counted in `parked`;
+        not at all once the daemon is stopping."""
+        if self.stopping:
+            return
         waiter = asyncio.get_running_loop().create_future()
         waiters.add(waiter)
         self.parked += 1
@@ -276,8 +292,18 @@ class Subscriptions:
                 self.waking += 1
         waiters.clear()
 
+    def stop_waiting(self) -> None:
+        """The daemon is stopping: wake every parked wait, so each answers what it has at
+        once (a normal reply, not an error), and park nothing from now on. Subscriptions
+        stay until `close`, so a poll that arrives meanwhile answers normally too."""
+        self.stopping = True
+        for sub in self._subs.values():
+            self._wake(sub.waiters)
+        self._wake(self._tail_waiters)
+
     def close(self) -> None:
         """Shutdown: drop every subscription and wake every parked poll."""
+        self.stopping = True
         for token in list(self._subs):
             self.unwatch(token)
         self._wake(self._tail_waiters)

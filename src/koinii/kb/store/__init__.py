@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from koinii.errors import Refused
 from koinii.kb.sentex import Justification, Node
 
 
@@ -80,6 +81,9 @@ class Commit:
 
 class Store(Protocol):
     location: str
+    # What a committed write survives, as the store reads it back from its connection:
+    # {"backend": …, and the setting that decides it} (docs/daemon.md, durability).
+    durability: dict[str, str]
 
     def load(self) -> Loaded: ...
 
@@ -122,16 +126,45 @@ class Store(Protocol):
     def is_empty(self) -> bool:
         """No sentex and no change-log entry yet."""
 
+    # Not None once the store is no longer its store's writer, or cannot tell whether a
+    # commit landed: the refusal (`writer-lost`, `outcome-unknown`) every write then gets.
+    lost: Any
+
+    def check_writer(self) -> Any:
+        """Make sure this store is still the writer (PostgreSQL: the connection is alive
+        and holds the writer lock, else reconnect, retake the lock and check that the
+        store holds exactly what this writer committed); returns `lost` (None: fine)."""
+
     def close(self) -> None: ...
 
 
+# How hard a commit presses on the disk (docs/daemon.md, durability): "normal" survives
+# the death of the process, "full" also the loss of power.
+SYNCHRONOUS = ["normal", "full"]
+
+
 def open_store(
-    location: str | None, *, synchronous: str = "normal", standby: bool = False
+    location: str | None,
+    *,
+    synchronous: str = "normal",
+    standby: bool = False,
+    create: bool = True,
 ) -> Store:
     """None → memory; `postgresql://…` → PostgreSQL; anything else → an SQLite file.
 
+    `synchronous`: "normal" (survives kill -9) or "full" (survives power loss too: SQLite
+    syncs the WAL at every commit; PostgreSQL's session runs synchronous_commit=on).
     `standby` (PostgreSQL): wait for the writer lock instead of refusing `store-locked`.
+    `create=False`: refuse (`no-such-store`) a location that holds no store yet, instead
+    of making an empty one — for what only reads, where a typo must not look like an
+    empty store.
     """
+    if synchronous not in SYNCHRONOUS:
+        raise Refused(
+            "bad-option",
+            f"synchronous must be 'normal' or 'full', not {synchronous!r}",
+            {"option": "synchronous", "value": str(synchronous)[:40], "known": SYNCHRONOUS},
+        )
     if location is None or location == ":memory:":
         from koinii.kb.store.memory import MemoryStore
 
@@ -140,10 +173,19 @@ def open_store(
     if location.startswith(("postgresql://", "postgres://")):
         from koinii.kb.store.postgres import PostgresStore
 
-        return PostgresStore(location, standby=standby)
+        return PostgresStore(location, standby=standby, create=create, synchronous=synchronous)
     from koinii.kb.store.sqlite import SQLiteStore
 
-    return SQLiteStore(location, synchronous=synchronous)
+    return SQLiteStore(location, synchronous=synchronous, create=create)
+
+
+def no_such_store(location: str) -> Refused:
+    return Refused(
+        "no-such-store",
+        f"there is no store at {location}: check the location (a new store is made by "
+        f"what writes to it, e.g. koinii serve --db {location})",
+        {"location": location},
+    )
 
 
 def row_of(node: Node) -> SentexRow:

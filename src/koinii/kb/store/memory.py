@@ -18,6 +18,11 @@ from koinii.kb.store import Commit, Loaded, LogEntry, SQLiteRecords, migrate_rec
 
 class MemoryStore:
     location = ":memory:"
+    durability = {"backend": "memory"}  # nothing survives the process
+    lost = None  # nothing to lose: the process is the store
+
+    def check_writer(self) -> None:
+        return None
 
     def __init__(self, retain: int = 10_000) -> None:
         self._log: deque[LogEntry] = deque(maxlen=retain)

@@ -23,7 +23,7 @@ def migrate(source: str, target: str, progress: Progress | None = None) -> dict[
 
     load_domains()  # the domains register their record tables on import
     report = progress or (lambda what, n: None)
-    src = open_store(source)
+    src = open_store(source, create=False)  # a typo must not "move" an empty store
     try:
         dst = open_store(target)
         try:

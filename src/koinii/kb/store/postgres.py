@@ -10,9 +10,21 @@ Invariants:
   (`store-locked`), or with `standby=True` waits for the lock — which PostgreSQL releases
   the moment the writer's session ends, so a standby takes over when the writer dies.
 - One write operation is one PostgreSQL transaction, committed before it is
-  acknowledged (synchronous_commit as the server is configured; on by default).
+  acknowledged. Whether a commit survives power loss is the server's synchronous_commit
+  (on by default) and fsync; `synchronous="full"` sets synchronous_commit=on for the
+  writer's session whatever the server's default.
 - The schema is versioned in `koinii_meta.schema_version`; `_MIGRATIONS[i]` takes
   version i to i+1. Domains version their tables in `koinii_schema`, as on SQLite.
+- A COMMIT whose reply is lost (the connection dropped) is resolved, never guessed: the
+  store reconnects, makes sure the old session is over (so its transaction's fate is
+  final), and looks for the commit's last change-log row. Found as written: it landed
+  and the write is answered as done; absent: it did not, and the refusal says so; not
+  knowable (no connection): `outcome-unknown`, and the store stops being a writer.
+- A writer that loses its connection (`check_writer`, or a write) reconnects, retakes the
+  writer lock, and checks that the store's last seq is the last one it committed; if any
+  of that fails it is no longer the writer (`lost`, kind `writer-lost`): every write is
+  refused from then on, and the daemon stops serving. It never writes or answers as the
+  writer from a memory the store has moved past.
 
 The location is a libpq URL; put `options=-csearch_path%3Dteam` in it to use a schema
 other than `public`.
@@ -23,9 +35,11 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from koinii.errors import Refused
+from koinii.kb.store import no_such_store
 from koinii.kb.store.sql import SQLStore
 
 _MIGRATIONS = [
@@ -86,22 +100,45 @@ class PostgresRecords:
 
 
 class PostgresStore(SQLStore):
-    def __init__(self, dsn: str, *, standby: bool = False, poll_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        standby: bool = False,
+        poll_s: float = 0.5,
+        create: bool = True,
+        synchronous: str = "normal",
+    ) -> None:
         import psycopg  # imported here: SQLite users need not install it
 
         self._errors = (psycopg.Error,)
         self.location = _redact(dsn)
+        self._dsn = dsn
+        self.lost: Refused | None = None
+        self._in_tx = False
         try:
-            self._conn = psycopg.connect(dsn, autocommit=True)
+            self._conn = self._connect()
         except psycopg.Error as exc:
             raise Refused(
                 "store-error",
                 f"cannot connect to {self.location}: {exc}",
                 {"location": self.location},
             ) from exc
+        self._synchronous = synchronous
         try:
+            if (
+                not create
+                and self._conn.execute("SELECT to_regclass('koinii_meta')").fetchone()[0] is None
+            ):
+                raise no_such_store(self.location)
             self._take_writer_lock(standby, poll_s)
             self._migrate()
+            self._session_settings(self._conn)
+            self.durability = {
+                "backend": "postgresql",
+                "synchronous_commit": self._conn.execute("SHOW synchronous_commit").fetchone()[0],
+                "fsync": self._conn.execute("SHOW fsync").fetchone()[0],
+            }
         except BaseException:
             self._conn.close()
             raise
@@ -109,8 +146,32 @@ class PostgresStore(SQLStore):
 
     # --- the writer lock ----------------------------------------------------------------
 
-    def _take_writer_lock(self, standby: bool, poll_s: float) -> None:
-        schema = self._conn.execute("SELECT current_schema()").fetchone()[0]
+    def _connect(self) -> Any:
+        """A new connection. Unless the location says otherwise, libpq gives up on a
+        server that does not answer within seconds (connect, keepalives, unacknowledged
+        sends), so a lost network is an error soon, never a writer stuck for minutes."""
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+
+        given = conninfo_to_dict(self._dsn)
+        defaults = {
+            "connect_timeout": 2,
+            "keepalives": 1,
+            "keepalives_idle": 5,
+            "keepalives_interval": 2,
+            "keepalives_count": 2,
+            "tcp_user_timeout": 5000,
+            "application_name": "koinii",  # so an operator finds the writer's session
+        }
+        extra = {k: v for k, v in defaults.items() if k not in given}
+        return psycopg.connect(self._dsn, autocommit=True, **extra)
+
+    def _session_settings(self, conn: Any) -> None:
+        if self._synchronous == "full":  # whatever the server's default: wait for the flush
+            conn.execute("SET synchronous_commit TO on")
+
+    def _try_lock(self, conn: Any) -> bool:
+        schema = conn.execute("SELECT current_schema()").fetchone()[0]
         if schema is None:
             raise Refused(
                 "store-error",
@@ -118,11 +179,12 @@ class PostgresStore(SQLStore):
                 {"location": self.location},
             )
         key_sql = "hashtext('koinii:' || current_database() || ':' || %s)"
+        (locked,) = conn.execute(f"SELECT pg_try_advisory_lock({key_sql})", (schema,)).fetchone()
+        return bool(locked)
+
+    def _take_writer_lock(self, standby: bool, poll_s: float) -> None:
         while True:
-            (locked,) = self._conn.execute(
-                f"SELECT pg_try_advisory_lock({key_sql})", (schema,)
-            ).fetchone()
-            if locked:
+            if self._try_lock(self._conn):
                 return
             if not standby:
                 raise Refused(
@@ -167,19 +229,168 @@ class PostgresStore(SQLStore):
     # --- the dialect ----------------------------------------------------------------
 
     def _run(self, sql: str, params: Any = ()) -> Any:
-        return self._conn.execute(sql.replace("?", "%s"), params)
+        statement = sql.replace("?", "%s")
+        try:
+            return self._conn.execute(statement, params)
+        except self._errors:
+            if not self._conn.broken or self._in_tx:
+                raise
+        # the connection was lost between transactions: reconnect as the writer, once
+        self._recover(None)
+        if self.lost is not None:
+            raise self.lost
+        return self._conn.execute(statement, params)
 
     def _run_many(self, sql: str, rows: list[tuple]) -> None:
         self._conn.cursor().executemany(sql.replace("?", "%s"), rows)
 
-    def _transaction(self) -> Any:
-        return self._conn.transaction()
+    @contextlib.contextmanager
+    def _transaction(self, log: Sequence[tuple] = ()) -> Iterator[None]:
+        if self.lost is not None:
+            raise self.lost
+        self._run("BEGIN")  # reconnects first if the connection was lost since
+        conn = self._conn
+        self._in_tx = True
+        try:
+            yield
+        except BaseException:
+            if not conn.broken:
+                with contextlib.suppress(*self._errors):
+                    conn.execute("ROLLBACK")
+            raise
+        finally:
+            self._in_tx = False
+        try:
+            conn.execute("COMMIT")
+        except self._errors as exc:
+            if not conn.broken:
+                raise  # the server answered: the commit failed, and nothing of it landed
+            self._in_doubt(log, exc)
+
+    # --- a lost connection ----------------------------------------------------------
+
+    def _in_doubt(self, log: Sequence[tuple], exc: Exception) -> None:
+        """The COMMIT was sent and its reply lost: return if it landed, else raise."""
+        landed = self._recover(log[-1] if log else None)
+        if landed is True:
+            return
+        if landed is False:
+            raise Refused(
+                "store-error",
+                f"the connection to {self.location} dropped during COMMIT, and the commit "
+                "did not land (checked after reconnecting): none of it happened; send it again",
+                {"location": self.location, "checked": True},
+            ) from exc
+        raise Refused(
+            "outcome-unknown",
+            f"the connection to {self.location} dropped during COMMIT and whether the write "
+            "landed cannot be known now; read it back (e.g. by handle, or changes since your "
+            "last seq) once a writer serves the store again, before sending it again",
+            {"location": self.location},
+        ) from exc
+
+    def check_writer(self) -> Refused | None:
+        if self.lost is None and self._held is None:
+            try:
+                (held,) = self._conn.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                    "AND pid = pg_backend_pid() AND granted"
+                ).fetchone()
+            except self._errors:
+                held = None
+            if held is None or not held:
+                self._recover(None)
+        return self.lost
+
+    def _recover(self, row: tuple | None) -> bool | None:
+        """Reconnect as the writer, or mark the store lost. Returns whether the change-log
+        `row` (a commit in doubt) landed, or None when there was none or it is unknowable.
+
+        The old session must be over first: until its backend exits, a COMMIT it received
+        may still complete. Then the lock is retaken and the store's last seq must be the
+        last this writer committed (or `row`'s, if it landed) — else another writer has
+        written, and this one's memory is behind.
+        """
+        old_pid = self._conn.info.backend_pid
+        with contextlib.suppress(Exception):
+            self._conn.close()
+        conn = None
+        for pause in (0.0, 0.25, 0.75):  # a restarting server; then give up: lost
+            time.sleep(pause)
+            try:
+                conn = self._connect()
+                break
+            except self._errors:
+                continue
+        if conn is None:
+            self._lose(f"cannot reconnect to {self.location}")
+            return None
+        try:
+            if not self._session_over(conn, old_pid):
+                self._lose(f"the old session to {self.location} would not end")
+                conn.close()
+                return None
+            landed = None
+            if row is not None:
+                found = conn.execute(
+                    "SELECT seq, op, at, next_handle, diff FROM change_log WHERE seq = %s",
+                    (row[0],),
+                ).fetchone()
+                landed = found is not None and tuple(found) == tuple(row)
+            if not self._try_lock(conn):
+                self._lose(f"another writer holds {self.location} now")
+                conn.close()
+                return landed
+            expected = row[0] if landed else self._last_seq
+            top = conn.execute(
+                "SELECT GREATEST((SELECT MAX(seq) FROM change_log), "
+                "(SELECT value FROM koinii_meta WHERE key = 'seq'))"
+            ).fetchone()[0]
+            if (top or 0) != expected:
+                self._lose(f"{self.location} is at seq {top}, not {expected}: another writer wrote")
+                conn.close()
+                return landed
+            self._session_settings(conn)
+        except self._errors as exc:
+            self._lose(f"reconnecting to {self.location} failed: {exc}")
+            with contextlib.suppress(Exception):
+                conn.close()
+            return None
+        self._conn = conn
+        self._records = PostgresRecords(conn)
+        if landed:
+            self._last_seq = row[0]
+        return landed
+
+    @staticmethod
+    def _session_over(conn: Any, pid: int, wait_s: float = 3.0) -> bool:
+        """End the backend `pid` (an old session of this writer) and wait until it is gone."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            alive = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)
+            ).fetchone()[0]
+            if not alive:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            time.sleep(0.05)
+
+    def _lose(self, why: str) -> None:
+        self.lost = Refused(
+            "writer-lost",
+            f"this daemon is no longer the writer of {self.location}: {why}; restart it (it "
+            "rebuilds from the store), or use the writer that holds it now",
+            {"location": self.location},
+        )
 
     def close(self) -> None:
         # Release the writer lock before hanging up: the server drops a closed session's
         # locks only as its backend exits, so a reopen right after close could be refused.
-        with contextlib.suppress(*self._errors):
-            self._conn.execute("SELECT pg_advisory_unlock_all()")
+        if not self._conn.broken:
+            with contextlib.suppress(*self._errors):
+                self._conn.execute("SELECT pg_advisory_unlock_all()")
         self._conn.close()
 
 

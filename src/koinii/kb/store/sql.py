@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -59,7 +59,9 @@ class SQLStore:
     def _run_many(self, sql: str, rows: list[tuple]) -> None:
         raise NotImplementedError
 
-    def _transaction(self) -> contextlib.AbstractContextManager[Any]:
+    def _transaction(self, log: Sequence[tuple] = ()) -> contextlib.AbstractContextManager[Any]:
+        """One transaction; `log` holds the change-log rows it writes, by which a store
+        whose COMMIT reply can be lost (PostgreSQL) tells afterwards whether it landed."""
         raise NotImplementedError
 
     @contextlib.contextmanager
@@ -85,6 +87,7 @@ class SQLStore:
         top = self._run("SELECT MAX(handle) FROM sentex").fetchone()[0] or 0
         next_handle = max(self._meta("next_handle", 1), last[1] if last else 1, top + 1)
         seq = max(self._meta("seq", 0), last[0] if last else 0)
+        self._last_seq = seq
         sentexes = [
             SentexRow(h, c, bool(p), t, bool(pr), s, cr, cd, _extra(h, x) if x else None)
             for h, c, p, t, pr, s, cr, cd, x in self._run(
@@ -101,10 +104,11 @@ class SQLStore:
         return Loaded(sentexes, justifications, next_handle, seq, self.floor())
 
     def changes(self, since: int, limit: int) -> list[LogEntry]:
-        rows = self._run(
-            "SELECT seq, op, at, diff FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?",
-            (since, limit),
-        ).fetchall()
+        with self._translated("reading the change log"):
+            rows = self._run(
+                "SELECT seq, op, at, diff FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?",
+                (since, limit),
+            ).fetchall()
         out = []
         for seq, op, at, diff in rows:
             decoded = json.loads(diff)
@@ -114,7 +118,8 @@ class SQLStore:
         return out
 
     def floor(self) -> int:
-        return self._meta("log_floor", 0)
+        with self._translated("reading the change log"):
+            return self._meta("log_floor", 0)
 
     def read(self, reader: Callable[[Any], Any]) -> Any:
         with self._translated("a read"):
@@ -126,15 +131,20 @@ class SQLStore:
         if self._held is not None:  # in a group: the rows wait for its commit
             self._held.append(commit)
             return None
-        with self._translated("the write"), self._transaction():
-            self._write_rows([commit])
-            return commit.records(self._records) if commit.records is not None else None
+        log = [_log_row(commit)]
+        with self._translated("the write"), self._transaction(log):
+            self._write_rows([commit], log)
+            result = commit.records(self._records) if commit.records is not None else None
+        self._last_seq = commit.entry.seq
+        return result
 
     # Group commit: inside a group, `commit` only holds each write's rows; `commit_group`
     # writes them all in one transaction, a few batched statements, and one COMMIT — one
     # WAL append (SQLite) or one fsync (PostgreSQL) for the whole group.
     _held: list[Commit] | None = None  # the open group's writes, oldest first
     _held_mark: int | None = None  # a handle mark saved while the group was open
+    _last_seq = 0  # the seq of the last write this store committed (or loaded)
+    lost = None  # see Store.lost: a store on a local file never loses its writer lock
 
     def begin_group(self) -> None:
         self._held = []
@@ -144,13 +154,17 @@ class SQLStore:
         self._held = self._held_mark = None
         if not held and mark is None:
             return
-        with self._translated("the group commit"), self._transaction():
-            self._write_rows(held)
+        log = [_log_row(c) for c in held]
+        with self._translated("the group commit"), self._transaction(log):
+            self._write_rows(held, log)
             if mark is not None:
                 self._set_meta({"next_handle": mark})
+        if held:
+            self._last_seq = held[-1].entry.seq
 
-    def _write_rows(self, commits: list[Commit]) -> None:
-        """The sentex, justification and change-log rows of `commits`, in one transaction.
+    def _write_rows(self, commits: list[Commit], log: list[tuple]) -> None:
+        """The sentex, justification and change-log rows (`log`) of `commits`, in one
+        transaction.
 
         Rows are grouped by statement, not by write: a sentex upserted by several writes
         takes its latest state, and deletes follow upserts — handles and justification
@@ -183,11 +197,14 @@ class SQLStore:
         dropped = [(i,) for c in commits for i in c.dropped_justifications]
         if dropped:
             self._run_many("DELETE FROM justification WHERE id = ?", dropped)
-        log = [_log_row(c) for c in commits]
         if len(log) == 1:
             self._run(INSERT_CHANGE, log[0])
         else:
             self._run_many(INSERT_CHANGE, log)
+
+    def check_writer(self) -> Any:
+        """None while this store is still its store's writer (see Store.check_writer)."""
+        return self.lost
 
     def _set_meta(self, values: dict[str, int]) -> None:
         self._run_many(SET_META, list(values.items()))

@@ -3,11 +3,13 @@
 Invariants:
 - One writer per file: an exclusive `flock` on `<file>.lock` is taken at open and held
   until close (the kernel drops it if the process dies, so a crashed writer never leaves
-  the file locked). A second opener is refused with `store-locked`.
+  the file locked). A second opener is refused with `store-locked`. The file is named
+  by its resolved path, so a symlink to a held store (or a path with `..`) finds the
+  same lock.
 - One write operation is one SQLite transaction (rows + its change-log entry), in WAL
   mode. With `synchronous="normal"` (the default) a committed write survives the death of
-  the process (kill -9); `synchronous="full"` also survives power loss, at the cost of an
-  fsync per write.
+  the process (kill -9) but not the loss of power (the WAL is synced only at checkpoints);
+  `synchronous="full"` also survives power loss, at the cost of an fsync per commit.
 - The schema is versioned by `PRAGMA user_version`; `_MIGRATIONS[i]` takes version i to i+1.
 """
 
@@ -17,11 +19,11 @@ import contextlib
 import fcntl
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb.store import SQLiteRecords, migrate_records
+from koinii.kb.store import SQLiteRecords, migrate_records, no_such_store
 from koinii.kb.store.sql import SQLStore
 
 _MIGRATIONS = [
@@ -59,19 +61,18 @@ _MIGRATIONS = [
 ]
 
 
+_LEVELS = {0: "off", 1: "normal", 2: "full", 3: "extra"}  # PRAGMA synchronous's answers
+
+
 class SQLiteStore(SQLStore):
     _errors = (sqlite3.Error,)
     _flag = int  # see SQLStore._flag
     _BEGIN = "BEGIN IMMEDIATE"  # take the write lock now, not at the first write
 
-    def __init__(self, path: str, *, synchronous: str = "normal") -> None:
-        if synchronous not in ("normal", "full"):
-            raise Refused(
-                "bad-option",
-                f"synchronous must be 'normal' or 'full', not {synchronous!r}",
-                {"option": "synchronous", "value": synchronous},
-            )
-        self.location = os.path.abspath(path)
+    def __init__(self, path: str, *, synchronous: str = "normal", create: bool = True) -> None:
+        self.location = os.path.realpath(path)
+        if not create and not os.path.isfile(self.location):
+            raise no_such_store(str(path))
         self._lock_file = _take_writer_lock(self.location)
         try:
             self._db = sqlite3.connect(
@@ -80,6 +81,13 @@ class SQLiteStore(SQLStore):
             self._records = self._db  # domain code runs its SQL on the same connection
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            level = self._db.execute("PRAGMA synchronous").fetchone()[0]
+            mode = self._db.execute("PRAGMA journal_mode").fetchone()[0]
+            self.durability = {
+                "backend": "sqlite",
+                "journal_mode": mode,
+                "synchronous": _LEVELS.get(level, str(level)),
+            }
             self._migrate()
         except sqlite3.Error as exc:
             self._lock_file.close()
@@ -121,7 +129,7 @@ class SQLiteStore(SQLStore):
         self._db.executemany(sql, rows)
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def _transaction(self, log: Sequence[tuple] = ()) -> Iterator[None]:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield

@@ -3,7 +3,9 @@
 Each vocabulary is a text file of sentences loaded into its own context, placed under its
 parents with genlCx edges in CxUniverse. `install` loads every vocabulary in one edit;
 sentences already stored change nothing, so it is run on every open (a store written by
-an older version picks up vocabulary added since).
+an older version picks up vocabulary added since). Because every open reinstalls it, the
+shipped vocabulary is read-only: a retraction would be silently undone by the next open,
+so the engine refuses it (`vocabulary-read-only`); a context that disagrees masks it.
 """
 
 from __future__ import annotations
@@ -36,4 +38,7 @@ def install(kb: KB) -> None:
         for parent in parents:
             add.append(((Sym("genlCx"), Sym(context), Sym(parent)), "CxUniverse", monotonic))
         add.extend((term, context, monotonic) for term in parse_all(text_of(context)))
-    kb.edit(add=add)
+    handles = kb.edit(add=add).handles
+    kb.mark_shipped(
+        [h for entry in handles for h in (entry if isinstance(entry, list) else [entry])]
+    )

@@ -1,0 +1,169 @@
+"""Bounded work per request (docs/daemon.md, bounded work): size limits before work that
+grows with the input, a time budget for writes (rules included) as for reads, a `limit`
+that bounds a query's work, and a daemon that keeps serving everyone while one request
+runs at its budget. Bounds in these tests are generous: they tell seconds from
+milliseconds, not one millisecond from another."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+
+import pytest
+
+import koinii
+from koinii import Refused
+from tests.conftest import refused
+
+CROSS_RULE = "(implies (and (s ?x) (s ?y)) (t ?x ?y))"  # n facts derive n² conclusions
+
+
+def _grid(store, n: int = 40) -> None:
+    """n² (r A B) facts: a 3-literal join over them has n⁴ solutions."""
+    with store.budget(30):
+        store.edit(add=[(f"(r N{i} N{j})", "CxA") for i in range(n) for j in range(n)])
+
+
+JOIN = ["(r ?a ?b)", "(r ?b ?c)", "(r ?c ?d)"]
+
+
+# --- in-process -------------------------------------------------------------------------------
+
+
+def test_a_write_under_a_cross_product_rule_is_stopped_at_its_budget(kb):
+    kb.assert_(CROSS_RULE, "CxB")
+    before = kb.stats()
+    started = time.monotonic()
+    with kb.budget(0.05):
+        caught = refused(lambda: kb.edit(add=[(f"(s M{i})", "CxB") for i in range(400)]))
+    assert caught.kind == "budget-exhausted" and caught.data["budget_s"] == 0.05
+    assert time.monotonic() - started < 2.0  # not the minute the 160,000 derivations take
+    assert kb.stats() == before  # rolled back whole
+
+
+def test_a_limit_bounds_the_work_of_a_query(kb):
+    _grid(kb)
+    with kb.budget(0.05):
+        assert refused(lambda: kb.query(JOIN, "CxA")).kind == "budget-exhausted"
+        found = kb.query(JOIN, "CxA", limit=3)  # stops at the third solution
+    assert len(found) == 3
+    assert found == sorted(found, key=lambda s: [str(s[v]) for v in ("?a", "?b", "?c", "?d")])
+
+
+def test_a_goal_far_past_the_sentence_limit_is_refused_before_it_is_read(kb):
+    goal = "(p " + "x" * (15 << 20) + ")"
+    started = time.monotonic()
+    refusal = refused(lambda: kb.query(goal, "CxA"))
+    assert refusal.kind == "shape" and "characters" in refusal.message
+    assert time.monotonic() - started < 0.5  # tokenising it took seconds
+
+
+def test_a_goal_of_too_many_literals_is_refused(kb):
+    refusal = refused(lambda: kb.query([f"(p ?x{i})" for i in range(65)], "CxA"))
+    assert refusal.kind == "shape" and refusal.data["limit"] == 64
+
+
+# --- over the wire ------------------------------------------------------------------------------
+
+
+def _post(daemon, op: str, body: bytes) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30)
+    conn.request("POST", f"/v1/{op}", body, {"Content-Type": "application/json"})
+    response = conn.getresponse()
+    return response.status, json.loads(response.read())
+
+
+class Prober:
+    """Another client: a one-write round trip every few ms, timed, while something runs."""
+
+    def __init__(self, daemon) -> None:
+        self.client = daemon.client()
+        self.times: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            started = time.perf_counter()
+            self.client.assert_(f"(probe P{i})", "CxProbe")
+            self.times.append(time.perf_counter() - started)
+            i += 1
+            time.sleep(0.005)
+
+    def __enter__(self) -> Prober:
+        self._thread.start()
+        time.sleep(0.2)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        time.sleep(0.2)
+        self._stop.set()
+        self._thread.join(10)
+
+    @property
+    def worst(self) -> float:
+        return max(self.times)
+
+
+def test_a_long_read_runs_off_the_loop_while_everyone_else_is_served(daemon):
+    client = daemon.client(timeout=60)
+    _grid(client)
+    with Prober(daemon) as prober:
+        started = time.monotonic()
+        with client.budget(2.0):  # an operator's long read (the open daemon's callers are)
+            caught = refused(lambda: client.query(JOIN, "CxA"))
+        took = time.monotonic() - started
+    assert caught.kind == "budget-exhausted"
+    assert 1.5 < took < 4.0  # it ran to its budget, and was stopped there
+    assert len(prober.times) > 50 and prober.worst < 0.25, prober.worst  # nobody waited on it
+    assert client.health()["ok"] is True
+
+
+def test_a_write_past_its_budget_is_refused_and_holds_nobody(daemon):
+    client = daemon.client()
+    client.assert_(CROSS_RULE, "CxB")
+    before = client.stats()
+    with Prober(daemon) as prober:
+        for _ in range(5):  # an attacker, again and again
+            started = time.monotonic()
+            caught = refused(lambda: client.edit(add=[(f"(s M{i})", "CxB") for i in range(400)]))
+            assert caught.kind == "budget-exhausted"
+            assert time.monotonic() - started < 1.0
+    assert prober.worst < 0.25, prober.worst
+    after = client.stats()
+    assert after["sentexes"] - before["sentexes"] == len(prober.times)  # only the probes
+
+
+def test_a_goal_past_the_small_body_limit_is_refused_before_it_is_read(daemon):
+    huge = json.dumps({"goal": "(p " + "x" * (15 << 20) + ")", "context": "CxA"}).encode()
+    status, reply = _post(daemon, "query", huge)
+    assert status == 413 and reply["error"]["kind"] == "body-too-large"
+    big = json.dumps({"goal": "(p " + "x" * (1 << 20) + ")", "context": "CxA"}).encode()
+    status, reply = _post(daemon, "query", big)
+    assert status == 400 and reply["error"]["kind"] == "shape"
+
+
+@pytest.mark.parametrize("role, allowed", [("agent", False), ("operator", True)])
+def test_only_an_operator_may_raise_a_request_budget(start_daemon, role, allowed):
+    daemon = start_daemon(principals={"AgentAtlas": "agent", "OpsOlga": "operator"})
+    client = daemon.client("AgentAtlas" if role == "agent" else "OpsOlga")
+    with client.budget(0.001):  # lowering is anyone's
+        client.query("(r ?a ?b)", "CxA")
+    with client.budget(5.0):
+        if allowed:
+            assert client.query("(r ?a ?b)", "CxA") == []
+        else:
+            refusal = refused(lambda: client.query("(r ?a ?b)", "CxA"))
+            assert refusal.kind == "forbidden" and refusal.data["option"] == "budget_ms"
+
+
+def test_a_budget_ms_out_of_range_is_bad_option(daemon):
+    status, reply = _post(daemon, "query", b'{"goal": "(p ?x)", "context": "CxA", "budget_ms": 0}')
+    assert status == 400 and reply["error"]["kind"] == "bad-option"
+    client = koinii.connect(daemon.url)
+    with client.budget(10**6), pytest.raises(Refused) as caught:
+        client.query("(p ?x)", "CxA")
+    assert caught.value.kind == "bad-option"

@@ -1,0 +1,155 @@
+"""Any sequence of writes, retracts, masks and reopens keeps the KB whole (engine.md §5).
+
+A hypothesis state machine drives one SQLite store through asserts of facts and rules
+(some with a repeated antecedent, the shape that once crashed `retract`), masks
+`(except (sentexHandle N))`, genlCx edges, retracts of any handle it has seen, and
+reopens. Invariants: nothing but `koinii.Refused` is ever raised, and reopening the
+store (a rebuild from its records) gives back exactly the KB that was in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+import koinii
+
+CONTEXTS = ["CxA", "CxB"]
+NAMES = ["Cat", "Dog"]
+RULES = [
+    "(implies (and (likes ?x ?y) (likes ?y ?x)) (trusts ?x ?y))",  # (likes Cat Cat) fills both
+    "(implies (and (likes ?x ?x) (likes ?x ?x)) (vain ?x))",  # the same literal twice
+    "(implies (likes ?x ?y) (knows ?x ?y))",
+    "(implies (trusts ?x ?y) (likes ?y ?x))",  # concludes what another rule reads
+    "(implies (and (knows ?x ?y) (not (trusts ?x ?y))) (wary ?x ?y))",
+]
+PREDICATES = {"likes": 2, "trusts": 2, "knows": 2, "wary": 2, "vain": 1}
+
+
+def _snapshot(kb: koinii.KB, top: int) -> dict:
+    """Everything a reader can tell about the KB: each handle's sentex, justifications
+    and belief per context, and every query's answers per context."""
+    sentexes = {}
+    for handle in range(1, top + 1):
+        sentex = kb.sentex(handle)
+        if sentex is None:
+            continue
+        sentexes[handle] = (
+            sentex.text,
+            sentex.context,
+            sentex.strength,
+            sentex.believed,
+            sentex.derived,
+            repr(kb.why(handle)),
+            tuple(kb.believed(handle, ctx) for ctx in CONTEXTS),
+        )
+    answers = {}
+    for predicate, arity in PREDICATES.items():
+        args = " ".join(f"?a{i}" for i in range(arity))
+        for goal in (f"({predicate} {args})", f"(not ({predicate} {args}))"):
+            for ctx in CONTEXTS:
+                answers[(goal, ctx)] = repr(kb.query(goal, ctx))
+    return {"sentexes": sentexes, "answers": answers, "seq": kb.seq}
+
+
+class KBMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = tempfile.mkdtemp(prefix="koinii-sm-")
+        self.path = f"{self.folder}/store.db"
+        self.kb = koinii.open_kb(self.path)
+        self.handles: list[int] = []
+        self.top = self.kb.stats()["sentexes"] + 64  # the shipped vocabulary, and room
+
+    def teardown(self) -> None:
+        self.kb.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _write(self, call) -> None:
+        try:
+            result = call()
+        except koinii.Refused:
+            return
+        handles = result if isinstance(result, list) else [result]
+        for handle in handles:
+            if isinstance(handle, int):
+                self.handles.append(handle)
+                self.top = max(self.top, handle + 64)
+
+    @rule(
+        a=st.sampled_from(NAMES),
+        b=st.sampled_from(NAMES),
+        positive=st.booleans(),
+        ctx=st.sampled_from(CONTEXTS),
+        strength=st.sampled_from(["default", "monotonic"]),
+    )
+    def assert_fact(self, a, b, positive, ctx, strength) -> None:
+        atom = f"(likes {a} {b})"
+        sentence = atom if positive else f"(not {atom})"
+        self._write(lambda: self.kb.assert_(sentence, ctx, strength=strength))
+
+    @rule(text=st.sampled_from(RULES), ctx=st.sampled_from(CONTEXTS))
+    def assert_rule(self, text, ctx) -> None:
+        self._write(lambda: self.kb.assert_(text, ctx))
+
+    @rule(a=st.sampled_from(NAMES), b=st.sampled_from(NAMES), ctx=st.sampled_from(CONTEXTS))
+    def assert_trust(self, a, b, ctx) -> None:
+        self._write(lambda: self.kb.assert_(f"(not (trusts {a} {b}))", ctx))
+
+    @precondition(lambda self: self.handles)
+    @rule(data=st.data(), ctx=st.sampled_from(CONTEXTS))
+    def mask(self, data, ctx) -> None:
+        target = data.draw(st.sampled_from(self.handles))
+        self._write(lambda: self.kb.assert_(f"(except (sentexHandle {target}))", ctx))
+
+    @rule()
+    def edge(self) -> None:
+        self._write(lambda: self.kb.assert_("(genlCx CxB CxA)", "CxUniverse"))
+
+    @precondition(lambda self: self.handles)
+    @rule(data=st.data())
+    def retract(self, data) -> None:
+        handle = data.draw(st.sampled_from(self.handles))
+        with contextlib.suppress(koinii.Refused):
+            self.kb.retract(handle)
+
+    @precondition(lambda self: len(self.handles) >= 2)
+    @rule(data=st.data())
+    def edit_remove(self, data) -> None:
+        chosen = data.draw(st.lists(st.sampled_from(self.handles), min_size=1, max_size=3))
+        with contextlib.suppress(koinii.Refused):
+            self.kb.edit(remove=chosen)
+
+    @rule()
+    def reopen(self) -> None:
+        before = _snapshot(self.kb, self.top)
+        self.kb.close()
+        self.kb = koinii.open_kb(self.path)
+        assert _snapshot(self.kb, self.top) == before
+
+    @invariant()
+    def belief_is_consistent(self) -> None:
+        # a derived sentex is believed only if one of its justifications is whole
+        for handle in self.handles:
+            sentex = self.kb.sentex(handle)
+            if sentex is not None and sentex.derived and sentex.believed:
+                assert self.kb.why(handle)["justifications"]
+
+
+KBMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
+test_the_kb_survives_any_sequence_of_writes_retracts_and_reopens = KBMachine.TestCase
+
+
+def test_a_fact_filling_both_antecedents_of_a_rule_can_be_retracted(kb):
+    kb.assert_("(implies (and (likes ?x ?y) (likes ?y ?x)) (trusts ?x ?y))", "CxA")
+    handle = kb.assert_("(likes Cat Cat)", "CxA")
+    assert kb.query("(trusts Cat ?y)", "CxA") == [{"?y": koinii.Sym("Cat")}]
+    retracted = kb.retract(handle)
+    assert retracted.removed_sentexes == 2  # the fact and what rested on it
+    assert kb.sentex(handle) is None
+    assert kb.query("(trusts ?x ?y)", "CxA") == []
