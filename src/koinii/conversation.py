@@ -376,14 +376,40 @@ def thread(kb: KB, handle: int, channel: str) -> dict[str, Any]:
     return {**thread(kb, target, channel), "focus": reader.move(sentex)}
 
 
-def questions(kb: KB, channel: str, state: str | None = None) -> list[dict[str, Any]]:
+def questions(
+    kb: KB,
+    channel: str,
+    state: str | None = None,
+    *,
+    limit: int | None = None,
+    before: int | None = None,
+    threads: bool = False,
+) -> list[dict[str, Any]]:
     """The questions asked on `channel` (by the agents it sees), oldest first, each with
     its state and answer count. `state`: one of QUESTION_STATES, `unsettled` (open,
-    answered or contested), or None for all."""
+    answered or contested), or None for all.
+
+    A window, for long channels: with `limit`, only the newest `limit` questions that
+    pass the filter, asked before the handle `before` if given — read newest first, so
+    a window costs what it shows, not the channel's length. With `threads`, each is
+    its whole thread (as `thread` reads a question) instead of its summary."""
     states = _states(state)
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise Refused("bad-option", "limit is a positive integer", {"option": "limit"})
+    if before is not None and (type(before) is not int or before < 1):
+        raise Refused("bad-option", "before is a positive handle", {"option": "before"})
     reader = _Reader(kb, _channel(channel))
-    found = [reader.question_summary(q) for q in reader.questions()]
-    return [q for q in found if states is None or q["state"] in states]
+    read = reader.question_thread if threads else reader.question_summary
+    found: list[dict[str, Any]] = []
+    for q in reversed(reader.questions()):
+        if before is not None and q.handle >= before:
+            continue
+        entry = read(q)
+        if states is None or entry["state"] in states:
+            found.append(entry)
+            if limit is not None and len(found) == limit:
+                break
+    return found[::-1]
 
 
 def disputes_on(kb: KB, channel: str, state: str | None = None) -> list[dict[str, Any]]:

@@ -1638,6 +1638,24 @@ class KB:
     def sees(self, ctx: Any, other: Any) -> bool:
         return checks.context_name(other) in self.context_up(ctx)
 
+    def context_counts(self) -> dict[str, int]:
+        """Every context the KB knows (stored in, or named by the hierarchy), with how
+        many sentexes are stored in exactly it, believed or not."""
+        with self._lock:
+            return {**dict.fromkeys(self._hierarchy.known(), 0), **self._index.per_context}
+
+    def sentexes_in(self, ctx: Any, *, after: int = 0, limit: int = 100) -> list[Sentex]:
+        """The sentexes stored in exactly `ctx`, believed or not, by handle: the first
+        `limit` after the handle `after` (a page; the next starts after its last)."""
+        name = checks.context_name(ctx)
+        if type(after) is not int or type(limit) is not int or after < 0 or limit < 1:
+            raise Refused("bad-option", "after is a handle (0 for the first page), limit >= 1", {})
+        with self._lock:
+            found = sorted(
+                h for h, n in self._index.by_handle.items() if h > after and n.context == name
+            )
+            return [Sentex.of(self._index.by_handle[h]) for h in found[:limit]]
+
     def stats(self) -> dict[str, Any]:
         with self._lock:
             nodes = self._index.by_handle.values()

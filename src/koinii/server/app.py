@@ -924,10 +924,13 @@ def build_app(
             return _refusal(Refused("not-found", f"no route {request.url.path}", {}))
         return await endpoint(request)
 
+    from koinii.server import web  # the web view (docs/web.md); it imports this module
+
     routes = [  # the operations first: every write matches there, at the first try
         Route(API + "/{name:path}", operation, methods=["POST"]),
         Route("/health", health, methods=["GET"]),
         Route("/openapi.json", openapi),
+        *web.routes(daemon),
     ]
     app = Starlette(
         routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found}

@@ -192,16 +192,40 @@ def _folded(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+def _matcher(terms: list[str]):
+    """Does a token match the search: a term exactly, or the last term as a prefix."""
+    folded = [_folded(term) for term in terms]
+    exact, prefix = set(folded[:-1]), folded[-1] if folded else ""
+    return lambda token: (
+        bool(folded) and ((word := _folded(token)) in exact or word.startswith(prefix))
+    )
+
+
+def marked(text: str, search: str) -> list[tuple[str, bool]]:
+    """`text` cut into pieces, each with whether it is a word the search matches (by
+    the rule that chose the snippet): what a reader highlights."""
+    matches = _matcher(words(search))
+    pieces: list[tuple[str, bool]] = []
+    at = 0
+    for token in _WORD.finditer(text):
+        if matches(token.group()):
+            if token.start() > at:
+                pieces.append((text[at : token.start()], False))
+            pieces.append((token.group(), True))
+            at = token.end()
+    if at < len(text):
+        pieces.append((text[at:], False))
+    return pieces
+
+
 def window(text: str, terms: list[str]) -> str:
     """The SNIPPET_TOKENS tokens of `text` from a little before the first token that
     matches a search term (the last term as a prefix), `…` where the text was cut."""
-    folded = [_folded(term) for term in terms]
-    exact, prefix = set(folded[:-1]), folded[-1] if folded else ""
+    matches = _matcher(terms)
     tokens = list(_WORD.finditer(text))
     first = 0
     for i, token in enumerate(tokens):
-        word = _folded(token.group())
-        if word in exact or word.startswith(prefix):
+        if matches(token.group()):
             first = i
             break
     start = max(0, min(first - SNIPPET_TOKENS // 4, len(tokens) - SNIPPET_TOKENS))

@@ -1,0 +1,273 @@
+"""What each page of the view shows, read from the daemon's KB: plain values for the
+templates, gathered with the domain's own reads (conversation, adjudication, wraps,
+sessions) so the view shows what an agent reading the same thing is told.
+
+Invariant: every function here only reads. Each one is bounded by what its page shows
+— a window of moves, of questions, of a context's sentexes — not by the size of the
+team's history, and refuses bad input with a named `Refused` whose message says what
+to do instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from koinii import conversation, speech
+from koinii.errors import Refused
+from koinii.identity import AGENT_CONTEXT
+from koinii.kb import KB
+from koinii.kb.checks import context_name
+from koinii.operations import invoker
+from koinii.server.web import graph
+from koinii.server.web.moves import window
+from koinii.sessions import search as session_search
+from koinii.terms import Sym, show
+
+MOVES = 200  # lines in a channel window
+QUESTIONS = 12  # questions beside the moves
+DISPUTES = 50  # disputes a page
+HELD = 100  # sentexes of a context a page
+WRAPS = 50  # processed wraps shown per coordinator
+_NOTES = {"memoryNote": "note", "memoryDecision": "decision", "memoryConvention": "convention"}
+
+
+def number(value: str | None, name: str, *, default: int | None = None) -> int | None:
+    """A query parameter that must be a non-negative integer."""
+    if value is None or value == "":
+        return default
+    if not value.isdigit() or len(value) > 18:
+        raise Refused(
+            "bad-option",
+            f"{name} is a non-negative integer, not {value[:40]!r}: follow the page's own "
+            "links, or leave it out",
+            {"option": name},
+        )
+    return int(value)
+
+
+# --- who and where ----------------------------------------------------------------------
+
+
+def agent_contexts(kb: KB) -> dict[str, str]:
+    """Every agent's own context → the agent (the marks each context holds itself)."""
+    owners: dict[str, str] = {}
+    for mark in kb.sentexes_matching(f"({AGENT_CONTEXT.name} ?ctx ?agent)", "?ctx"):
+        ctx, agent = mark.sentence[1], mark.sentence[2]
+        if type(ctx) is Sym and type(agent) is Sym and mark.context == ctx.name:
+            owners.setdefault(ctx.name, agent.name)
+    return owners
+
+
+def edges(kb: KB) -> list[tuple[str, str]]:
+    """The believed `(genlCx A B)` edges, as (A, B): A sees B."""
+    out = set()
+    for edge in kb.sentexes_matching("(genlCx ?a ?b)", "?ctx"):
+        a, b = edge.sentence[1], edge.sentence[2]
+        if type(a) is Sym and type(b) is Sym:
+            out.add((a.name, b.name))
+    return sorted(out)
+
+
+def channels(kb: KB) -> list[dict[str, Any]]:
+    """The channels: contexts that see an agent's own context and are none themselves."""
+    owners = agent_contexts(kb)
+    names = sorted({a for a, b in edges(kb) if b in owners and a not in owners})
+    return [{"name": name, "members": conversation.members(kb, name)} for name in names]
+
+
+def channel_name(kb: KB, name: str) -> str:
+    """A channel's name, checked: a context name that has members."""
+    name = context_name(name)
+    if not conversation.members(kb, name):
+        raise Refused(
+            "koinii/no-such-channel",
+            f"{name} has no members, so there is no conversation to show: agents join a "
+            "channel with channel.join(medium, channel, agent); the channels are listed at /",
+            {"channel": name},
+        )
+    return name
+
+
+# --- the channel ------------------------------------------------------------------------
+
+
+def channel_page(kb: KB, channel: str, before: int | None) -> dict[str, Any]:
+    lines, earlier = window(kb, channel, before=before, size=MOVES)
+    return {
+        "channel": channel,
+        "members": conversation.members(kb, channel),
+        "lines": lines,
+        "earlier": earlier,
+        "latest": before is None,
+        "questions": questions_part(kb, channel),
+    }
+
+
+def questions_part(kb: KB, channel: str) -> list[dict[str, Any]]:
+    """The newest questions, each with its state and its answers (whole threads)."""
+    return conversation.questions(kb, channel, limit=QUESTIONS, threads=True)
+
+
+def disputes_page(kb: KB, channel: str, state: str | None, page: int) -> dict[str, Any]:
+    if state is not None and state not in conversation.DISPUTE_STATES:
+        conversation.disputes_on(kb, channel, state)  # refuses it, naming the states
+    every = conversation.disputes_on(kb, channel)
+    counts = {s: sum(d["state"] == s for d in every) for s in conversation.DISPUTE_STATES}
+    shown = [d for d in every if state is None or d["state"] == state]
+    shown.reverse()  # newest first
+    start = page * DISPUTES
+    return {
+        "channel": channel,
+        "state": state,
+        "states": conversation.DISPUTE_STATES,
+        "counts": counts,
+        "total": len(every),
+        "disputes": shown[start : start + DISPUTES],
+        "page": page,
+        "pages": max(1, -(-len(shown) // DISPUTES)),
+    }
+
+
+# --- contexts -----------------------------------------------------------------------------
+
+
+def contexts_page(kb: KB, selected: str | None, after: int) -> dict[str, Any]:
+    counts = kb.context_counts()
+    links = edges(kb)
+    owners = agent_contexts(kb)
+    for a, b in links:
+        counts.setdefault(a, 0)
+        counts.setdefault(b, 0)
+    kinds = graph.classify(set(counts), links, set(owners))
+    drawing = graph.layout(counts, links, kinds)
+    page: dict[str, Any] = {
+        "drawing": drawing,
+        "box_h": graph.BOX_H,
+        "owners": owners,
+        "selected": None,
+    }
+    if selected is not None:
+        name = context_name(selected)
+        if name not in counts:
+            raise Refused(
+                "not-found",
+                f"no context {name}: nothing is stored in it and no edge names it; the "
+                "contexts are drawn at /contexts",
+                {"context": name},
+            )
+        held = kb.sentexes_in(name, after=after, limit=HELD)
+        page["selected"] = {
+            "name": name,
+            "kind": kinds.get(name, "other"),
+            "owner": owners.get(name),
+            "count": counts[name],
+            "sees": sorted(b for a, b in links if a == name),
+            "seen_by": sorted(a for a, b in links if b == name),
+            "held": held,
+            "next": held[-1].handle if len(held) == HELD else None,
+            "after": after,
+        }
+    return page
+
+
+# --- why ----------------------------------------------------------------------------------
+
+
+def why_page(kb: KB, handle: str) -> dict[str, Any]:
+    if not handle.isdigit() or len(handle) > 18 or int(handle) == 0:
+        raise Refused(
+            "bad-handle",
+            f"a handle is a positive integer, not {handle[:40]!r}: follow a move's why link",
+            {"handle": handle[:40]},
+        )
+    number_ = int(handle)
+    tree = kb.why(number_)
+    if tree is None:
+        raise Refused(
+            "koinii/no-such-handle",
+            f"there is no sentex {number_} (never made, or withdrawn since); a thread's "
+            "claims link to their why",
+            {"handle": number_},
+        )
+    sentex = kb.sentex(number_)
+    reason = kb.why_not(number_)
+    defeaters = []
+    if reason == "defeated" and sentex is not None:
+        contrary = speech.negation(sentex.sentence)
+        for other in kb.sentexes_matching(show(contrary), "CxEverything"):
+            if other.believed and other.strength == "monotonic":
+                defeaters.append({"sentex": other, "tree": kb.why(other.handle)})
+    return {"tree": tree, "sentex": sentex, "reason": reason, "defeaters": defeaters}
+
+
+# --- wraps ----------------------------------------------------------------------------------
+
+
+def wraps_page(kb: KB) -> dict[str, Any]:
+    call = invoker(kb)
+    coordinators = call("wraps.coordinators.list")
+    every = call("wraps.list", include_processed=True)
+    by_session: dict[str | None, list[dict[str, Any]]] = {}
+    for wrap in every:
+        by_session.setdefault(wrap["parent_session_id"], []).append(_wrap(kb, wrap))
+    groups = []
+    for coordinator in coordinators:
+        wraps = by_session.pop(coordinator["session_id"], [])
+        groups.append(_group(coordinator, wraps))
+    for session, wraps in sorted(by_session.items(), key=lambda kv: str(kv[0])):
+        groups.append(_group({"coordinator_id": None, "session_id": session}, wraps))
+    return {"groups": groups, "total": len(every)}
+
+
+def _group(coordinator: dict[str, Any], wraps: list[dict[str, Any]]) -> dict[str, Any]:
+    processed = [w for w in wraps if w["processed"]]
+    return {
+        "coordinator": coordinator,
+        "unprocessed": [w for w in wraps if not w["processed"]],
+        "processed": processed[-WRAPS:][::-1],
+        "processed_count": len(processed),
+    }
+
+
+def _wrap(kb: KB, wrap: dict[str, Any]) -> dict[str, Any]:
+    entries = []
+    for handle in wrap["created_ids"]:
+        sentex = kb.sentex(handle) if type(handle) is int and handle > 0 else None
+        if sentex is None:
+            entries.append({"kind": "gone", "text": str(handle), "handle": None})
+            continue
+        atom = sentex.sentence
+        kind = _NOTES.get(atom[0].name, "entry") if type(atom[0]) is Sym else "entry"
+        text = atom[2] if kind != "entry" and len(atom) == 3 else sentex.text
+        entries.append(
+            {
+                "kind": kind,
+                "text": text if isinstance(text, str) else show(text),
+                "handle": sentex.handle,
+            }
+        )
+    return {**wrap, "entries": entries}
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+def sessions_page(kb: KB, search: str | None) -> dict[str, Any]:
+    text = (search or "").strip()[:200] or None
+    rows = invoker(kb)("sessions.list_sessions", search=text, limit=100)
+    for row in rows:
+        for key in ("request_snippet", "reply_snippet"):
+            if row.get(key):
+                row[key + "_marked"] = session_search.marked(row[key], text or "")
+    return {"search": text, "rows": rows}
+
+
+def session_page(kb: KB, target: str) -> dict[str, Any]:
+    read = invoker(kb)("sessions.read_session", target=target[:200])
+    if read["session"] is None:
+        raise Refused(
+            "not-found",
+            f"no session matches {target[:60]!r}: open one from the list at /sessions",
+            {"target": target[:200]},
+        )
+    return {"read": read}

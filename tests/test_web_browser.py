@@ -1,0 +1,241 @@
+"""The web view in a real browser (Debian's Chromium, driven by Playwright), over a real
+daemon: three agent processes pose a question, answer it twice, dispute one answer and
+vote, the adjudicator service rules, and the open page shows each move as it happens —
+without a reload. Then the thread, the dispute and its ruling, the context graph and a
+why tree, each opened from the page itself; and the sign-in refuses a wrong token and
+lets a reader token in. One browser and one team for the whole module.
+
+The screenshots it takes are the ones in docs/web.md and the README: set
+KOINII_WEB_SCREENSHOTS=docs/images to write them there (else they go to a temporary
+folder). Without Chromium (or Playwright) the module skips, saying why — except in CI
+(`CI` set), where that is a failure."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.agent_process import AgentProcess
+from tests.conftest import Daemon
+
+ROOT = pathlib.Path(__file__).parent.parent
+CHROMIUM = os.environ.get("KOINII_CHROMIUM", "/usr/bin/chromium")  # Debian's package
+# As root, with no network but the registries: no sandbox, nothing fetched at start
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TEAM = ("AgentAtlas", "AgentBoreas", "AgentCyra")
+VERSION = "(postgresMajorVersion ProdCluster ?version)"
+SEEN_WITHIN_MS = 5_000  # generous for a loaded CI machine; test_web.py pins < 1 s
+
+
+def text(locator) -> str:
+    """What an element says, as written (no CSS text-transform), spaces collapsed."""
+    return " ".join(locator.text_content().split())
+
+
+def unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"the browser tests cannot run in CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        unavailable(f"Playwright is not installed ({exc}): pip install -e '.[test]'")
+    if not os.path.exists(CHROMIUM):
+        unavailable(
+            f"no Chromium at {CHROMIUM}: apt-get install -y chromium (or set KOINII_CHROMIUM)"
+        )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> pathlib.Path:
+    wanted = os.environ.get("KOINII_WEB_SCREENSHOTS")
+    folder = ROOT / wanted if wanted else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory):
+    """A daemon with tokens, the adjudicator service, and three agent processes."""
+    from koinii.server.tokens import add_token
+
+    folder = tmp_path_factory.mktemp("team")
+    table = str(folder / "team.tokens")
+    roles = {**{a: "agent" for a in TEAM}, "Ops": "operator", "Viewer": "reader"}
+    tokens = {who: add_token(table, who, role) for who, role in roles.items()}
+    daemon = Daemon(str(folder / "team.db"), ["--tokens", table], tokens).start()
+    agents = {a[5:]: AgentProcess(daemon.url, a, tokens[a], "CxTeam") for a in TEAM}
+    service = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "koinii",
+            "adjudicate",
+            "--channel",
+            "CxTeam",
+            "--url",
+            daemon.url,
+            "--token",
+            tokens["Ops"],
+            "--cursor",
+            str(folder / "cursor"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    yield daemon, agents
+    service.send_signal(signal.SIGTERM)
+    service.wait(15)
+    for agent in agents.values():
+        agent.stop()
+    daemon.kill()
+
+
+@pytest.fixture(scope="module")
+def page(chromium, team):
+    context = chromium.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
+
+
+def test_a_wrong_token_is_refused_and_a_reader_token_signs_in(page, team, shots):
+    daemon, _ = team
+    page.goto(daemon.url + "/channel/CxTeam/")
+    assert page.url.endswith("/login?next=/channel/CxTeam/")
+    page.get_by_label("Token").fill("kt_this-is-not-a-token-of-this-daemon")
+    with page.expect_response(lambda r: r.url.endswith("/login")) as refused:
+        page.get_by_role("button", name="Sign in").click()
+    assert refused.value.status == 401
+    assert "Refused (unauthorized)" in page.get_by_role("alert").inner_text()
+    page.screenshot(path=shots / "login-refused.png", animations="disabled")
+    page.get_by_label("Token").fill(daemon.tokens["Viewer"])
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/channel/CxTeam/")
+    assert "Viewer · reader" in page.locator(".who").inner_text()
+    cookie = next(c for c in page.context.cookies() if c["name"] == "koinii_view")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert page.evaluate("document.cookie") == ""  # no script reads it
+
+
+def test_the_conversation_appears_live_then_its_thread_dispute_ruling_graph_and_why(
+    page, team, shots
+):
+    daemon, agents = team
+    atlas, boreas, cyra = agents["Atlas"], agents["Boreas"], agents["Cyra"]
+    if "/channel/CxTeam/" not in page.url:
+        pytest.skip("the sign-in test did not get this far")
+    moves = page.locator("#moves")
+    page.locator("#live-status[data-state=live]").wait_for()
+    page.evaluate("window.stillTheSamePage = true")
+    latencies = []
+
+    def shows(text: str, move) -> int:
+        started = time.monotonic()
+        result = move()
+        moves.get_by_text(text).first.wait_for(timeout=SEEN_WITHIN_MS)
+        latencies.append(time.monotonic() - started)
+        return result
+
+    q = shows("AgentAtlas asked: " + VERSION, lambda: atlas.do("pose_query", question=VERSION))
+    b = shows(
+        f"AgentBoreas answered question #{q} with (postgresMajorVersion ProdCluster 16)",
+        lambda: boreas.do("answer", content={"?version": "16"}, query=q),
+    )
+    shows(f"AgentCyra answered question #{q}", lambda: cyra.do("answer", content="15", query=q))
+    shows(f"AgentAtlas endorsed claim #{b + 1}", lambda: atlas.do("endorse", target=b))
+    shows("AgentCyra disputed claim", lambda: cyra.do("dispute", target=b))
+    for agent, stance in ((atlas, "for"), (boreas, "for"), (cyra, "against")):
+        shows(
+            f"{agent.agent} voted {stance}",
+            lambda a=agent, s=stance: a.do("vote", stance=s, target=b),
+        )
+    ruled = "AgentMajority ruled (postgresMajorVersion ProdCluster 16)"
+    moves.get_by_text(ruled).wait_for(timeout=20_000)  # the service counts, then rules
+    page.locator("#questions .state-settled").first.wait_for()  # the panel followed too
+    assert page.evaluate("window.stillTheSamePage") is True  # all of it without a reload
+    assert page.locator("#moves .agent-none").count() == 0  # every move has its author
+    print("seen after", [round(s, 2) for s in latencies])
+    page.screenshot(path=shots / "channel.png", animations="disabled")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=shots / "channel-390.png", animations="disabled")
+    page.set_viewport_size({"width": 1280, "height": 860})
+
+    # keyboard: the skip link first, then the question's thread by Enter
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.locator(f'#questions a[href="thread/{q}"]').focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/channel/CxTeam/thread/{q}")
+    thread = page.locator("#thread")
+    assert "settled" in text(thread.locator("h1"))
+    assert thread.locator(".answer").count() == 2
+    boreas_answer = thread.locator(".answer", has_text="AgentBoreas answered")
+    assert "Disputed" in text(boreas_answer)
+    assert "2 for" in text(boreas_answer.locator(".tally"))
+    assert "1 against" in text(boreas_answer.locator(".tally"))
+    assert "AgentMajority upholds it" in text(boreas_answer.locator(".ruling"))
+    assert "Endorsed by AgentAtlas" in text(boreas_answer)
+    page.screenshot(path=shots / "thread.png", animations="disabled", full_page=True)
+
+    nav = page.get_by_role("navigation", name="Sections")
+    nav.get_by_role("link", name="Disputes", exact=True).click()
+    page.get_by_role("link", name="resolved 1").click()
+    dispute = page.locator("article.dispute")
+    assert dispute.count() == 1
+    assert "AgentMajority upholds" in text(dispute.locator(".ruling"))
+    assert "Raised by AgentCyra" in text(dispute)
+    page.screenshot(path=shots / "disputes.png", animations="disabled", full_page=True)
+
+    nav.get_by_role("link", name="Contexts", exact=True).click()
+    graph = page.locator("svg.graph")
+    for name in ("CxTeam", "CxAtlas", "CxBoreas", "CxCyra", "CxMajority", "CxSpeechActs"):
+        assert graph.locator(f'a[href="/contexts/{name}"]').count() == 1, name
+    graph.locator('a[href="/contexts/CxBoreas"]').click()
+    page.wait_for_url("**/contexts/CxBoreas")
+    assert "(answers AgentBoreas" in text(page.locator("table.held-list"))
+    page.screenshot(path=shots / "contexts.png", animations="disabled")
+
+    page.goto(f"{daemon.url}/channel/CxTeam/thread/{q}")  # the thread again
+    page.locator(".answer", has_text="AgentBoreas answered").locator(
+        ".claim > .sentence a.why"
+    ).click()
+    tree = page.locator(".why-tree").first
+    assert "derived" in text(tree.locator(".why-node").first)
+    assert "(carriesClaim answers 2)" in text(tree.locator(".why-rule"))
+    assert "(answers AgentBoreas" in text(tree.locator(".why-node.premise"))
+    page.screenshot(path=shots / "why.png", animations="disabled", full_page=True)
+
+    ops = daemon.client("Ops")  # Cyra's rebuttal, defeated by the ruling
+    [rebuttal] = [
+        s
+        for s in ops.sentexes_matching(f"(not {VERSION.replace('?version', '16')})", "CxEverything")
+        if s.context == "CxCyra"
+    ]
+    page.goto(f"{daemon.url}/why/{rebuttal.handle}")
+    assert "defeated" in text(page.locator(".verdict"))
+    assert "CxMajority, monotonic, by AgentMajority" in text(page.locator("main"))
+    page.screenshot(path=shots / "why-defeated.png", animations="disabled", full_page=True)
