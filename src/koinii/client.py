@@ -261,12 +261,20 @@ class Client:
     ) -> list[dict[str, Any]]:
         return self._call("check_edit", add=self._entries(add), remove=list(remove))
 
-    def load_text(self, source: Any, context: Any, *, strength: str = "default") -> Edited:
+    def load_text(
+        self, source: Any, context: Any, *, strength: str = "default", on_error: str = "refuse"
+    ) -> Edited:
         if isinstance(source, os.PathLike):  # a file is read here, never by the daemon
             with open(source, encoding="utf-8") as f:
                 source = f.read()
         return decode_edited(
-            self._call("load_text", text=source, context=_ctx(context), strength=strength)
+            self._call(
+                "load_text",
+                text=source,
+                context=_ctx(context),
+                strength=strength,
+                on_error=on_error,
+            )
         )
 
     def add_provenance(self, handle: Any, fields: dict[str, Any]) -> dict[str, Any] | None:

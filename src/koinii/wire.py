@@ -121,15 +121,22 @@ def decode_retracted(data: dict[str, Any]) -> Retracted:
 
 
 def encode_edited(result: Edited) -> dict[str, Any]:
-    return {
+    out = {
         "handles": result.handles,
         "removed_sentexes": result.removed_sentexes,
         "removed_justifications": result.removed_justifications,
         "seq": result.seq,
     }
+    if result.problems:
+        out["problems"] = result.problems
+    return out
 
 
 def decode_edited(data: dict[str, Any]) -> Edited:
     return Edited(
-        data["handles"], data["removed_sentexes"], data["removed_justifications"], data["seq"]
+        data["handles"],
+        data["removed_sentexes"],
+        data["removed_justifications"],
+        data["seq"],
+        data.get("problems") or [],
     )

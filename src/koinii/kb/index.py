@@ -228,6 +228,11 @@ def _ground(term: tuple) -> bool:
 Literal = tuple  # (positive: bool, pattern: tuple)
 
 
+def accept_all(node: Node, binding: dict) -> dict:
+    """The acceptor of `solve` that takes every candidate (stored, believed or not)."""
+    return binding
+
+
 def solve(
     index: Index,
     literals: list[Literal],

@@ -35,8 +35,8 @@ class Node:
         "creator",
         "created",  # epoch ms
         "extra",  # other provenance fields, or None
-        "justs",  # justifications concluding this node, or None
-        "uses",  # justifications this node is an antecedent (or the rule) of, or None
+        "justs",  # justifications concluding this node: None, a list, or a dict (a set)
+        "uses",  # justifications this node is an antecedent (or the rule) of, likewise
         "believed",
         "mono",  # believed at monotonic strength
         "defeated",
@@ -65,8 +65,8 @@ class Node:
         self.creator = creator
         self.created = created
         self.extra = extra
-        self.justs: list[Justification] | None = None
-        self.uses: list[Justification] | None = None
+        self.justs: list[Justification] | dict[Justification, None] | None = None
+        self.uses: list[Justification] | dict[Justification, None] | None = None
         self.believed = False
         self.mono = False
         self.defeated = False

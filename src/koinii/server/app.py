@@ -189,6 +189,7 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
             "text": ("string", True, "vocabulary text: sentences and ; comments"),
             **CONTEXT,
             "strength": ("string", False, "default | monotonic"),
+            "on_error": ("string", False, "refuse (all or nothing, the default) | report"),
             **BUDGET,
         },
         "load vocabulary (operator only)",
@@ -576,7 +577,10 @@ class Daemon:
         access.check_operator(caller, "load vocabulary")
         with self.kb.attributed_to(caller.id):
             result = self.kb.load_text(
-                body["text"], body["context"], strength=body.get("strength") or "default"
+                body["text"],
+                body["context"],
+                strength=body.get("strength") or "default",
+                on_error=body.get("on_error") or "refuse",
             )
         return encode_edited(result)
 

@@ -1,0 +1,378 @@
+"""Forward chaining: rules fire, claims are carried, and nothing speaks for another.
+
+Invariants:
+- Rules fire over every stored sentex whatever its belief, so the justifications are a
+  function of the stored set (semi-naive: new rules against everything, new nodes
+  against every rule that can use them).
+- A carried claim is a derivation like a rule's: `(carriesClaim P N)` makes argument N
+  of every P sentence, when it is `(quote S)`, a claim S in that sentence's own context,
+  justified by the declaration and the sentence — so it lives and dies with the sentence
+  (an answer and the claim it makes are one write and one retraction).
+- Nothing speaks for another: where `(speechAct P)` is in force, a P sentence names its
+  speaker as argument 1, and neither a rule nor a carried claim derives one whose speaker
+  is not its own author (the rule's creator, the carrying sentence's speaker) — such a
+  firing is not derived, and `violations()` lists it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+from koinii.errors import Refused
+from koinii.kb import checks
+from koinii.kb.index import accept_all, match, solve
+from koinii.kb.rules import (
+    NOT_DERIVABLE,
+    Rule,
+)
+from koinii.kb.sentex import (
+    DEFAULT,
+    NOT,
+    Justification,
+    Node,
+)
+from koinii.kb.state import State
+from koinii.terms import QUOTE, Sym, Var, show
+
+if TYPE_CHECKING:
+    from koinii.kb.writes import Transaction
+
+SPEECH_ACT = Sym("speechAct")
+
+
+class Firing(State):
+    """Rules and carried claims (see the module docstring)."""
+
+    def _fire(self, tx: Transaction) -> None:
+        """Semi-naive forward chaining from the new rules and the new nodes (and the
+        claims the new nodes carry)."""
+        for rule_node in tx.new_rules:
+            if self._index.by_handle.get(rule_node.handle) is not rule_node:
+                continue
+            rule = self._rules[rule_node]
+            for binding, antecedents in list(
+                solve(self._index, list(rule.antecedents), {}, accept_all, self._budget)
+            ):
+                self._conclude(tx, rule_node, rule, binding, antecedents)
+        queue = tx.fire
+        carriers = self._carriers
+        while queue:
+            node = queue.pop()
+            if self._index.by_handle.get(node.handle) is not node:
+                continue
+            if carriers and node.atom[0] in carriers:
+                for declaration in carriers[node.atom[0]]:
+                    self._carry(tx, declaration, node)
+            for rule_node, i in list(self._rules_by_literal.get((node.atom[0], node.positive), ())):
+                rule = self._rules[rule_node]
+                binding = match(rule.antecedents[i][1], node.atom, {})
+                if binding is None:
+                    continue
+                others = [lit for k, lit in enumerate(rule.antecedents) if k != i]
+                joined = solve(self._index, others, binding, accept_all, self._budget)
+                for full, rest in list(joined):
+                    antecedents = rest[:i] + (node,) + rest[i:]
+                    self._conclude(tx, rule_node, rule, full, antecedents)
+
+    def _conclude(
+        self,
+        tx: Transaction,
+        rule_node: Node,
+        rule: Rule,
+        binding: dict,
+        antecedents: tuple[Node, ...],
+    ) -> Collection[str]:
+        """Derive the rule's conclusion for one firing; returns where it is placed."""
+        self._spend()
+        contexts = {rule_node.context, *(a.context for a in antecedents)}
+        placements = self._hierarchy.maximal_common_descendants(contexts)
+        if not placements:
+            return ()  # reported by violations()
+        positive, pattern = rule.consequent
+        atom = _substitute(pattern, binding)
+        try:
+            text = show(atom)
+        except Refused as refusal:
+            raise Refused(
+                "derivation-limit",
+                f"a rule derived a sentence past the limits: {refusal.message}",
+                {"rule": rule_node.handle},
+            ) from None
+        if self._speaks_for_another(atom, rule_node.creator, placements, tx):
+            return ()  # reported by violations()
+        self._derive(tx, rule_node, atom, positive, text, placements, antecedents)
+        return placements
+
+    def _speaks_for_another(
+        self, atom: tuple, author: str | None, placements: Collection[str], tx: Transaction | None
+    ) -> bool:
+        """Would deriving `atom` put words in another's mouth: is it a speech act (where
+        it would be placed) whose speaker is not `author`?"""
+        if SPEECH_ACT not in self._index.by_functor or len(atom) < 2:
+            return False
+        speaker = atom[1]
+        if type(speaker) is Sym and author is not None and speaker.name == author:
+            return False
+        return any(self._declared(SPEECH_ACT, atom[0], ctx, tx) for ctx in placements)
+
+    def _carry(self, tx: Transaction, declaration: Node, node: Node) -> None:
+        """The claim `node` carries under `declaration` `(carriesClaim P N)`, if any:
+        argument N quoted, derived in node's own context (where the declaration is seen).
+
+        The claim is checked as if its author wrote it — a carried claim is no way
+        around the write checks — and a bad one refuses the whole write.
+        """
+        self._spend()
+        position = declaration.atom[2]
+        atom = node.atom
+        if not node.positive or len(atom) <= position:
+            return
+        content = atom[position]
+        if type(content) is not tuple or content[0] is not QUOTE or len(content) != 2:
+            return
+        if declaration.context not in self._hierarchy.up(node.context):
+            return
+        try:
+            (entry,) = checks.prepare(content[1], node.context)
+            if entry.atom[0] in NOT_DERIVABLE:
+                raise Refused(
+                    "not-well-formed",
+                    f"`{entry.atom[0].name}` is not a claim",
+                    {"sentence": entry.text},
+                )
+            for handle in entry.handles:
+                if handle not in self._index.by_handle:
+                    raise Refused(
+                        "unknown-handle",
+                        f"(sentexHandle {handle}) names no stored sentex",
+                        {"handle": handle},
+                    )
+        except (Refused, ValueError) as refusal:
+            why = refusal.message if isinstance(refusal, Refused) else "a rule is not a claim"
+            kind = refusal.kind if isinstance(refusal, Refused) else "not-well-formed"
+            raise Refused(
+                kind,
+                f"the claim {show(content)} carried by {node.full_text} is refused: {why}; "
+                "quote a ground claim such as (quote (usesDatabase ProdCluster PostgreSQL16))",
+                {"sentence": node.full_text, "claim": show(content[1])},
+            ) from None
+        speaker = atom[1] if len(atom) > 1 and type(atom[1]) is Sym else None
+        author = speaker.name if speaker is not None else node.creator
+        if entry.positive and self._speaks_for_another(entry.atom, author, (node.context,), tx):
+            raise Refused(
+                "koinii/speaker-mismatch",
+                f"{node.full_text} carries {show(content[1])}, which speaks as "
+                f"{show(entry.atom[1])}: an answer's claim speaks only for its author",
+                {"sentence": node.full_text, "claim": show(content[1])},
+            )
+        self._derive(
+            tx, declaration, entry.atom, entry.positive, entry.text, (node.context,), (node,)
+        )
+
+    def _derive(
+        self,
+        tx: Transaction,
+        rule_node: Node,
+        atom: tuple,
+        positive: bool,
+        text: str,
+        placements: Collection[str],
+        antecedents: tuple[Node, ...],
+    ) -> None:
+        """Justify `atom` (with `positive`) in each placement by `rule_node` from
+        `antecedents`, creating the derived node where none is stored yet."""
+        depth = 1 + max((tx.depth.get(a, 0) for a in antecedents), default=0)
+        for ctx in placements:
+            node = self._index.find(text, ctx, positive)
+            if node is None:
+                node = tx.limbo.pop((text, ctx, positive), None)
+                if node is not None:
+                    self._link_quiet(node)
+                    tx.undo.append(lambda n=node: self._unlink_quiet(n))
+                    tx.fire.append(node)
+                else:
+                    if depth > self.max_depth:
+                        raise Refused(
+                            "derivation-limit",
+                            f"derivations chained deeper than {self.max_depth} in one write",
+                            {"limit": self.max_depth, "rule": rule_node.handle},
+                        )
+                    node = Node(
+                        self._next_handle,
+                        atom,
+                        text,
+                        ctx,
+                        positive,
+                        False,
+                        DEFAULT,
+                        None,
+                        self._clock(),
+                        None,
+                    )
+                    self._next_handle += 1
+                    self._link(tx, node)
+                    tx.depth[node] = depth
+            elif any(
+                j.rule is rule_node and j.antecedents == antecedents for j in node.justs or ()
+            ):
+                continue
+            tx.derivations += 1
+            if tx.derivations > self.max_derivations:
+                raise Refused(
+                    "derivation-limit",
+                    f"one write derived more than {self.max_derivations} conclusions",
+                    {"limit": self.max_derivations},
+                )
+            self._add_just(tx, Justification(self._next_just, node, rule_node, antecedents))
+            self._next_just += 1
+
+    def _replace(self, tx: Transaction) -> None:
+        """After genlCx edges changed: re-place what the change can move, and only that.
+
+        An edge (Sub, Super) changes what the contexts below Sub see (they see what Super
+        sees now, or no longer), so it changes the common descendants only of context
+        sets that include a context Super sees: a rule's firing is placed again only if
+        the rule or one of its antecedents sits in such a context. A carried claim
+        depends on its own context seeing the declaration: the carrying sentences below
+        Sub are carried again. And belief depends on what sees what where a monotonic
+        side defeats a default (the sentences stored with both polarities) and where a
+        mask hides something: those are settled again. The cost follows what the edge
+        can reach, not the size of the store.
+        """
+        hierarchy = self._hierarchy
+        reached: set[str] = set()  # contexts whose down-set changed
+        below: set[str] = set()  # contexts whose up-set changed
+        for sub, sup in tx.edges:
+            reached |= hierarchy.up(sup)
+            below |= hierarchy.down(sub)
+        for rule_node, rule in list(self._rules.items()):
+            if self._index.by_handle.get(rule_node.handle) is rule_node and (
+                rule_node.context in reached or self._touches(rule, reached)
+            ):
+                self._refire(tx, rule_node, rule)
+        for functor, declarations in list(self._carriers.items()):
+            for node in list(self._index.with_functor(functor)):
+                if node.context in below:
+                    for declaration in list(declarations):
+                        self._recarry(tx, declaration, node)
+        index = self._index
+        for text in index.two_sided:
+            tx.seeds.update(index.same_atom(text))
+        for handle in self._masks:
+            target = index.by_handle.get(handle)
+            if target is not None:
+                tx.seeds.add(target)
+
+    def _touches(self, rule: Rule, reached: set[str]) -> bool:
+        """Does some sentex an antecedent of `rule` could match sit in `reached`?"""
+        for _positive, pattern in rule.antecedents:
+            for node in self._index.with_functor(pattern[0]):
+                if node.context in reached:
+                    return True
+        return False
+
+    def _refire(self, tx: Transaction, rule_node: Node, rule: Rule) -> None:
+        """Every firing of the rule placed anew; its justifications elsewhere dropped."""
+        placed: set[tuple[tuple[Node, ...], str]] = set()
+        for binding, antecedents in list(
+            solve(self._index, list(rule.antecedents), {}, accept_all, self._budget)
+        ):
+            for ctx in self._conclude(tx, rule_node, rule, binding, antecedents):
+                placed.add((antecedents, ctx))
+        for j in list(rule_node.uses or ()):
+            if j.rule is rule_node and (j.antecedents, j.conclusion.context) not in placed:
+                self._unjustify(tx, j)
+
+    def _recarry(self, tx: Transaction, declaration: Node, node: Node) -> None:
+        """Carry `node`'s claim again under `declaration`, or drop it where the
+        declaration is no longer seen from node's context."""
+        carried = [j for j in node.uses or () if j.rule is declaration]
+        if declaration.context in self._hierarchy.up(node.context):
+            if not carried:
+                self._carry(tx, declaration, node)
+        else:
+            for j in carried:
+                self._unjustify(tx, j)
+
+    def _unjustify(self, tx: Transaction, j: Justification) -> None:
+        """Drop `j`, and its conclusion with it when nothing else supports it (unless a
+        deletion earlier in the same pass already took `j` along)."""
+        if j not in (j.conclusion.justs or ()):
+            return
+        self._drop_just(tx, j)
+        conclusion = j.conclusion
+        if not conclusion.premise and not conclusion.justs:
+            self._delete(tx, conclusion, "unsupported")
+
+    def _rederive_all(self, tx: Transaction) -> None:
+        """After a claim-carrying declaration changed: recompute every justification
+        from the premises.
+
+        Derived nodes that are derived again keep their handles (they wait in `limbo`);
+        those that are not are deleted as unsupported.
+        """
+        for node in list(self._index.by_handle.values()):
+            for j in list(node.justs or ()):
+                self._drop_just(tx, j)
+        for node in list(self._index.by_handle.values()):
+            if not node.premise:
+                self._unlink_quiet(node)
+                tx.undo.append(lambda n=node: self._link_quiet(n))
+                tx.limbo[(node.text, node.context, node.positive)] = node
+        tx.fire = [n for n in self._index.by_handle.values() if n not in self._rules]
+        tx.new_rules = list(self._rules)
+        self._fire(tx)
+        for node in tx.limbo.values():
+            if node.handle in tx.added:
+                del tx.added[node.handle]
+            else:
+                tx.deleted[node.handle] = (node, "unsupported")
+            tx.removed_sentexes += 1
+            for referrer in list(self._referrers.get(node.handle, ())):
+                if self._follows_target(referrer, tx):
+                    self._delete(tx, referrer, "retracted")
+        tx.limbo.clear()
+
+    def violations(self) -> list[dict[str, Any]]:
+        """Rule firings that derived nothing: no context to place their conclusion in
+        (`reason: no-context`), or a speech act whose speaker is not the rule's author
+        (`speaks-for-another`)."""
+        with self._lock:
+            out = []
+            for rule_node, rule in self._rules.items():
+                for binding, antecedents in solve(
+                    self._index, list(rule.antecedents), {}, accept_all, self._budget
+                ):
+                    contexts = {rule_node.context, *(a.context for a in antecedents)}
+                    placements = self._hierarchy.maximal_common_descendants(contexts)
+                    positive, pattern = rule.consequent
+                    atom = _substitute(pattern, binding)
+                    if not placements:
+                        reason = "no-context"
+                    elif self._speaks_for_another(atom, rule_node.creator, placements, None):
+                        reason = "speaks-for-another"
+                    else:
+                        continue
+                    out.append(
+                        {
+                            "rule": rule_node.handle,
+                            "antecedents": [a.handle for a in antecedents],
+                            "conclusion": show(atom if positive else (NOT, atom)),
+                            "contexts": sorted(contexts),
+                            "reason": reason,
+                        }
+                    )
+            out.sort(key=lambda v: (v["rule"], v["antecedents"]))
+            return out
+
+
+def _substitute(pattern: Any, binding: dict) -> Any:
+    cls = type(pattern)
+    if cls is Var:
+        return binding[pattern]
+    if cls is tuple:
+        if pattern[0] is QUOTE:
+            return pattern
+        return tuple([_substitute(x, binding) for x in pattern])
+    return pattern

@@ -1,0 +1,417 @@
+"""Truth maintenance: nodes linked into every structure, justifications attached and
+detached, deletion and its cascade, declarations in force, and belief.
+
+Invariants:
+- A node is in the index and in every structure that knows stored nodes exactly while
+  it is stored (`_link_quiet` / `_unlink_quiet` are the only writers, and inverses).
+- Belief is a function of what is stored, never of arrival order: belief is the
+  two-stratum least fixed point computed in `_relabel` (monotonic support first, then
+  defeat by monotonic clashes, then default support), over a region closed under
+  dependence (`_closure`).
+- Deleting a node deletes what rested only on it, and every meta-sentex whose predicate
+  is target-following and that names it (`_delete`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+from koinii.kb.index import members
+from koinii.kb.rules import (
+    CARRIES_CLAIM,
+    EXCEPT,
+    GENL_CX,
+    IMPLIES,
+    SENTEX_HANDLE,
+    compile_rule,
+)
+from koinii.kb.sentex import (
+    MONOTONIC,
+    Justification,
+    Node,
+)
+from koinii.kb.state import State
+from koinii.terms import QUOTE, Sym
+
+if TYPE_CHECKING:
+    from koinii.kb.writes import Transaction
+
+ARITY = Sym("arity")
+FUNCTIONAL = Sym("functional")
+TARGET_FOLLOWING = Sym("target_following_predicate")
+
+
+class Maintenance(State):
+    """Linking, justifications, deletion and belief (see the module docstring)."""
+
+    def _delete(self, tx: Transaction, first: Node, reason: str) -> None:
+        """Remove `first` and, transitively, what rested only on it or follows it."""
+        queue = deque([(first, reason)])
+        by_handle = self._index.by_handle
+        while queue:
+            node, why = queue.popleft()
+            self._spend()
+            if by_handle.get(node.handle) is not node:
+                continue
+            for j in list(node.justs or ()):
+                self._drop_just(tx, j)
+            self._unlink(tx, node)
+            if node.handle in tx.added:
+                del tx.added[node.handle]
+            else:
+                tx.deleted[node.handle] = (node, why)
+            tx.removed_sentexes += 1
+            tx.seeds.update(self._index.same_atom(node.text))
+            for j in list(node.uses or ()):
+                self._drop_just(tx, j)
+                concl = j.conclusion
+                if not concl.premise and not concl.justs:
+                    queue.append((concl, "unsupported"))
+            for referrer in list(self._referrers.get(node.handle, ())):
+                if self._follows_target(referrer, tx):
+                    queue.append((referrer, "retracted"))
+
+    def _follows_target(self, node: Node, tx: Transaction) -> bool:
+        """Is node's predicate marked target-following where node is stored?"""
+        return self._declared(TARGET_FOLLOWING, node.atom[0], node.context, tx) is not None
+
+    def _link_quiet(self, node: Node) -> None:
+        """Put a node in every structure that knows stored nodes (no undo, no checks)."""
+        self._index.link(node)
+        atom = node.atom
+        functor = atom[0]
+        for handle in _handles_in(atom):
+            self._referrers.setdefault(handle, set()).add(node)
+        if functor is GENL_CX:
+            self._hierarchy.add_edge(atom[1].name, atom[2].name)
+        elif functor is EXCEPT:
+            self._masks.setdefault(atom[1][1], []).append(node)
+        elif functor is IMPLIES:
+            rule = compile_rule(atom)
+            self._rules[node] = rule
+            for i, (positive, pattern) in enumerate(rule.antecedents):
+                self._rules_by_literal.setdefault((pattern[0], positive), []).append((node, i))
+        elif functor is CARRIES_CLAIM and _carrier_shaped(node):
+            self._carriers.setdefault(atom[1], []).append(node)
+
+    def _unlink_quiet(self, node: Node) -> None:
+        self._index.unlink(node)
+        atom = node.atom
+        functor = atom[0]
+        for handle in _handles_in(atom):
+            refs = self._referrers[handle]
+            refs.discard(node)
+            if not refs:
+                del self._referrers[handle]
+        if functor is GENL_CX:
+            self._hierarchy.remove_edge(atom[1].name, atom[2].name)
+        elif functor is EXCEPT:
+            masks = self._masks[atom[1][1]]
+            masks.remove(node)
+            if not masks:
+                del self._masks[atom[1][1]]
+        elif node in self._rules:
+            rule = self._rules.pop(node)
+            for i, (positive, pattern) in enumerate(rule.antecedents):
+                entries = self._rules_by_literal[(pattern[0], positive)]
+                entries.remove((node, i))
+                if not entries:
+                    del self._rules_by_literal[(pattern[0], positive)]
+        elif functor is CARRIES_CLAIM and _carrier_shaped(node):
+            carriers = self._carriers[atom[1]]
+            carriers.remove(node)
+            if not carriers:
+                del self._carriers[atom[1]]
+
+    def _link(self, tx: Transaction, node: Node) -> None:
+        self._link_quiet(node)
+        tx.undo.append(lambda: self._unlink_quiet(node))
+        tx.added[node.handle] = node
+        tx.seeds.add(node)
+        self._note_structure(tx, node, added=True)
+
+    def _unlink(self, tx: Transaction, node: Node) -> None:
+        self._unlink_quiet(node)
+        tx.undo.append(lambda: self._link_quiet(node))
+        self._note_structure(tx, node, added=False)
+
+    def _note_structure(self, tx: Transaction, node: Node, added: bool) -> None:
+        functor = node.atom[0]
+        if functor is GENL_CX:
+            tx.edges.append((node.atom[1].name, node.atom[2].name))
+        elif functor is CARRIES_CLAIM and _carrier_shaped(node):
+            tx.full = True
+        elif functor is EXCEPT:
+            tx.masks.append((node, added))
+            target = self._index.by_handle.get(node.atom[1][1])
+            if target is not None:
+                tx.seeds.add(target)
+        elif node in self._rules:
+            if added:
+                tx.new_rules.append(node)
+        elif added:
+            tx.fire.append(node)
+
+    def _attach(self, j: Justification) -> None:
+        concl = j.conclusion
+        concl.justs = _joined(concl.justs, j)
+        for support in distinct_supports(j):
+            support.uses = _joined(support.uses, j)
+
+    def _detach(self, j: Justification) -> None:
+        concl = j.conclusion
+        concl.justs = _parted(concl.justs, j)
+        for support in distinct_supports(j):
+            support.uses = _parted(support.uses, j)
+
+    def _add_just(self, tx: Transaction, j: Justification) -> None:
+        self._attach(j)
+        tx.undo.append(lambda: self._detach(j))
+        tx.new_justs[j.id] = j
+        tx.seeds.add(j.conclusion)
+
+    def _drop_just(self, tx: Transaction, j: Justification) -> None:
+        self._detach(j)
+        tx.undo.append(lambda: self._attach(j))
+        if tx.new_justs.pop(j.id, None) is None:
+            tx.dead_justs[j.id] = j
+            tx.removed_justifications += 1
+        tx.seeds.add(j.conclusion)
+
+    def _in_force(self, node: Node, tx: Transaction | None) -> bool:
+        # a declaration added earlier in the same write is in force for later entries
+        return node.believed or (tx is not None and node.premise and node.handle in tx.added)
+
+    def _declared(
+        self, functor: Sym, subject: Any, context: str, tx: Transaction | None
+    ) -> Node | None:
+        """A `(functor subject …)` declaration in force and visible at `context`."""
+        findex = self._index.by_functor.get(functor)
+        bucket = findex.args[0].get(subject) if findex is not None and findex.args else None
+        if bucket is None:  # the common case on every write: nothing declared
+            return None
+        up = self._hierarchy.up(context)
+        for node in members(bucket):
+            if node.positive and node.context in up and self._in_force(node, tx):
+                return node
+        return None
+
+    def _declared_arity(self, functor: Sym, context: str, tx: Transaction | None) -> int | None:
+        node = self._declared(ARITY, functor, context, tx)
+        if node is None or len(node.atom) != 3 or type(node.atom[2]) is not int:
+            return None
+        return node.atom[2]
+
+    def _functional_predicates(self) -> set[Sym]:
+        return {
+            n.atom[1]
+            for n in self._index.with_functor(FUNCTIONAL)
+            if n.believed and n.positive and len(n.atom) == 2 and type(n.atom[1]) is Sym
+        }
+
+    def _settle(self, tx: Transaction) -> None:
+        derives = bool(self._rules) or bool(self._carriers)
+        if tx.full:
+            if derives:
+                self._rederive_all(tx)
+            self._relabel(list(self._index.by_handle.values()), tx)
+        else:
+            if derives and (tx.fire or tx.new_rules):
+                self._fire(tx)
+            if tx.edges:
+                self._replace(tx)
+            if tx.seeds:
+                self._relabel(self._closure(tx.seeds), tx)
+        tx.changes = self._changes(tx)
+
+    def _closure(self, seeds: Collection[Node]) -> list[Node]:
+        """Seeds plus everything whose belief can depend on them."""
+        by_handle = self._index.by_handle
+        if len(seeds) == 1:  # the common write: one new node nothing rests on yet
+            (node,) = seeds
+            if not node.uses and node.text not in self._index.two_sided:
+                return [node] if by_handle.get(node.handle) is node else []
+        seen: set[Node] = set()
+        stack = [n for n in seeds if by_handle.get(n.handle) is n]
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            for j in node.uses or ():
+                stack.append(j.conclusion)
+            if node.text in self._index.two_sided:
+                stack.extend(self._index.same_atom(node.text))
+        return list(seen)
+
+    def _relabel(self, nodes: list[Node], tx: Transaction | None) -> None:
+        """Recompute belief for `nodes` (a set closed under dependence).
+
+        Stratum 1: monotonic support (premises held monotonic, rules and antecedents all
+        monotonic). Then defeat: a node without monotonic support is defeated by a
+        monotonic contrary that some common context sees unmasked. Stratum 2: support at
+        any strength for the undefeated. Least fixed points, so arrival order is moot.
+        """
+        if len(nodes) == 1 and not nodes[0].justs and nodes[0].text not in self._index.two_sided:
+            # the common write: one sentex nothing rests on, with no contrary: no fixed
+            # point to find (a region of one has no consequents, or they would be in it)
+            node = nodes[0]
+            if tx is not None:
+                tx.old_belief.setdefault(node, (node.believed, node.mono, node.defeated))
+            node.believed = node.premise
+            node.mono = node.premise and node.strength == MONOTONIC
+            node.defeated = False
+            return
+        region = set(nodes)
+        old = {n: (n.believed, n.mono, n.defeated) for n in nodes}
+        if tx is not None:
+            for n, flags in old.items():
+                tx.old_belief.setdefault(n, flags)
+        for n in nodes:
+            n.believed = n.mono = n.defeated = False
+        masks = self._masks
+
+        def unmasked(j: Justification) -> bool:
+            if not masks:
+                return True
+            ctx = j.conclusion.context
+            return not any(self._masked_at(s, ctx) for s in j.supports())
+
+        # stratum 1: monotonic
+        self._propagate(
+            region,
+            [n for n in nodes if n.premise and n.strength == MONOTONIC],
+            lambda s: s.mono,
+            "mono",
+            unmasked,
+        )
+        # defeat
+        for n in nodes:
+            if not n.mono and n.text in self._index.two_sided:
+                n.defeated = any(
+                    other.mono
+                    and other.positive is not n.positive
+                    and self._clash_visible(n, other)
+                    for other in self._index.same_atom(n.text)
+                )
+        # stratum 2: any strength
+        for n in nodes:
+            if n.mono:
+                n.believed = True
+        self._propagate(
+            region,
+            [n for n in nodes if not n.believed and n.premise and not n.defeated],
+            lambda s: s.believed,
+            "believed",
+            unmasked,
+            skip=lambda n: n.defeated,
+        )
+
+    def _propagate(self, region, starts, holds, flag, valid, skip=lambda n: False) -> None:
+        missing: dict[Justification, int] = {}
+        for n in region:
+            if getattr(n, flag) or skip(n):
+                continue
+            for j in n.justs or ():
+                count = sum(1 for s in distinct_supports(j) if not holds(s))
+                missing[j] = count
+                if count == 0 and valid(j):
+                    starts.append(n)
+        queue = deque(starts)
+        spend = self._spend
+        while queue:
+            n = queue.popleft()
+            spend()
+            if getattr(n, flag) or skip(n):
+                continue
+            setattr(n, flag, True)
+            if flag == "mono":
+                n.believed = True
+            for j in n.uses or ():
+                concl = j.conclusion
+                if concl not in region or getattr(concl, flag) or j not in missing:
+                    continue
+                missing[j] -= 1
+                if missing[j] == 0 and valid(j) and not skip(concl):
+                    queue.append(concl)
+
+    def _masked_at(self, node: Node, ctx: str) -> bool:
+        """Is `node` hidden at `ctx` by a mask stored in a context `ctx` sees?"""
+        masks = self._masks.get(node.handle)
+        if not masks:
+            return False
+        up = self._hierarchy.up(ctx)
+        return any(m.context in up for m in masks)
+
+    def _clash_visible(self, a: Node, b: Node) -> bool:
+        """Does some context see both `a` and `b`, with neither masked there?"""
+        hierarchy = self._hierarchy
+        plain = not (self._masks.get(a.handle) or self._masks.get(b.handle))
+        if plain and (a.context in hierarchy.up(b.context) or b.context in hierarchy.up(a.context)):
+            return True
+        common = hierarchy.down(a.context) & hierarchy.down(b.context)
+        if plain:
+            return bool(common)
+        return any(not self._masked_at(a, c) and not self._masked_at(b, c) for c in common)
+
+
+def distinct_supports(j: Justification) -> tuple[Node, ...]:
+    """What `j` rests on, each node once. A rule like (and (likes ?x ?y) (likes ?y ?x))
+    over (likes Cat Cat) has the node twice among its antecedents, but rests on it once:
+    a node's `uses` holds each justification once, and counts it once."""
+    supports = j.supports()
+    return supports if len(supports) <= 2 else tuple(dict.fromkeys(supports))
+
+
+# A node's `justs` and `uses` are None, a list, or — past this many — a dict used as an
+# ordered set: most nodes have one or two (a list is a quarter of a dict's size), but a
+# rule's `uses` or a popular conclusion's `justs` can hold many thousands, and removing
+# one from a list is a search (retracting a rule's conclusions, one by one, was quadratic).
+_SET_FROM = 16
+
+
+def _joined(items: list | dict | None, j: Justification) -> list | dict:
+    if items is None:
+        return [j]
+    if type(items) is list:
+        items.append(j)
+        return dict.fromkeys(items) if len(items) > _SET_FROM else items
+    items[j] = None
+    return items
+
+
+def _parted(items: list | dict, j: Justification) -> list | dict | None:
+    if type(items) is list:
+        if items[-1] is j:  # an undo detaches in the reverse order of attaching
+            items.pop()
+        else:
+            items.remove(j)
+    else:
+        del items[j]
+    return items or None
+
+
+def _handles_in(atom: tuple) -> list[int]:
+    """The handles `atom` names (a quotation names none: its content is data)."""
+    out = []
+    for arg in atom[1:]:
+        if type(arg) is tuple:
+            if arg[0] is SENTEX_HANDLE and len(arg) == 2 and type(arg[1]) is int:
+                out.append(arg[1])
+            elif arg[0] is not QUOTE:
+                out.extend(_handles_in(arg))
+    return out
+
+
+def _carrier_shaped(node: Node) -> bool:
+    """`(carriesClaim P N)`: a predicate and a positive argument position."""
+    atom = node.atom
+    return (
+        node.positive
+        and len(atom) == 3
+        and type(atom[1]) is Sym
+        and type(atom[2]) is int
+        and atom[2] >= 1
+    )

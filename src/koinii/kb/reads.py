@@ -1,0 +1,378 @@
+"""Reads: sentexes, belief at a context, queries, explanations, the change log.
+
+Invariant: a read never changes the KB; it sees the state between two writes (the lock),
+returns snapshots (`Sentex`) and binding maps, never the engine's own nodes, and orders
+its results by content, so they do not depend on the order the knowledge arrived in.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.kb import checks
+from koinii.kb.contexts import EVERYTHING
+from koinii.kb.index import accept_all, key, match, solve
+from koinii.kb.rules import (
+    literal,
+)
+from koinii.kb.sentex import (
+    MAX_HANDLE,
+    Node,
+    Sentex,
+)
+from koinii.kb.state import State
+from koinii.kb.store import LogEntry
+from koinii.terms import Sym, Var, brief, is_ground, parse, show, variables
+
+_SQL_MAX = 2**63 - 1  # the largest integer a store column holds
+MAX_GOAL_LITERALS = 64  # literals a goal list joins, at most
+
+
+class Reads(State):
+    """Every read of the KB (see the module docstring)."""
+
+    def sentex(self, handle: Any) -> Sentex | None:
+        handle = checked_handle(handle)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            return None if node is None else Sentex.of(node)
+
+    def provenance(self, handle: Any) -> dict[str, Any] | None:
+        handle = checked_handle(handle)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            return None if node is None else node.provenance()
+
+    def believed(self, handle: Any, ctx: Any = None) -> bool:
+        """Is the sentex believed (and, given `ctx`, visible and unmasked there)?"""
+        handle = checked_handle(handle)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            if node is None or not node.believed:
+                return False
+            if ctx is None:
+                return True
+            ctx = checks.context_name(ctx, query=True)
+            return node.context in self._hierarchy.up(ctx) and not self._masked_at(node, ctx)
+
+    def why(self, handle: Any) -> dict[str, Any] | None:
+        """The justification tree: premises at the leaves, rules and antecedents above."""
+        handle = checked_handle(handle)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            return None if node is None else self._why(node, frozenset())
+
+    def _why(self, node: Node, path: frozenset[Node]) -> dict[str, Any]:
+        self._spend()
+        tree: dict[str, Any] = {
+            "handle": node.handle,
+            "sentence": node.full_text,
+            "context": node.context,
+            "believed": node.believed,
+            "premise": node.premise,
+        }
+        if node in path:
+            tree["cycle"] = True
+            return tree
+        path = path | {node}
+        tree["justifications"] = [
+            {
+                "rule": j.rule.handle,
+                "rule_sentence": j.rule.full_text,
+                "antecedents": [self._why(a, path) for a in j.antecedents],
+            }
+            for j in sorted(node.justs or (), key=lambda j: j.id)
+        ]
+        return tree
+
+    def why_not(self, handle: Any, ctx: Any = None) -> str | None:
+        """Why a sentex is not believed: retracted, defeated, unsupported, excepted,
+        not-visible (at `ctx`) or not-stored; None when it is believed."""
+        handle = checked_handle(handle)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            if node is None:
+                return "retracted" if handle < self._next_handle else "not-stored"
+            if not node.believed:
+                return "defeated" if node.defeated else "unsupported"
+            if ctx is None:
+                return "excepted" if self._masks.get(handle) else None
+            ctx = checks.context_name(ctx, query=True)
+            if node.context not in self._hierarchy.up(ctx):
+                return "not-visible"
+            return "excepted" if self._masked_at(node, ctx) else None
+
+    def sentexes_matching(self, pattern: Any, ctx: Any) -> list[Sentex]:
+        """Believed sentexes stored in exactly `ctx` (a variable: any) unifying with
+        `pattern`. No inheritance; `CxEverything` reads every stored one."""
+        literals = goal_literals(pattern)
+        if len(literals) != 1:
+            raise Refused("shape", "sentexes_matching takes one pattern, not a conjunction", {})
+        positive, atom = literals[0]
+        ctx_name = checks.context_name(ctx, query=True)
+        with self._lock:
+            out = []
+            everything = ctx_name == EVERYTHING
+            anywhere = ctx_name.startswith("?")
+            for node in self._index.candidates(atom, {}):
+                self._spend()
+                if node.positive is not positive or match(atom, node.atom, {}) is None:
+                    continue
+                if not everything:
+                    if not node.believed:
+                        continue
+                    if not anywhere and node.context != ctx_name:
+                        continue
+                    if self._masks and self._masked_at(node, node.context):
+                        continue
+                out.append(Sentex.of(node))
+            out.sort(key=lambda s: (s.text, s.context))
+            return out
+
+    def query(self, goal: Any, ctx: Any, *, limit: int | None = None) -> list[dict[str, Any]]:
+        """Solutions of `goal` (a literal or a list of them, joined on shared variables)
+        read at `ctx` through its ancestor set, as binding maps keyed by "?var".
+
+        A variable `ctx` reads everywhere and binds the witness context; `CxEverything`
+        reads every stored sentex, believed or not. Results are ordered by content.
+
+        `limit` bounds the work as well as the answer: the search stops at the `limit`-th
+        distinct solution, so the answer is the first `limit` solutions the search finds
+        (in the order of the index, which is not the order of content), sorted by content
+        — not the `limit` smallest. Without a limit every solution is found and sorted.
+        """
+        literals = goal_literals(goal)
+        ctx_name = checks.context_name(ctx, query=True)
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise Refused("bad-option", "limit must be a non-negative integer", {"option": "limit"})
+        if limit == 0:
+            return []
+        with self._lock, self._bounded(self.query_budget_s, "the query"):
+            accept = self._acceptor(ctx_name)
+            seen: dict[tuple, dict[str, Any]] = {}
+            for binding, _ in solve(self._index, literals, {}, accept, self._budget):
+                out = {v.text: value for v, value in binding.items()}
+                k = tuple((name, key(value)) for name, value in sorted(out.items()))
+                if k not in seen:
+                    seen[k] = out
+                    if limit is not None and len(seen) >= limit:
+                        break
+            results = list(seen.values())
+        if len(results) > 1:
+            order = [v.text for _, atom in literals for v in variables(atom)]
+            order = list(dict.fromkeys(order + ([ctx_name] if ctx_name.startswith("?") else [])))
+            results.sort(key=lambda solution: tuple(show(solution[v]) for v in order))
+        return results
+
+    def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
+        if ctx == EVERYTHING:
+            return accept_all
+        masks = self._masks
+        if ctx.startswith("?"):
+            var = Var(ctx)
+
+            def anywhere(node: Node, binding: dict) -> dict | None:
+                if not node.believed or (masks and self._masked_at(node, node.context)):
+                    return None
+                witness = Sym(node.context)
+                bound = binding.get(var)
+                if bound is None:
+                    binding = dict(binding)
+                    binding[var] = witness
+                    return binding
+                return binding if bound is witness else None
+
+            return anywhere
+        up = self._hierarchy.up(ctx)
+
+        def at_context(node: Node, binding: dict) -> dict | None:
+            if node.believed and node.context in up:
+                if masks and self._masked_at(node, ctx):
+                    return None
+                return binding
+            return None
+
+        return at_context
+
+    def argue(self, sentence: Any, ctx: Any) -> str:
+        """ "true", "false", "contradiction" (both believed) or "unknown" at `ctx`."""
+        positive, atom = goal_literals(sentence)[0]
+        ctx_name = checks.context_name(ctx, query=True)
+        text = show(atom)
+        if not is_ground(atom):
+            raise Refused("not-ground", "argue takes a ground sentence", {"sentence": text})
+        with self._lock:
+            accept = self._acceptor(ctx_name)
+            sides = {n.positive for n in self._index.same_atom(text) if accept(n, {}) is not None}
+        if len(sides) == 2:
+            return "contradiction"
+        if not sides:
+            return "unknown"
+        return "true" if (positive in sides) else "false"
+
+    def context_up(self, ctx: Any) -> frozenset[str]:
+        """`ctx` and every context it sees, CxUniverse included."""
+        name = checks.context_name(ctx)
+        with self._lock:
+            return self._hierarchy.up(name)
+
+    def context_down(self, ctx: Any) -> frozenset[str]:
+        """`ctx` and every context that sees it."""
+        name = checks.context_name(ctx)
+        with self._lock:
+            return self._hierarchy.down(name)
+
+    def sees(self, ctx: Any, other: Any) -> bool:
+        return checks.context_name(other) in self.context_up(ctx)
+
+    def context_counts(self) -> dict[str, int]:
+        """Every context the KB knows (stored in, or named by the hierarchy), with how
+        many sentexes are stored in exactly it, believed or not."""
+        with self._lock:
+            return {**dict.fromkeys(self._hierarchy.known(), 0), **self._index.per_context}
+
+    def sentexes_in(self, ctx: Any, *, after: int = 0, limit: int = 100) -> list[Sentex]:
+        """The sentexes stored in exactly `ctx`, believed or not, by handle: the first
+        `limit` after the handle `after` (a page; the next starts after its last)."""
+        name = checks.context_name(ctx)
+        if type(after) is not int or type(limit) is not int or after < 0 or limit < 1:
+            raise Refused("bad-option", "after is a handle (0 for the first page), limit >= 1", {})
+        with self._lock:
+            found = sorted(
+                h for h, n in self._index.by_handle.items() if h > after and n.context == name
+            )
+            return [Sentex.of(self._index.by_handle[h]) for h in found[:limit]]
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            nodes = self._index.by_handle.values()
+            believed = sum(1 for n in nodes if n.believed)
+            premises = sum(1 for n in nodes if n.premise)
+            justifications = sum(len(n.justs) for n in nodes if n.justs)
+            contexts = set(self._index.per_context) | self._hierarchy.known()
+            return {
+                "sentexes": len(self._index.by_handle),
+                "believed": believed,
+                "premises": premises,
+                "derived": len(self._index.by_handle) - premises,
+                "rules": len(self._rules),
+                "justifications": justifications,
+                "contexts": len(contexts),
+                "seq": self._seq,
+            }
+
+    @property
+    def seq(self) -> int:
+        """The global log sequence number of the last durable write."""
+        return self._seq
+
+    def changes(self, since: int = 0, limit: int = 1000, wait_ms: int = 0) -> dict[str, Any]:
+        """The durable change log after global seq `since`: `{entries, seq, too_old}`.
+
+        `too_old` is True when the log was compacted past `since`: resnapshot. With
+        `wait_ms`, waits up to that long for a write when there is nothing yet (from
+        another thread: this one holds no lock while it waits).
+        """
+        if type(wait_ms) is not int or not 0 <= wait_ms <= 30_000:
+            raise Refused(
+                "bad-option", "wait_ms is an integer from 0 to 30000", {"option": "wait_ms"}
+            )
+        if not wait_ms:
+            return self._changes_after(since, limit)
+        arrived = threading.Event()
+        token = self.on_commit(lambda seq, op: arrived.set())  # before looking: no lost wake
+        try:
+            reply = self._changes_after(since, limit)
+            if reply["entries"] or reply["too_old"] or not arrived.wait(wait_ms / 1000):
+                return reply
+            return self._changes_after(since, limit)
+        finally:
+            self.off_commit(token)
+
+    def _changes_after(self, since: int, limit: int) -> dict[str, Any]:
+        if type(since) is not int or since < 0:
+            raise Refused(
+                "bad-cursor", "since must be a non-negative integer seq", {"since": since}
+            )
+        with self._lock:
+            floor = self._store.floor()
+            if since < floor:
+                return {"entries": [], "seq": self._seq, "too_old": True, "floor": floor}
+            if type(limit) is not int or limit < 1:
+                raise Refused("bad-option", "limit is a positive integer", {"option": "limit"})
+            entries = self._store.changes(min(since, _SQL_MAX), min(limit, 10_000))
+            return {
+                "entries": [_entry(e) for e in entries],
+                "seq": self._seq,
+                "too_old": False,
+                "floor": floor,
+            }
+
+    def compact_log(self, keep: int) -> int:
+        """Keep only the newest `keep` change-log entries; returns how many were dropped."""
+        if type(keep) is not int or keep < 0:
+            raise Refused("bad-option", "keep is a non-negative integer", {"option": "keep"})
+        with self._lock:
+            self._outside_group("compacting the log")
+            return self._store.compact(min(keep, _SQL_MAX))
+
+
+def _entry(entry: LogEntry) -> dict[str, Any]:
+    out = {
+        "seq": entry.seq,
+        "op": entry.op,
+        "at": entry.at,
+        "added": entry.added,
+        "removed": entry.removed,
+    }
+    if entry.records is not None:
+        out["records"] = entry.records
+    return out
+
+
+def checked_handle(value: Any) -> int:
+    if type(value) is not int or not 0 < value <= MAX_HANDLE:
+        raise Refused(
+            "bad-handle",
+            f"a handle is a positive 64-bit integer, not {brief(value)}",
+            {"handle": brief(value)},
+        )
+    return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_goal(text: str) -> tuple:
+    return _literals_of(parse(text))
+
+
+def goal_literals(goal: Any) -> list[tuple[bool, tuple]]:
+    """A goal as literals: text or a term (an `and` is a conjunction) or a list of them."""
+    if isinstance(goal, str):
+        return list(_parse_goal(goal))
+    if isinstance(goal, list):
+        if len(goal) > MAX_GOAL_LITERALS:
+            raise Refused(
+                "shape",
+                f"a goal of {len(goal)} literals; a goal joins at most {MAX_GOAL_LITERALS}",
+                {"limit": MAX_GOAL_LITERALS},
+            )
+        out: list[tuple[bool, tuple]] = []
+        for part in goal:
+            out.extend(goal_literals(part))
+        if not out:
+            raise Refused("shape", "an empty goal", {})
+        return out
+    return list(_literals_of(goal))
+
+
+def _literals_of(term: Any) -> tuple:
+    if type(term) is not tuple:
+        raise Refused("shape", "a goal is a sentence such as (usesDatabase ?x Postgres)", {})
+    show(term)
+    if term[0] is Sym("and"):
+        return tuple(lit for part in term[1:] for lit in _literals_of(part))
+    return (literal(term, "a goal"),)

@@ -1,0 +1,101 @@
+"""Watching: the feed as the KB offers it — standing queries, replay, unwatching.
+
+Invariant: a watcher registered with `since` first receives the events of every write
+after that seq, replayed from the durable change log and filtered like live ones, before
+any later write can come between; live events follow in seq order (`feed.Feed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.kb import checks
+from koinii.kb.contexts import EVERYTHING
+from koinii.kb.feed import Event
+from koinii.kb.reads import goal_literals
+from koinii.kb.sentex import (
+    NOT,
+)
+from koinii.kb.state import State
+from koinii.kb.store import LogEntry
+from koinii.terms import show
+
+MAX_REPLAY = 10_000  # change-log entries a resuming watch replays, at most
+
+
+class Watching(State):
+    """watch, unwatch and watchers (see the module docstring)."""
+
+    def watch(
+        self,
+        callback: Callable[[Event], Any],
+        goal: Any = None,
+        ctx: Any = None,
+        *,
+        since: int | None = None,
+    ) -> int:
+        """Call `callback(event)` after each durable write that changes belief.
+
+        With a goal, only matching changes; with a context, only changes in
+        `context_up(ctx)` (a variable ctx watches everywhere and binds the witness); with
+        a context and no goal, every change `ctx` sees. Returns a token for `unwatch`.
+        With `since` (a global seq), first replays — before any later write can come
+        between — the events of the writes after `since`, from the change log, filtered
+        the same way (against the hierarchy as it is now): a watcher resumes where it left
+        off, with no gap and no repeat. Refused `too-old` when the log no longer holds
+        them all (compacted, or more than `MAX_REPLAY` writes behind: resnapshot), and
+        `bad-cursor` for a seq past the store's.
+        """
+        if not callable(callback):
+            raise Refused("not-watchable", "the callback must be callable", {})
+        literal_ = None
+        goal_text = None
+        if goal is not None:
+            literals = goal_literals(goal)
+            if len(literals) != 1:
+                raise Refused("not-watchable", "a standing query watches one literal", {})
+            literal_ = literals[0]
+            goal_text = show(literal_[1] if literal_[0] else (NOT, literal_[1]))
+        ctx_name = None
+        if ctx is not None:
+            ctx_name = checks.context_name(ctx, query=True)
+            if ctx_name == EVERYTHING:
+                raise Refused("not-watchable", "CxEverything is not watchable", {})
+        with self._lock:
+            entries = [] if since is None else self._replayable(since)
+            token = self._feed.add(callback, literal_, ctx_name, goal_text)
+            if entries:
+                self._feed.replay(token, entries, self._hierarchy.up)
+            return token
+
+    def _replayable(self, since: Any) -> list[LogEntry]:
+        """The change-log entries after `since`, all of them, or a refusal."""
+        if type(since) is not int or since < 0:
+            raise Refused("bad-cursor", "since must be a non-negative integer seq", {})
+        self._outside_group("a replaying watch")
+        if since > self._seq:
+            raise Refused(
+                "bad-cursor",
+                f"since {since} is past this store's seq {self._seq}; watch without since",
+                {"since": since, "seq": self._seq},
+            )
+        floor = self._store.floor()
+        if since < floor or self._seq - since > MAX_REPLAY:
+            raise Refused(
+                "too-old",
+                f"the change log cannot replay every write after seq {since} (it holds "
+                f"those after {floor}, at most {MAX_REPLAY} at once); resnapshot, then watch "
+                "without since",
+                {"since": since, "floor": floor, "seq": self._seq},
+            )
+        return self._store.changes(since, MAX_REPLAY) if since < self._seq else []
+
+    def unwatch(self, token: Any) -> bool:
+        with self._lock:
+            return self._feed.remove(token)
+
+    def watchers(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return self._feed.describe()

@@ -1,0 +1,773 @@
+"""Writes: transactions and commit.
+
+Invariant: every write runs inside one `Transaction`: checks come before any change,
+every in-memory change is undo-logged, and the write either commits to the store as one
+durable record with the next global `seq` — then its event is published — or is undone
+completely (handles it consumed are still never reused). In a group commit
+(`begin_group`) the writes become durable together, and are published or undone
+together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import gc
+import json
+import logging
+import os
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.kb import checks, values
+from koinii.kb.checks import Entry
+from koinii.kb.feed import Change, Routed
+from koinii.kb.maintenance import ARITY
+from koinii.kb.reads import checked_handle
+from koinii.kb.rules import (
+    GENL_CX,
+)
+from koinii.kb.sentex import (
+    DEFAULT,
+    MONOTONIC,
+    STRENGTHS,
+    Justification,
+    Node,
+)
+from koinii.kb.state import State
+from koinii.kb.store import Commit, LogEntry
+from koinii.terms import Term, parse_all, statements
+
+_PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "koinii_principal", default=None
+)
+WRITE_OPTIONS = frozenset({"strength", "creator", "provenance"})
+RESERVED_PROVENANCE = frozenset({"creator", "created", "principal"})
+log = logging.getLogger("koinii.kb")
+
+
+@dataclass(frozen=True)
+class Retracted:
+    """What a retract removed (counts), and the seq of its write."""
+
+    removed_sentexes: int
+    removed_justifications: int
+    seq: int | None = None
+
+
+@dataclass(frozen=True)
+class Edited:
+    """What an edit did: one handle (or list, for a split rule) per added entry."""
+
+    handles: list[Any]
+    removed_sentexes: int
+    removed_justifications: int
+    seq: int | None = None
+    # what `load_text(on_error="report")` did not load: {line, column, kind, message}
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Transaction:
+    """One write in progress: its undo log and what it changed (every write makes one,
+    so the containers are built here as literals, not by dataclass factories)."""
+
+    __slots__ = (
+        "op",
+        "undo",
+        "added",
+        "deleted",
+        "touched",
+        "new_justs",
+        "dead_justs",
+        "old_belief",
+        "seeds",
+        "fire",
+        "new_rules",
+        "masks",
+        "full",
+        "edges",
+        "limbo",
+        "depth",
+        "derivations",
+        "removed_sentexes",
+        "removed_justifications",
+        "changes",
+        "records",
+        "summary",
+        "records_result",
+    )
+
+    def __init__(self, op: str) -> None:
+        self.op = op
+        self.undo: list[Callable[[], None]] = []
+        self.added: dict[int, Node] = {}  # nodes created in this tx
+        self.deleted: dict[int, tuple[Node, str]] = {}  # pre-existing, gone
+        self.touched: set[Node] = set()  # pre-existing, rows changed
+        self.new_justs: dict[int, Justification] = {}
+        self.dead_justs: dict[int, Justification] = {}
+        self.old_belief: dict[Node, tuple[bool, bool, bool]] = {}
+        self.seeds: set[Node] = set()  # where belief may have changed
+        self.fire: list[Node] = []  # new nodes the rules must see
+        self.new_rules: list[Node] = []
+        self.masks: list[tuple[Node, bool]] = []  # (mask, added?)
+        self.full = False  # a claim-carrying declaration changed: recompute everything
+        self.edges: list[tuple[str, str]] = []  # genlCx edges added or removed: (sub, super)
+        self.limbo: dict[tuple[str, str, bool], Node] = {}
+        self.depth: dict[Node, int] = {}
+        self.derivations = 0
+        self.removed_sentexes = 0
+        self.removed_justifications = 0
+        self.changes: tuple[list[Change], list[Change]] = ([], [])  # the belief diff
+        self.records: Callable[[Any], Any] | None = None  # a domain write, same transaction
+        self.summary: dict[str, Any] | None = None  # its brief, for the change log
+        self.records_result: Any = None
+
+
+class Writes(State):
+    """Every write the KB makes, each one transaction (see the module docstring)."""
+
+    def assert_(
+        self,
+        sentence: Term | str,
+        context: Any,
+        *,
+        strength: str = "default",
+        creator: str | None = None,
+        provenance: dict[str, Any] | None = None,
+    ) -> int | list[int]:
+        """Store `sentence` in `context`; returns its handle (a list for a split rule).
+
+        Idempotent: a canonically equal sentence in the same context returns the existing
+        handle, keeping the stronger strength and merging new provenance fields.
+        """
+        if strength == "default" and creator is None and provenance is None:
+            opts = {}  # the common write: nothing to check
+        else:
+            opts = {"strength": strength, "creator": creator, "provenance": provenance}
+        with self._lock, self._bounded(self.write_budget_s, "the write"), _collector_paused():
+            tx = self._begin("assert")
+            try:
+                handles = self._add(tx, sentence, context, opts)
+                return self._finish(tx, handles)
+            except BaseException:
+                self._abort(tx)
+                raise
+
+    def retract(self, handle: Any) -> Retracted:
+        """Remove an asserted sentex and everything that rested only on it.
+
+        Also tears down, recursively, every stored meta-sentex whose predicate is marked
+        `(target_following_predicate P)` and that names a removed sentex. A handle that
+        names no stored sentex is refused (`unknown-handle`; `data.issued` tells one that
+        was stored once — a retract sent again after it landed — from a typo).
+        """
+        handle = checked_handle(handle)
+        with self._lock, self._bounded(self.write_budget_s, "the write"), _collector_paused():
+            tx = self._begin("retract")
+            try:
+                self._remove(tx, handle)
+                seq = self._finish(tx, None, want_seq=True)
+                return Retracted(tx.removed_sentexes, tx.removed_justifications, seq)
+            except BaseException:
+                self._abort(tx)
+                raise
+
+    def edit(self, add: Sequence[Any] = (), remove: Sequence[Any] = ()) -> Edited:
+        """Adds, then removes, as ONE all-or-nothing write with one settle and one event.
+
+        `add` holds `(sentence, context)` or `(sentence, context, opts)`; a refusal rolls
+        the whole batch back and carries `{"rolled_back": True, "in", "index"}`.
+        """
+        with (
+            self._lock,
+            self._bounded(self.write_budget_s, "the write"),
+            _collector_paused(),
+        ):
+            tx = self._begin("edit")
+            try:
+                handles = self._apply_batch(tx, add, remove)
+                seq = self._finish(tx, None, want_seq=True)
+                return Edited(handles, tx.removed_sentexes, tx.removed_justifications, seq)
+            except Refused as refusal:
+                self._abort(tx)
+                refusal.data.setdefault("rolled_back", True)
+                raise
+            except BaseException:
+                self._abort(tx)
+                raise
+
+    def check(self, sentence: Term | str, context: Any, **opts: Any) -> list[dict[str, Any]]:
+        """Dry run of `assert_`: [] when admissible, else the problems. Stores nothing."""
+        return self.check_edit(add=[(sentence, context, opts)])
+
+    def check_edit(
+        self, add: Sequence[Any] = (), remove: Sequence[Any] = ()
+    ) -> list[dict[str, Any]]:
+        """Dry run of `edit`: every problem of the batch, judged against the KB as it is."""
+        problems: list[dict[str, Any]] = []
+        with self._lock, self._bounded(self.write_budget_s, "the dry run"), _collector_paused():
+            next_handle, next_just = self._next_handle, self._next_just
+            tx = self._begin("check")
+            try:
+                for where, items in (("add", add), ("remove", remove)):
+                    for i, item in enumerate(_listed(items, where)):
+                        try:
+                            if where == "add":
+                                self._add_entry(tx, item)
+                            else:
+                                self._remove(tx, checked_handle(item), top=True)
+                        except Refused as refusal:
+                            problems.append(_problem(refusal, where, i))
+                if not problems:
+                    try:
+                        self._settle(tx)
+                    except Refused as refusal:
+                        problems.append(_problem(refusal, "add", len(add) - 1))
+            finally:
+                self._undo(tx)
+                self._next_handle, self._next_just = next_handle, next_just
+        return problems
+
+    def load_text(
+        self,
+        source: Any,
+        context: Any,
+        *,
+        strength: str = "default",
+        on_error: str = "refuse",
+    ) -> Edited:
+        """Load every sentence of a file or text into `context`.
+
+        `source` is the text itself (a str) or a file (a `pathlib.Path` / PathLike).
+        Loading is idempotent: sentences already stored change nothing. With
+        `on_error="refuse"` (the default) it is one all-or-nothing edit: a bad sentence
+        refuses the whole text, naming its line and column. With `on_error="report"` the
+        sentences that read and pass every check are loaded in one edit, and the others
+        are listed in the result's `problems` — `{line, column, kind, message}` each — so
+        one bad statement does not lose a 5 MB file.
+        """
+        if on_error not in ("refuse", "report"):
+            raise Refused(
+                "bad-option",
+                f"on_error is 'refuse' (all or nothing) or 'report', not {on_error!r}",
+                {"option": "on_error", "known": ["refuse", "report"]},
+            )
+        if isinstance(source, os.PathLike):
+            with open(source, encoding="utf-8") as f:
+                source = f.read()
+        opts = {"strength": strength}
+        if on_error == "refuse":
+            return self.edit(add=[(t, context, opts) for t in parse_all(source)])
+        problems: list[dict[str, Any]] = []
+        entries: list[tuple[Any, Any, dict[str, Any]]] = []
+        places: list[tuple[int, int]] = []
+        for line, column, read in statements(source):
+            if isinstance(read, Refused):
+                problems.append(_placed(line, column, read.kind, read.message))
+            else:
+                entries.append((read, context, opts))
+                places.append((line, column))
+        refused = {p["index"]: p for p in self.check_edit(add=entries)}
+        for index in sorted(refused):
+            line, column = places[index]
+            problems.append(
+                _placed(line, column, refused[index]["kind"], refused[index]["message"])
+            )
+        loaded = self.edit(add=[e for i, e in enumerate(entries) if i not in refused])
+        problems.sort(key=lambda p: (p["line"], p["column"]))
+        return replace(loaded, problems=problems)
+
+    def mark_shipped(self, handles: Collection[int]) -> None:
+        """Make `handles` — the vocabulary that ships, installed on every open — read-only:
+        a retraction of one would be acknowledged and then undone by the next open's
+        install, so it is refused (`vocabulary-read-only`) instead."""
+        with self._lock:
+            self._shipped = frozenset(handles)
+
+    def add_provenance(self, handle: Any, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """Add provenance fields to a stored sentex (fields it has already are kept)."""
+        handle = checked_handle(handle)
+        extra = _provenance(fields)
+        with self._lock:
+            node = self._index.by_handle.get(handle)
+            if node is None:
+                return None
+            tx = self._begin("provenance")
+            try:
+                self._merge_provenance(tx, node, None, extra)
+                self._finish(tx, None)
+            except BaseException:
+                self._abort(tx)
+                raise
+            return node.provenance()
+
+    def _begin(self, op: str) -> Transaction:
+        if self._closed:
+            raise Refused("closed", "this knowledge base is closed", {})
+        self._refuse_if_lost()
+        if self._tx is not None:
+            raise Refused(
+                "reentrant-write",
+                "a write started while another was in progress on this thread",
+                {},
+            )
+        self._tx = Transaction(op)
+        return self._tx
+
+    def _finish(self, tx: Transaction, result: Any, want_seq: bool = False) -> Any:
+        """Settle belief, commit durably, publish the event; returns `result` (or seq).
+
+        In a group, the store holds the rows and the event waits for `commit_group`,
+        routed now, against the hierarchy this write saw.
+        """
+        self._settle(tx)
+        seq = self._commit(tx)
+        self._tx = None
+        if seq is not None:
+            added, removed = tx.changes
+            routed = None
+            if self._feed and (added or removed):
+                routed = self._feed.route(seq, added, removed, self._hierarchy.up)
+            if self._group is None:
+                self._publish(seq, tx.op, routed)
+            else:
+                self._group.append((tx, seq, routed))
+        return seq if want_seq else result
+
+    def _publish(self, seq: int, op: str, routed: Routed | None) -> None:
+        """Tell the watchers and the commit listeners about one durable write."""
+        if routed:
+            self._feed.deliver(routed)
+        for listener in list(self._commit_listeners.values()):
+            try:
+                listener(seq, op)
+            except Exception:
+                log.exception("commit listener failed")
+
+    def begin_group(self) -> None:
+        """Let the writes that follow share one durable commit, made by `commit_group`.
+
+        For a server with many concurrent writers (the daemon): a commit costs more than
+        the write it makes durable, so writes that arrive together commit together. Each
+        write in a group still checks, applies and returns at once, and later reads see
+        it; the store holds its rows, and its feed event and commit listeners wait, until
+        `commit_group` writes them all in one transaction. So nothing a group wrote — nor
+        any read made while the group was open — may be acknowledged before
+        `commit_group` returns. What writes the store at once (`transact`, `compact_log`,
+        `ensure_schema`) is refused inside a group (`group-open`).
+        """
+        with self._lock:
+            if self._closed:
+                raise Refused("closed", "this knowledge base is closed", {})
+            if self._group is not None:
+                raise Refused("group-open", "a group commit is already open", {})
+            self._refuse_if_lost()
+            self._store.begin_group()
+            self._group = []
+            self._group_seq = self._seq
+
+    def commit_group(self) -> int:
+        """Make the open group durable, then publish its writes in seq order; returns
+        how many writes it held (0 when no group is open).
+
+        If the store cannot commit, every write of the group is undone — in memory as in
+        the store, last first — and the store's refusal is raised: none of them happened.
+        """
+        with self._lock:
+            held, self._group = self._group, None
+            if held is None:
+                return 0
+            try:
+                self._store.commit_group()
+            except BaseException:
+                for tx, _, _ in reversed(held):
+                    self._undo(tx)
+                self._seq = self._group_seq
+                with contextlib.suppress(Exception):  # handles it consumed stay consumed
+                    self._store.save_next_handle(self._next_handle)
+                raise
+            for tx, seq, routed in held:
+                self._publish(seq, tx.op, routed)
+            return len(held)
+
+    def _outside_group(self, what: str) -> None:
+        """Refuse what cannot wait in a group: it writes the store itself, at once."""
+        if self._group is not None:
+            raise Refused(
+                "group-open",
+                f"{what} cannot happen inside a group commit; commit the group first",
+                {"what": what},
+            )
+
+    def _abort(self, tx: Transaction) -> None:
+        consumed = bool(tx.added) or bool(tx.limbo)
+        self._undo(tx)
+        if consumed:
+            # the refusal being raised matters more than a failure to record the mark
+            with contextlib.suppress(Exception):
+                self._store.save_next_handle(self._next_handle)
+
+    def _undo(self, tx: Transaction) -> None:
+        for step in reversed(tx.undo):
+            step()
+        for node, (believed, mono, defeated) in tx.old_belief.items():
+            node.believed, node.mono, node.defeated = believed, mono, defeated
+        self._tx = None
+
+    def _apply_batch(self, tx: Transaction, add: Sequence[Any], remove: Sequence[Any]) -> list[Any]:
+        handles = []
+        for where, items in (("add", add), ("remove", remove)):
+            for i, item in enumerate(_listed(items, where)):
+                try:
+                    if where == "add":
+                        handles.append(self._add_entry(tx, item))
+                    else:
+                        self._remove(tx, checked_handle(item), top=True)
+                except Refused as refusal:
+                    refusal.data.update({"rolled_back": True, "in": where, "index": i})
+                    raise
+        return handles
+
+    def _add_entry(self, tx: Transaction, item: Any) -> int | list[int]:
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+            raise Refused(
+                "shape",
+                "an added entry is (sentence, context) or (sentence, context, options)",
+                {},
+            )
+        opts = item[2] if len(item) == 3 else {}
+        if opts is None:
+            opts = {}
+        if not isinstance(opts, dict):
+            raise Refused("bad-option", "options must be a mapping", {})
+        return self._add(tx, item[0], item[1], opts)
+
+    def _add(
+        self, tx: Transaction, sentence: Any, context: Any, opts: dict[str, Any]
+    ) -> int | list[int]:
+        strength, creator, extra = self._write_options(opts) if opts else (DEFAULT, None, None)
+        principal = _PRINCIPAL.get()
+        if principal is not None:
+            extra = {**(extra or {}), "principal": principal}
+        if type(sentence) is str and not sentence.isascii():
+            values.check_text("sentence", sentence, nul=True)  # its NULs are stored escaped
+        entries = checks.prepare(sentence, context)
+        handles = [self._store_entry(tx, e, strength, creator, extra) for e in entries]
+        return handles if entries[0].split else handles[0]
+
+    @staticmethod
+    def _write_options(opts: dict[str, Any]) -> tuple[int, str | None, dict | None]:
+        """(strength, creator, extra provenance) from a write's options, or a refusal."""
+        unknown = set(opts) - WRITE_OPTIONS
+        if unknown:
+            name = sorted(unknown)[0]
+            raise Refused(
+                "unknown-option",
+                f"unknown option {name!r}; known: creator, provenance, strength",
+                {"option": name, "known": sorted(WRITE_OPTIONS)},
+            )
+        strength_name = opts.get("strength") or "default"
+        strength = STRENGTHS.get(strength_name) if isinstance(strength_name, str) else None
+        if strength is None:
+            raise Refused(
+                "bad-option",
+                f"strength must be 'default' or 'monotonic', not {opts.get('strength')!r}",
+                {"option": "strength", "value": str(opts.get("strength"))},
+            )
+        creator = opts.get("creator")
+        if creator is not None:
+            if not isinstance(creator, str):
+                raise Refused("bad-option", "creator must be a string", {"option": "creator"})
+            values.check_text("creator", creator)
+        return strength, creator, _provenance(opts.get("provenance"))
+
+    def _store_entry(
+        self, tx: Transaction, entry: Entry, strength: int, creator: str | None, extra: dict | None
+    ) -> int:
+        atom = entry.atom
+        if atom[0] is GENL_CX:
+            strength = MONOTONIC  # genlCx edges are always held monotonic
+        node = self._index.find(entry.text, entry.context, entry.positive)
+        if node is not None:
+            self._strengthen(tx, node, strength)
+            self._merge_provenance(tx, node, creator, extra)
+            return node.handle
+        self._check_state(tx, entry)
+        node = Node(
+            self._next_handle,
+            atom,
+            entry.text,
+            entry.context,
+            entry.positive,
+            True,
+            strength,
+            creator,
+            self._clock(),
+            extra,
+        )
+        self._next_handle += 1
+        self._link(tx, node)
+        return node.handle
+
+    def _check_state(self, tx: Transaction, entry: Entry) -> None:
+        """The checks that read the store: handles, cycles, arity declarations."""
+        for handle in entry.handles:
+            if handle not in self._index.by_handle:
+                raise Refused(
+                    "unknown-handle",
+                    f"(sentexHandle {handle}) names no stored sentex",
+                    {"handle": handle},
+                )
+        atom = entry.atom
+        if atom[0] is GENL_CX and self._hierarchy.would_cycle(atom[1].name, atom[2].name):
+            raise Refused(
+                "not-well-formed",
+                f"{entry.text} would make a cycle: {atom[2].name} already sees {atom[1].name}",
+                {"sentence": entry.text},
+            )
+        if ARITY not in self._index.by_functor:  # the common case: nothing declares arity
+            return
+        atoms = (
+            [atom]
+            if entry.rule is None
+            else [a for _, a in entry.rule.antecedents] + [entry.rule.consequent[1]]
+        )
+        for a in atoms:
+            declared = self._declared_arity(a[0], entry.context, tx)
+            if declared is not None and declared != len(a) - 1:
+                raise Refused(
+                    "arity",
+                    f"{a[0].name} takes {declared} argument(s), not {len(a) - 1}",
+                    {"predicate": a[0].name, "declared": declared, "given": len(a) - 1},
+                )
+
+    def _strengthen(self, tx: Transaction, node: Node, strength: int) -> None:
+        if not node.premise:
+            self._set(tx, node, "premise", True)
+            self._set(tx, node, "strength", strength)
+        elif strength > node.strength:
+            self._set(tx, node, "strength", strength)
+        else:
+            return
+        tx.seeds.add(node)
+
+    def _merge_provenance(
+        self, tx: Transaction, node: Node, creator: str | None, extra: dict | None
+    ) -> None:
+        if creator is not None and node.creator is None:
+            self._set(tx, node, "creator", creator)
+        if extra:
+            current = node.extra or {}
+            new = {k: v for k, v in extra.items() if k not in current}
+            if new:
+                self._set(tx, node, "extra", {**current, **new})
+
+    def _set(self, tx: Transaction, node: Node, attr: str, value: Any) -> None:
+        old = getattr(node, attr)
+        setattr(node, attr, value)
+        tx.undo.append(lambda: setattr(node, attr, old))
+        if node.handle not in tx.added:
+            tx.touched.add(node)
+
+    def _remove(self, tx: Transaction, handle: int, top: bool = True) -> None:
+        node = self._index.by_handle.get(handle)
+        if node is None:
+            if handle in tx.deleted:  # named twice in one edit, or gone with what it rested on
+                return
+            if handle >= self._next_handle:
+                hint = "no sentex has had that handle yet: handles come from assert"
+            else:
+                hint = "it was retracted or removed earlier, or its write was refused"
+            raise Refused(
+                "unknown-handle",
+                f"no sentex {handle} is stored ({hint}); nothing to retract",
+                {"handle": handle, "issued": handle < self._next_handle},
+            )
+        if handle in self._shipped:
+            raise Refused(
+                "vocabulary-read-only",
+                f"sentex {handle} is shipped vocabulary ({node.context}), reinstalled on every "
+                f"open, so it cannot be retracted; to set it aside in a context, mask it "
+                f"there: assert (except (sentexHandle {handle})) in that context",
+                {"handle": handle, "context": node.context},
+            )
+        if not node.premise:
+            raise Refused(
+                "not-a-premise",
+                f"sentex {handle} was derived, not asserted; retract what it rests on (see why())",
+                {"handle": handle},
+            )
+        self._set(tx, node, "premise", False)
+        if node.justs:
+            tx.seeds.add(node)
+        else:
+            self._delete(tx, node, "retracted")
+
+    def _changes(self, tx: Transaction) -> tuple[list[Change], list[Change]]:
+        added: list[Change] = []
+        removed: list[Change] = []
+        for node, (was, _, _) in tx.old_belief.items():
+            gone = node.handle in tx.deleted or node.handle not in self._index.by_handle
+            if gone:
+                continue
+            if node.believed and not was:
+                added.append(_change(node))
+            elif was and not node.believed:
+                removed.append(_change(node, "defeated" if node.defeated else "unsupported"))
+        for node, why in tx.deleted.values():
+            if tx.old_belief.get(node, (node.believed,))[0]:
+                removed.append(_change(node, why))
+        for mask, was_added in tx.masks:
+            target = self._index.by_handle.get(mask.atom[1][1])
+            if target is None or not target.believed:
+                continue
+            if was_added and mask.handle in self._index.by_handle:
+                removed.append(_change(target, "excepted", mask.context))
+            elif not was_added and mask.handle not in self._index.by_handle:
+                added.append(_change(target, None, mask.context))
+        if len(added) > 1:
+            added.sort(key=_by_handle)
+        if len(removed) > 1:
+            removed.sort(key=_by_handle)
+        return added, removed
+
+    def _commit(self, tx: Transaction) -> int | None:
+        """Make the transaction durable; returns its seq, or None if it changed nothing."""
+        added, removed = tx.changes
+        upserts = list(tx.added.values())
+        if tx.touched:
+            upserts.extend(
+                n for n in tx.touched if n.handle not in tx.deleted and n.handle not in tx.added
+            )
+        changed = upserts or tx.deleted or tx.new_justs or tx.dead_justs or added or removed
+        if not changed and tx.records is None:
+            return None
+        seq = self._seq + 1
+        entry = LogEntry(
+            seq,
+            tx.op,
+            self._clock(),
+            [c.public for c in added],
+            [c.public for c in removed],
+            tx.summary,
+        )
+        tx.records_result = self._store.commit(
+            Commit(
+                entry,
+                self._next_handle,
+                upserts,
+                list(tx.deleted),
+                list(tx.new_justs.values()),
+                list(tx.dead_justs),
+                tx.records,
+            )
+        )
+        self._seq = seq
+        return seq
+
+    def transact(
+        self,
+        op: str,
+        records: Callable[[Any, list[Any]], Any],
+        *,
+        add: Sequence[Any] = (),
+        remove: Sequence[Any] = (),
+        summary: dict[str, Any] | None = None,
+    ) -> tuple[Any, Edited]:
+        """One durable write of sentexes and domain records together, all or nothing.
+
+        Applies `add`/`remove` like `edit`, then runs `records(connection, handles)` in the
+        same store transaction (its SQL commits with the sentexes and the change-log
+        entry, or none of it does), and returns `(records' result, Edited)`. The write
+        always takes a seq; `summary` is what the change log says it changed.
+        """
+        with self._lock, self._bounded(self.write_budget_s, "the write"), _collector_paused():
+            self._outside_group("a domain write")
+            tx = self._begin(op)
+            try:
+                handles = self._apply_batch(tx, add, remove)
+                tx.records = lambda connection: records(connection, handles)
+                tx.summary = summary
+                seq = self._finish(tx, None, want_seq=True)
+            except BaseException:
+                self._abort(tx)
+                raise
+            edited = Edited(handles, tx.removed_sentexes, tx.removed_justifications, seq)
+            return tx.records_result, edited
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Pause Python's cyclic garbage collector for the span of one write.
+
+    A write allocates (nodes, justifications, undo steps), and every full collection the
+    allocations trigger rescans the whole KB: retracting a rule's 30,000 conclusions took
+    four times as long with the collector running, about a third of a bulk load's time
+    went to it, and both grow with the KB. Nothing a write keeps is garbage; what it
+    drops is collected once the collector resumes.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _placed(line: int, column: int, kind: str, message: str) -> dict[str, Any]:
+    return {"line": line, "column": column, "kind": kind, "message": message}
+
+
+def _listed(items: Any, where: str) -> list[Any]:
+    if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple)):
+        raise Refused("shape", f"`{where}` must be a list", {"in": where})
+    return list(items)
+
+
+def _provenance(fields: Any) -> dict[str, Any] | None:
+    if fields is None:
+        return None
+    if not isinstance(fields, dict) or not all(isinstance(k, str) for k in fields):
+        raise Refused(
+            "bad-option", "provenance is a mapping with string keys", {"option": "provenance"}
+        )
+    reserved = sorted(set(fields) & RESERVED_PROVENANCE)
+    if reserved:
+        raise Refused(
+            "reserved-provenance",
+            f"provenance field {reserved[0]!r} is set by Koinii, not by a writer",
+            {"field": reserved[0]},
+        )
+    values.check("provenance", fields)
+    try:
+        json.dumps(fields)
+    except (TypeError, ValueError):
+        raise Refused(
+            "bad-option", "provenance values must be JSON values", {"option": "provenance"}
+        ) from None
+    return dict(fields) or None
+
+
+def _problem(refusal: Refused, where: str, index: int) -> dict[str, Any]:
+    return {"kind": refusal.kind, "message": refusal.message, "in": where, "index": index}
+
+
+def _by_handle(change: Change) -> int:
+    return change.public["handle"]
+
+
+def _change(node: Node, reason: str | None = None, hidden_in: str | None = None) -> Change:
+    public: dict[str, Any] = {
+        "handle": node.handle,
+        "sentence": node.full_text,
+        "context": node.context,
+    }
+    if reason is not None:
+        public["reason"] = reason
+    if hidden_in is not None:
+        public["hidden_in"] = hidden_in
+    return Change(public, node.positive, node.atom, node.context, hidden_in)
