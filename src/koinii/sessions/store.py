@@ -171,16 +171,18 @@ def _set_title(db: Any, session_n: int, state_n: int, title: str | None) -> None
     )
 
 
-def _append_search(db: Any, turn_n: int, prose: str | None, thinking: str | None) -> None:
-    """Add an iteration's prose and thinking to its turn's full-text row."""
-    if not prose and not thinking:
+def _append_search(
+    db: Any, turn_n: int, prose: str | None, thinking: str | None, tools: str | None = None
+) -> None:
+    """Add an iteration's prose, thinking and tool results to its turn's full-text row."""
+    if not prose and not thinking and not tools:
         return
-    reply, thought = db.execute(
-        "SELECT reply, thinking FROM turn_text WHERE n = ?", (turn_n,)
+    reply, thought, returned = db.execute(
+        "SELECT reply, thinking, tools FROM turn_text WHERE n = ?", (turn_n,)
     ).fetchone()
     db.execute(
-        "UPDATE turn_text SET reply = ?, thinking = ? WHERE n = ?",
-        (_joined(reply, prose), _joined(thought, thinking), turn_n),
+        "UPDATE turn_text SET reply = ?, thinking = ?, tools = ? WHERE n = ?",
+        (_joined(reply, prose), _joined(thought, thinking), _joined(returned, tools), turn_n),
     )
 
 
@@ -414,7 +416,8 @@ def record_iteration(kb: KB, turn_id: Any = None, **fields: Any) -> str:
                 "UPDATE attempt SET cost_usd = coalesce(cost_usd, 0) + ? WHERE n = ?",
                 (it["cost_usd"], attempt_n),
             )
-        _append_search(db, turn_n, it["prose"], it["thinking"])
+        tools = "\n".join(filter(None, map(rows.tool_text, it["blocks"]))) or None
+        _append_search(db, turn_n, it["prose"], it["thinking"], tools)
         return iteration_id
 
     return _write(kb, "record_iteration", records, {"turn": turn_id})
@@ -455,7 +458,9 @@ def record_block(kb: KB, iteration_id: Any = None, **fields: Any) -> str:
             "SELECT coalesce(max(position), 0) + 1 FROM block WHERE iteration_n = ?",
             (iteration_n,),
         ).fetchone()[0]
-        return rows.RowWriter(db).block(iteration_n, position, block)
+        block_id = rows.RowWriter(db).block(iteration_n, position, block)
+        _append_search(db, turn_n, None, None, rows.tool_text(block))
+        return block_id
 
     return _write(kb, "record_block", records, {"iteration": iteration_id})
 
@@ -661,11 +666,16 @@ def add_attachment(kb: KB, turn_id: Any = None, **fields: Any) -> str:
     fields={
         "external_id": _required("string", "the source's session id (the idempotency key)"),
         "part": _required("integer", "0 for the first part, then 1, 2, …"),
-        "session": _optional("object", "part 0: the session's fields and fingerprint"),
+        "session": _optional(
+            "object",
+            "part 0: the session's fields and fingerprint; `parent_external_id` makes it a "
+            "child of that imported session, `forks` declares kept branches (their fork "
+            "positions: states 0, 1, … before the live one)",
+        ),
         "turns": (("array", {"type": "object"}), False, "whole turns, in order"),
         "done": ("boolean", False, "the last part: the session is complete"),
     },
-    summary="import a session in parts: {session_id, status}",
+    summary="import a session in parts: {session_id, status, parent_session_id}",
     authorize=writes_import,
 )
 def import_part(
@@ -694,34 +704,43 @@ def import_part(
     finished = checks.flag("done", done)
     schema.ready(kb)
     if number == 0 and fields["fingerprint"] is not None:
-        found = kb.read_records(lambda db: _imported(db, external))
+        found = kb.read_records(lambda db: (_imported(db, external), _parent(db, fields)))
         if (
-            found
-            and found[2].get("complete")
-            and found[2].get("fingerprint") == fields["fingerprint"]
+            found[0]
+            and found[0][2].get("complete")
+            and found[0][2].get("fingerprint") == fields["fingerprint"]
+            and found[0][3] == (found[1] and found[1][0])  # a child whose parent came: attach
         ):
-            return {"session_id": found[1], "status": "unchanged"}
+            parent = found[1] and found[1][1]
+            return {"session_id": found[0][1], "status": "unchanged", "parent_session_id": parent}
 
     def records(db: Any) -> dict[str, Any]:
         writer = rows.RowWriter(db)
         found = _imported(db, external)
+        parent = None
         if number == 0:
+            parent = _parent(db, fields)
+            parent_n = parent and parent[0]
             fields["meta"] = {
                 **fields["meta"],
                 "fingerprint": fields["fingerprint"],
                 "complete": finished,
             }
+            if fields["parent_external_id"] is not None:
+                fields["meta"]["parent_external_id"] = fields["parent_external_id"]
             if found is None:
-                session_n, session_id, _ = writer.session(external, fields, owner=kb.principal)
+                session_n, session_id, _ = writer.session(
+                    external, fields, parent_n, owner=kb.principal
+                )
                 status = "new"
             else:
-                session_n, session_id, _ = found
-                _replace(writer, session_n, fields)
+                session_n, session_id, *_ = found
+                _replace(writer, session_n, fields, parent_n)
                 status = "replaced"
         else:
             if found is None:
                 refuse("external_id", f"no session imported as {external!r} (send part 0 first)")
-            session_n, session_id, meta = found
+            session_n, session_id, meta, _ = found
             if meta.get("complete"):
                 refuse("part", "the import of this session is already complete")
             status = "appended"
@@ -731,17 +750,21 @@ def import_part(
                     (json.dumps({**meta, "complete": True}, ensure_ascii=False), session_n),
                 )
         writer.append_turns(session_n, checked)
-        return {"session_id": session_id, "status": status}
+        return {
+            "session_id": session_id,
+            "status": status,
+            "parent_session_id": parent and parent[1],
+        }
 
     return _write(
         kb, "import_part", records, {"external_id": external, "part": number, "turns": len(checked)}
     )
 
 
-def _imported(db: Any, external_id: str) -> tuple[int, str, dict[str, Any]] | None:
-    """The session imported as `external_id`: (n, id, its import provenance)."""
+def _imported(db: Any, external_id: str) -> tuple[int, str, dict[str, Any], int | None] | None:
+    """The session imported as `external_id`: (n, id, its import provenance, its parent's n)."""
     row = db.execute(
-        "SELECT n, id, meta FROM session WHERE external_id = ?", (external_id,)
+        "SELECT n, id, meta, parent_session_n FROM session WHERE external_id = ?", (external_id,)
     ).fetchone()
     if row is None:
         return None
@@ -749,17 +772,29 @@ def _imported(db: Any, external_id: str) -> tuple[int, str, dict[str, Any]] | No
         meta = json.loads(row[2]) if row[2] else {}
     except ValueError:
         meta = {}  # unreadable provenance: the next import redoes the session
-    return row[0], row[1], meta if isinstance(meta, dict) else {}
+    return row[0], row[1], meta if isinstance(meta, dict) else {}, row[3]
 
 
-def _replace(writer: rows.RowWriter, session_n: int, fields: dict[str, Any]) -> None:
+def _parent(db: Any, fields: dict[str, Any]) -> tuple[int, str] | None:
+    """(n, id) of the session an imported child belongs to (`parent_external_id`), when that
+    session is imported; until it is, the child is a session of its own (a later import
+    of the child, once the parent is in, attaches it)."""
+    if fields["parent_external_id"] is None:
+        return None
+    found = _imported(db, fields["parent_external_id"])
+    return (found[0], found[1]) if found else None
+
+
+def _replace(
+    writer: rows.RowWriter, session_n: int, fields: dict[str, Any], parent_n: int | None
+) -> None:
     """Drop an imported session's contents and take the new fields, keeping its id."""
     writer.delete_contents(session_n)
     title = fields["title"]
     writer.db.execute(
         "UPDATE session SET channel = ?, title = ?, title_fold = ?, project_id = ?, provider = ?, "
-        "model = ?, created_at = ?, modified_at = ?, turn_count = 0, turn_seq = 0, meta = ? "
-        "WHERE n = ?",
+        "model = ?, created_at = ?, modified_at = ?, turn_count = 0, turn_seq = 0, meta = ?, "
+        "parent_session_n = ? WHERE n = ?",
         (
             fields["channel"],
             title,
@@ -770,10 +805,11 @@ def _replace(writer: rows.RowWriter, session_n: int, fields: dict[str, Any]) -> 
             fields["created_at"],
             fields["created_at"],
             json.dumps(fields["meta"], ensure_ascii=False),
+            parent_n,
             session_n,
         ),
     )
-    writer.state(session_n, 0, None, None, fields, fields["created_at"])
+    writer.states(session_n, fields, fields["forks"])
 
 
 # --- the client -------------------------------------------------------------------------
