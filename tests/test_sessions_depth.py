@@ -11,6 +11,7 @@ import pathlib
 import pytest
 from click.testing import CliRunner
 
+from koinii import Refused
 from koinii.cli import main
 from koinii.sessions import Introspection, SessionStore, schema
 from koinii.sessions.importing import import_paths
@@ -366,3 +367,92 @@ def records_of_readable(path):
         if isinstance(record, dict):
             out.append(record)
     return out
+
+
+# --- live recording, batched -----------------------------------------------------------------
+
+
+def record_a_turn(writer, session_id):
+    turn = writer.start_turn(session_id, "deploy it")
+    it = writer.record_iteration(turn, prose="on it", blocks=[{"tool": "Bash", "code": "make"}])
+    writer.record_block(it, tool="Bash", code="make deploy", stdout="deployed build 7f3a")
+    writer.finish_turn(turn, "done", "complete", answer="deployed")
+    return turn, it
+
+
+def test_a_recorder_buffers_until_it_flushes_and_names_the_rows_it_will_write(store):
+    reader = Introspection(store)
+    recorder = store.recorder()
+    sid = recorder.start_session(title="batched")
+    turn, it = record_a_turn(recorder, sid)
+    assert recorder.buffered == 5
+    assert reader.get_session(sid) is None  # buffered: not written, and not said to be
+    results = recorder.flush()
+    assert recorder.buffered == 0 and results[:2] == [sid, turn]
+    read = reader.read_session(sid)
+    (recorded,) = read["transcript"]["turns"]
+    assert (recorded["id"], recorded["answer"]) == (turn, "deployed")
+    assert recorded["iterations"][0]["id"] == it
+    assert [b["code"] for b in recorded["iterations"][0]["blocks"]] == ["make", "make deploy"]
+    assert reader.list_sessions("7f3a")[0]["id"] == sid  # its search text, written once
+
+
+def test_a_recorder_flushes_by_count_and_on_close_even_after_an_exception(store):
+    reader = Introspection(store)
+    recorder = store.recorder(batch_events=3)
+    sid = recorder.start_session(title="counted")
+    recorder.start_turn(sid, "one")
+    assert recorder.buffered == 2
+    recorder.start_turn(sid, "two")  # the third event: a batch
+    assert recorder.buffered == 0 and reader.get_session(sid)["turn_count"] == 2
+    with pytest.raises(RuntimeError), store.recorder() as recorder:
+        later = recorder.start_session(title="left by an exception")
+        raise RuntimeError("the agent crashed")
+    assert reader.get_session(later)["title"] == "left by an exception"
+
+
+def test_a_refused_batch_writes_nothing_and_names_the_event(store, kb):
+    sid = store.start_session(title="s")
+    recorder = store.recorder()
+    recorder.start_turn(sid, "fine")
+    recorder.record_iteration("no-such-turn", prose="x")
+    seq = kb.seq
+    with pytest.raises(Refused) as refused_batch:
+        recorder.flush()
+    refusal = refused_batch.value
+    assert (refusal.kind, refusal.data) == ("bad-session", {"field": "turn_id", "event": 1})
+    assert "nothing of the batch was written" in refusal.message
+    assert kb.seq == seq and Introspection(store).get_session(sid)["turn_count"] == 0
+    assert recorder.buffered == 0
+    for events, field in (
+        ([], "events"),
+        ([{"verb": "drop_table"}], "events[0].verb"),
+        ([{"verb": "start_turn", "fields": {"sesion_id": sid}}], "events[0].fields.sesion_id"),
+        ([{"verb": "start_session", "fields": {"id": "NOT-A-UUID"}}], "id"),
+    ):
+        with pytest.raises(Refused) as bad:
+            store.record_batch(events)
+        assert bad.value.data["field"] == field
+    taken = [{"verb": "start_session", "fields": {"id": sid}}]
+    with pytest.raises(Refused, match="exists already"):
+        store.record_batch(taken)
+
+
+def test_recording_through_a_daemon_is_batched_and_authorized_per_event(start_daemon):
+    daemon = start_daemon(principals={"AgentBoreas": "agent", "AgentAtlas": "agent"})
+    with daemon.client("AgentBoreas") as boreas, daemon.client("AgentAtlas") as atlas:
+        own = SessionStore(boreas)
+        seq = boreas.seq
+        with own.recorder() as recorder:
+            sid = recorder.start_session(title="boreas, batched")
+            record_a_turn(recorder, sid)
+        assert boreas.seq == seq + 1  # five events, one write
+        read = Introspection(boreas).read_session(sid)
+        assert read["session"]["turns"][0]["answer"] == "deployed"
+        intruder = SessionStore(atlas).recorder()
+        intruder.start_turn(sid, "mine now")
+        with pytest.raises(Refused) as refused_batch:
+            intruder.flush()
+        assert refused_batch.value.kind == "koinii/foreign-session"
+        assert refused_batch.value.data["event"] == 0
+        assert Introspection(boreas).get_session(sid)["turn_count"] == 1

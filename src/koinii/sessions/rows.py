@@ -257,22 +257,22 @@ class RowWriter:
         return values["n"]
 
     def block(self, iteration_n: int, position: int, block: dict[str, Any]) -> str:
-        block_id = new_id()
+        block_id = block.get("id") or new_id()  # a recorder names its rows itself
         self.insert(
             "block",
             {
+                **block,
                 "id": block_id,
                 "iteration_n": iteration_n,
                 "position": position,
-                **block,
                 "timeout": int(block["timeout"]),
             },
         )
         return block_id
 
     def iteration(self, attempt_n: int, position: int, it: dict[str, Any]) -> str:
-        iteration_id = new_id()
-        values = {k: v for k, v in it.items() if k not in ("tokens", "blocks")}
+        iteration_id = it.get("id") or new_id()
+        values = {k: v for k, v in it.items() if k not in ("tokens", "blocks", "id")}
         iteration_n = self.insert(
             "iteration",
             {
@@ -317,7 +317,7 @@ class RowWriter:
     ) -> str:
         """A whole turn: attempts, iterations, blocks, attachments, routing, search text."""
         turn_n = (session_n << schema.TURN_BITS) | ordinal
-        turn_id = new_id()
+        turn_id = turn.get("id") or new_id()
         self.insert(
             "turn",
             {
@@ -362,7 +362,7 @@ class RowWriter:
         owner: str | None = None,
     ) -> tuple[int, str, int]:
         """A new session with its state 0, started by `owner`: (n, id, state n)."""
-        session_id = new_id()
+        session_id = session.get("id") or new_id()
         title = session["title"]
         session_n = self.insert(
             "session",
