@@ -78,8 +78,9 @@ class Tools:
 
 
 @contextlib.asynccontextmanager
-async def mcp_agent(daemon, agent: str, *extra: str) -> AsyncIterator[Tools]:
+async def mcp_agent(daemon, agent: str, *extra: str, cwd=None) -> AsyncIterator[Tools]:
     params = StdioServerParameters(
+        cwd=cwd,
         command=sys.executable,
         args=[
             "-m",
@@ -325,6 +326,29 @@ def test_a_team_makes_a_release_decision_through_mcp(daemon):
         service.wait(15)
     ops = daemon.client("Ops")
     assert ops.query(VERSION, "CxTeam") == [{"?version": 16}]
+
+
+# --- the project ------------------------------------------------------------------------------
+
+
+def test_a_wrap_is_filed_under_the_servers_project_unless_it_names_one(daemon, tmp_path):
+    service = tmp_path / "shop" / "services" / "checkout"
+    service.mkdir(parents=True)
+    (tmp_path / "shop" / ".git").mkdir()
+
+    async def script():
+        async with mcp_agent(daemon, "AgentBoreas", cwd=service) as boreas:
+            derived = await boreas.wrap_session(session_id="s-derived", notes=["a"])
+            named = await boreas.wrap_session(
+                session_id="s-named", notes=["b"], project_id="hive:web"
+            )
+        async with mcp_agent(daemon, "AgentCyra", "--project", "hive:api", cwd=service) as cyra:
+            given = await cyra.wrap_session(session_id="s-given", notes=["c"])
+        return derived, named, given
+
+    derived, named, given = play(script)
+    assert derived["project_id"] == "shop:services:checkout"
+    assert (named["project_id"], given["project_id"]) == ("hive:web", "hive:api")
 
 
 # --- the cursor --------------------------------------------------------------------------------

@@ -456,3 +456,34 @@ def test_recording_through_a_daemon_is_batched_and_authorized_per_event(start_da
         assert refused_batch.value.kind == "koinii/foreign-session"
         assert refused_batch.value.data["event"] == 0
         assert Introspection(boreas).get_session(sid)["turn_count"] == 1
+
+
+# --- projects -----------------------------------------------------------------------------------
+
+
+def test_an_imported_session_carries_the_project_of_its_directory(store, tmp_path):
+    reports = {pathlib.Path(r["path"]).name: r for r in import_paths(store, [DEPTH])}
+    reader = Introspection(store)
+    # the samples' directories are not on this machine: known by their names
+    assert reader.read_session(reports[PARENT.name]["session_id"])["session"]["project_id"] == (
+        "checkout"
+    )
+    assert reader.read_session(reports[ROLLOUT.name]["session_id"])["session"]["project_id"] == (
+        "shop"
+    )
+    # a transcript of a directory this machine has: its repository and the folders below
+    (tmp_path / "shop" / ".git").mkdir(parents=True)
+    here = tmp_path / "shop" / "services" / "checkout"
+    here.mkdir(parents=True)
+    lines = [json.loads(line) for line in PARENT.read_text().splitlines()]
+    for line in lines:
+        if "cwd" in line:
+            line["cwd"] = str(here)
+        if "sessionId" in line:
+            line["sessionId"] = "6a1d3e2f-8b5c-4d2e-af30-4b7c9d1e2f30"
+    copy = tmp_path / "6a1d3e2f-8b5c-4d2e-af30-4b7c9d1e2f30.jsonl"
+    copy.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (report,) = import_paths(store, [copy])
+    assert reader.get_session(report["session_id"]) is not None
+    read = reader.read_session(report["session_id"])
+    assert read["session"]["project_id"] == "shop:services:checkout"

@@ -16,12 +16,15 @@ Invariants:
 - The session tools (`read_session`, `get_session`, `list_sessions`) exist only when
   introspection is on (off by default, sessions.md §3); `--session` names the agent's
   own session, which they read by default and `--record` writes each tool call into.
+- The server has a project (`--project`, else the git repository of its working
+  directory: koinii/projects.py): `wrap_session` files under it unless told another.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import os
 import threading
 import time
 import typing
@@ -33,6 +36,7 @@ from koinii.channel import Agent, join, local, wire
 from koinii.errors import KoiniiError, Refused
 from koinii.narrator import Narrator, Told
 from koinii.operations import invoker
+from koinii.projects import project_of
 from koinii.terms import parse, show
 
 __all__ = ["INSTRUCTIONS", "REFUSAL_FIXES", "build_server", "run"]
@@ -176,8 +180,14 @@ def build_server(
     introspection: bool = False,
     session: str | None = None,
     record: bool = False,
+    project: str | None = None,
+    directory: str | None = None,
 ):
-    """The FastMCP server for one agent (joined now, so a bad channel fails at start)."""
+    """The FastMCP server for one agent (joined now, so a bad channel fails at start).
+
+    Its project — the `project_id` its wraps and its recorded session carry unless a
+    call names one — is `project`, else the one `directory` (default: the server's
+    working directory) belongs to, by the rule of koinii/projects.py."""
     from mcp.server.fastmcp import FastMCP
 
     import koinii
@@ -188,7 +198,9 @@ def build_server(
         medium = local(koinii.open_kb(db))
     agent: Agent = join(medium, channel, agent_id)
     store = agent.store
-    sessions = _Sessions(store, session, record) if (introspection or record) else None
+    if project is None:
+        project = project_of(directory if directory is not None else os.getcwd())
+    sessions = _Sessions(store, session, record, project) if (introspection or record) else None
     instructions = INSTRUCTIONS.format(agent=agent_id, channel=channel)
     if introspection:
         instructions += SESSION_INSTRUCTIONS
@@ -439,6 +451,8 @@ def build_server(
         """At the end of your session: record your notes, decisions and conventions and
         file a wrap for the coordinator that spawned you (`parent_session_id`: its
         session). A top-level coordinator leaves parent_session_id out to wrap its own.
+        project_id defaults to this server's project (its --project, or the git
+        repository it runs in, e.g. shop:services:checkout).
         Example: wrap_session(session_id="s-42", parent_session_id="s-lead",
         notes=["Prod runs PostgreSQL 16"]). Returns the wrap."""
         from koinii.wraps import wrap_session as wrap
@@ -447,7 +461,7 @@ def build_server(
             agent,
             session_id=session_id,
             parent_session_id=parent_session_id,
-            project_id=project_id,
+            project_id=project_id if project_id is not None else project,
             notes=notes or (),
             decisions=decisions or (),
             conventions=conventions or (),
@@ -589,14 +603,16 @@ class _Sessions:
     calls are written in batches (sessions.md, "Recording in batches"): a session read
     and the server's end flush what is buffered."""
 
-    def __init__(self, store: Any, session: str | None, record: bool) -> None:
+    def __init__(self, store: Any, session: str | None, record: bool, project: str | None) -> None:
         from koinii.sessions import Introspection, SessionStore
 
         self.store = SessionStore(store)
         self.recording = record
         self.recorder = self.store.recorder() if record else None
         if session is None and record:
-            session = self.recorder.start_session(channel="mcp", title="an agent's tool calls")
+            session = self.recorder.start_session(
+                channel="mcp", title="an agent's tool calls", project_id=project
+            )
         elif session is not None:
             found = invoker(store)("sessions.get_session", target=session)
             if found is None:

@@ -139,7 +139,13 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
     help="Record every tool call into the agent's session as a turn (a new session "
     "unless --session names one).",
 )
-def mcp_command(agent_id, channel, url, token, db, introspection, session, record) -> None:
+@click.option(
+    "--project",
+    default=None,
+    help="The project its wraps are filed under [default: KOINII_PROJECT, else the git "
+    "repository of the working directory, e.g. shop:services:checkout].",
+)
+def mcp_command(agent_id, channel, url, token, db, introspection, session, record, project) -> None:
     """Serve an MCP server over stdio: an LLM agent joins CHANNEL as AGENT."""
     from koinii.mcp_server import run
 
@@ -154,6 +160,7 @@ def mcp_command(agent_id, channel, url, token, db, introspection, session, recor
         introspection=introspection,
         session=session,
         record=record,
+        project=project,
     )
 
 

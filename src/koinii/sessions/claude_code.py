@@ -31,6 +31,9 @@ of it:
   child session of the file's session (`parent_session_id`), one per `agentId` (or per
   `agent-<id>.jsonl` file), keyed `claude-code:<sessionId>/agent-<id>`, with the Task
   call that started it when the parent says (`toolUseResult.agentId`, `agent_progress`).
+- **Project:** the `project_id` of the first prompt's `cwd` (koinii/projects.py: the
+  repository's name and the folders below it, where this machine has the directory;
+  else its name); the cwd itself is kept in the session's meta.
 - **Title:** `custom-title` > `ai-title` > a `summary` record whose `leafUuid` is in this
   conversation — found in any `.jsonl` file of the same folder — > the first real prompt
   > the first slash command.
@@ -55,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from koinii.projects import project_of_recorded
 from koinii.sessions import checks, jsonl
 
 SOURCE = "claude-code"
@@ -766,7 +770,7 @@ def _import_conversation(
     session = {
         "channel": SOURCE,
         "title": title,
-        "project_id": found.cwd,
+        "project_id": project_of_recorded(found.cwd),
         "provider": "anthropic",
         "model": found.model,
         "created_at": found.started,
@@ -775,6 +779,7 @@ def _import_conversation(
         "meta": {
             "source": SOURCE,
             "source_session_id": source_id,
+            "cwd": found.cwd,
             "path": os.path.abspath(path),
             "version": found.version,
             "git_branch": found.git_branch,

@@ -22,6 +22,8 @@ makes of it:
   store keeps reasoning apart, so `output` here is output minus reasoning.
 - **Outcome.** `task_complete` → done; `turn_aborted` → interrupted (cancelled); an
   `event_msg/error` → error.
+- **Project:** the `project_id` of `session_meta.cwd` (koinii/projects.py); the cwd is
+  kept in the session's meta.
 - **Title:** the last `thread_name_updated`, else the first prompt. **Model:** from
   `turn_context`; **provider:** `session_meta.model_provider`.
 - **Idempotent** by `codex:<session id>`, with a fingerprint of the records read, the
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from koinii.projects import project_of_recorded
 from koinii.sessions import checks, jsonl
 
 SOURCE = "codex"
@@ -390,7 +393,7 @@ def import_file(store: Any, path: Path) -> dict[str, Any]:
     session = {
         "channel": SOURCE,
         "title": title or None,
-        "project_id": found.cwd,
+        "project_id": project_of_recorded(found.cwd),
         "provider": found.provider,
         "model": found.model,
         "created_at": found.started,
@@ -398,6 +401,7 @@ def import_file(store: Any, path: Path) -> dict[str, Any]:
         "meta": {
             "source": SOURCE,
             "source_session_id": source_id,
+            "cwd": found.cwd,
             "path": os.path.abspath(path),
             "version": found.version,
             "originator": found.originator,
