@@ -272,6 +272,8 @@ def test_import_prints_json_and_piped_tables_keep_whole_names(tmp_path):
         assert name in again.output
     shown = runner.invoke(main, ["sessions", "show", PARENT_ID, "--db", db])
     assert shown.exit_code == 0 and "Fix VAT rounding in checkout" in shown.output
+    assert "child: " in shown.output and "(agent a1b2c3d)" in shown.output
+    assert "fork: version 0 after turn 1, 1 turn(s) of its own" in shown.output
     listed = runner.invoke(main, ["sessions", "search", "banker rounding", "--db", db])
     assert "tool" in listed.output and "banker" in listed.output
 

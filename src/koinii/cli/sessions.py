@@ -178,6 +178,16 @@ def show_session(target, as_json, db, url, token) -> None:
     )
     if session.get("project_id"):
         console.print(f"project: {session['project_id']}")
+    if session.get("parent_session_id"):
+        console.print(f"child of: {_short(session['parent_session_id'])}")
+    for child in found["children"]:
+        agent = f" (agent {child['agent_id']})" if child.get("agent_id") else ""
+        console.print(f"child: {_short(child['id'])}{agent}  {child['title'] or ''}")
+    for state in found["session_forks"][:-1]:  # the earlier states (the last is current)
+        after = "" if state["fork_position"] is None else f" after turn {state['fork_position']}"
+        console.print(
+            f"fork: version {state['version']}{after}, {len(state['turns'])} turn(s) of its own"
+        )
     turns = Table("#", "OUTCOME", "ITER", "REQUEST", "ANSWER", box=None, pad_edge=False)
     for turn in session["turns"]:
         turns.add_row(
