@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from koinii import protocol
 from koinii.errors import Unavailable
 from koinii.kb import Edited, Retracted, Sentex
-from koinii.protocol import Call, Context, Endpoint, Entry, Goal, Sentence
+from koinii.protocol import Call, Context, Endpoint, Entry, Goal, Polled, Sentence, Watching
 from koinii.terms import Term
 
 __all__ = ["Client", "connect"]
@@ -254,12 +254,12 @@ class Client:
         max_events: int | None = None,
         *,
         since: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> Watching:
         """Open a subscription: `{token, cursor: 0, max_events, seq}`; then `poll` it.
         With `since`, it starts with the events of the writes after that seq (resume)."""
         return self._run(protocol.watch(goal, ctx, max_events, since))
 
-    def poll(self, token: str, cursor: int, wait_ms: int = 0) -> dict[str, Any]:
+    def poll(self, token: str, cursor: int, wait_ms: int = 0) -> Polled:
         """Events after `cursor`: `{events: [Event…], cursor, lagged}` (long-polls `wait_ms`)."""
         return self._run(protocol.poll(token, cursor, wait_ms))
 

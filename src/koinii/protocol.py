@@ -15,11 +15,11 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar, cast
 from urllib.parse import urlsplit
 
 from koinii.errors import Refused, Unavailable
-from koinii.kb import Edited, Retracted, Sentex
+from koinii.kb import Edited, Event, Retracted, Sentex
 from koinii.terms import Sym, Term, show
 from koinii.wire import (
     API,
@@ -30,7 +30,18 @@ from koinii.wire import (
     decode_sentex,
 )
 
-__all__ = ["DEFAULT_URL", "Call", "Context", "Endpoint", "Entry", "Goal", "Sentence", "endpoint"]
+__all__ = [
+    "DEFAULT_URL",
+    "Call",
+    "Context",
+    "Endpoint",
+    "Entry",
+    "Goal",
+    "Polled",
+    "Sentence",
+    "Watching",
+    "endpoint",
+]
 
 DEFAULT_URL = "http://127.0.0.1:7411"
 
@@ -105,6 +116,26 @@ Sentence = Term  # a term, or its text: "(usesDatabase ProdCluster Postgres)"
 Context = str | Sym  # "CxAtlas", or Sym("CxAtlas"); "?ctx" where a read allows any
 Goal = Term | list[Term]  # one pattern, or a list of them (a conjunction)
 Entry = tuple[Sentence, Context] | tuple[Sentence, Context, Mapping[str, Any]]
+
+
+class Watching(TypedDict):
+    """What `watch` answers: the subscription's token, its cursor (0), its ring's size,
+    and the seq of the last write before it (it sees every write after)."""
+
+    token: str
+    cursor: int
+    max_events: int
+    seq: int
+
+
+class Polled(TypedDict):
+    """What `poll` answers: the events after the cursor, the cursor to poll next, and
+    how many events fell off the ring since the last poll (then: resnapshot)."""
+
+    events: list[Event]
+    cursor: int
+    lagged: int
+
 
 # The operations that take a `budget_ms` (the daemon's table says the same).
 BUDGETED = frozenset(
@@ -217,9 +248,8 @@ def _entries(add: Sequence[Entry]) -> list[dict[str, Any]]:
     return entries
 
 
-def _events(reply: dict[str, Any]) -> dict[str, Any]:
-    reply["events"] = [decode_event(e) for e in reply["events"]]
-    return reply
+def _events(reply: dict[str, Any]) -> Polled:
+    return cast(Polled, {**reply, "events": [decode_event(e) for e in reply["events"]]})
 
 
 # --- the operations, one builder each (the `KB` surface and the wire feed) ---------------
@@ -347,7 +377,7 @@ def stats() -> Call[dict[str, Any]]:
 
 def watch(
     goal: Goal | None, ctx: Context | None, max_events: int | None, since: int | None
-) -> Call[dict[str, Any]]:
+) -> Call[Watching]:
     fields = {
         "goal": None if goal is None else _goal(goal),
         "context": _ctx(ctx),
@@ -357,7 +387,7 @@ def watch(
     return Call("watch", fields, _as_is)
 
 
-def poll(token: str, cursor: int, wait_ms: int) -> Call[dict[str, Any]]:
+def poll(token: str, cursor: int, wait_ms: int) -> Call[Polled]:
     fields = {"token": token, "cursor": cursor, "wait_ms": wait_ms}
     return Call("poll", fields, _events, _long(wait_ms))
 
