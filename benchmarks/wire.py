@@ -67,6 +67,7 @@ import psutil
 
 import koinii
 from koinii.client import _Transport
+from koinii.protocol import Call, endpoint
 
 HOST = "127.0.0.1"
 LOAD_CONTEXT = "CxBench"
@@ -218,10 +219,10 @@ def ceiling_server() -> Iterator[Server]:
     port = free_port()
     url = f"http://{HOST}:{port}"
     with child_processes(serve_ceiling, [(port,)]) as (server,):
-        probe = _Transport(url, None, 1)
+        probe = _Transport(endpoint(url, None), 1)
         try:
             wait_until_answering(
-                lambda: probe.post(CEILING_PATH, {}), server.is_alive, "the ceiling server"
+                lambda: probe.post(CEILING_PATH, b"{}"), server.is_alive, "the ceiling server"
             )
         finally:
             probe.close()
@@ -264,11 +265,13 @@ def writer(kind: str, url: str) -> Iterator[Callable[[str], Any]]:
         with koinii.connect(url) as client:
             yield lambda sentence: client.assert_(sentence, LOAD_CONTEXT)
         return
-    transport = _Transport(url, None, 30)
+    transport = _Transport(endpoint(url, None), 30)
+
+    def body(sentence: str) -> bytes:  # encoded as the client encodes an operation's
+        return Call("x", {"sentence": sentence, "context": LOAD_CONTEXT}, id).request(None)[0]
+
     try:
-        yield lambda sentence: transport.post(
-            CEILING_PATH, {"sentence": sentence, "context": LOAD_CONTEXT}
-        )
+        yield lambda sentence: transport.post(CEILING_PATH, body(sentence))
     finally:
         transport.close()
 

@@ -42,7 +42,7 @@ from koinii.identity import (
 from koinii.kb import Edited, Event, Sentex
 from koinii.operations import invoker
 from koinii.speech import ACCEPTS, ANSWERS, CLOSES, DISPUTES, ENDORSES, JUSTIFIES, QUERIES, ref
-from koinii.terms import QUOTE, Sym, Var, parse, show
+from koinii.terms import QUOTE, Sym, Term, Var, parse, show
 
 __all__ = [
     "STANCES",
@@ -364,7 +364,7 @@ class Agent:
 
     # --- moves ------------------------------------------------------------------------------
 
-    def assert_(self, sentence: Any, **opts: Any) -> int:
+    def assert_(self, sentence: Term, **opts: Any) -> int:
         """Originate a claim in the agent's own context."""
         term = self._check(sentence, opts)
         return self.store.assert_(term, self.context, **self._opts(opts))
