@@ -192,21 +192,18 @@ def serve(
     )
 
 
-@main.command(short_help="Move a whole store between SQLite and PostgreSQL.")
+@main.command(short_help="Move a whole store between SQLite, PostgreSQL and an export.")
 @click.option("--from", "source", required=True, help="The store to copy (path or DSN).")
 @click.option("--to", "target", required=True, help="An empty store to fill (path or DSN).")
 def migrate(source: str, target: str) -> None:
-    """Move a whole store between SQLite and PostgreSQL, handles and seqs kept."""
+    """Move a whole store between SQLite and PostgreSQL, handles and seqs kept; a
+    *.jsonl path is an export (`koinii export`): migrate from one to make a store of it."""
+    from rich.console import Console
+
     from koinii.kb.store.migrate import migrate as move
 
-    with click.progressbar(length=0, label="moving", show_pos=True) as bar:
-
-        def progress(what: str, rows: int) -> None:
-            bar.length = (bar.length or 0) + rows
-            bar.label = f"moving {what}"
-            bar.update(rows)
-
-        counts = refusing(lambda: move(source, target, progress))
+    with Console(stderr=True).status(f"moving {source} to {target}"):
+        counts = refusing(lambda: move(source, target))
     for what, rows in counts.items():
         click.echo(f"{what:<24} {rows:>10,}")
 
@@ -270,3 +267,8 @@ COMMAND_MODULES: tuple[str, ...] = ("adjudicate", "wraps", "sessions")
 
 for _name in COMMAND_MODULES:
     main.add_command(importlib.import_module(f"koinii.cli.{_name}").command)
+
+# Commands about a store as a whole and about belief: each module's COMMANDS are added.
+for _name in ("store", "reads"):
+    for _command in importlib.import_module(f"koinii.cli.{_name}").COMMANDS:
+        main.add_command(_command)

@@ -127,7 +127,7 @@ def retract_command(handle, as_json, url, token, db) -> None:
     if as_json:
         return echo_json(retracted)
     click.echo(
-        f"retracted #{handle}: {len(retracted['removed_sentexes'])} sentex(es) removed, "
+        f"retracted #{handle}: {retracted['removed_sentexes']} sentex(es) removed, "
         f"seq {retracted['seq']}"
     )
 
@@ -154,8 +154,7 @@ def withdraw_command(handle, agent_id, channel, as_json, url, token, db) -> None
     if as_json:
         return echo_json(edited)
     click.echo(
-        f"withdrew #{handle}: {len(edited['removed_sentexes'])} sentex(es) removed, "
-        f"seq {edited['seq']}"
+        f"withdrew #{handle}: {edited['removed_sentexes']} sentex(es) removed, seq {edited['seq']}"
     )
 
 
