@@ -67,7 +67,7 @@ def test_bad_arguments_exit_2_with_usage():
     result = koinii_cli("assert", "(p a)")  # no --context
     assert result.returncode == 2 and "--context" in result.stderr
     assert koinii_cli("no-such-command").returncode == 2
-    assert koinii_cli("mcp", "--agent", "AgentAtlas", "--channel", "CxDeploy").returncode == 2
+    assert koinii_cli("mcp", "--agent", "AgentAtlas").returncode == 2  # no --channel
 
 
 def test_tail_receives_a_write_made_by_another_process(daemon):

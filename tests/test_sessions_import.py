@@ -333,6 +333,7 @@ def test_import_through_a_real_daemon(start_daemon):
 
 def test_the_cli_imports_lists_searches_and_shows(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KOINII_DB", "koinii.db")
     runner = CliRunner()
     done = runner.invoke(main, ["sessions", "import", str(SAMPLES)])
     assert done.exit_code == 0, done.output
@@ -355,6 +356,7 @@ def test_the_cli_imports_lists_searches_and_shows(tmp_path, monkeypatch):
 
 def test_the_cli_agent_reads_are_offered_only_while_introspection_is_on(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KOINII_DB", "koinii.db")
     monkeypatch.delenv("KOINII_INTROSPECTION", raising=False)
     runner = CliRunner()
     runner.invoke(main, ["sessions", "import", str(SAMPLES), "--quiet"])
@@ -372,6 +374,7 @@ def test_the_cli_agent_reads_are_offered_only_while_introspection_is_on(tmp_path
 
 def test_the_cli_refuses_to_read_a_store_that_is_not_there(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KOINII_DB", "koinii.db")
     result = CliRunner().invoke(main, ["sessions", "list"])
     assert result.exit_code != 0 and "no store at koinii.db" in result.output
 

@@ -14,6 +14,8 @@ import click
 import koinii
 from koinii.errors import Refused, Unavailable
 
+UNREACHABLE_HINT = "start it with `koinii serve`, or give --db FILE to open a store in-process"
+
 
 class _Koinii(click.Group):
     """The command group: a refusal or a failure ends the command with one readable line.
@@ -21,7 +23,15 @@ class _Koinii(click.Group):
     Exit codes: 0 done; 1 refused (the line names the refusal's kind); 2 bad usage, or a
     daemon refusing to bind a non-loopback address without tokens; 3 the daemon cannot be
     reached; 4 an unexpected error (the traceback with --debug).
+
+    `--debug` is taken anywhere on the line (`koinii query … --debug`), before a `--`.
     """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        end = args.index("--") if "--" in args else len(args)
+        if "--debug" in args[:end]:
+            args = ["--debug", *(a for a in args[:end] if a != "--debug"), *args[end:]]
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -30,7 +40,7 @@ class _Koinii(click.Group):
             click.echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
             sys.exit(1)
         except Unavailable as unavailable:
-            click.echo(f"koinii: unavailable: {unavailable}", err=True)
+            click.echo(f"koinii: unavailable: {unavailable} ({UNREACHABLE_HINT})", err=True)
             sys.exit(3)
         except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt, SystemExit):
             raise
@@ -182,21 +192,18 @@ def serve(
     )
 
 
-@main.command()
+@main.command(short_help="Move a whole store between SQLite, PostgreSQL and an export.")
 @click.option("--from", "source", required=True, help="The store to copy (path or DSN).")
 @click.option("--to", "target", required=True, help="An empty store to fill (path or DSN).")
 def migrate(source: str, target: str) -> None:
-    """Move a whole store between SQLite and PostgreSQL, handles and seqs kept."""
+    """Move a whole store between SQLite and PostgreSQL, handles and seqs kept; a
+    *.jsonl path is an export (`koinii export`): migrate from one to make a store of it."""
+    from rich.console import Console
+
     from koinii.kb.store.migrate import migrate as move
 
-    with click.progressbar(length=0, label="moving", show_pos=True) as bar:
-
-        def progress(what: str, rows: int) -> None:
-            bar.length = (bar.length or 0) + rows
-            bar.label = f"moving {what}"
-            bar.update(rows)
-
-        counts = refusing(lambda: move(source, target, progress))
+    with Console(stderr=True).status(f"moving {source} to {target}"):
+        counts = refusing(lambda: move(source, target))
     for what, rows in counts.items():
         click.echo(f"{what:<24} {rows:>10,}")
 
@@ -260,3 +267,8 @@ COMMAND_MODULES: tuple[str, ...] = ("adjudicate", "wraps", "sessions")
 
 for _name in COMMAND_MODULES:
     main.add_command(importlib.import_module(f"koinii.cli.{_name}").command)
+
+# Commands about a store as a whole and about belief: each module's COMMANDS are added.
+for _name in ("store", "reads"):
+    for _command in importlib.import_module(f"koinii.cli.{_name}").COMMANDS:
+        main.add_command(_command)
