@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 import koinii
-from koinii.channel import join, local
+from koinii.channel import join, local, wire
 from tests.conftest import refused
 
 TEAM = "CxTeam"
@@ -190,3 +190,51 @@ def test_the_in_memory_store_searches_alike():
         kb.retract(handle)
         kb.assert_("(postgresMajorVersion ProdCluster 17)", TEAM)
         assert texts(kb.search("prod cluster", TEAM)) == ["(postgresMajorVersion ProdCluster 17)"]
+
+
+# --- over the wire: a real daemon, agents with their own tokens -------------------------
+
+
+def test_agents_search_over_the_wire_and_find_only_what_they_can_see(start_daemon):
+    daemon = start_daemon(
+        principals={"AgentAtlas": "agent", "AgentBo": "agent", "AgentCyd": "agent"}
+    )
+    atlas = join(wire(daemon.client("AgentAtlas")), TEAM, "AgentAtlas")
+    bo = join(wire(daemon.client("AgentBo")), TEAM, "AgentBo")
+    cyd = join(wire(daemon.client("AgentCyd")), "CxRivals", "AgentCyd")
+    claim = atlas.assert_("(postgresMajorVersion ProdCluster 16)")
+    cyd.assert_("(postgresMajorVersion RivalCluster 14)")
+    question = bo.pose_query('"Which postgres version does prod run?"')
+    hits = bo.search("postgres version")
+    assert {h.sentex.handle for h in hits} == {claim, question}
+    found = {h.sentex.handle: h for h in hits}
+    assert (found[claim].author, found[question].author) == ("AgentAtlas", "AgentBo")
+    assert found[claim].sentex.text == "(postgresMajorVersion ProdCluster 16)"
+    assert "[postgres]" in found[claim].snippet
+    assert [h.sentex.text for h in cyd.search("postgres version")] == [
+        "(postgresMajorVersion RivalCluster 14)"
+    ]
+    assert bo.search("postgres", limit=1)[0].sentex.handle in (claim, question)
+    predicates = {v["predicate"]: v for v in bo.vocabulary()}
+    assert predicates["postgresMajorVersion"]["count"] == 1
+    assert predicates["postgresMajorVersion"]["example"]["sentence"] == (
+        "(postgresMajorVersion ProdCluster 16)"
+    )
+    assert "postgresMajorVersion" in {v["predicate"] for v in cyd.vocabulary()}
+
+
+def test_a_search_over_the_wire_sees_the_writes_before_it(daemon):
+    with daemon.client() as client:
+        handle = client.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+        assert [h.sentex.handle for h in client.search("postgres", TEAM)] == [handle]
+        client.retract(handle)
+        assert client.search("postgres", TEAM) == []
+
+
+def test_bad_searches_over_the_wire_are_refused_by_name(daemon):
+    with daemon.client() as client:
+        assert refused(lambda: client.search("", TEAM)).kind == "bad-search"
+        assert refused(lambda: client.search("postgres", TEAM, limit=0)).kind == "bad-option"
+        assert refused(lambda: client.search("postgres", "team")).kind == "naming"
+        assert refused(lambda: client.vocabulary("?ctx")).kind == "read-only-context"
+        assert refused(lambda: client.search(7, TEAM)).kind not in ("internal-error",)

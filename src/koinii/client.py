@@ -23,13 +23,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from koinii.errors import Refused, Unavailable
-from koinii.kb import Edited, Retracted, Sentex
+from koinii.kb import Edited, Hit, Retracted, Sentex
 from koinii.terms import Sym, show
 from koinii.wire import (
     API,
     decode_bindings,
     decode_edited,
     decode_event,
+    decode_hit,
     decode_retracted,
     decode_sentex,
 )
@@ -147,6 +148,7 @@ _BUDGETED = frozenset(
         "check_edit",
         "load_text",
         "query",
+        "search",
         "sentexes_matching",
         "why",
         "contradictions",
@@ -295,6 +297,13 @@ class Client:
     def query(self, goal: Any, ctx: Any, *, limit: int | None = None) -> list[dict[str, Any]]:
         found = self._call("query", goal=_goal(goal), context=_ctx(ctx), limit=limit)
         return [decode_bindings(b) for b in found]
+
+    def search(self, text: Any, ctx: Any, *, limit: int = 10) -> list[Hit]:
+        found = self._call("search", text=text, context=_ctx(ctx), limit=limit)
+        return [decode_hit(h) for h in found]
+
+    def vocabulary(self, ctx: Any) -> list[dict[str, Any]]:
+        return self._call("vocabulary", context=_ctx(ctx))
 
     def argue(self, sentence: Any, ctx: Any) -> str:
         return self._call("argue", sentence=_text(sentence), context=_ctx(ctx))
