@@ -39,7 +39,7 @@ from koinii.identity import (
     context_for,
     place_agent_context,
 )
-from koinii.kb import Edited, Event, Sentex
+from koinii.kb import Edited, Event, Hit, Sentex
 from koinii.operations import invoker
 from koinii.speech import ACCEPTS, ANSWERS, CLOSES, DISPUTES, ENDORSES, JUSTIFIES, QUERIES, ref
 from koinii.terms import QUOTE, Sym, Term, Var, parse, show
@@ -640,6 +640,16 @@ class Agent:
         """Ancestor-set-aware bindings: the channel's whole current view of `goal` (or
         `ctx`'s)."""
         return self.store.query(goal, self.channel if ctx is None else ctx)
+
+    def search(self, text: str, *, limit: int = 10, ctx: Any = None) -> list[Hit]:
+        """What the channel (or `ctx`) sees whose words match `text`, best first — to
+        find what the team said without guessing its predicate (docs/search.md)."""
+        return self.store.search(text, self.channel if ctx is None else ctx, limit=limit)
+
+    def vocabulary(self, ctx: Any = None) -> list[dict[str, Any]]:
+        """The predicates in use where the channel (or `ctx`) sees, most used first,
+        each with its count and an example: the words to ask and claim in."""
+        return self.store.vocabulary(self.channel if ctx is None else ctx)
 
     # --- the feed -------------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from koinii import protocol
 from koinii.errors import Unavailable
-from koinii.kb import Edited, Retracted, Sentex
+from koinii.kb import Edited, Hit, Retracted, Sentex
 from koinii.protocol import Call, Context, Endpoint, Entry, Goal, Polled, Sentence, Watching
 from koinii.terms import Term
 
@@ -207,6 +207,12 @@ class Client:
 
     def query(self, goal: Goal, ctx: Context, *, limit: int | None = None) -> list[dict[str, Term]]:
         return self._run(protocol.query(goal, ctx, limit))
+
+    def search(self, text: str, ctx: Context, *, limit: int = 10) -> list[Hit]:
+        return self._run(protocol.search(text, ctx, limit))
+
+    def vocabulary(self, ctx: Context) -> list[dict[str, Any]]:
+        return self._run(protocol.vocabulary(ctx))
 
     def argue(self, sentence: Sentence, ctx: Context) -> str:
         return self._run(protocol.argue(sentence, ctx))

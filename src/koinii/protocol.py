@@ -19,13 +19,14 @@ from typing import Any, Generic, TypedDict, TypeVar, cast
 from urllib.parse import urlsplit
 
 from koinii.errors import Refused, Unavailable
-from koinii.kb import Edited, Event, Retracted, Sentex
+from koinii.kb import Edited, Event, Hit, Retracted, Sentex
 from koinii.terms import Sym, Term, show
 from koinii.wire import (
     API,
     decode_bindings,
     decode_edited,
     decode_event,
+    decode_hit,
     decode_retracted,
     decode_sentex,
 )
@@ -147,6 +148,7 @@ BUDGETED = frozenset(
         "check_edit",
         "load_text",
         "query",
+        "search",
         "sentexes_matching",
         "why",
         "contradictions",
@@ -333,6 +335,18 @@ def _bindings(found: list[dict[str, str]]) -> list[dict[str, Term]]:
 def query(goal: Goal, ctx: Context, limit: int | None) -> Call[list[dict[str, Term]]]:
     fields = {"goal": _goal(goal), "context": _ctx(ctx), "limit": limit}
     return Call("query", fields, _bindings)
+
+
+def _hits(found: list[dict[str, Any]]) -> list[Hit]:
+    return [decode_hit(h) for h in found]
+
+
+def search(text: str, ctx: Context, limit: int) -> Call[list[Hit]]:
+    return Call("search", {"text": text, "context": _ctx(ctx), "limit": limit}, _hits)
+
+
+def vocabulary(ctx: Context) -> Call[list[dict[str, Any]]]:
+    return Call("vocabulary", {"context": _ctx(ctx)}, _as_is)
 
 
 def argue(sentence: Sentence, ctx: Context) -> Call[str]:

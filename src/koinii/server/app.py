@@ -59,6 +59,7 @@ from koinii.wire import (
     RawJSON,
     encode_bindings,
     encode_edited,
+    encode_hit,
     encode_retracted,
     encode_sentex,
     render,
@@ -212,6 +213,19 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
             **BUDGET,
         },
         "solutions through the context's ancestor set, as bindings",
+    ),
+    "search": (
+        {
+            "text": ("string", True, "the words to look for, e.g. postgres version"),
+            "context": ("string", True, "search what this context sees (or CxEverything)"),
+            "limit": ("integer", False, "at most this many hits, 1 to 100 (default 10)"),
+            **BUDGET,
+        },
+        "ranked full-text search over what the context sees: hits with author and snippet",
+    ),
+    "vocabulary": (
+        {"context": ("string", True, "the predicates this context sees (or CxEverything)")},
+        "the predicates in use, with counts and an example each",
     ),
     "argue": ({**SENTENCE, **READ_CONTEXT}, "true | false | contradiction | unknown"),
     "believed": (
@@ -604,6 +618,20 @@ class Daemon:
     def op_query(self, caller: Caller, body: dict[str, Any]) -> Any:
         solutions = self.kb.query(body["goal"], body["context"], limit=body.get("limit"))
         return [encode_bindings(b) for b in solutions]
+
+    def op_search(self, caller: Caller, body: dict[str, Any]) -> Any:
+        # The store's index holds what is committed: commit the open group first, so a
+        # search sees every write made before it (kb/search.py). Not a snapshot read:
+        # the store's connection must not cross a fork.
+        self.flush()
+        budget = self.budget_for(caller, body, self.limits.query_budget_s)
+        with self.kb.budget(budget, "the search"):
+            limit = {"limit": body["limit"]} if body.get("limit") is not None else {}
+            hits = self.kb.search(body["text"], body["context"], **limit)
+        return [encode_hit(h) for h in hits]
+
+    def op_vocabulary(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.vocabulary(body["context"])
 
     def op_argue(self, caller: Caller, body: dict[str, Any]) -> Any:
         return self.kb.argue(body["sentence"], body["context"])

@@ -4,8 +4,9 @@
 placeholders; a subclass supplies the connection and its dialect — how to run a
 statement (`_run`, `_run_many`), how to open a transaction (`_transaction`), which driver
 errors to translate (`_errors`) — and everything that truly differs: opening, the writer
-lock, the schema migrations. Invariant: one `commit` is one transaction holding the
-sentex and justification rows, the domain records and the change-log entry, or nothing;
+lock, the schema migrations, the full-text search. Invariant: one `commit` is one
+transaction holding the sentex and justification rows, the sentexes' full-text rows
+(`fulltext`), the domain records and the change-log entry, or nothing;
 one `commit_group` is one transaction holding every write of the group, or nothing.
 What is loaded back always serves: provenance an older version stored with a value JSON
 cannot carry is repaired as it is read (`_extra`).
@@ -23,7 +24,7 @@ import orjson
 
 from koinii.errors import Refused
 from koinii.kb import values
-from koinii.kb.store import Commit, JustificationRow, Loaded, LogEntry, SentexRow
+from koinii.kb.store import Commit, JustificationRow, Loaded, LogEntry, SentexRow, fulltext
 
 log = logging.getLogger("koinii.store")
 
@@ -179,9 +180,14 @@ class SQLStore:
             self._run(UPSERT_SENTEX, _sentex_params(upserts[0], self._flag))
         elif upserts:
             self._run_many(UPSERT_SENTEX, [_sentex_params(n, self._flag) for n in upserts])
+        if len(upserts) == 1:  # the full-text index's row, in the same transaction
+            self._run(fulltext.INSERT_WORDS, fulltext.row(upserts[0].handle, upserts[0].atom))
+        elif upserts:
+            self._run_many(fulltext.INSERT_WORDS, [fulltext.row(n.handle, n.atom) for n in upserts])
         deletes = [(h,) for c in commits for h in c.deletes]
         if deletes:
             self._run_many("DELETE FROM sentex WHERE handle = ?", deletes)
+            self._run_many(fulltext.DELETE_WORDS, deletes)
         justifications = [
             (
                 j.id,
@@ -253,6 +259,10 @@ class SQLStore:
     def import_core(self, loaded: Loaded, log: list[tuple], meta: dict[str, int]) -> None:
         with self._translated("the import"), self._transaction():
             self._run_many(UPSERT_SENTEX, [_sentex_params(r, self._flag) for r in loaded.sentexes])
+            self._run_many(
+                fulltext.INSERT_WORDS,
+                fulltext.rows_of_text((r.handle, r.text) for r in loaded.sentexes),
+            )
             self._run_many(
                 INSERT_JUSTIFICATION,
                 [
