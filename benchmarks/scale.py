@@ -547,8 +547,7 @@ def koinii_feed(count: int, workdir: str) -> list[float]:
             with koinii.connect(url, token=writer_secret, timeout=5) as writer:
                 wait_for_health(writer, child)
                 return fan_out(
-                    count,
-                    lambda k: koinii_watcher(url, secrets[principals[k // 25]]),
+                    [("koinii", url, secrets[principals[k // 25]]) for k in range(count)],
                     lambda n: writer.assert_(f"(ping Item{n} {time.time_ns()})", "CxFeed"),
                 )
         finally:
@@ -635,57 +634,90 @@ def notify_feed(count: int) -> list[float]:
 
     with psycopg.connect(PG_ADMIN, autocommit=True) as sender:
         return fan_out(
-            count,
-            lambda k: notify_listener(),
+            [("notify",)] * count,
             lambda n: sender.execute(
                 "SELECT pg_notify('koinii_scale', %s)", (str(time.time_ns()),)
             ),
         )
 
 
-def fan_out(
-    count: int,
-    open_watcher: Callable[[int], contextlib.AbstractContextManager[Callable[[], list[int]]]],
-    send: Callable[[int], Any],
-) -> list[float]:
-    """`count` watcher threads, FEED_EVENTS paced sends: every watcher's latencies in ms,
+WATCHERS_PER_PROCESS = 10  # watcher threads a process holds: the rest in more processes
+
+
+def fan_out(watchers: Sequence[tuple], send: Callable[[int], Any]) -> list[float]:
+    """One watcher per item of `watchers` — `("koinii", url, token)` or `("notify",)` —
+    as threads, WATCHERS_PER_PROCESS to a process (so no one process's interpreter is
+    what is measured), then FEED_EVENTS paced sends: every watcher's latencies in ms,
     each watcher's first five events left out (they warm up)."""
-    heard: list[list[int]] = [[] for _ in range(count)]
-    ready = threading.Barrier(count + 1, timeout=120)
-    stop = threading.Event()
-    failures: list[BaseException] = []
+    groups = [
+        watchers[k : k + WATCHERS_PER_PROCESS]
+        for k in range(0, len(watchers), WATCHERS_PER_PROCESS)
+    ]
+    ready = SPAWN.Barrier(len(groups) + 1, timeout=120)
+    results = SPAWN.Queue()
+    children = [SPAWN.Process(target=_watch_group, args=(g, ready, results)) for g in groups]
+    for child in children:
+        child.start()
+    try:
+        try:
+            ready.wait()
+        except threading.BrokenBarrierError:
+            raise RuntimeError(f"a watcher failed to start: {results.get(timeout=5)!r}") from None
+        time.sleep(0.2)
+        for n in range(FEED_EVENTS):
+            send(n)
+            time.sleep(FEED_PACE_S)
+        heard: list[list[int]] = []
+        for _ in groups:
+            outcome, value = results.get(timeout=60)
+            if outcome != "ok":
+                raise RuntimeError(value)
+            heard.extend(value)
+    finally:
+        for child in children:
+            child.join(10)
+            if child.is_alive():
+                child.kill()
+    missing = sum(FEED_EVENTS - len(h) for h in heard)
+    if missing:
+        raise RuntimeError(f"{missing} of {len(watchers) * FEED_EVENTS} deliveries never arrived")
+    return [ns / 1e6 for h in heard for ns in h[5:]]
+
+
+def _watch_group(watchers: Sequence[tuple], ready: Any, results: Any) -> None:
+    """In a child process: a thread per watcher; each hears FEED_EVENTS events."""
+    heard: list[list[int]] = [[] for _ in watchers]
+    started = threading.Barrier(len(watchers) + 1, timeout=60)
+    failures: list[str] = []
 
     def watch(k: int) -> None:
+        kind, *args = watchers[k]
+        opened = koinii_watcher(*args) if kind == "koinii" else notify_listener()
         try:
-            with open_watcher(k) as receive:
-                ready.wait()
-                while len(heard[k]) < FEED_EVENTS and not stop.is_set():
+            with opened as receive:
+                started.wait()
+                deadline = time.monotonic() + 60
+                while len(heard[k]) < FEED_EVENTS and time.monotonic() < deadline:
                     heard[k].extend(receive())
         except threading.BrokenBarrierError:
             pass  # another watcher failed: its error is the one reported
         except BaseException as exc:
-            failures.append(exc)
-            ready.abort()
+            failures.append(repr(exc))
+            started.abort()
 
-    threads = [threading.Thread(target=watch, args=(k,), daemon=True) for k in range(count)]
+    threads = [threading.Thread(target=watch, args=(k,), daemon=True) for k in range(len(watchers))]
     for t in threads:
         t.start()
     try:
-        ready.wait()
+        started.wait()
     except threading.BrokenBarrierError:
-        raise RuntimeError(f"a watcher failed to start: {failures[:1]!r}") from None
-    time.sleep(0.2)
-    for n in range(FEED_EVENTS):
-        send(n)
-        time.sleep(FEED_PACE_S)
-    deadline = time.monotonic() + 30
+        results.put(("error", failures[:1]))
+        ready.abort()
+        return
+    ready.wait()
     for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
-    stop.set()
-    missing = sum(FEED_EVENTS - len(h) for h in heard)
-    if missing:
-        raise RuntimeError(f"{missing} of {count * FEED_EVENTS} deliveries never arrived")
-    return [ns / 1e6 for h in heard for ns in h[5:]]
+        t.join()
+    results.put(("error", failures[0]) if failures else ("ok", heard))
 
 
 # ================================================================ rules
