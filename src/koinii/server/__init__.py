@@ -171,7 +171,7 @@ def serve(
         host=host,
         port=port,
         log_level=log_level,
-        loop="uvloop",
+        loop="auto",  # uvloop, where it is installed (pyproject.toml), else asyncio
         http=guarded_protocol(connection_cap(limits.max_connections), limits.header_s),
         lifespan="on",
         # what is in flight when the stop begins finishes well within this (parked
