@@ -18,6 +18,7 @@ import koinii
 from koinii.server.app import OPERATIONS
 from koinii.server.tokens import add_token, revoke
 from tests.conftest import Daemon, free_port, pg_location, refused, wait_until
+from tests.web_client import Browser
 
 
 def first_line(daemon: Daemon) -> str:
@@ -131,6 +132,22 @@ def test_sighup_reloads_the_token_table(start_daemon):
         assert wait_until(lambda: not _works(boreas))
     with daemon.client("AgentAtlas") as atlas:
         assert atlas.stats()["seq"] >= 0  # the others' tokens unchanged
+
+
+def test_a_revoked_principals_web_view_ends_at_the_reload(start_daemon):
+    daemon = start_daemon(principals={"AgentAtlas": "agent", "Viewer": "reader"})
+    first_line(daemon)
+    table = daemon.args[daemon.args.index("--tokens") + 1]
+    viewer, atlas = Browser(daemon.url), Browser(daemon.url)
+    assert viewer.sign_in(daemon.tokens["Viewer"]).status == 303
+    assert atlas.sign_in(daemon.tokens["AgentAtlas"]).status == 303
+    assert viewer.get("/").status == 200
+    revoke(table, "Viewer")
+    assert viewer.get("/").status == 200  # until the daemon reads its table again
+    daemon.proc.send_signal(signal.SIGHUP)
+    assert "SIGHUP: reloaded" in daemon.proc.stderr.readline().decode()
+    assert viewer.get("/").status == 303  # back to the sign-in
+    assert atlas.get("/").status == 200
 
 
 def test_a_table_that_does_not_load_on_sighup_leaves_the_one_in_force(start_daemon):

@@ -46,7 +46,8 @@ class ViewSessions:
             raise Refused(
                 "unauthorized",
                 "that is not a token this daemon knows: paste the kt_… token that "
-                "`koinii token add` printed (any role; a reader token is enough)",
+                "`koinii token add` printed (any role; a reader token is enough); one "
+                "added while the daemon runs counts after kill -HUP <its pid>",
                 {},
             ) from None
         session = secrets.token_urlsafe(32)
