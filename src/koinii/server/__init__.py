@@ -120,7 +120,8 @@ def serve(
             )
         table = TokenTable(tokens) if tokens is not None else None
         if standby:
-            say(f"standby: waiting for the writer of {db} to stop, then taking over")
+            # not the location: a PostgreSQL URL may carry a password (the store masks it)
+            say("standby: waiting for the writer of the store to stop, then taking over")
         kb = open_kb(db, standby=standby, synchronous=synchronous)
         if standby:
             say(f"standby: took over, now the writer of {kb.location}")
