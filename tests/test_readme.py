@@ -99,6 +99,8 @@ def test_every_block_of_run_it_for_real_runs_in_order(tmp_path):
         for pid in daemons:
             wait_until(lambda pid=pid: not _alive(pid), timeout=20)
     step1, step2, step4, step5 = outputs
+    said = (tmp_path / "block-1.log").read_text()  # the daemon's, after the block ended
+    assert f"koinii serve: listening on http://127.0.0.1:{port} (pid {daemons[0]})" in said
     assert step1.startswith("kt_")  # the viewer's token, printed once
     assert step2.splitlines()[-1] == "answered"
     assert "PostgreSQL16" in step4 and "flaky test" in step4

@@ -139,6 +139,11 @@ def main(debug: bool) -> None:
     "normal: survives the daemon's death (docs/daemon.md, durability).",
 )
 @click.option("--log-level", default="warning", show_default=True)
+@click.option(
+    "--access-log",
+    is_flag=True,
+    help="Log every request (method, path, status, client) to stderr.",
+)
 def serve(
     db,
     host,
@@ -159,8 +164,14 @@ def serve(
     allow_hosts,
     synchronous,
     log_level,
+    access_log,
 ) -> None:
-    """Run the daemon: the single writer of one store, over HTTP."""
+    """Run the daemon: the single writer of one store, over HTTP.
+
+    It says on stderr where it listens, its store, writer or standby, and its token
+    table. SIGHUP reads the token table again; SIGTERM or SIGINT stops it cleanly.
+    Exit codes: 0 stopped, 1 refused (the store, the token table, or a port it cannot
+    have: cannot-listen), 2 a non-loopback address without a token table."""
     from koinii.server import Limits
     from koinii.server import serve as run
 
@@ -188,6 +199,7 @@ def serve(
             standby=standby,
             allow_hosts=allow_hosts,
             synchronous=synchronous,
+            access_log=access_log,
         )
     )
 

@@ -117,6 +117,8 @@ def status_of(kind: str) -> int:
         return 403
     if kind == "not-found":
         return 404
+    if kind == "method-not-allowed":
+        return 405
     if kind == "body-timeout":
         return 408
     if kind == "body-too-large":
@@ -917,6 +919,27 @@ def build_app(
     async def not_found(request: Request, exc: Exception) -> Response:
         return _refusal(Refused("not-found", f"no route {request.url.path}", {}))
 
+    async def wrong_method(request: Request, exc: Exception) -> Response:
+        """A route that exists, asked with a method it does not take: 405, naming the
+        methods it does take (an unknown operation under /v1 is still 404)."""
+        path = request.url.path
+        if path.startswith(API + "/") and path[len(API) + 1 :] not in endpoints:
+            return await not_found(request, exc)
+        allowed = (getattr(exc, "headers", None) or {}).get("Allow", "")
+        how = (
+            f"an operation is POST {path} with a JSON body"
+            if path.startswith(API + "/")
+            else f"this route takes {allowed}"
+        )
+        refusal = Refused(
+            "method-not-allowed",
+            f"{request.method} {path}: {how} (GET /api lists every operation)",
+            {"method": request.method, "allowed": [m for m in allowed.split(", ") if m]},
+        )
+        response = _refusal(refusal)
+        response.headers["Allow"] = allowed
+        return response
+
     async def housekeeping() -> None:
         while True:
             await asyncio.sleep(max(0.05, min(10.0, daemon.limits.idle_s / 10)))
@@ -965,7 +988,7 @@ def build_app(
         *web.routes(daemon),
     ]
     app = Starlette(
-        routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found}
+        routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: wrong_method}
     )
     app.state.daemon = daemon
     return app
@@ -1012,6 +1035,7 @@ def openapi_document() -> dict[str, Any]:
             ("400", "refused by a rule"),
             ("401", "missing, wrong or malformed token"),
             ("403", "outside the caller's scope, a foreign Origin, or a Host not served"),
+            ("405", "a method other than POST"),
             ("408", "the body did not arrive in time"),
             ("413", "body too large"),
             ("500", "internal error"),
