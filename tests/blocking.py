@@ -57,3 +57,78 @@ class Blocking:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Medium:
+    """An `achannel.wire(AsyncClient)` medium behind a blocking face: `join` returns an
+    `AsyncAgent` whose moves are called as if blocking (`Agent`)."""
+
+    def __init__(self, client: Any, loop: Loop) -> None:
+        from koinii import achannel
+
+        self.async_medium = achannel.wire(client)
+        self.store = Blocking(client, loop)
+        self._loop = loop
+
+    def join(self, channel: str, agent_id: str, **kwargs: Any) -> Agent:
+        from koinii import achannel
+
+        joined = self._loop.run(achannel.join(self.async_medium, channel, agent_id, **kwargs))
+        return Agent(joined, self)
+
+
+class Agent(Blocking):
+    """An `achannel.Agent` called as if blocking; `subscribe(goal, ctx, callback)` iterates
+    its async subscription in a task of the loop and calls `callback` for each event."""
+
+    def __init__(self, target: Any, medium: Medium) -> None:
+        super().__init__(target, medium._loop)
+        self.medium = medium
+        self.store = medium.store
+
+    def forged(self, context: str) -> Agent:
+        """This agent's handle on another context (a handle the write checks must stop)."""
+        from koinii import achannel, channel
+
+        moves = channel.Agent(self._target.moves.medium, self.agent, context, self.channel)
+        return Agent(achannel.Agent(self._target.medium, moves), self.medium)
+
+    def subscribe(self, goal, ctx, callback, **kwargs: Any) -> Subscribed:
+        subscription = self._target.subscribe(goal, ctx, **kwargs)
+        self._loop.run(subscription.open())
+        return Subscribed(subscription, callback, self._loop)
+
+
+class Subscribed:
+    """A running async subscription, with the blocking `channel.Subscription`'s face:
+    `token`, `last_seq`, `outages`, `running`, `stop()`. The callback runs off the loop
+    (as an async consumer's slow work awaits, it does not block the loop); a refusal
+    that ends the iteration goes to `on_error`, as a `channel.wire` one does."""
+
+    def __init__(self, subscription: Any, callback: Any, loop: Loop) -> None:
+        self.subscription = subscription
+        self._loop = loop
+        self.thread_name = None
+
+        async def deliver() -> None:
+            try:
+                async for event in subscription:
+                    try:
+                        await asyncio.to_thread(callback, event)
+                    except Exception as exc:  # loses only this event
+                        subscription._report(exc)
+            except Exception as exc:
+                subscription._report(exc)
+
+        self._task = asyncio.run_coroutine_threadsafe(deliver(), loop.loop)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.subscription, name)
+
+    @property
+    def running(self) -> bool:
+        return not self._task.done()
+
+    def stop(self) -> None:
+        self._loop.run(self.subscription.aclose())
+        self._task.result(10)

@@ -106,3 +106,32 @@ def test_importing_koinii_does_not_import_httpx():
     code = "import sys, koinii; assert 'httpx' not in sys.modules; koinii.aconnect; "
     code += "assert 'httpx' in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_two_asyncio_agents_converse_in_one_event_loop(daemon):
+    from koinii import achannel
+
+    async def scenario():
+        async with koinii.aconnect(daemon.url) as a, koinii.aconnect(daemon.url) as b:
+            atlas = await achannel.join(achannel.wire(a), "CxDeploy", "AgentAtlas")
+            boreas = await achannel.join(achannel.wire(b), "CxDeploy", "AgentBoreas")
+            questions = await boreas.subscribe("(queries ?who ?q)", "CxDeploy", wait_ms=5_000)
+            answers = await atlas.subscribe("(answers ?who ?what ?q)", "CxDeploy", wait_ms=5_000)
+
+            async def answer_the_first_question():
+                event = await anext(questions)
+                return await boreas.answer("PostgreSQL14", event.added[0]["handle"])
+
+            answering = asyncio.create_task(answer_the_first_question())
+            asked = await atlas.pose_query("(usesDatabase ProdCluster ?db)")
+            heard = await anext(answers)
+            answered = await answering
+            many = await asyncio.gather(*(atlas.assert_(f"(ready Part{i})") for i in range(8)))
+            await questions.aclose()
+            await answers.aclose()
+            return asked, answered, heard, many, await atlas.thread(asked)
+
+    asked, answered, heard, many, thread = run(scenario())
+    assert heard.added[0]["handle"] == answered
+    assert [a["handle"] for a in thread["answers"]] == [answered]
+    assert len(set(many)) == 8 and asked not in many

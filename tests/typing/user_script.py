@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import koinii
-from koinii import Client, Edited, Event, Refused, Retracted, Sentex, Sym, channel
+from koinii import Client, Edited, Event, Refused, Retracted, Sentex, Sym, achannel, channel
 
 
 def sync_client(client: Client) -> list[str]:
@@ -61,6 +61,19 @@ async def async_client() -> list[str]:
                 seen += [str(change["sentence"]) for change in event.added]
                 break
         return seen
+
+
+async def async_channel() -> list[str]:
+    async with koinii.aconnect() as client:
+        atlas = await achannel.join(achannel.wire(client), "CxDeploy", "AgentAtlas")
+        question: int = await atlas.pose_query("(usesDatabase ProdCluster ?db)")
+        seen = [str(question)]
+        async with atlas.subscribe("(answers ?who ?what ?q)", "CxDeploy") as events:
+            async for event in events:
+                seen += [str(change["sentence"]) for change in event.added]
+                break
+        withdrawn: Edited = await atlas.withdraw(question)
+        return seen + [str(withdrawn.seq)]
 
 
 if __name__ == "__main__":
