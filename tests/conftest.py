@@ -227,6 +227,33 @@ def client(daemon):
         yield c
 
 
+@pytest.fixture(params=["sync", "async"])
+def connect(request):
+    """connect(daemon_or_url, principal=None, **kw) -> a `Client`, or an `AsyncClient`
+    behind a blocking face (tests/blocking.py): a suite that connects through this runs
+    over both clients, unchanged."""
+    from tests.blocking import Blocking, Loop
+
+    loop = Loop() if request.param == "async" else None
+    made: list = []
+
+    def make(where, principal: str | None = None, **kw):
+        url = where if isinstance(where, str) else where.url
+        token = None if principal is None else where.tokens[principal]
+        if loop is None:
+            made.append(koinii.connect(url, token=token, **kw))
+        else:
+            made.append(Blocking(koinii.aconnect(url, token=token, **kw), loop))
+        return made[-1]
+
+    make.flavour = request.param
+    yield make
+    for client in made:
+        client.close()
+    if loop is not None:
+        loop.close()
+
+
 def refused(call) -> koinii.Refused:
     """The refusal `call()` raises (the test fails if it raises none)."""
     with pytest.raises(koinii.Refused) as refusal:

@@ -16,3 +16,10 @@ def mistakes(client: koinii.Client) -> None:
     found: list[Sentex] = client.sentexes_matching("(p ?x)", "CxA")
     found[0].handle + "1"  # error: operator
     client.poll("token", 0)["event"]  # error: typeddict-item
+
+
+async def async_mistakes(client: koinii.AsyncClient) -> None:
+    seq: int = client.seq  # error: assignment
+    await client.retract("7")  # error: arg-type
+    print(client.sentex(1).text)  # error: attr-defined
+    print(seq)

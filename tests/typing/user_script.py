@@ -3,8 +3,10 @@ every name below is typed by the package, not inferred as Any."""
 
 from __future__ import annotations
 
+import asyncio
+
 import koinii
-from koinii import Client, Edited, Event, Refused, Retracted, Sentex, Sym, channel
+from koinii import Client, Edited, Event, Refused, Retracted, Sentex, Sym, achannel, channel
 
 
 def sync_client(client: Client) -> list[str]:
@@ -42,3 +44,37 @@ def over_the_wire() -> None:
     with koinii.connect() as client:  # KOINII_URL, KOINII_TOKEN
         agent: channel.Agent = channel.join(channel.wire(client), "CxDeploy", "AgentAtlas")
         agent.assert_("(ready Release)")
+
+
+async def async_client() -> list[str]:
+    async with koinii.aconnect() as client:  # KOINII_URL, KOINII_TOKEN
+        handle = await client.assert_("(p A)", "CxAtlas")
+        assert not isinstance(handle, list)
+        found: Sentex | None = await client.sentex(handle)
+        seq: int = await client.seq
+        seen = [str(seq)] + ([found.text] if found is not None else [])
+        with client.budget(0.5):
+            bindings = await client.query("(p ?x)", "CxAtlas")
+        seen += [koinii.show(b["?x"]) for b in bindings]
+        async with client.subscribe("(p ?x)", "CxAtlas") as events:
+            async for event in events:
+                seen += [str(change["sentence"]) for change in event.added]
+                break
+        return seen
+
+
+async def async_channel() -> list[str]:
+    async with koinii.aconnect() as client:
+        atlas = await achannel.join(achannel.wire(client), "CxDeploy", "AgentAtlas")
+        question: int = await atlas.pose_query("(usesDatabase ProdCluster ?db)")
+        seen = [str(question)]
+        async with atlas.subscribe("(answers ?who ?what ?q)", "CxDeploy") as events:
+            async for event in events:
+                seen += [str(change["sentence"]) for change in event.added]
+                break
+        withdrawn: Edited = await atlas.withdraw(question)
+        return seen + [str(withdrawn.seq)]
+
+
+if __name__ == "__main__":
+    asyncio.run(async_client())
