@@ -22,6 +22,11 @@ Measured
     Queries mix a very common word, mid-frequency and rare words, two-word queries,
     a three-letter prefix and the rare title word; the two systems alternate, query by
     query, so neither gets a warmer cache. The target: banded median <= 3x the floor.
+    - Live recording through a real daemon (`python -m koinii serve`, SQLite): turns of
+      6 events (start, two iterations with a block each, a block, finish) recorded one
+      durable write per event (`SessionStore`), then batched (`SessionRecorder`, its
+      final flush included): ms per recorded event at steady load. The target: batched
+      <= 0.5 ms per event.
     - The import rate of Claude Code transcripts: the real third-party samples in
       ../shared/data/transcripts beside the repository when they are there, else the
       repository's own (tests/data/sessions), copied with fresh ids into many files,
@@ -241,6 +246,7 @@ def run(args: argparse.Namespace) -> str:
         size = os.path.getsize(path) + _wal(path)
         rows.append(("store size", f"{size / 2**20:,.0f} MiB", "", ""))
         rows.append(measure_import(scratch, args.copies))
+        rows += measure_recording(scratch, 20 if args.quick else 300)
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -356,6 +362,53 @@ def measure_import(work: pathlib.Path, copies: int) -> tuple[str, str, str, str]
         "",
         "",
     )
+
+
+def record_turns(writer: Any, session_id: str, turns: int) -> int:
+    """`turns` live turns of 6 events each through `writer` (a store or a recorder)."""
+    for n in range(turns):
+        turn = writer.start_turn(session_id, f"request {n}: look at the deploy logs")
+        for step in range(2):
+            writer.record_iteration(
+                turn,
+                prose=f"step {step}: reading the log",
+                tokens={"input": 1200, "cached": 800, "output": 90},
+                blocks=[{"tool": "Bash", "code": "tail -n 50 deploy.log", "result": "ok"}],
+            )
+        iteration = writer.record_iteration(turn, prose="done")
+        writer.record_block(iteration, tool="Bash", code="make deploy", stdout="deployed")
+        writer.finish_turn(turn, "done", "complete", answer="deployed")
+    return turns * 6
+
+
+def measure_recording(scratch: pathlib.Path, turns: int) -> list[tuple[str, str, str, str]]:
+    from wire import koinii_daemon  # the wire benchmark's daemon runner (benchmarks/)
+
+    progress(f"recording {turns:,} live turns through a daemon, per write and batched")
+    with koinii_daemon(str(scratch)) as server, koinii.connect(server.url) as client:
+        store = SessionStore(client)
+        direct = store.start_session(title="recorded one write per event", channel="api")
+        record_turns(store, direct, 5)  # warm the connection and the daemon
+        start = time.perf_counter()
+        events = record_turns(store, direct, turns)
+        per_write = (time.perf_counter() - start) * 1000 / events
+        recorder = store.recorder()
+        batched = recorder.start_session(title="recorded in batches", channel="api")
+        record_turns(recorder, batched, 5)
+        recorder.flush()
+        start = time.perf_counter()
+        events = record_turns(recorder, batched, turns)
+        recorder.flush()
+        per_event = (time.perf_counter() - start) * 1000 / events
+    return [
+        ("record: one write per event", f"{per_write:.2f} ms/event", "", ""),
+        (
+            f"record: batched ({recorder.batch_events} events/batch)",
+            f"{per_event:.3f} ms/event",
+            "0.5 ms (target)",
+            f"{per_event / 0.5:.2f}x",
+        ),
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:

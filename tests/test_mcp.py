@@ -468,6 +468,12 @@ def test_the_agents_own_session_is_read_by_default_and_records_its_tool_calls(da
     assert requests[0].startswith("claim(") and requests[1].startswith("claim(")
     statuses = [t["status"] for t in read["transcript"]["turns"]]
     assert statuses[:2] == ["done", "error"]
+    # recorded in batches: the calls after the last read were written when the server ended
+    from koinii.sessions import Introspection
+
+    after = Introspection(daemon.client("AgentLead")).read_session(own)
+    tools = [t["user_request"].split("(")[0] for t in after["transcript"]["turns"]]
+    assert tools == ["claim", "claim", "read_session", "get_session", "list_sessions"]
 
 
 def test_an_unknown_session_is_refused_at_start(daemon):

@@ -304,7 +304,7 @@ def record(kind, uuid, parent, content, **extra):
     }
 
 
-def test_a_rewound_branch_is_abandoned_and_parallel_tool_calls_are_kept(store, tmp_path):
+def test_a_rewound_branch_is_kept_as_a_fork_and_parallel_tool_calls_are_kept(store, tmp_path):
     tool = {"type": "tool_use", "id": "t1", "name": "Glob", "input": {}}
     tool2 = {"type": "tool_use", "id": "t2", "name": "Read", "input": {}}
     lines = [
@@ -331,7 +331,9 @@ def test_a_rewound_branch_is_abandoned_and_parallel_tool_calls_are_kept(store, t
     blocks = read["transcript"]["turns"][1]["iterations"][0]["blocks"]
     assert [(b["tool"], b["result"]) for b in blocks] == [("Glob", "a"), ("Read", "b")]
     assert read["session"]["turns"][1]["answer"] == "done"
-    assert read["usage"]["tokens"]["output"] == 3  # m2 was abandoned
+    assert read["usage"]["tokens"]["output"] == 4  # m2, on the branch, was spent too
+    (branch, current) = read["session_forks"]
+    assert (branch["fork_position"], branch["parent_state_id"]) == (1, current["id"])
 
 
 # --- over the wire, and the CLI -------------------------------------------------------------------

@@ -99,8 +99,10 @@ def test_each_row_flags_every_band_it_matched(store, bands):
         "modified_at",
         "rank",
         *flags,
+        "is_in_tool",
         "request_snippet",
         "reply_snippet",
+        "tool_snippet",
     }
 
 

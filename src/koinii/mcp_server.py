@@ -492,9 +492,12 @@ def build_server(
             """Past sessions, newest first; with `search`, ranked by where the words appear
             (title, request, reply, thinking) — keep the order given.
             Example: list_sessions(search="flaky test"). Returns {sessions, count}."""
+            sessions.flush()
             found = reads.list_sessions(search)
             return _listed("sessions", found, "no sessions match" if search else "no sessions")
 
+    # what `run` calls when the server ends: the recorded tool calls still buffered
+    server.koinii_flush = sessions.flush if sessions is not None else lambda: None
     return server
 
 
@@ -582,15 +585,18 @@ class _Feed:
 
 class _Sessions:
     """The agent's own session: the default target of the session tools, and where
-    `--record` writes each tool call as a turn."""
+    `--record` writes each tool call as a turn — through a `SessionRecorder`, so the
+    calls are written in batches (sessions.md, "Recording in batches"): a session read
+    and the server's end flush what is buffered."""
 
     def __init__(self, store: Any, session: str | None, record: bool) -> None:
         from koinii.sessions import Introspection, SessionStore
 
         self.store = SessionStore(store)
         self.recording = record
+        self.recorder = self.store.recorder() if record else None
         if session is None and record:
-            session = self.store.start_session(channel="mcp", title="an agent's tool calls")
+            session = self.recorder.start_session(channel="mcp", title="an agent's tool calls")
         elif session is not None:
             found = invoker(store)("sessions.get_session", target=session)
             if found is None:
@@ -606,20 +612,32 @@ class _Sessions:
         self.reads = Introspection(self.store, current_session_id=session, enabled=True)
 
     def target(self, target: str | None) -> str | None:
+        """The session a read names (the agent's own by default), with what is recorded
+        so far written first: a read sees every call before it."""
+        self.flush()
         return target if target is not None else self.session
 
+    def flush(self) -> None:
+        if self.recorder is not None:
+            self.recorder.flush()
+
     def record(self, tool: str, arguments: dict[str, Any], result: Any, failed: bool) -> None:
-        if self.session is None:
+        if self.session is None or self.recorder is None:
             return
         request = f"{tool}({json.dumps(arguments, default=str)})"
-        turn = self.store.start_turn(self.session, request)
+        turn = self.recorder.start_turn(self.session, request)
         text = result if isinstance(result, str) else json.dumps(result, default=str)
         if failed:
-            self.store.finish_turn(turn, "error", "error", error=text[:4000])
+            self.recorder.finish_turn(turn, "error", "error", error=text[:4000])
         else:
-            self.store.finish_turn(turn, "done", "complete", answer=text[:4000])
+            self.recorder.finish_turn(turn, "done", "complete", answer=text[:4000])
 
 
 def run(agent_id: str, channel: str, **options: Any) -> None:
-    """Serve over stdio until the client closes the pipe."""
-    build_server(agent_id, channel, **options).run(transport="stdio")
+    """Serve over stdio until the client closes the pipe; then write what `--record`
+    has buffered."""
+    server = build_server(agent_id, channel, **options)
+    try:
+        server.run(transport="stdio")
+    finally:
+        server.koinii_flush()

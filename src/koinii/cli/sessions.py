@@ -32,7 +32,8 @@ from koinii.kb import KB
 from koinii.sessions import Introspection, SessionStore
 from koinii.sessions.importing import import_paths
 
-BANDS = ("title", "request", "reply", "thinking")
+BANDS = ("title", "request", "reply", "thinking", "tool")
+PIPED_WIDTH = 1_000_000  # columns of a table printed to a pipe: wide enough for any name
 
 
 @click.group("sessions")
@@ -65,7 +66,12 @@ def _run(call: Callable[[], Any]) -> Any:
 
 
 def _console() -> Console:
-    return Console(soft_wrap=False, highlight=False)
+    """A terminal's width on a terminal; piped (not a tty), no width at all, so a table
+    never cuts a name a script reads."""
+    console = Console(soft_wrap=False, highlight=False)
+    if not console.is_terminal:
+        console = Console(soft_wrap=False, highlight=False, width=PIPED_WIDTH)
+    return console
 
 
 def _when(iso: str | None) -> str:
@@ -114,7 +120,7 @@ def list_sessions(limit, as_json, db, url, token) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @_medium_options
 def search_sessions(query, limit, as_json, db, url, token) -> None:
-    """THE ranked search: title, then request, reply, thinking matches; newest first."""
+    """THE ranked search: title, then request, reply, thinking, tool matches; newest first."""
     with _store(db, url, token) as store:
         rows = Introspection(store).list_sessions(query, limit=limit or None)
     if as_json:
@@ -125,7 +131,8 @@ def search_sessions(query, limit, as_json, db, url, token) -> None:
     table = Table("ID", "MATCH", "MODIFIED", "TURNS", "TITLE / SNIPPET", box=None, pad_edge=False)
     for row in rows:
         found = [band for band in BANDS if row[f"is_in_{band}"]]
-        snippet = " ".join((row["request_snippet"] or row["reply_snippet"] or "").split())
+        snippet = row["request_snippet"] or row["reply_snippet"] or row["tool_snippet"] or ""
+        snippet = " ".join(snippet.split())
         text = row["title"] or ""
         if snippet:
             text = f"{text}\n  {snippet}" if text else snippet
@@ -206,22 +213,29 @@ def _cut(text: str, width: int = 60) -> str:
 @command.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--quiet", is_flag=True, help="No progress bar and no table, only the totals.")
+@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON (no bar).")
 @_medium_options
-def import_sessions(paths, quiet, db, url, token) -> None:
+def import_sessions(paths, quiet, as_json, db, url, token) -> None:
     """Import Claude Code and Codex CLI transcripts (.jsonl files, or folders of them).
 
     Idempotent: an unchanged transcript imports nothing the second time. Malformed lines
     are counted and reported; the rest of the file is imported.
     """
+    quiet = quiet or as_json
     with _store(db, url, token, create=True) as store, _progress(quiet) as (start, advance):
         reports = _run(lambda: import_paths(store, paths, on_start=start, on_file=advance))
+    if as_json:
+        _echo_json(reports)
+        if any(report["status"] == "failed" for report in reports):
+            sys.exit(1)
+        return
     if not quiet and reports:
         table = Table(
             "FILE", "STATUS", "TURNS", "MALFORMED", "ID", "TITLE", box=None, pad_edge=False
         )
-        for report in reports:
+        for report, name in _with_children(reports):
             table.add_row(
-                os.path.basename(report["path"]),
+                name,
                 report["status"],
                 "" if report.get("turns") is None else str(report["turns"]),
                 _malformed(report),
@@ -237,6 +251,14 @@ def import_sessions(paths, quiet, db, url, token) -> None:
     click.echo(f"{len(reports)} file(s): {summary or 'none'}; {lines} malformed line(s) skipped")
     if counts.get("failed"):
         sys.exit(1)
+
+
+def _with_children(reports: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str]]:
+    """Each report with the name it is shown by; a file's sub-agents under it."""
+    for report in reports:
+        yield report, os.path.basename(report["path"])
+        for child in report.get("children", ()):
+            yield child, f"  └ agent {child.get('agent_id')}"
 
 
 def _malformed(report: dict[str, Any]) -> str:

@@ -5,7 +5,10 @@ of it:
 
 - **Turns.** A turn starts at each user record a person typed: its content is a string
   or text blocks, it is not `isMeta`, not a tool result, not a harness note (`[Request
-  interrupted by user…]`) and not local-command output (`<local-command-…>`). A slash
+  interrupted by user…]`), not local-command output (`<local-command-…>`) and not a
+  `<task-notification>` (the harness saying a background task ended: a
+  `task-notification` block of the running iteration, code = the task id, result — or
+  error, when it failed — = its summary). A slash
   command (`<command-name>/init</command-name>`) is a turn whose request is `/init` plus
   its arguments. Records before the first prompt (a resumed file) open a turn with an
   empty request. `system` records are events, never turns.
@@ -17,11 +20,17 @@ of it:
   seen on its lines. `input` = input + cache reads + cache writes; `cached` = cache reads;
   `cache_created` = cache writes (schema.py).
 - **The conversation is a tree** (`uuid`/`parentUuid`). The live conversation is the
-  chain from the last record up to the root; a branch hanging off it that starts with a
-  new prompt or a different response (a rewind, an edit, a regenerated answer) is
-  abandoned and not imported (its records are counted). Branches of the same response
-  (parallel tool calls) are kept. Sidechain (sub-agent) records are counted, not
-  imported. Records are imported in file order.
+  chain from the last record up to the root: the session's current state. A branch
+  hanging off it that starts with a new prompt or a different response (a rewind, an
+  edit, a regenerated answer) is kept as an earlier state (a fork), in the order the
+  branches were written, forked from the live state after the turns it shares (a
+  regenerated answer re-answers the turn it left); branches inside such a branch are
+  folded into it. Branches of the same response (parallel tool calls) are one turn.
+  Records are imported in file order.
+- **Sub-agents.** Sidechain records (`isSidechain`) are a sub-agent's conversation: a
+  child session of the file's session (`parent_session_id`), one per `agentId` (or per
+  `agent-<id>.jsonl` file), keyed `claude-code:<sessionId>/agent-<id>`, with the Task
+  call that started it when the parent says (`toolUseResult.agentId`, `agent_progress`).
 - **Title:** `custom-title` > `ai-title` > a `summary` record whose `leafUuid` is in this
   conversation — found in any `.jsonl` file of the same folder — > the first real prompt
   > the first slash command.
@@ -49,10 +58,13 @@ from typing import Any
 from koinii.sessions import checks, jsonl
 
 SOURCE = "claude-code"
-IMPORTER_VERSION = 1  # part of the fingerprint: a new importer re-imports
+IMPORTER_VERSION = 2  # part of the fingerprint: a new importer re-imports
 CONVERSATION = ("user", "assistant", "system", "progress", "attachment")
 INTERRUPTED = "[Request interrupted by user"
 LOCAL_OUTPUT = ("<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>")
+NOTIFICATION = "<task-notification>"  # the harness reporting a background task's end
+NOTIFICATION_TOOL = "task-notification"
+FAILED_TASK = ("failed", "killed", "error", "cancelled")
 
 
 log = logging.getLogger("koinii.sessions")
@@ -100,7 +112,7 @@ def prompt_of(record: dict[str, Any]) -> str | None:
     elif not isinstance(content, str):
         return None
     text = _text_of(content).strip()
-    if text.startswith(INTERRUPTED) or text.startswith(LOCAL_OUTPUT):
+    if text.startswith((INTERRUPTED, NOTIFICATION)) or text.startswith(LOCAL_OUTPUT):
         return None
     command = _command(text)
     return command if command is not None else text
@@ -160,9 +172,23 @@ class Scan:
     slug: str | None = None
     model: str | None = None
     started: str | None = None
+    agent: str | None = None  # the sub-agent this scan is of (None: the main conversation)
+    agents: dict[str, int] = field(default_factory=dict)  # sidechain records per sub-agent
+    agent_calls: dict[str, str] = field(default_factory=dict)  # agent id → its Task call id
+    talk: set[str] = field(default_factory=set)  # user/assistant/system records (not meta)
+    _tree: Tree | None = None
+
+    def tree(self) -> Tree:
+        """The live conversation and the branches left off it (computed once)."""
+        if self._tree is None:
+            self._tree = self._grown()
+        return self._tree
 
     def kept(self) -> set[str]:
         """The uuids of the live conversation and the branches of its responses."""
+        return self.tree().live
+
+    def _grown(self) -> Tree:
         chain: set[str] = set()
         node = self.leaf
         while node is not None and node not in chain:
@@ -173,24 +199,75 @@ class Scan:
         for uuid, parent in self.parent.items():
             if parent is not None:
                 children.setdefault(parent, []).append(uuid)
-        abandoned: set[str] = set()
-        for uuid, parent in self.parent.items():
-            if uuid in chain or parent not in chain:
-                continue
-            if uuid in self.starts_turn or (
-                uuid in self.message_of and self.message_of[uuid] not in messages
-            ):
-                stack = [uuid]
-                while stack:
-                    node = stack.pop()
-                    if node not in abandoned:
-                        abandoned.add(node)
-                        stack.extend(children.get(node, ()))
-        return set(self.parent) - abandoned
+        roots = [
+            uuid
+            for uuid, parent in self.parent.items()
+            if uuid not in chain
+            and parent in chain
+            and (
+                uuid in self.starts_turn
+                or (uuid in self.message_of and self.message_of[uuid] not in messages)
+            )
+        ]
+        roots.sort(key=lambda uuid: self.line_of[uuid])
+        branch_of: dict[str, int] = {}
+        for number, root in enumerate(roots):
+            stack = [root]
+            while stack:
+                node = stack.pop()
+                if node not in branch_of:
+                    branch_of[node] = number
+                    stack.extend(children.get(node, ()))
+        live = set(self.parent) - set(branch_of)
+        # the live turn each kept record is in, counted as the builder counts turns: one per
+        # prompt, and one opened by conversation before the first prompt
+        turn_at: dict[str, int] = {}
+        count = 0
+        for uuid in sorted(live, key=lambda u: self.line_of[u]):
+            if uuid in self.starts_turn or (count == 0 and uuid in self.talk):
+                count += 1
+            turn_at[uuid] = count
+        branches = []
+        for root in roots:
+            at = turn_at.get(self.parent[root], 0)
+            if root in self.starts_turn or at == 0:
+                branches.append(Branch(root, at, None))
+            else:  # a regenerated response: the branch goes on with the turn it left
+                branches.append(Branch(root, at - 1, at))
+        return Tree(live, branch_of, branches)
 
 
-def scan(path: Path) -> Scan:
-    found = Scan()
+@dataclass
+class Branch:
+    """A branch left off the live conversation (a rewind, an edit, a regenerated answer):
+    kept as an earlier state of the session, forked after `fork_position` live turns;
+    `continues` is the live turn it answers again (its request is that turn's)."""
+
+    root: str
+    fork_position: int
+    continues: int | None
+
+
+@dataclass
+class Tree:
+    live: set[str]
+    branch_of: dict[str, int]  # uuid → its branch's index, for the records left off
+    branches: list[Branch]
+
+
+def agent_of(record: dict[str, Any], path: Path) -> str:
+    """Which sub-agent a sidechain record belongs to: its `agentId` (2.x), else the file's
+    (`agent-<id>.jsonl`), else the file's stem."""
+    agent = record.get("agentId")
+    if isinstance(agent, str) and agent:
+        return agent
+    return path.stem.removeprefix("agent-")
+
+
+def scan(path: Path, agent: str | None = None) -> Scan:
+    """The first pass over the main conversation of a file, or (`agent`) over the
+    sidechain records of one of its sub-agents."""
+    found = Scan(agent=agent)
     for number, record, last in jsonl.records(path):
         if record is None:
             found.malformed.append(number)
@@ -198,15 +275,20 @@ def scan(path: Path) -> Scan:
             continue
         found.records += 1
         kind = record.get("type")
-        if kind == "custom-title" and isinstance(record.get("customTitle"), str):
-            found.custom_title = record["customTitle"]
-        elif kind == "ai-title" and isinstance(record.get("aiTitle"), str):
-            found.ai_title = record["aiTitle"]
+        if agent is None:
+            _note_file(found, record, kind)
         uuid = record.get("uuid")
         if kind not in CONVERSATION or not isinstance(uuid, str):
             continue
         if record.get("isSidechain"):
-            found.sidechain += 1
+            key = agent_of(record, path)
+            if agent is None:
+                found.sidechain += 1
+                found.agents[key] = found.agents.get(key, 0) + 1
+                continue
+            if key != agent:
+                continue
+        elif agent is not None:
             continue
         if uuid in found.parent:
             found.duplicates += 1
@@ -215,12 +297,39 @@ def scan(path: Path) -> Scan:
         found.parent[uuid] = parent if isinstance(parent, str) else None
         found.line_of[uuid] = number
         found.leaf = uuid
+        if kind in ("user", "assistant", "system") and not record.get("isMeta"):
+            found.talk.add(uuid)
         _note_session(found, record)
         if kind == "user":
             _note_prompt(found, uuid, record)
         elif kind == "assistant":
             _note_response(found, uuid, record)
     return found
+
+
+def _note_file(found: Scan, record: dict[str, Any], kind: Any) -> None:
+    """What the main scan notes of any record: titles, and which Task call started which
+    sub-agent (a Task result's `toolUseResult.agentId`, or an `agent_progress` record)."""
+    if kind == "custom-title" and isinstance(record.get("customTitle"), str):
+        found.custom_title = record["customTitle"]
+    elif kind == "ai-title" and isinstance(record.get("aiTitle"), str):
+        found.ai_title = record["aiTitle"]
+    elif kind == "progress" and isinstance(record.get("data"), dict):
+        data, call = record["data"], record.get("parentToolUseID")
+        agent = data.get("agentId")
+        if (
+            data.get("type") == "agent_progress"
+            and isinstance(agent, str)
+            and isinstance(call, str)
+        ):
+            found.agent_calls.setdefault(agent, call)
+    elif kind == "user" and isinstance(record.get("toolUseResult"), dict):
+        agent = record["toolUseResult"].get("agentId")
+        message = record.get("message") if isinstance(record.get("message"), dict) else {}
+        content = message.get("content")
+        for block in content if isinstance(agent, str) and isinstance(content, list) else ():
+            if isinstance(block, dict) and isinstance(block.get("tool_use_id"), str):
+                found.agent_calls.setdefault(agent, block["tool_use_id"])
 
 
 def _note_session(found: Scan, record: dict[str, Any]) -> None:
@@ -298,6 +407,7 @@ class _Turn:
     interrupted: bool = False
     api_error: str | None = None
     duration_ms: int | None = None
+    notices: list[dict[str, Any]] = field(default_factory=list)  # before any iteration
 
 
 class _TurnBuilder:
@@ -309,27 +419,41 @@ class _TurnBuilder:
         self.orphan_results = 0
 
     def turns(self, path: Path) -> Iterator[dict[str, Any]]:
-        kept = self.found.kept()
+        """The turns, live and of the branches left off it, each as soon as it is whole."""
+        tree = self.found.tree()
+        live = len(tree.branches)  # the live state's version: the last
         seen: set[str] = set()
-        turn: _Turn | None = None
+        open_turns: dict[int, _Turn] = {}  # state version → its turn being built
+        requests: list[tuple[str, str | None]] = []  # the live turns' (request, time)
         for _, record, _ in jsonl.records(path):
             uuid = record.get("uuid") if record else None
-            if record is None or uuid not in kept or uuid in seen or record.get("isSidechain"):
+            if record is None or uuid in seen or not isinstance(uuid, str):
                 continue
+            version = tree.branch_of.get(uuid, live)
+            if version == live and uuid not in tree.live:
+                continue  # another conversation's record (a sub-agent's, or the main one's)
             seen.add(uuid)
+            turn = open_turns.get(version)
             moment = jsonl.timestamp(record.get("timestamp"))
             if uuid in self.found.starts_turn:
                 if turn is not None:
-                    yield self.document(turn)
+                    yield self.document(turn, version)
                 text = _text_of(record["message"]["content"]).strip()
                 turn = _Turn(prompt_of(record) or "", moment, command=_command(text) is not None)
+                open_turns[version] = turn
+                if version == live:
+                    requests.append((turn.request, moment))
                 self._attachments(turn, record, moment)
                 continue
             kind = record.get("type")
             if kind not in ("user", "assistant", "system") or record.get("isMeta"):
                 continue
             if turn is None:
-                turn = _Turn("", moment)
+                again = tree.branches[version].continues if version != live else None
+                request, at = requests[again - 1] if again else ("", moment)
+                turn = open_turns[version] = _Turn(request, at)
+                if version == live:
+                    requests.append(("", moment))
             if moment:
                 turn.finished_at = moment
             if kind == "assistant":
@@ -338,8 +462,8 @@ class _TurnBuilder:
                 self._user(turn, record)
             else:
                 self._system(turn, record, moment)
-        if turn is not None:
-            yield self.document(turn)
+        for version, turn in open_turns.items():
+            yield self.document(turn, version)
 
     def _attachments(self, turn: _Turn, record: dict[str, Any], moment: str | None) -> None:
         content = record["message"]["content"]
@@ -371,6 +495,8 @@ class _TurnBuilder:
         it = turn.iterations.get(key)
         if it is None:
             it = turn.iterations[key] = _Iteration(key, moment)
+            it.blocks.extend(turn.notices)
+            turn.notices.clear()
         model = message.get("model")
         if isinstance(model, str) and model != "<synthetic>":
             it.model = model
@@ -405,9 +531,23 @@ class _TurnBuilder:
             turn.interrupted = True
         elif text.startswith(LOCAL_OUTPUT[:2]) and turn.command:
             turn.output.append(_unwrapped(text))
+        elif text.startswith(NOTIFICATION):
+            self._notification(turn, text)
         for block in content if isinstance(content, list) else ():
             if isinstance(block, dict) and block.get("type") == "tool_result":
                 self._result(turn, block, record.get("toolUseResult"))
+
+    def _notification(self, turn: _Turn, text: str) -> None:
+        """A `<task-notification>`: a block of the iteration that is running (the one that
+        started the task, usually), or of the next one when none has begun."""
+        status = _tag(text, "status")
+        summary = _tag(text, "summary") or text
+        block = {"tool": NOTIFICATION_TOOL, "code": _tag(text, "task-id")}
+        block["error" if status in FAILED_TASK else "result"] = summary
+        if turn.iterations:
+            next(reversed(turn.iterations.values())).blocks.append(block)
+        else:
+            turn.notices.append(block)
 
     def _result(self, turn: _Turn, block: dict[str, Any], detail: Any) -> None:
         call = turn.calls.get(block.get("tool_use_id"))
@@ -440,8 +580,11 @@ class _TurnBuilder:
             if isinstance(content, str) and content.startswith(LOCAL_OUTPUT[:2]):
                 turn.output.append(_unwrapped(content))
 
-    def document(self, turn: _Turn) -> dict[str, Any]:
-        """The turn as `import_part` takes it (sessions/rows.py `checked_turn`)."""
+    def document(self, turn: _Turn, version: int) -> dict[str, Any]:
+        """The turn as `import_part` takes it (sessions/rows.py `checked_turn`), in the
+        state of that version (the live one, or a branch's)."""
+        if turn.notices:  # notified before the model answered anything in this turn
+            turn.iterations["notices"] = _Iteration("notices", turn.created_at, blocks=turn.notices)
         iterations = [self._iteration(it) for it in turn.iterations.values()]
         answer = next((it["prose"] for it in reversed(iterations) if it["prose"]), None)
         if answer is None and turn.output:
@@ -457,6 +600,7 @@ class _TurnBuilder:
             duration = checks.millis_between(turn.created_at, turn.finished_at)
         return {
             "user_request": turn.request,
+            "state": version,
             "created_at": turn.created_at,
             "attachments": turn.attachments,
             "routing": turn.routing,
@@ -494,6 +638,14 @@ class _TurnBuilder:
             },
             "blocks": it.blocks,
         }
+
+
+def _tag(text: str, name: str) -> str | None:
+    """The text inside `<name>…</name>`, if any."""
+    opened = f"<{name}>"
+    if opened not in text:
+        return None
+    return text.split(opened, 1)[1].split(f"</{name}>", 1)[0].strip() or None
 
 
 def _unwrapped(text: str) -> str:
@@ -540,29 +692,74 @@ def title_of(found: Scan, summaries: dict[str, tuple[str, str]], kept: set[str])
 def import_file(
     store: Any, path: Path, summaries: dict[str, tuple[str, str]] | None = None
 ) -> dict[str, Any]:
-    """Import one transcript; returns its report (never raises for a bad transcript)."""
+    """Import one transcript; returns its report (never raises for a bad transcript).
+
+    The file's main conversation is one session; each sub-agent whose sidechain records
+    it holds (2.0.x writes them into the parent's file) is a child session of it, in the
+    report's `children`. A sub-agent's own file (`agent-<id>.jsonl`: only sidechain
+    records) is a child of the session its records name; the report is the child's."""
     path = Path(path)
-    report: dict[str, Any] = {"path": str(path), "session_id": None, "turns": 0}
     found = scan(path)
-    report.update(
-        {
-            "records": found.records,
-            "malformed": len(found.malformed),
-            "malformed_lines": found.malformed[: jsonl.REPORTED_LINES],
-            "torn_last_line": found.torn,
-            "sidechain": found.sidechain,
-            "duplicates": found.duplicates,
-        }
-    )
     source_id = session_id_of(path, found)
-    kept = found.kept()
-    report["abandoned"] = len(found.parent) - len(kept)
+    if found.leaf is None and found.agents:
+        reports = [_import_agent(store, path, agent, found, summaries) for agent in found.agents]
+        if len(reports) > 1:
+            reports[0]["children"] = reports[1:]
+        return reports[0]
+    report = _report(path, found)
     if source_id is None or found.leaf is None:
-        why = "only sub-agent (sidechain) records" if found.sidechain else "no conversation"
-        return {**report, "status": "empty", "message": why}
+        return {**report, "status": "empty", "message": "no conversation"}
     if summaries is None:
         summaries = summaries_in(path.parent)
-    title = title_of(found, summaries, kept)
+    report = _import_conversation(store, path, found, source_id, summaries, report)
+    children = [_import_agent(store, path, agent, found, summaries) for agent in found.agents]
+    if children:
+        report["children"] = children
+    return report
+
+
+def _report(path: Path, found: Scan) -> dict[str, Any]:
+    tree = found.tree()
+    return {
+        "path": str(path),
+        "session_id": None,
+        "turns": 0,
+        "records": found.records,
+        "malformed": len(found.malformed),
+        "malformed_lines": found.malformed[: jsonl.REPORTED_LINES],
+        "torn_last_line": found.torn,
+        "sidechain": found.sidechain,
+        "duplicates": found.duplicates,
+        "abandoned": len(tree.branch_of),
+        "forks": len(tree.branches),
+    }
+
+
+def _import_agent(
+    store: Any, path: Path, agent: str, main: Scan, summaries: dict | None
+) -> dict[str, Any]:
+    """One sub-agent's sidechain records of a file, as a child session of its parent."""
+    found = scan(path, agent)
+    report = {**_report(path, found), "agent_id": agent, "sidechain": 0}
+    source_id = session_id_of(path, found)
+    if source_id is None or found.leaf is None:
+        return {**report, "status": "empty", "message": "no conversation"}
+    return _import_conversation(
+        store, path, found, source_id, summaries or {}, report, call=main.agent_calls.get(agent)
+    )
+
+
+def _import_conversation(
+    store: Any,
+    path: Path,
+    found: Scan,
+    source_id: str,
+    summaries: dict[str, tuple[str, str]],
+    report: dict[str, Any],
+    call: str | None = None,
+) -> dict[str, Any]:
+    tree = found.tree()
+    title = title_of(found, summaries if found.agent is None else {}, tree.live)
     fingerprint = jsonl.fingerprint(
         IMPORTER_VERSION, found.records, len(found.malformed), found.leaf
     )
@@ -574,6 +771,7 @@ def import_file(
         "model": found.model,
         "created_at": found.started,
         "fingerprint": fingerprint,
+        "forks": [branch.fork_position for branch in tree.branches],
         "meta": {
             "source": SOURCE,
             "source_session_id": source_id,
@@ -585,12 +783,19 @@ def import_file(
             "malformed_lines": len(found.malformed),
         },
     }
+    if found.agent_calls:
+        session["meta"]["agent_calls"] = found.agent_calls  # read_session links children by it
+    key = source_id
+    if found.agent is not None:
+        key = f"{source_id}/agent-{found.agent}"
+        session["parent_external_id"] = f"{SOURCE}:{source_id}"
+        session["meta"].update({"agent_id": found.agent, "tool_use_id": call})
     builder = _TurnBuilder(found)
     return jsonl.store_transcript(
         store,
         report,
         source=SOURCE,
-        source_id=source_id,
+        source_id=key,
         session=session,
         turns=builder.turns(path),
         orphans=lambda: builder.orphan_results,

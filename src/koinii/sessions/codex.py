@@ -13,8 +13,9 @@ makes of it:
   model emits until the next tool output comes back. Reasoning summaries are the
   thinking, assistant `output_text` the prose; `function_call`, `custom_tool_call` and
   `local_shell_call` become blocks (code = their arguments or input), paired with their
-  outputs by `call_id`. The `event_msg` mirrors (`agent_message`, `agent_reasoning`) are
-  not read twice.
+  outputs by `call_id`. A `web_search_call` (a server-side search, with no output item)
+  is a `web_search` block whose code is the query. The `event_msg` mirrors
+  (`agent_message`, `agent_reasoning`, `web_search_end`) are not read twice.
 - **Tokens.** `token_count` totals are cumulative for the session, so a turn's tokens
   are how much the total grew during it (duplicated events change nothing). Codex counts
   cached tokens inside `input` (as the store does) and reasoning inside `output`; the
@@ -39,7 +40,7 @@ from typing import Any
 from koinii.sessions import checks, jsonl
 
 SOURCE = "codex"
-IMPORTER_VERSION = 1
+IMPORTER_VERSION = 2  # 2: web searches are blocks
 WRAPPED = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 ITEMS = (
     "message",
@@ -49,6 +50,7 @@ ITEMS = (
     "custom_tool_call",
     "custom_tool_call_output",
     "local_shell_call",
+    "web_search_call",
 )
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output")
@@ -287,6 +289,17 @@ class _TurnBuilder:
             self._iteration(turn, moment)["blocks"].append(block)
             if isinstance(payload.get("call_id"), str):
                 turn.calls[payload["call_id"]] = block
+        elif what == "web_search_call":
+            # a server-side search: no output item follows; the action holds the query
+            action = payload.get("action") if isinstance(payload.get("action"), dict) else {}
+            query = action.get("query")
+            block = {
+                "tool": "web_search",
+                "code": query if isinstance(query, str) else json.dumps(action, ensure_ascii=False),
+            }
+            if isinstance(payload.get("status"), str) and payload["status"] != "completed":
+                block["error"] = f"the search ended {payload['status']}"
+            self._iteration(turn, moment)["blocks"].append(block)
         elif what in OUTPUTS:
             turn.after_output = True
             block = turn.calls.get(payload.get("call_id"))

@@ -3,8 +3,10 @@
 `import_paths(store, paths)` walks the paths (a folder is searched for `.jsonl` files),
 tells each file's format from its first record — a Codex CLI rollout (`session_meta`,
 `response_item`, … envelopes, or the older bare items) or else Claude Code — and hands
-it to that format's importer (claude_code.py, codex.py). A file that cannot be read, or
-that the store refuses, fails alone: its report says why and the next file goes on.
+it to that format's importer (claude_code.py, codex.py). Sub-agent files (`agent-…`)
+come last, so their parents are in the store to attach them to. A file that cannot be
+read, or that the store refuses, fails alone: its report says why and the next file
+goes on.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ def import_paths(
     session, its turns and the malformed lines. `on_start(total)` and `on_file(report)`
     drive a progress display.
     """
-    files = transcripts(paths)
+    # a sub-agent's own file (`agent-<id>.jsonl`) after the others: its parent session
+    # is then imported already, and the child is attached to it
+    files = sorted(transcripts(paths), key=lambda path: path.name.startswith("agent-"))
     if on_start is not None:
         on_start(len(files))
     summaries: dict[Path, dict[str, tuple[str, str]]] = {}  # Claude Code titles, per folder

@@ -19,6 +19,7 @@ programs that are not agents (the CLI's `list`, `search`, `show`).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections import Counter
@@ -44,13 +45,14 @@ AGENT_PROMPT = """\
 Session introspection (read-only; results are plain dicts and lists — filter them in Python):
 - list_sessions(search=None) -> newest-first index {id, channel, title, turn_count,
   created_at, modified_at}. With search, ranked by the server: title (rank 0), request (1),
-  reply (2), thinking (3); best band first, newest first inside a band — keep that order.
-  Matches add rank, is_in_title/is_in_request/is_in_reply/is_in_thinking and
-  request_snippet/reply_snippet.
+  reply (2), thinking (3), tool results (4); best band first, newest first inside a band —
+  keep that order. Matches add rank, is_in_title/is_in_request/is_in_reply/is_in_thinking/
+  is_in_tool and request_snippet/reply_snippet/tool_snippet.
 - get_session(target=None) -> ONE session's descriptor (no transcript), the current one
   by default; None when nothing matches.
 - read_session(target=None) -> {session, current_turn, failures, diagnosis,
-  session_forks, turn_retries, usage, transcript}. Usage tool rows overlap: never sum them.
+  session_forks, children, turn_retries, usage, transcript}. Usage tool rows overlap:
+  never sum them.
 A target is an id, an unambiguous id prefix, or a copied vis_session_id#<uuid> marker.
 """
 
@@ -60,6 +62,7 @@ EMPTY_READ: dict[str, Any] = {
     "failures": [],
     "diagnosis": {},
     "session_forks": [],
+    "children": [],
     "turn_retries": {},
     "usage": {},
     "transcript": {},
@@ -133,6 +136,7 @@ def section_session(rows: SessionRows) -> dict[str, Any]:
         "model": state.get("model") or session["model"],
         "project_id": session["project_id"],
         "external_id": session["external_id"],
+        "parent_session_id": rows.parent_id,
         "created_at": session["created_at"],
         "modified_at": session["modified_at"],
         "turn_count": len(turns),
@@ -206,7 +210,14 @@ def section_current_turn(rows: SessionRows) -> dict[str, Any] | None:
 
 
 def section_forks(rows: SessionRows) -> list[dict[str, Any]]:
+    """Every state, oldest version first, each with the turns it holds itself (a fork's
+    own turns — an imported rewind's branch — stay readable after the fork)."""
     latest = rows.states[-1]["n"] if rows.states else None
+    own: dict[int, list[dict[str, Any]]] = {}
+    for turn in rows.turns:
+        own.setdefault(turn["state_n"], []).append(
+            {"id": turn["id"], "position": turn["position"], "user_request": turn["user_request"]}
+        )
     return [
         {
             "id": state["id"],
@@ -219,14 +230,43 @@ def section_forks(rows: SessionRows) -> list[dict[str, Any]]:
             "model": state["model"],
             "created_at": state["created_at"],
             "is_current": state["n"] == latest,
+            "turns": sorted(own.get(state["n"], []), key=lambda turn: turn["position"]),
         }
         for state in rows.states
     ]
 
 
+def section_children(rows: SessionRows) -> list[dict[str, Any]]:
+    """The child sessions (a sub-agent's transcript, attached to its parent's)."""
+    calls = _meta(rows.session["meta"]).get("agent_calls") or {}
+    out = []
+    for child in rows.children:
+        meta = _meta(child.pop("meta"))
+        agent = meta.get("agent_id")
+        call = meta.get("tool_use_id") or (calls.get(agent) if isinstance(calls, dict) else None)
+        out.append({**child, "agent_id": agent, "tool_use_id": call})
+    return out
+
+
+def _meta(text: str | None) -> dict[str, Any]:
+    try:
+        found = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def section_retries(rows: SessionRows) -> dict[str, list[dict[str, Any]]]:
+    """Every attempt of each retried turn, with its own iterations and blocks: a retry
+    keeps what the failed attempts did, not only their error."""
     return {
-        turn["id"]: [_attempt(a) for a in rows.attempts[turn["n"]]]
+        turn["id"]: [
+            {
+                **_attempt(a),
+                "iterations": [_iteration(rows, i) for i in rows.iterations.get(a["n"], [])],
+            }
+            for a in rows.attempts[turn["n"]]
+        ]
         for turn in rows.turns
         if len(rows.attempts.get(turn["n"], [])) > 1
     }
@@ -351,6 +391,7 @@ SECTIONS: dict[str, Callable[[SessionRows], Any]] = {
     "failures": session_failures,
     "diagnosis": lambda rows: failures.diagnosis(session_failures(rows)),
     "session_forks": section_forks,
+    "children": section_children,
     "turn_retries": section_retries,
     "usage": section_usage,
     "transcript": section_transcript,

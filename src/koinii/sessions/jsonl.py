@@ -94,4 +94,11 @@ def store_transcript(
             "orphan_results": orphans(),  # counted while the turns were read
         }
     )
+    if session.get("parent_external_id"):
+        report["parent_session_id"] = result.get("parent_session_id")
+        if report["parent_session_id"] is None:
+            report["message"] = (
+                f"its parent {session['parent_external_id']} is not imported: a session of "
+                "its own until it is (import the parent, then this file again)"
+            )
     return report

@@ -5,8 +5,10 @@ asks for it, so a table that cannot be read breaks only the sections that need i
 Rows come back as plain dicts with the public names (ids, never internal row numbers).
 
 A target names a session when, trimmed and stripped of a leading `vis_session_id#`
-marker (any case), it is a session's id or a prefix of exactly one id. Ids are
-lowercase uuid4 text, so a target is compared in lowercase.
+marker (any case), it is a session's id, the id the session had where it was imported
+from (a transcript's own session id, or its whole external id `claude-code:<id>`), or a
+prefix of exactly one id. Ids are lowercase uuid4 text, so a store id or prefix is
+compared in lowercase; an external id exactly as it was imported.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from koinii.sessions import checks, schema
 
 MARKER = re.compile(r"^\s*vis_session_id#", re.IGNORECASE)
 REQUEST_PREVIEW = 200  # characters of a request in `last_turn`
+IMPORTED_FROM = ("claude-code", "codex")  # the importers' sources: `source:id` external ids
 
 _SESSION = (
     "SELECT n, id, channel, title, turn_count, created_at, modified_at, provider, model, "
@@ -52,11 +55,18 @@ def normalized_target(target: Any) -> str | None:
 
 
 def resolve(db: Any, target: Any) -> dict[str, Any] | None:
-    """The session a target names: its exact id, else the one id it prefixes."""
+    """The session a target names: its exact id; else the session imported from it (the
+    transcript's own session id, or the whole `source:id` external id); else the one id
+    it prefixes."""
     key = normalized_target(target)
     if key is None:
         return None
     row = db.execute(f"{_SESSION} WHERE id = ?", (key,)).fetchone()
+    if row is None:
+        given = MARKER.sub("", target if isinstance(target, str) else key).strip()
+        names = (given, *(f"{source}:{given}" for source in IMPORTED_FROM))
+        marks = ", ".join("?" for _ in names)
+        row = db.execute(f"{_SESSION} WHERE external_id IN ({marks}) LIMIT 1", names).fetchone()
     if row is None:
         upper = key[:-1] + chr(ord(key[-1]) + 1)
         found = db.execute(f"{_SESSION} WHERE id >= ? AND id < ? LIMIT 2", (key, upper)).fetchall()
@@ -187,6 +197,24 @@ class SessionRows:
         ):
             out.setdefault(row["turn_n"], []).append(row)
         return out
+
+    @cached_property
+    def children(self) -> list[dict[str, Any]]:
+        """The session's child sessions (sub-agents), oldest first."""
+        return self._all(
+            "SELECT id, channel, title, external_id, turn_count, created_at, modified_at, meta "
+            "FROM session WHERE parent_session_n = ? ORDER BY created_at, n",
+            (self.session["n"],),
+        )
+
+    @cached_property
+    def parent_id(self) -> str | None:
+        if self.session["parent_session_n"] is None:
+            return None
+        row = self.db.execute(
+            "SELECT id FROM session WHERE n = ?", (self.session["parent_session_n"],)
+        ).fetchone()
+        return row[0] if row else None
 
     def latest_attempt(self, turn: dict[str, Any]) -> dict[str, Any] | None:
         attempts = self.attempts.get(turn["n"])

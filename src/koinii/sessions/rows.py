@@ -66,7 +66,7 @@ ATTEMPT_FIELDS = (
     "finished_at",
     "iterations",
 )
-TURN_FIELDS = ("user_request", "created_at", "attachments", "attempts", "routing")
+TURN_FIELDS = ("user_request", "created_at", "attachments", "attempts", "routing", "state")
 SESSION_FIELDS = (
     "channel",
     "title",
@@ -77,7 +77,10 @@ SESSION_FIELDS = (
     "created_at",
     "meta",
     "fingerprint",
+    "parent_external_id",
+    "forks",
 )
+MAX_FORKS = 10_000  # kept branches an imported session may declare
 
 
 def checked_block(field: str, value: Any) -> dict[str, Any]:
@@ -172,6 +175,7 @@ def checked_turn(field: str, value: Any, default_time: str) -> dict[str, Any]:
         refuse(given.path("attempts"), "a turn has at least one attempt")
     return {
         "user_request": given.text("user_request", required=True),
+        "state": given.count("state"),
         "created_at": created,
         "attempts": attempts,
         "attachments": [
@@ -190,6 +194,11 @@ def checked_session(field: str, value: Any) -> dict[str, Any]:
         refuse(given.path("meta"), "must be plain JSON")
     if len(encoded) > MAX_META:
         refuse(given.path("meta"), f"is larger than {MAX_META} bytes as JSON")
+    forks = [checks.count(path, fork) for path, fork in given.each("forks")]
+    if len(forks) > MAX_FORKS:
+        refuse(given.path("forks"), f"declares more than {MAX_FORKS} kept branches")
+    if None in forks:
+        refuse(given.path("forks"), "holds fork positions: integers >= 0")
     return {
         "channel": given.name("channel") or "cli",
         "title": given.name("title"),
@@ -200,6 +209,8 @@ def checked_session(field: str, value: Any) -> dict[str, Any]:
         "created_at": given.timestamp("created_at", default=checks.now()),
         "meta": meta,
         "fingerprint": given.name("fingerprint"),
+        "parent_external_id": given.name("parent_external_id"),
+        "forks": forks,
     }
 
 
@@ -246,22 +257,22 @@ class RowWriter:
         return values["n"]
 
     def block(self, iteration_n: int, position: int, block: dict[str, Any]) -> str:
-        block_id = new_id()
+        block_id = block.get("id") or new_id()  # a recorder names its rows itself
         self.insert(
             "block",
             {
+                **block,
                 "id": block_id,
                 "iteration_n": iteration_n,
                 "position": position,
-                **block,
                 "timeout": int(block["timeout"]),
             },
         )
         return block_id
 
     def iteration(self, attempt_n: int, position: int, it: dict[str, Any]) -> str:
-        iteration_id = new_id()
-        values = {k: v for k, v in it.items() if k not in ("tokens", "blocks")}
+        iteration_id = it.get("id") or new_id()
+        values = {k: v for k, v in it.items() if k not in ("tokens", "blocks", "id")}
         iteration_n = self.insert(
             "iteration",
             {
@@ -306,7 +317,7 @@ class RowWriter:
     ) -> str:
         """A whole turn: attempts, iterations, blocks, attachments, routing, search text."""
         turn_n = (session_n << schema.TURN_BITS) | ordinal
-        turn_id = new_id()
+        turn_id = turn.get("id") or new_id()
         self.insert(
             "turn",
             {
@@ -318,7 +329,7 @@ class RowWriter:
                 "created_at": turn["created_at"],
             },
         )
-        prose, thinking = [], []
+        prose, thinking, tools = [], [], []
         for version, attempt in enumerate(turn["attempts"]):
             self.attempt(turn_n, version, attempt)
             for it in attempt["iterations"]:
@@ -326,6 +337,7 @@ class RowWriter:
                     prose.append(it["prose"])
                 if it["thinking"]:
                     thinking.append(it["thinking"])
+                tools.extend(filter(None, map(tool_text, it["blocks"])))
         for attachment in turn["attachments"]:
             self.attachment(turn_n, attachment)
         for event in turn["routing"]:
@@ -337,6 +349,7 @@ class RowWriter:
                 "request": turn["user_request"],
                 "reply": "\n".join(prose) or None,
                 "thinking": "\n".join(thinking) or None,
+                "tools": "\n".join(tools) or None,
             },
         )
         return turn_id
@@ -349,7 +362,7 @@ class RowWriter:
         owner: str | None = None,
     ) -> tuple[int, str, int]:
         """A new session with its state 0, started by `owner`: (n, id, state n)."""
-        session_id = new_id()
+        session_id = session.get("id") or new_id()
         title = session["title"]
         session_n = self.insert(
             "session",
@@ -371,8 +384,19 @@ class RowWriter:
                 "owner": owner,
             },
         )
-        state_n = self.state(session_n, 0, None, None, session, session["created_at"])
+        state_n = self.states(session_n, session, session.get("forks") or [])
         return session_n, session_id, state_n
+
+    def states(self, session_n: int, fields: dict[str, Any], forks: list[int]) -> int:
+        """The states of a new (or replaced) session: with no forks, state 0; with the fork
+        positions of kept branches (an import's rewinds), a state per branch — versions 0,
+        1, … in the order given, each a child of the live state forked at its position —
+        and the live state last (the latest: current). Returns the live state's n."""
+        at = fields["created_at"]
+        live = self.state(session_n, len(forks), None, None, fields, at)
+        for version, position in enumerate(forks):
+            self.state(session_n, version, live, position, fields, at)
+        return live
 
     def state(
         self,
@@ -418,24 +442,58 @@ class RowWriter:
         db.execute("DELETE FROM state WHERE session_n = ?", (session_n,))
 
     def append_turns(self, session_n: int, turns: list[dict[str, Any]]) -> list[str]:
-        """Append checked turns to a session's current state, in order; their ids."""
+        """Append checked turns to a session, in order; their ids. A turn goes to the
+        current state, or to the state whose version it names (`state`: an imported
+        branch), after the turns that state holds."""
         count, seq, modified = self.db.execute(
             "SELECT turn_count, turn_seq, modified_at FROM session WHERE n = ?", (session_n,)
         ).fetchone()
         if seq + len(turns) > schema.TURN_MASK:
             refuse("turns", f"a session holds at most {schema.TURN_MASK} turns")
-        state_n = latest_state(self.db, session_n)[0]
+        state_n, current = latest_state(self.db, session_n)[:2]
+        branches: dict[int, list[int]] = {}  # version → [state n, the last position on it]
         ids = []
         for turn in turns:
-            count += 1
             seq += 1
-            ids.append(self.turn(session_n, state_n, seq, count, turn))
+            version = turn.get("state")
+            if version is None or version == current:
+                count += 1
+                ids.append(self.turn(session_n, state_n, seq, count, turn))
+            else:
+                branch = branches.get(version) or self._branch(session_n, version, branches)
+                branch[1] += 1
+                ids.append(self.turn(session_n, branch[0], seq, branch[1], turn))
             modified = max(modified, turn["created_at"])
         self.db.execute(
             "UPDATE session SET turn_count = ?, turn_seq = ?, modified_at = ? WHERE n = ?",
             (count, seq, modified, session_n),
         )
         return ids
+
+    def _branch(self, session_n: int, version: int, branches: dict[int, list[int]]) -> list[int]:
+        """[state n, the last position on it] of an earlier state the turns are appended
+        to (refused when the session has no such state)."""
+        row = self.db.execute(
+            "SELECT n, fork_position FROM state WHERE session_n = ? AND version = ?",
+            (session_n, version),
+        ).fetchone()
+        if row is None:
+            refuse("turns", f"names state {version}, which the session does not have")
+        last = self.db.execute(
+            "SELECT max(position) FROM turn WHERE n BETWEEN ? AND ? AND state_n = ?",
+            (*schema.turn_range(session_n), row[0]),
+        ).fetchone()[0]
+        branches[version] = [row[0], last if last is not None else row[1] or 0]
+        return branches[version]
+
+
+def tool_text(block: dict[str, Any]) -> str | None:
+    """What a block's tool gave back, as the search indexes it (the `tools` band): its
+    result, its output when that says more, and its error."""
+    parts = [block.get("result"), block.get("stdout"), block.get("error")]
+    if parts[1] is not None and parts[0] is not None and parts[1] in parts[0]:
+        parts[1] = None
+    return "\n".join(p for p in parts if p) or None
 
 
 def _json(value: dict[str, Any]) -> str | None:

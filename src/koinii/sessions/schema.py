@@ -6,7 +6,8 @@ Invariants, kept by the writer (`store.py`) and relied on by every read:
   session is a range scan, and the full-text row of a turn has the same rowid, so a
   search hit names its session with a shift and no lookup (`session_of`).
 - `turn_text` holds one row per turn (same rowid): the user request, every reply
-  (assistant prose) and every thinking text recorded for it, across all its attempts.
+  (assistant prose), every thinking text and everything its tools gave back (`tools`:
+  block results, output, errors) recorded for it, across all its attempts.
   The full-text index over it is derived: FTS5 `turn_search` on SQLite (kept by
   triggers), GIN expression indexes on PostgreSQL.
 - `session.title` / `title_fold` are the latest state's title (and its casefold, for the
@@ -26,10 +27,13 @@ Invariants, kept by the writer (`store.py`) and relied on by every read:
 
 from __future__ import annotations
 
+import logging
 import weakref
 from typing import Any
 
 from koinii.kb.store import register_records
+
+log = logging.getLogger("koinii.sessions")
 
 DOMAIN = "sessions"
 TURN_BITS = 20  # up to 1,048,575 turns per session
@@ -214,11 +218,65 @@ _POSTGRES_SEARCH = "".join(
 
 _OWNER = "ALTER TABLE session ADD COLUMN owner TEXT;"
 
+# Version 3: what the tools returned (block results, output and errors) is searchable, in
+# a `tools` column of turn_text — on SQLite the FTS5 index is made again with it and
+# rebuilt; on PostgreSQL it gets its GIN index, and the titles a trigram index (pg_trgm)
+# when the server has the extension (else the title band scans, and says so: `ready`).
+_TOOLS_SQLITE = """
+ALTER TABLE turn_text ADD COLUMN tools TEXT;
+DROP TRIGGER turn_text_inserted;
+DROP TRIGGER turn_text_deleted;
+DROP TRIGGER turn_text_updated;
+DROP TABLE turn_search;
+CREATE VIRTUAL TABLE turn_search USING fts5 (
+    request, reply, thinking, tools,
+    content = 'turn_text', content_rowid = 'n', prefix = '2 3'
+);
+CREATE TRIGGER turn_text_inserted AFTER INSERT ON turn_text BEGIN
+    INSERT INTO turn_search (rowid, request, reply, thinking, tools)
+    VALUES (new.n, new.request, new.reply, new.thinking, new.tools);
+END;
+CREATE TRIGGER turn_text_deleted AFTER DELETE ON turn_text BEGIN
+    INSERT INTO turn_search (turn_search, rowid, request, reply, thinking, tools)
+    VALUES ('delete', old.n, old.request, old.reply, old.thinking, old.tools);
+END;
+CREATE TRIGGER turn_text_updated AFTER UPDATE ON turn_text BEGIN
+    INSERT INTO turn_search (turn_search, rowid, request, reply, thinking, tools)
+    VALUES ('delete', old.n, old.request, old.reply, old.thinking, old.tools);
+    INSERT INTO turn_search (rowid, request, reply, thinking, tools)
+    VALUES (new.n, new.request, new.reply, new.thinking, new.tools);
+END;
+INSERT INTO turn_search (turn_search) VALUES ('rebuild');
+"""
+TITLE_TRIGRAMS = "session_title_trgm"
+_TOOLS_POSTGRES = f"""
+ALTER TABLE turn_text ADD COLUMN tools TEXT;
+CREATE INDEX turn_text_tools ON turn_text USING gin (to_tsvector('simple', coalesce(tools, '')));
+DO $$
+DECLARE home TEXT;
+BEGIN
+    BEGIN
+        CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'koinii sessions: cannot create the pg_trgm extension (%)', SQLERRM;
+    END;
+    SELECT extnamespace::regnamespace::text INTO home FROM pg_extension
+    WHERE extname = 'pg_trgm';
+    IF home IS NOT NULL THEN
+        EXECUTE format(
+            'CREATE INDEX {TITLE_TRIGRAMS} ON session USING gin (title_fold %s.gin_trgm_ops)',
+            home
+        );
+    END IF;
+END $$;
+"""
+
 MIGRATIONS = {
     "sqlite": [
         _TABLES.format(pk="INTEGER PRIMARY KEY", int="INTEGER", real="REAL", key="TEXT")
         + _SQLITE_SEARCH,
         _OWNER,
+        _TOOLS_SQLITE,
     ],
     "postgres": [
         _TABLES.format(
@@ -226,6 +284,7 @@ MIGRATIONS = {
         )
         + _POSTGRES_SEARCH,
         _OWNER,
+        _TOOLS_POSTGRES,
     ],
 }
 
@@ -258,6 +317,25 @@ def ready(kb: Any) -> None:
     if kb not in _READY:
         kb.ensure_schema(DOMAIN, MIGRATIONS)
         _READY.add(kb)
+        if not kb.read_records(has_title_trigrams):
+            log.warning(
+                "koinii sessions: PostgreSQL has no pg_trgm here, so the title band of the "
+                "session search scans every title; install the extension (postgresql-contrib) "
+                "and run CREATE EXTENSION pg_trgm, then CREATE INDEX %s ON session USING gin "
+                "(title_fold gin_trgm_ops)",
+                TITLE_TRIGRAMS,
+            )
+
+
+def has_title_trigrams(db: Any) -> bool:
+    """Whether the title band has its index (SQLite's FTS5 trigram table always does)."""
+    if getattr(db, "dialect", "sqlite") != "postgres":
+        return True
+    found = db.execute(
+        "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?",
+        (TITLE_TRIGRAMS,),
+    ).fetchone()
+    return found is not None
 
 
 def next_n(db: Any, table: str) -> int:

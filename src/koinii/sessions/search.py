@@ -6,19 +6,22 @@ A search ranks every top-level session by its best band:
     1  request   a user request matches (full text)
     2  reply     an assistant reply (prose) matches
     3  thinking  the model's thinking matches
+    4  tool      what a tool returned matches (a block's result, output or error)
 
 Full text means: the search is cut into words the way the index cuts text (Unicode
 letters and digits; case and diacritics folded), every word must occur in the same
 field of the same turn, and the last word is also a prefix (`deplo` finds `deploy`).
 Rows come best band first, newest (`modified_at`) first inside a band, then by id; the
 caller paints them in this order and never re-sorts them. A row's snippets are windows
-of about SNIPPET_TOKENS tokens around the first match in the newest matching turn.
+of about SNIPPET_TOKENS tokens around the matches in the newest matching turn, the
+window that shows the most of the search's words.
 
 Invariant: the ranking is one SQL statement. Each band yields (session, band, turn)
 hits — a turn's rowid shifted right by TURN_BITS is its session's row number (schema.py),
 so a full-text hit names its session without a lookup — and one GROUP BY keeps each
-session's best band. The title band is a trigram index on SQLite (substring matches of
-3 characters or more; shorter ones scan the titles), a scan on PostgreSQL. Only the rows
+session's best band. The title band is a trigram index: FTS5's on SQLite (substring
+matches of 3 characters or more; shorter ones scan the titles), pg_trgm's GIN index for
+`LIKE` on PostgreSQL (a scan where the server lacks the extension: schema.py). Only the rows
 returned are read for their snippets. PostgreSQL's text parser cuts some words
 differently (`phx.server` stays one token there) and does not fold diacritics.
 """
@@ -34,7 +37,7 @@ from koinii.sessions.schema import TURN_BITS
 SNIPPET_TOKENS = 20  # the width of a request/reply snippet window
 ELLIPSIS = "…"
 NO_LIMIT = 2**62
-COLUMNS = ("request", "reply", "thinking")
+COLUMNS = ("request", "reply", "thinking", "tools")
 _WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps as a token
 
 INDEX_KEYS = ("id", "channel", "title", "turn_count", "created_at", "modified_at")
@@ -52,7 +55,7 @@ _TURNS = {
 _TITLES = {
     "sqlite": "SELECT rowid AS s FROM session_title WHERE session_title MATCH ?",
     "sqlite-scan": "SELECT n AS s FROM session WHERE instr(title_fold, ?) > 0",
-    "postgres": "SELECT n AS s FROM session WHERE strpos(title_fold, ?) > 0",
+    "postgres": "SELECT n AS s FROM session WHERE title_fold LIKE ? ESCAPE '\\'",
 }
 
 _RANKED = """
@@ -61,17 +64,19 @@ WITH hit AS (
   UNION ALL SELECT t >> {bits}, 1, max(t) FROM ({request}) h GROUP BY 1
   UNION ALL SELECT t >> {bits}, 2, max(t) FROM ({reply}) h GROUP BY 1
   UNION ALL SELECT DISTINCT t >> {bits}, 3, CAST(NULL AS BIGINT) FROM ({thinking}) h
+  UNION ALL SELECT t >> {bits}, 4, max(t) FROM ({tools}) h GROUP BY 1
 ),
 best AS (
   SELECT s, min(band) AS band,
     max(CASE WHEN band = 0 THEN 1 ELSE 0 END) AS in_title,
     max(CASE WHEN band = 1 THEN turn END) AS request_turn,
     max(CASE WHEN band = 2 THEN turn END) AS reply_turn,
-    max(CASE WHEN band = 3 THEN 1 ELSE 0 END) AS in_thinking
+    max(CASE WHEN band = 3 THEN 1 ELSE 0 END) AS in_thinking,
+    max(CASE WHEN band = 4 THEN turn END) AS tool_turn
   FROM hit GROUP BY s
 )
 SELECT {columns}, best.band, best.in_title, best.request_turn, best.reply_turn,
-  best.in_thinking
+  best.in_thinking, best.tool_turn
 FROM best JOIN session s ON s.n = best.s
 WHERE s.parent_session_n IS NULL
 ORDER BY best.band, s.modified_at DESC, s.id
@@ -79,7 +84,7 @@ LIMIT ?
 """
 
 _TITLED = """
-SELECT {columns}, 0, 1, NULL, NULL, 0 FROM ({titles}) titled JOIN session s ON s.n = titled.s
+SELECT {columns}, 0, 1, NULL, NULL, 0, NULL FROM ({titles}) titled JOIN session s ON s.n = titled.s
 WHERE s.parent_session_n IS NULL
 ORDER BY s.modified_at DESC, s.id
 LIMIT ?
@@ -142,6 +147,9 @@ def ranked(db: Any, search: str, limit: int | None = None) -> list[dict[str, Any
             title = '"' + title.replace('"', '""') + '"'  # a trigram phrase: a substring
         else:
             titles = "sqlite-scan"
+    else:
+        escaped = title.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        title = f"%{escaped}%"
     terms = words(search)
     most = NO_LIMIT if limit is None else limit
     if terms:
@@ -153,7 +161,7 @@ def ranked(db: Any, search: str, limit: int | None = None) -> list[dict[str, Any
     texts = _texts(db, rows)
     out = []
     for row in rows:
-        band, in_title, request_turn, reply_turn, in_thinking = row[len(INDEX_KEYS) :]
+        band, in_title, request_turn, reply_turn, in_thinking, tool_turn = row[len(INDEX_KEYS) :]
         entry = index_row(row)
         entry.update(
             {
@@ -162,22 +170,27 @@ def ranked(db: Any, search: str, limit: int | None = None) -> list[dict[str, Any
                 "is_in_request": request_turn is not None,
                 "is_in_reply": reply_turn is not None,
                 "is_in_thinking": bool(in_thinking),
+                "is_in_tool": tool_turn is not None,
                 "request_snippet": _snippet(texts, request_turn, 0, terms),
                 "reply_snippet": _snippet(texts, reply_turn, 1, terms),
+                "tool_snippet": _snippet(texts, tool_turn, 2, terms),
             }
         )
         out.append(entry)
     return out
 
 
-def _texts(db: Any, rows: list[tuple]) -> dict[int, tuple[str | None, str | None]]:
-    """turn rowid → (request, reply) for the turns whose snippets the rows show."""
-    wanted = sorted({t for row in rows for t in row[-3:-1] if t is not None})
+def _texts(db: Any, rows: list[tuple]) -> dict[int, tuple[str | None, ...]]:
+    """turn rowid → (request, reply, tools) for the turns whose snippets the rows show."""
+    at = len(INDEX_KEYS)
+    wanted = sorted({t for row in rows for t in row[at + 2 : at + 4] + row[at + 5 :] if t})
     if not wanted:
         return {}
     marks = ", ".join("?" for _ in wanted)
-    found = db.execute(f"SELECT n, request, reply FROM turn_text WHERE n IN ({marks})", wanted)
-    return {n: (request, reply) for n, request, reply in found}
+    found = db.execute(
+        f"SELECT n, request, reply, tools FROM turn_text WHERE n IN ({marks})", wanted
+    )
+    return {n: texts for n, *texts in found}
 
 
 def _snippet(texts: dict, turn: int | None, column: int, terms: list[str]) -> str | None:
@@ -192,13 +205,28 @@ def _folded(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-def _matcher(terms: list[str]):
-    """Does a token match the search: a term exactly, or the last term as a prefix."""
+def _term_of(terms: list[str]):
+    """Which search term a token matches (its index), or None: a term exactly, or the
+    last term as a prefix — the rule of the full-text query."""
     folded = [_folded(term) for term in terms]
-    exact, prefix = set(folded[:-1]), folded[-1] if folded else ""
-    return lambda token: (
-        bool(folded) and ((word := _folded(token)) in exact or word.startswith(prefix))
-    )
+    exact = {term: i for i, term in enumerate(folded[:-1])}
+    prefix = folded[-1] if folded else None
+
+    def term_of(token: str) -> int | None:
+        if prefix is None:
+            return None
+        word = _folded(token)
+        if word in exact:
+            return exact[word]
+        return len(folded) - 1 if word.startswith(prefix) else None
+
+    return term_of
+
+
+def _matcher(terms: list[str]):
+    """Does a token match the search (any of its terms)?"""
+    term_of = _term_of(terms)
+    return lambda token: term_of(token) is not None
 
 
 def marked(text: str, search: str) -> list[tuple[str, bool]]:
@@ -219,16 +247,30 @@ def marked(text: str, search: str) -> list[tuple[str, bool]]:
 
 
 def window(text: str, terms: list[str]) -> str:
-    """The SNIPPET_TOKENS tokens of `text` from a little before the first token that
-    matches a search term (the last term as a prefix), `…` where the text was cut."""
-    matches = _matcher(terms)
+    """SNIPPET_TOKENS tokens of `text` around the matches, `…` where the text was cut.
+
+    The window is the one that shows the most distinct search terms (the earliest of
+    those), opened a little before its first match, so a multi-word search shows its
+    words together where the text has them together, and always at least one of them
+    when the text has any."""
+    term_of = _term_of(terms)
     tokens = list(_WORD.finditer(text))
-    first = 0
-    for i, token in enumerate(tokens):
-        if matches(token.group()):
-            first = i
-            break
-    start = max(0, min(first - SNIPPET_TOKENS // 4, len(tokens) - SNIPPET_TOKENS))
+    hits = [(i, t) for i, token in enumerate(tokens) if (t := term_of(token.group())) is not None]
+    first = last = 0
+    best = 0
+    for at, (i, _) in enumerate(hits):
+        seen, end = set(), i
+        for j, t in hits[at:]:
+            if j >= i + SNIPPET_TOKENS:
+                break
+            seen.add(t)
+            end = j
+        if len(seen) > best:
+            best, first, last = len(seen), i, end
+            if best == len(terms):
+                break
+    lead = max(0, min(SNIPPET_TOKENS // 4, SNIPPET_TOKENS - 1 - (last - first)))
+    start = max(0, min(first - lead, len(tokens) - SNIPPET_TOKENS))
     chosen = tokens[start : start + SNIPPET_TOKENS]
     if not chosen:
         return text.strip()

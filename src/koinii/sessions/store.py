@@ -20,14 +20,17 @@ writing another's session is refused `koinii/foreign-session`. A child session
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from koinii.errors import Refused
 from koinii.identity import REGISTRY
 from koinii.kb import KB, open_kb
+from koinii.operations import REGISTRY as OPERATIONS
 from koinii.operations import Caller, invoker, operation
 from koinii.sessions import checks, rows, schema
 from koinii.sessions.checks import refuse
@@ -171,16 +174,31 @@ def _set_title(db: Any, session_n: int, state_n: int, title: str | None) -> None
     )
 
 
-def _append_search(db: Any, turn_n: int, prose: str | None, thinking: str | None) -> None:
-    """Add an iteration's prose and thinking to its turn's full-text row."""
-    if not prose and not thinking:
+def _append_search(
+    db: Any, turn_n: int, prose: str | None, thinking: str | None, tools: str | None = None
+) -> None:
+    """Add an iteration's prose, thinking and tool results to its turn's full-text row
+    (in a batch, once per turn when the batch ends: each update re-indexes the row)."""
+    if not prose and not thinking and not tools:
         return
-    reply, thought = db.execute(
-        "SELECT reply, thinking FROM turn_text WHERE n = ?", (turn_n,)
+    batch = _BATCH.get()
+    if batch is not None:
+        pending = batch.search.setdefault(turn_n, [None, None, None])
+        for number, text in enumerate((prose, thinking, tools)):
+            pending[number] = _joined(pending[number], text)
+        return
+    _update_search(db, turn_n, prose, thinking, tools)
+
+
+def _update_search(
+    db: Any, turn_n: int, prose: str | None, thinking: str | None, tools: str | None
+) -> None:
+    reply, thought, returned = db.execute(
+        "SELECT reply, thinking, tools FROM turn_text WHERE n = ?", (turn_n,)
     ).fetchone()
     db.execute(
-        "UPDATE turn_text SET reply = ?, thinking = ? WHERE n = ?",
-        (_joined(reply, prose), _joined(thought, thinking), turn_n),
+        "UPDATE turn_text SET reply = ?, thinking = ?, tools = ? WHERE n = ?",
+        (_joined(reply, prose), _joined(thought, thinking), _joined(returned, tools), turn_n),
     )
 
 
@@ -190,10 +208,61 @@ def _joined(old: str | None, new: str | None) -> str | None:
     return f"{old}\n{new}" if old else new
 
 
+class _Batch:
+    """The transaction every event of a `record_batch` writes in: its connection, one row
+    writer (its row numbers counted up across the events) and the search text the
+    events add, per turn, written once at the end."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+        self.writer = rows.RowWriter(db)
+        self.search: dict[int, list[str | None]] = {}
+
+    def finish(self) -> None:
+        for turn_n, (prose, thinking, tools) in self.search.items():
+            _update_search(self.db, turn_n, prose, thinking, tools)
+
+
+_BATCH: contextvars.ContextVar[_Batch | None] = contextvars.ContextVar(
+    "sessions_batch", default=None
+)
+
+
+def _writer(db: Any) -> rows.RowWriter:
+    batch = _BATCH.get()
+    return batch.writer if batch is not None else rows.RowWriter(db)
+
+
 def _write(kb: KB, op: str, records: Callable[[Any], Any], summary: dict[str, Any]) -> Any:
+    batch = _BATCH.get()
+    if batch is not None:
+        return records(batch.db)
     schema.ready(kb)
     result, _ = kb.transact(f"sessions.{op}", lambda db, handles: records(db), summary=summary)
     return result
+
+
+def _given_id(value: Any) -> str | None:
+    """An id the caller chose for a new row (a batching recorder names rows before they
+    are written): a lowercase UUID."""
+    given = checks.name("id", value)
+    if given is None:
+        return None
+    try:
+        well_formed = str(uuid.UUID(given)) == given
+    except ValueError:
+        well_formed = False
+    if not well_formed:
+        refuse("id", "is a lowercase UUID, e.g. str(uuid.uuid4()) (or leave it out)")
+    return given
+
+
+def _unused(db: Any, table: str, given: str | None) -> None:
+    if given is not None and db.execute(f"SELECT 1 FROM {table} WHERE id = ?", (given,)).fetchone():
+        refuse("id", f"a {table} with id {given!r} exists already")
+
+
+ID_FIELD = ("string", False, "its id, chosen by the caller: a lowercase UUID (default: made)")
 
 
 # --- the operations ---------------------------------------------------------------------
@@ -237,6 +306,7 @@ BLOCK_SCHEMA = {
             "string", "its parent: a child session is hidden from lists"
         ),
         "created_at": _optional("string", "ISO-8601 (default now)"),
+        "id": ID_FIELD,
     },
     summary="start a session; returns its id",
     authorize=may_record,
@@ -252,6 +322,7 @@ def start_session(
     external_id: Any = None,
     parent_session_id: Any = None,
     created_at: Any = None,
+    id: Any = None,
 ) -> str:
     session = rows.checked_session(
         "",
@@ -266,8 +337,10 @@ def start_session(
         },
     )
     external = checks.name("external_id", external_id)
+    session["id"] = _given_id(id)
 
     def records(db: Any) -> str:
+        _unused(db, "session", session["id"])
         parent_n = None
         if parent_session_id is not None:
             parent_n = _session(db, parent_session_id, "parent_session_id")[0]
@@ -276,7 +349,7 @@ def start_session(
             and db.execute("SELECT 1 FROM session WHERE external_id = ?", (external,)).fetchone()
         ):
             refuse("external_id", f"a session with external id {external!r} exists")
-        return rows.RowWriter(db).session(external, session, parent_n, kb.principal)[1]
+        return _writer(db).session(external, session, parent_n, kb.principal)[1]
 
     return _write(kb, "start_session", records, {"channel": session["channel"]})
 
@@ -321,6 +394,7 @@ ATTACHMENT_SCHEMA = {
         "user_request": _required("string", "what the user asked"),
         "created_at": _optional("string", "ISO-8601 (default now)"),
         "attachments": (("array", ATTACHMENT_SCHEMA), False, "attachment metadata (no bytes)"),
+        "id": ID_FIELD,
     },
     summary="start a turn (attempt 0, running); returns its id",
     authorize=writes_session,
@@ -331,8 +405,10 @@ def start_turn(
     user_request: Any = None,
     created_at: Any = None,
     attachments: Any = None,
+    id: Any = None,
 ) -> str:
     checks.name("session_id", session_id, required=True)
+    turn_id = _given_id(id)
     request = checks.text("user_request", user_request, required=True)
     created = checks.timestamp("created_at", created_at, default=checks.now())
     files = [
@@ -340,6 +416,7 @@ def start_turn(
         for i, a in enumerate(checks.listing("attachments", attachments))
     ]
     turn = {
+        "id": turn_id,
         "user_request": request,
         "created_at": created,
         "attachments": files,
@@ -361,8 +438,9 @@ def start_turn(
     }
 
     def records(db: Any) -> str:
+        _unused(db, "turn", turn_id)
         session_n = _session(db, session_id)[0]
-        return rows.RowWriter(db).append_turns(session_n, [turn])[0]
+        return _writer(db).append_turns(session_n, [turn])[0]
 
     return _write(kb, "start_turn", records, {"session": session_id})
 
@@ -389,19 +467,21 @@ ITERATION_ARGS = {
         "turn_id": _required("string", "the turn (its latest attempt must be running)"),
         **ITERATION_ARGS,
         "blocks": (("array", BLOCK_SCHEMA), False, "blocks executed in this iteration"),
+        "id": ID_FIELD,
     },
     summary="record one model round trip of a running turn; returns its id",
     authorize=writes_turn,
 )
-def record_iteration(kb: KB, turn_id: Any = None, **fields: Any) -> str:
+def record_iteration(kb: KB, turn_id: Any = None, id: Any = None, **fields: Any) -> str:
     checks.known("", fields, rows.ITERATION_FIELDS)
     checks.name("turn_id", turn_id, required=True)
-    it = rows.checked_iteration("", fields)
+    it = {**rows.checked_iteration("", fields), "id": _given_id(id)}
 
     def records(db: Any) -> str:
+        _unused(db, "iteration", it["id"])
         turn_n = _turn(db, turn_id)[0]
         attempt_n, _, _, _, iterations = _running_attempt(db, turn_id, turn_n)
-        iteration_id = rows.RowWriter(db).iteration(attempt_n, iterations + 1, it)
+        iteration_id = _writer(db).iteration(attempt_n, iterations + 1, it)
         tokens = it["tokens"]
         db.execute(
             "UPDATE attempt SET iteration_count = iteration_count + 1, "
@@ -414,7 +494,8 @@ def record_iteration(kb: KB, turn_id: Any = None, **fields: Any) -> str:
                 "UPDATE attempt SET cost_usd = coalesce(cost_usd, 0) + ? WHERE n = ?",
                 (it["cost_usd"], attempt_n),
             )
-        _append_search(db, turn_n, it["prose"], it["thinking"])
+        tools = "\n".join(filter(None, map(rows.tool_text, it["blocks"]))) or None
+        _append_search(db, turn_n, it["prose"], it["thinking"], tools)
         return iteration_id
 
     return _write(kb, "record_iteration", records, {"turn": turn_id})
@@ -431,16 +512,18 @@ def record_iteration(kb: KB, turn_id: Any = None, **fields: Any) -> str:
         "error": _optional("string", "the error it raised"),
         "duration_ms": _optional("integer", "how long it ran"),
         "timeout": ("boolean", False, "it hit its time limit"),
+        "id": ID_FIELD,
     },
     summary="record one executed block of an iteration; returns its id",
     authorize=writes_iteration,
 )
-def record_block(kb: KB, iteration_id: Any = None, **fields: Any) -> str:
+def record_block(kb: KB, iteration_id: Any = None, id: Any = None, **fields: Any) -> str:
     checks.name("iteration_id", iteration_id, required=True)
     checks.known("", fields, rows.BLOCK_FIELDS)
-    block = rows.checked_block("", fields)
+    block = {**rows.checked_block("", fields), "id": _given_id(id)}
 
     def records(db: Any) -> str:
+        _unused(db, "block", block["id"])
         row = db.execute(
             "SELECT i.n, a.turn_n, a.n FROM iteration i JOIN attempt a ON a.n = i.attempt_n "
             "WHERE i.id = ?",
@@ -455,7 +538,9 @@ def record_block(kb: KB, iteration_id: Any = None, **fields: Any) -> str:
             "SELECT coalesce(max(position), 0) + 1 FROM block WHERE iteration_n = ?",
             (iteration_n,),
         ).fetchone()[0]
-        return rows.RowWriter(db).block(iteration_n, position, block)
+        block_id = _writer(db).block(iteration_n, position, block)
+        _append_search(db, turn_n, None, None, rows.tool_text(block))
+        return block_id
 
     return _write(kb, "record_block", records, {"iteration": iteration_id})
 
@@ -537,10 +622,9 @@ def retry_turn(kb: KB, turn_id: Any = None, created_at: Any = None) -> int:
         if latest[2] == "running":
             refuse("turn_id", f"turn {turn_id!r} is still running: finish it before a retry")
         version = latest[1] + 1
-        db.execute(
-            "INSERT INTO attempt (n, turn_n, version, status, created_at) "
-            "VALUES (?, ?, ?, 'running', ?)",
-            (schema.next_n(db, "attempt"), turn_n, version, created),
+        _writer(db).insert(
+            "attempt",
+            {"turn_n": turn_n, "version": version, "status": "running", "created_at": created},
         )
         return version
 
@@ -591,7 +675,7 @@ def fork_session(
             key: given[key] if given[key] is not None else old
             for key, old in zip(("title", "system_prompt", "provider", "model"), current)
         }
-        new_state = rows.RowWriter(db).state(session_n, version + 1, state_n, at, fields, created)
+        new_state = _writer(db).state(session_n, version + 1, state_n, at, fields, created)
         _set_title(db, session_n, new_state, fields["title"])
         db.execute("UPDATE session SET turn_count = ? WHERE n = ?", (at, session_n))
         return version + 1
@@ -627,7 +711,7 @@ def record_routing(kb: KB, session_id: Any = None, turn_id: Any = None, **fields
             turn_n = _turn(db, turn_id)[0]
             if schema.session_of(turn_n) != session_n:
                 refuse("turn_id", "the turn belongs to another session")
-        rows.RowWriter(db).routing(session_n, turn_n, event)
+        _writer(db).routing(session_n, turn_n, event)
 
     _write(kb, "record_routing", records, {"session": session_id, "kind": event["kind"]})
 
@@ -651,9 +735,112 @@ def add_attachment(kb: KB, turn_id: Any = None, **fields: Any) -> str:
     attachment = rows.checked_attachment("", fields, checks.now())
 
     def records(db: Any) -> str:
-        return rows.RowWriter(db).attachment(_turn(db, turn_id)[0], attachment)
+        return _writer(db).attachment(_turn(db, turn_id)[0], attachment)
 
     return _write(kb, "add_attachment", records, {"turn": turn_id})
+
+
+# --- batches: many writes, one transaction ---------------------------------------------
+
+BATCHED = (
+    "start_session",
+    "set_title",
+    "start_turn",
+    "record_iteration",
+    "record_block",
+    "finish_turn",
+    "retry_turn",
+    "fork_session",
+    "record_routing",
+    "add_attachment",
+)
+MAX_BATCH = 1000  # events in one batch
+EVENT_SCHEMA = {
+    "type": "object",
+    "properties": {"verb": {"type": "string", "enum": list(BATCHED)}, "fields": {"type": "object"}},
+    "required": ["verb"],
+    "additionalProperties": False,
+}
+
+
+def _events(events: Any) -> list[tuple[str, dict[str, Any]]]:
+    listed = checks.listing("events", events)
+    if not listed:
+        refuse("events", "is empty: a batch holds at least one event")
+    if len(listed) > MAX_BATCH:
+        refuse("events", f"holds more than {MAX_BATCH} events: send them in several batches")
+    out = []
+    for number, event in enumerate(listed):
+        given = checks.Given(f"events[{number}]", event, ("verb", "fields"))
+        verb = given.choice("verb", BATCHED)
+        fields = given.mapping("fields")
+        checks.known(given.path("fields"), fields, OPERATIONS[f"sessions.{verb}"].fields)
+        out.append((verb, fields))
+    return out
+
+
+def _in_event(number: int, verb: str, refusal: Refused) -> Refused:
+    """A refusal of one event, naming the event: the batch wrote nothing."""
+    return Refused(
+        refusal.kind,
+        f"event {number} ({verb}): {refusal.message}; nothing of the batch was written",
+        {**refusal.data, "event": number},
+    )
+
+
+def writes_batch(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
+    """Each event as its own operation would be authorized (an event that names rows an
+    earlier event of the batch makes passes here, and is checked as it is written)."""
+    may_record(kb, caller, fields)
+    events = fields.get("events")
+    for number, event in enumerate(events if isinstance(events, list) else ()):
+        if not isinstance(event, dict) or event.get("verb") not in BATCHED:
+            continue  # refused by the operation, by name
+        given = event.get("fields") if isinstance(event.get("fields"), dict) else {}
+        try:
+            _AUTHORIZE[event["verb"]](kb, caller, given)
+        except Refused as refusal:
+            raise _in_event(number, event["verb"], refusal) from None
+
+
+@operation(
+    "sessions.record_batch",
+    fields={
+        "events": (
+            ("array", EVENT_SCHEMA),
+            True,
+            "writes in order, each {verb, fields} as its own operation takes them",
+        ),
+    },
+    summary="many session writes in one transaction, all or nothing; returns their results",
+    authorize=writes_batch,
+)
+def record_batch(kb: KB, events: Any = None) -> list[Any]:
+    """Run each event as its operation (`verb`) would, in ONE transaction: every event is
+    written or none is, and a refusal names the event (`data.event`). Events may name the
+    rows earlier events make (ids chosen by the caller: the `id` fields)."""
+    batch = _events(events)
+    schema.ready(kb)
+
+    def records(db: Any) -> list[Any]:
+        writing = _Batch(db)
+        token = _BATCH.set(writing)
+        try:
+            results = []
+            for number, (verb, fields) in enumerate(batch):
+                try:
+                    results.append(_RUN[verb](kb, **fields))
+                except Refused as refusal:
+                    raise _in_event(number, verb, refusal) from None
+        finally:
+            _BATCH.reset(token)
+        writing.finish()
+        return results
+
+    result, _ = kb.transact(
+        "sessions.record_batch", lambda db, handles: records(db), summary={"events": len(batch)}
+    )
+    return result
 
 
 @operation(
@@ -661,11 +848,16 @@ def add_attachment(kb: KB, turn_id: Any = None, **fields: Any) -> str:
     fields={
         "external_id": _required("string", "the source's session id (the idempotency key)"),
         "part": _required("integer", "0 for the first part, then 1, 2, …"),
-        "session": _optional("object", "part 0: the session's fields and fingerprint"),
+        "session": _optional(
+            "object",
+            "part 0: the session's fields and fingerprint; `parent_external_id` makes it a "
+            "child of that imported session, `forks` declares kept branches (their fork "
+            "positions: states 0, 1, … before the live one)",
+        ),
         "turns": (("array", {"type": "object"}), False, "whole turns, in order"),
         "done": ("boolean", False, "the last part: the session is complete"),
     },
-    summary="import a session in parts: {session_id, status}",
+    summary="import a session in parts: {session_id, status, parent_session_id}",
     authorize=writes_import,
 )
 def import_part(
@@ -694,34 +886,43 @@ def import_part(
     finished = checks.flag("done", done)
     schema.ready(kb)
     if number == 0 and fields["fingerprint"] is not None:
-        found = kb.read_records(lambda db: _imported(db, external))
+        found = kb.read_records(lambda db: (_imported(db, external), _parent(db, fields)))
         if (
-            found
-            and found[2].get("complete")
-            and found[2].get("fingerprint") == fields["fingerprint"]
+            found[0]
+            and found[0][2].get("complete")
+            and found[0][2].get("fingerprint") == fields["fingerprint"]
+            and found[0][3] == (found[1] and found[1][0])  # a child whose parent came: attach
         ):
-            return {"session_id": found[1], "status": "unchanged"}
+            parent = found[1] and found[1][1]
+            return {"session_id": found[0][1], "status": "unchanged", "parent_session_id": parent}
 
     def records(db: Any) -> dict[str, Any]:
         writer = rows.RowWriter(db)
         found = _imported(db, external)
+        parent = None
         if number == 0:
+            parent = _parent(db, fields)
+            parent_n = parent and parent[0]
             fields["meta"] = {
                 **fields["meta"],
                 "fingerprint": fields["fingerprint"],
                 "complete": finished,
             }
+            if fields["parent_external_id"] is not None:
+                fields["meta"]["parent_external_id"] = fields["parent_external_id"]
             if found is None:
-                session_n, session_id, _ = writer.session(external, fields, owner=kb.principal)
+                session_n, session_id, _ = writer.session(
+                    external, fields, parent_n, owner=kb.principal
+                )
                 status = "new"
             else:
-                session_n, session_id, _ = found
-                _replace(writer, session_n, fields)
+                session_n, session_id, *_ = found
+                _replace(writer, session_n, fields, parent_n)
                 status = "replaced"
         else:
             if found is None:
                 refuse("external_id", f"no session imported as {external!r} (send part 0 first)")
-            session_n, session_id, meta = found
+            session_n, session_id, meta, _ = found
             if meta.get("complete"):
                 refuse("part", "the import of this session is already complete")
             status = "appended"
@@ -731,17 +932,21 @@ def import_part(
                     (json.dumps({**meta, "complete": True}, ensure_ascii=False), session_n),
                 )
         writer.append_turns(session_n, checked)
-        return {"session_id": session_id, "status": status}
+        return {
+            "session_id": session_id,
+            "status": status,
+            "parent_session_id": parent and parent[1],
+        }
 
     return _write(
         kb, "import_part", records, {"external_id": external, "part": number, "turns": len(checked)}
     )
 
 
-def _imported(db: Any, external_id: str) -> tuple[int, str, dict[str, Any]] | None:
-    """The session imported as `external_id`: (n, id, its import provenance)."""
+def _imported(db: Any, external_id: str) -> tuple[int, str, dict[str, Any], int | None] | None:
+    """The session imported as `external_id`: (n, id, its import provenance, its parent's n)."""
     row = db.execute(
-        "SELECT n, id, meta FROM session WHERE external_id = ?", (external_id,)
+        "SELECT n, id, meta, parent_session_n FROM session WHERE external_id = ?", (external_id,)
     ).fetchone()
     if row is None:
         return None
@@ -749,17 +954,29 @@ def _imported(db: Any, external_id: str) -> tuple[int, str, dict[str, Any]] | No
         meta = json.loads(row[2]) if row[2] else {}
     except ValueError:
         meta = {}  # unreadable provenance: the next import redoes the session
-    return row[0], row[1], meta if isinstance(meta, dict) else {}
+    return row[0], row[1], meta if isinstance(meta, dict) else {}, row[3]
 
 
-def _replace(writer: rows.RowWriter, session_n: int, fields: dict[str, Any]) -> None:
+def _parent(db: Any, fields: dict[str, Any]) -> tuple[int, str] | None:
+    """(n, id) of the session an imported child belongs to (`parent_external_id`), when that
+    session is imported; until it is, the child is a session of its own (a later import
+    of the child, once the parent is in, attaches it)."""
+    if fields["parent_external_id"] is None:
+        return None
+    found = _imported(db, fields["parent_external_id"])
+    return (found[0], found[1]) if found else None
+
+
+def _replace(
+    writer: rows.RowWriter, session_n: int, fields: dict[str, Any], parent_n: int | None
+) -> None:
     """Drop an imported session's contents and take the new fields, keeping its id."""
     writer.delete_contents(session_n)
     title = fields["title"]
     writer.db.execute(
         "UPDATE session SET channel = ?, title = ?, title_fold = ?, project_id = ?, provider = ?, "
-        "model = ?, created_at = ?, modified_at = ?, turn_count = 0, turn_seq = 0, meta = ? "
-        "WHERE n = ?",
+        "model = ?, created_at = ?, modified_at = ?, turn_count = 0, turn_seq = 0, meta = ?, "
+        "parent_session_n = ? WHERE n = ?",
         (
             fields["channel"],
             title,
@@ -770,10 +987,37 @@ def _replace(writer: rows.RowWriter, session_n: int, fields: dict[str, Any]) -> 
             fields["created_at"],
             fields["created_at"],
             json.dumps(fields["meta"], ensure_ascii=False),
+            parent_n,
             session_n,
         ),
     )
-    writer.state(session_n, 0, None, None, fields, fields["created_at"])
+    writer.states(session_n, fields, fields["forks"])
+
+
+_RUN: dict[str, Callable[..., Any]] = {
+    "start_session": start_session,
+    "set_title": set_title,
+    "start_turn": start_turn,
+    "record_iteration": record_iteration,
+    "record_block": record_block,
+    "finish_turn": finish_turn,
+    "retry_turn": retry_turn,
+    "fork_session": fork_session,
+    "record_routing": record_routing,
+    "add_attachment": add_attachment,
+}
+_AUTHORIZE = {
+    "start_session": may_record,
+    "set_title": writes_session,
+    "start_turn": writes_session,
+    "record_iteration": writes_turn,
+    "record_block": writes_iteration,
+    "finish_turn": writes_turn,
+    "retry_turn": writes_turn,
+    "fork_session": writes_session,
+    "record_routing": writes_session,
+    "add_attachment": writes_turn,
+}  # each batched verb's `authorize`
 
 
 # --- the client -------------------------------------------------------------------------
@@ -808,6 +1052,17 @@ class SessionStore:
     def call(self, verb: str, /, **fields: Any) -> Any:
         """Run the operation `sessions.<verb>` (directly, or on the daemon)."""
         return self._call(f"sessions.{verb}", **fields)
+
+    def recorder(self, **options: Any) -> Any:
+        """A `SessionRecorder` on this store: the same writes, buffered and sent in batches
+        (one transaction each); durable after its `flush()` (recording.py)."""
+        from koinii.sessions.recording import SessionRecorder
+
+        return SessionRecorder(self, **options)
+
+    def record_batch(self, events: list[dict[str, Any]]) -> list[Any]:
+        """Many writes, `[{verb, fields}, …]`, in one transaction: all or none."""
+        return self.call("record_batch", events=events)
 
     def start_session(
         self,
