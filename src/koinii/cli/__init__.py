@@ -194,7 +194,9 @@ def serve(
 
 @main.command(short_help="Move a whole store between SQLite, PostgreSQL and an export.")
 @click.option("--from", "source", required=True, help="The store to copy (path or DSN).")
-@click.option("--to", "target", required=True, help="An empty store to fill (path or DSN).")
+@click.option(
+    "--to", "target", required=True, help="An empty store to fill (path or DSN), or a new *.jsonl."
+)
 def migrate(source: str, target: str) -> None:
     """Move a whole store between SQLite and PostgreSQL, handles and seqs kept; a
     *.jsonl path is an export (`koinii export`): migrate from one to make a store of it."""
@@ -213,7 +215,7 @@ def token() -> None:
     """Manage the daemon's token table."""
 
 
-@token.command("add")
+@token.command("add", short_help="Mint a token for a principal (printed once).")
 @click.argument("principal")
 @click.option(
     "--role",

@@ -128,7 +128,8 @@ def disputes_command(channel, state, as_json, url, token, db) -> None:
             f"raised by {raised}; votes {tally['for']} for, {tally['against']} against{ruled}"
         )
         for side in dispute["sides"]:
-            click.echo(f"  #{side['handle']} {side['speaker']}: {side['sentence']}")
+            who = side["speaker"] or side["context"]  # a sentex no agent wrote: its context
+            click.echo(f"  #{side['handle']} {who}: {side['sentence']}")
 
 
 COMMANDS = (why_command, why_not_command, contradictions_command, disputes_command)
