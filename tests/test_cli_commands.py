@@ -202,6 +202,11 @@ def test_load_all_or_nothing_loads_nothing_of_a_bad_file(source, tmp_path):
     done = as_json(koinii_("load", str(good), "-c", "CxOps", "--all-or-nothing", "--json", *source))
     assert done["loaded"] == 2 and done["problems"] == []
     assert koinii_("load", str(tmp_path / "absent.kif"), "-c", "CxOps", *source).exit_code == 2
+    binary = tmp_path / "image.kif"
+    binary.write_bytes(b"(ready A)\n\xff\xfe")
+    assert "not UTF-8 text (byte 10)" in refusal(
+        koinii_("load", str(binary), "-c", "CxOps", *source), "parse"
+    )
 
 
 # --- export and backup, while the daemon runs -------------------------------------------
@@ -233,6 +238,8 @@ def test_export_dumps_the_store_its_daemon_holds_and_migrate_reads_it_back(servi
     with koinii.open_kb(restored, create=False) as kb:
         assert kb.stats() == stats
         assert kb.why(team["derived"])["justifications"][0]["rule"] == team["rule"]
+    loaded = koinii_("load", dump, "-c", "CxOps", "--db", team["db"])
+    assert f"migrate --from {dump}" in refusal(loaded, "not-sentences")
     again = koinii_("export", dump, "--db", team["db"])
     assert "exists" in refusal(again, "target-not-empty")
     refusal(koinii_("export", str(tmp_path / "team.txt"), "--db", team["db"]), "bad-option")
@@ -315,3 +322,31 @@ def test_load_exits_3_when_its_daemon_is_unreachable(tmp_path):
     file.write_text("(ready A)\n")
     result = koinii_("load", str(file), "-c", "CxA", "--url", f"http://127.0.0.1:{free_port()}")
     assert result.exit_code == 3 and result.stderr.startswith("koinii: unavailable: ")
+
+
+def test_assert_token_list_and_migrate_print_json(source, tmp_path):
+    made = as_json(koinii_("assert", "(ready Release)", "-c", "CxOps", "--json", *source))
+    assert isinstance(made["handle"], int)
+    assert koinii_("assert", "(ready Release)", "-c", "CxOps", *source).stdout.strip() == str(
+        made["handle"]
+    )  # idempotent: the same handle, as a plain line
+    table = str(tmp_path / "team.tokens")
+    assert koinii_("token", "add", "AgentAtlas", "--tokens", table).exit_code == 0
+    (entry,) = as_json(koinii_("token", "list", "--tokens", table, "--json"))
+    assert entry["id"] == "AgentAtlas" and entry["role"] == "agent" and "token" not in entry
+
+
+def test_export_of_a_store_on_either_backend_migrates_back(new_location, tmp_path):
+    location = new_location()
+    with koinii.open_kb(location) as kb:
+        kb.assert_("(usesDatabase ProdCluster Postgres)", "CxOps", creator="AgentAtlas")
+        stats = kb.stats()
+    dump = str(tmp_path / "store.jsonl")
+    assert as_json(koinii_("export", dump, "--db", location, "--json"))["counts"]["changes"] >= 1
+    restored = str(tmp_path / "restored.db")
+    counts = as_json(koinii_("migrate", "--from", dump, "--to", restored, "--json"))
+    assert counts["sentexes"] == stats["sentexes"]
+    with koinii.open_kb(restored, create=False) as kb:
+        assert kb.stats() == stats
+        (said,) = kb.sentexes_matching("(usesDatabase ?c ?d)", "CxOps")
+        assert said.provenance["creator"] == "AgentAtlas"

@@ -102,11 +102,15 @@ def _jsonable(value: Any) -> Any:
 @click.option("--context", "-c", required=True, help="The context to write, e.g. CxAtlas.")
 @click.option("--strength", type=click.Choice(["default", "monotonic"]), default="default")
 @click.option("--creator", default=None, help="Who says it (an agent may only name itself).")
+@json_option
 @source_options
-def assert_command(sentence, context, strength, creator, url, token, db) -> None:
-    """Store SENTENCE in a context; prints its handle."""
+def assert_command(sentence, context, strength, creator, as_json, url, token, db) -> None:
+    """Store SENTENCE in a context; prints its handle (a rule split in parts: one each)."""
     with open_source(db, url, token, create=True) as store:
-        click.echo(store.assert_(sentence, context, strength=strength, creator=creator))
+        handle = store.assert_(sentence, context, strength=strength, creator=creator)
+    if as_json:
+        return echo_json({"handle": handle})
+    click.echo(" ".join(map(str, handle)) if isinstance(handle, list) else handle)
 
 
 @click.command("retract")

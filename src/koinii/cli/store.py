@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 import koinii
 from koinii.cli.core import echo_json, json_option, open_source, resolve_source, source_options
 from koinii.errors import Refused
+from koinii.kb.store.dump import starts_a_dump
 from koinii.terms import show, statements
 
 # --- status -----------------------------------------------------------------------------
@@ -101,8 +102,24 @@ def load_command(file, context, strength, all_or_nothing, batch, as_json, url, t
     reported by its line and column with the refusal's kind, and the command exits 1.
     Loading is idempotent: a sentence already stored changes nothing.
     """
-    with open(file, encoding="utf-8") as f:
-        text = f.read()
+    with open(file, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Refused(
+            "parse",
+            f"{file} is not UTF-8 text (byte {exc.start}): load takes sentences as text",
+            {"file": file, "offset": exc.start},
+        ) from None
+    if starts_a_dump(text):
+        raise Refused(
+            "not-sentences",
+            f"{file} is a Koinii export, not sentences: its sentences name sentexes by "
+            "handle, which only a whole-store copy keeps; make a store of it with "
+            f"`koinii migrate --from {file} --to NEW.db` (then serve that)",
+            {"file": file},
+        )
     with open_source(db, url, token, create=True) as store:
         if all_or_nothing:
             edited = store.load_text(text, context, strength=strength)
