@@ -209,6 +209,23 @@ def test_load_all_or_nothing_loads_nothing_of_a_bad_file(source, tmp_path):
     )
 
 
+def test_load_of_a_big_file_stays_inside_the_daemons_write_budget(tmp_path):
+    daemon = Daemon(str(tmp_path / "team.db"), ["--write-budget", "0.005"]).start()
+    try:
+        file = tmp_path / "hosts.kif"
+        file.write_text("".join(f"(hostOf Service{i} Machine{i % 7})\n" for i in range(3000)))
+        # one write of them all is past the budget
+        with daemon.client() as client, pytest.raises(koinii.Refused, match="budget"):
+            client.load_text(file.read_text(), "CxOps", on_error="report")
+        loaded = koinii_("load", str(file), "-c", "CxOps", "--json", "--url", daemon.url)
+        assert as_json(loaded)["loaded"] == 3000 and json.loads(loaded.stdout)["problems"] == []
+        url = ["--url", daemon.url]
+        found = as_json(koinii_("query", "(hostOf ?s Machine3)", "-c", "CxOps", "--json", *url))
+        assert len(found) == len(range(3, 3000, 7))
+    finally:
+        daemon.kill()
+
+
 # --- export and backup, while the daemon runs -------------------------------------------
 
 

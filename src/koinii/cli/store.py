@@ -149,7 +149,12 @@ def _load_in_batches(
     store: Any, file: str, text: str, context: str, strength: str, size: int, quiet: bool
 ) -> dict[str, Any]:
     """Read FILE's statements, then load them `size` at a time; problems carry FILE's
-    lines (a statement that does not read is reported as `statements` found it)."""
+    lines (a statement that does not read is reported as `statements` found it).
+
+    A batch past the daemon's write budget (`budget-exhausted`) was rolled back whole,
+    so it is sent again in halves, and later batches stay at the smaller size; a single
+    statement past the budget is reported as refused, and loading goes on.
+    """
     problems: list[dict[str, Any]] = []
     read: list[tuple[int, int, str]] = []
     for line, column, term in statements(text):
@@ -157,26 +162,46 @@ def _load_in_batches(
             problems.append(_problem(line, column, term.kind, term.message))
         else:
             read.append((line, column, show(term)))
-    loaded, seq = 0, store.seq
+    loaded, seq, start = 0, store.seq, 0
     with _progress(len(read), quiet) as advance:
-        for start in range(0, len(read), size):
+        while start < len(read):
             chunk = read[start : start + size]
-            lines, at = [], 1  # each statement's first line in the chunk's text
-            for _, _, sentence in chunk:
-                lines.append(at)
-                at += sentence.count("\n") + 1
-            edited = store.load_text(
-                "\n".join(s for _, _, s in chunk), context, strength=strength, on_error="report"
-            )
-            for problem in edited.problems or []:
-                index = max(i for i, first in enumerate(lines) if first <= problem["line"])
-                line, column, _ = chunk[index]
-                problems.append(_problem(line, column, problem["kind"], problem["message"]))
-            loaded += len(edited.handles)
-            seq = max(seq, edited.seq or 0)
+            try:
+                edited = store.load_text(
+                    "\n".join(s for _, _, s in chunk), context, strength=strength, on_error="report"
+                )
+            except Refused as refusal:
+                if refusal.kind != "budget-exhausted":
+                    raise
+                if len(chunk) > 1:
+                    size = max(1, len(chunk) // 2)
+                    continue
+                line, column, _ = chunk[0]
+                problems.append(_problem(line, column, refusal.kind, refusal.message))
+            else:
+                problems += _placed_in_file(edited.problems or [], chunk)
+                loaded += len(edited.handles)
+                seq = max(seq, edited.seq or 0)
+            start += len(chunk)
             advance(len(chunk))
     problems.sort(key=lambda p: (p["line"], p["column"]))
     return {"file": file, "loaded": loaded, "seq": seq, "problems": problems}
+
+
+def _placed_in_file(
+    found: list[dict[str, Any]], chunk: list[tuple[int, int, str]]
+) -> list[dict[str, Any]]:
+    """The problems of a chunk's text, at the lines and columns of FILE."""
+    firsts, at = [], 1  # each statement's first line in the chunk's text
+    for _, _, sentence in chunk:
+        firsts.append(at)
+        at += sentence.count("\n") + 1
+    placed = []
+    for problem in found:
+        index = max(i for i, first in enumerate(firsts) if first <= problem["line"])
+        line, column, _ = chunk[index]
+        placed.append(_problem(line, column, problem["kind"], problem["message"]))
+    return placed
 
 
 def _problem(line: int, column: int, kind: str, message: str) -> dict[str, Any]:
