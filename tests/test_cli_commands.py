@@ -367,3 +367,25 @@ def test_export_of_a_store_on_either_backend_migrates_back(new_location, tmp_pat
         assert kb.stats() == stats
         (said,) = kb.sentexes_matching("(usesDatabase ?c ?d)", "CxOps")
         assert said.provenance["creator"] == "AgentAtlas"
+
+
+def test_every_help_line_is_whole_and_plain():
+    """`koinii --help` and each group's list a whole sentence per command (click cuts a
+    long first sentence with "..."), and no help leans on the project's jargon."""
+    import re
+
+    import click
+
+    def walk(group: click.Group, path: list[str]):
+        listed = koinii_(*path, "--help")
+        assert listed.exit_code == 0
+        commands = listed.stdout.split("Commands:")[1]
+        assert "..." not in commands, commands
+        for name, command in group.commands.items():
+            helped = koinii_(*path, name, "--help")
+            assert helped.exit_code == 0, (path, name)
+            assert not re.search(r"\blings?\b", helped.stdout), (path, name)
+            if isinstance(command, click.Group):
+                walk(command, [*path, name])
+
+    walk(main, [])

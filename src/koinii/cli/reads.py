@@ -23,8 +23,9 @@ def why_command(handle, as_json, url, token, db) -> None:
     """The justification tree of the sentex HANDLE: what it rests on, down to premises.
 
     A premise (said by someone) is a leaf; a derived sentex lists each rule that derives
-    it and that rule's antecedents, each explained the same way. `why-not` tells why one
-    is not believed.
+    it and that rule's antecedents, each explained the same way.
+
+    `why-not HANDLE` tells why a sentex is not believed.
     """
     with open_source(db, url, token) as store:
         tree = store.why(handle)
