@@ -202,6 +202,28 @@ def test_load_all_or_nothing_loads_nothing_of_a_bad_file(source, tmp_path):
     done = as_json(koinii_("load", str(good), "-c", "CxOps", "--all-or-nothing", "--json", *source))
     assert done["loaded"] == 2 and done["problems"] == []
     assert koinii_("load", str(tmp_path / "absent.kif"), "-c", "CxOps", *source).exit_code == 2
+    binary = tmp_path / "image.kif"
+    binary.write_bytes(b"(ready A)\n\xff\xfe")
+    assert "not UTF-8 text (byte 10)" in refusal(
+        koinii_("load", str(binary), "-c", "CxOps", *source), "parse"
+    )
+
+
+def test_load_of_a_big_file_stays_inside_the_daemons_write_budget(tmp_path):
+    daemon = Daemon(str(tmp_path / "team.db"), ["--write-budget", "0.005"]).start()
+    try:
+        file = tmp_path / "hosts.kif"
+        file.write_text("".join(f"(hostOf Service{i} Machine{i % 7})\n" for i in range(3000)))
+        # one write of them all is past the budget
+        with daemon.client() as client, pytest.raises(koinii.Refused, match="budget"):
+            client.load_text(file.read_text(), "CxOps", on_error="report")
+        loaded = koinii_("load", str(file), "-c", "CxOps", "--json", "--url", daemon.url)
+        assert as_json(loaded)["loaded"] == 3000 and json.loads(loaded.stdout)["problems"] == []
+        url = ["--url", daemon.url]
+        found = as_json(koinii_("query", "(hostOf ?s Machine3)", "-c", "CxOps", "--json", *url))
+        assert len(found) == len(range(3, 3000, 7))
+    finally:
+        daemon.kill()
 
 
 # --- export and backup, while the daemon runs -------------------------------------------
@@ -233,6 +255,8 @@ def test_export_dumps_the_store_its_daemon_holds_and_migrate_reads_it_back(servi
     with koinii.open_kb(restored, create=False) as kb:
         assert kb.stats() == stats
         assert kb.why(team["derived"])["justifications"][0]["rule"] == team["rule"]
+    loaded = koinii_("load", dump, "-c", "CxOps", "--db", team["db"])
+    assert f"migrate --from {dump}" in refusal(loaded, "not-sentences")
     again = koinii_("export", dump, "--db", team["db"])
     assert "exists" in refusal(again, "target-not-empty")
     refusal(koinii_("export", str(tmp_path / "team.txt"), "--db", team["db"]), "bad-option")
@@ -315,3 +339,53 @@ def test_load_exits_3_when_its_daemon_is_unreachable(tmp_path):
     file.write_text("(ready A)\n")
     result = koinii_("load", str(file), "-c", "CxA", "--url", f"http://127.0.0.1:{free_port()}")
     assert result.exit_code == 3 and result.stderr.startswith("koinii: unavailable: ")
+
+
+def test_assert_token_list_and_migrate_print_json(source, tmp_path):
+    made = as_json(koinii_("assert", "(ready Release)", "-c", "CxOps", "--json", *source))
+    assert isinstance(made["handle"], int)
+    assert koinii_("assert", "(ready Release)", "-c", "CxOps", *source).stdout.strip() == str(
+        made["handle"]
+    )  # idempotent: the same handle, as a plain line
+    table = str(tmp_path / "team.tokens")
+    assert koinii_("token", "add", "AgentAtlas", "--tokens", table).exit_code == 0
+    (entry,) = as_json(koinii_("token", "list", "--tokens", table, "--json"))
+    assert entry["id"] == "AgentAtlas" and entry["role"] == "agent" and "token" not in entry
+
+
+def test_export_of_a_store_on_either_backend_migrates_back(new_location, tmp_path):
+    location = new_location()
+    with koinii.open_kb(location) as kb:
+        kb.assert_("(usesDatabase ProdCluster Postgres)", "CxOps", creator="AgentAtlas")
+        stats = kb.stats()
+    dump = str(tmp_path / "store.jsonl")
+    assert as_json(koinii_("export", dump, "--db", location, "--json"))["counts"]["changes"] >= 1
+    restored = str(tmp_path / "restored.db")
+    counts = as_json(koinii_("migrate", "--from", dump, "--to", restored, "--json"))
+    assert counts["sentexes"] == stats["sentexes"]
+    with koinii.open_kb(restored, create=False) as kb:
+        assert kb.stats() == stats
+        (said,) = kb.sentexes_matching("(usesDatabase ?c ?d)", "CxOps")
+        assert said.provenance["creator"] == "AgentAtlas"
+
+
+def test_every_help_line_is_whole_and_plain():
+    """`koinii --help` and each group's list a whole sentence per command (click cuts a
+    long first sentence with "..."), and no help leans on the project's jargon."""
+    import re
+
+    import click
+
+    def walk(group: click.Group, path: list[str]):
+        listed = koinii_(*path, "--help")
+        assert listed.exit_code == 0
+        commands = listed.stdout.split("Commands:")[1]
+        assert "..." not in commands, commands
+        for name, command in group.commands.items():
+            helped = koinii_(*path, name, "--help")
+            assert helped.exit_code == 0, (path, name)
+            assert not re.search(r"\blings?\b", helped.stdout), (path, name)
+            if isinstance(command, click.Group):
+                walk(command, [*path, name])
+
+    walk(main, [])

@@ -206,8 +206,11 @@ def serve(
 
 @main.command(short_help="Move a whole store between SQLite, PostgreSQL and an export.")
 @click.option("--from", "source", required=True, help="The store to copy (path or DSN).")
-@click.option("--to", "target", required=True, help="An empty store to fill (path or DSN).")
-def migrate(source: str, target: str) -> None:
+@click.option(
+    "--to", "target", required=True, help="An empty store to fill (path or DSN), or a new *.jsonl."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the row counts as JSON.")
+def migrate(source: str, target: str, as_json: bool) -> None:
     """Move a whole store between SQLite and PostgreSQL, handles and seqs kept; a
     *.jsonl path is an export (`koinii export`): migrate from one to make a store of it."""
     from rich.console import Console
@@ -216,6 +219,10 @@ def migrate(source: str, target: str) -> None:
 
     with Console(stderr=True).status(f"moving {source} to {target}"):
         counts = refusing(lambda: move(source, target))
+    if as_json:
+        from koinii.cli.core import echo_json
+
+        return echo_json(counts)
     for what, rows in counts.items():
         click.echo(f"{what:<24} {rows:>10,}")
 
@@ -225,7 +232,7 @@ def token() -> None:
     """Manage the daemon's token table."""
 
 
-@token.command("add")
+@token.command("add", short_help="Mint a token for a principal (printed once).")
 @click.argument("principal")
 @click.option(
     "--role",
@@ -243,11 +250,16 @@ def token_add(principal: str, role: str, path: str) -> None:
 
 @token.command("list")
 @click.option("--tokens", "path", required=True, help="Token table file.")
-def token_list(path: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
+def token_list(path: str, as_json: bool) -> None:
     """List the principals in the table (never the tokens)."""
+    from koinii.cli.core import echo_json
     from koinii.server.tokens import list_tokens
 
-    for entry in refusing(lambda: list_tokens(path)):
+    entries = refusing(lambda: list_tokens(path))
+    if as_json:
+        return echo_json(entries)
+    for entry in entries:
         click.echo(f"{entry['id']:<24} {entry['role']:<9} {entry['fingerprint']}")
 
 

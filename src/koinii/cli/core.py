@@ -102,11 +102,18 @@ def _jsonable(value: Any) -> Any:
 @click.option("--context", "-c", required=True, help="The context to write, e.g. CxAtlas.")
 @click.option("--strength", type=click.Choice(["default", "monotonic"]), default="default")
 @click.option("--creator", default=None, help="Who says it (an agent may only name itself).")
+@json_option
 @source_options
-def assert_command(sentence, context, strength, creator, url, token, db) -> None:
-    """Store SENTENCE in a context; prints its handle."""
+def assert_command(sentence, context, strength, creator, as_json, url, token, db) -> None:
+    """Store SENTENCE in a context; prints its handle.
+
+    A rule the engine splits in parts prints one handle per part.
+    """
     with open_source(db, url, token, create=True) as store:
-        click.echo(store.assert_(sentence, context, strength=strength, creator=creator))
+        handle = store.assert_(sentence, context, strength=strength, creator=creator)
+    if as_json:
+        return echo_json({"handle": handle})
+    click.echo(" ".join(map(str, handle)) if isinstance(handle, list) else handle)
 
 
 @click.command("retract")
@@ -141,8 +148,9 @@ def retract_command(handle, as_json, url, token, db) -> None:
 def withdraw_command(handle, agent_id, channel, as_json, url, token, db) -> None:
     """Take back an agent's move, with the replies to it.
 
-    HANDLE is the move (a question, an answer, a claim, a dispute, a vote…); the agent
-    --agent, in --channel, may only withdraw its own moves (docs/channel.md).
+    HANDLE is the move (a question, an answer, a claim, a dispute, a vote…), --agent
+    the agent whose move it is and --channel its channel: an agent may only withdraw
+    its own moves (docs/channel.md).
     """
     from koinii import channel as medium
     from koinii.wire import encode_edited

@@ -23,8 +23,9 @@ def why_command(handle, as_json, url, token, db) -> None:
     """The justification tree of the sentex HANDLE: what it rests on, down to premises.
 
     A premise (said by someone) is a leaf; a derived sentex lists each rule that derives
-    it and that rule's antecedents, each explained the same way. `why-not` tells why one
-    is not believed.
+    it and that rule's antecedents, each explained the same way.
+
+    `why-not HANDLE` tells why a sentex is not believed.
     """
     with open_source(db, url, token) as store:
         tree = store.why(handle)
@@ -128,7 +129,8 @@ def disputes_command(channel, state, as_json, url, token, db) -> None:
             f"raised by {raised}; votes {tally['for']} for, {tally['against']} against{ruled}"
         )
         for side in dispute["sides"]:
-            click.echo(f"  #{side['handle']} {side['speaker']}: {side['sentence']}")
+            who = side["speaker"] or side["context"]  # a sentex no agent wrote: its context
+            click.echo(f"  #{side['handle']} {who}: {side['sentence']}")
 
 
 COMMANDS = (why_command, why_not_command, contradictions_command, disputes_command)

@@ -114,7 +114,7 @@ def list_sessions(limit, as_json, db, url, token) -> None:
     _console().print(table)
 
 
-@command.command("search")
+@command.command("search", short_help="THE ranked search over every session.")
 @click.argument("query")
 @click.option("--limit", default=20, show_default=True, help="Rows to show (0: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
@@ -146,7 +146,7 @@ def search_sessions(query, limit, as_json, db, url, token) -> None:
     _console().print(table)
 
 
-@command.command("show")
+@command.command("show", short_help="One session: its turns, usage and failures.")
 @click.argument("target")
 @click.option("--json", "as_json", is_flag=True, help="Print read_session as JSON.")
 @_medium_options
@@ -210,7 +210,7 @@ def _cut(text: str, width: int = 60) -> str:
 # --- importing --------------------------------------------------------------------------
 
 
-@command.command("import")
+@command.command("import", short_help="Import Claude Code and Codex CLI transcripts.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--quiet", is_flag=True, help="No progress bar and no table, only the totals.")
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON (no bar).")
@@ -296,7 +296,7 @@ def _progress(quiet: bool) -> Iterator[tuple[Callable[[int], None], Callable[[di
 # --- the agent-facing surface (gated) ------------------------------------------------------
 
 
-@command.group("agent")
+@command.group("agent", short_help="The reads an agent uses (JSON; while introspection is on).")
 def agent() -> None:
     """The reads an agent uses (JSON); offered only while KOINII_INTROSPECTION is on."""
 

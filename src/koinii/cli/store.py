@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 import koinii
 from koinii.cli.core import echo_json, json_option, open_source, resolve_source, source_options
 from koinii.errors import Refused
+from koinii.kb.store.dump import starts_a_dump
 from koinii.terms import show, statements
 
 # --- status -----------------------------------------------------------------------------
@@ -101,8 +102,24 @@ def load_command(file, context, strength, all_or_nothing, batch, as_json, url, t
     reported by its line and column with the refusal's kind, and the command exits 1.
     Loading is idempotent: a sentence already stored changes nothing.
     """
-    with open(file, encoding="utf-8") as f:
-        text = f.read()
+    with open(file, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Refused(
+            "parse",
+            f"{file} is not UTF-8 text (byte {exc.start}): load takes sentences as text",
+            {"file": file, "offset": exc.start},
+        ) from None
+    if starts_a_dump(text):
+        raise Refused(
+            "not-sentences",
+            f"{file} is a Koinii export, not sentences: its sentences name sentexes by "
+            "handle, which only a whole-store copy keeps; make a store of it with "
+            f"`koinii migrate --from {file} --to NEW.db` (then serve that)",
+            {"file": file},
+        )
     with open_source(db, url, token, create=True) as store:
         if all_or_nothing:
             edited = store.load_text(text, context, strength=strength)
@@ -132,7 +149,12 @@ def _load_in_batches(
     store: Any, file: str, text: str, context: str, strength: str, size: int, quiet: bool
 ) -> dict[str, Any]:
     """Read FILE's statements, then load them `size` at a time; problems carry FILE's
-    lines (a statement that does not read is reported as `statements` found it)."""
+    lines (a statement that does not read is reported as `statements` found it).
+
+    A batch past the daemon's write budget (`budget-exhausted`) was rolled back whole,
+    so it is sent again in halves, and later batches stay at the smaller size; a single
+    statement past the budget is reported as refused, and loading goes on.
+    """
     problems: list[dict[str, Any]] = []
     read: list[tuple[int, int, str]] = []
     for line, column, term in statements(text):
@@ -140,26 +162,46 @@ def _load_in_batches(
             problems.append(_problem(line, column, term.kind, term.message))
         else:
             read.append((line, column, show(term)))
-    loaded, seq = 0, store.seq
+    loaded, seq, start = 0, store.seq, 0
     with _progress(len(read), quiet) as advance:
-        for start in range(0, len(read), size):
+        while start < len(read):
             chunk = read[start : start + size]
-            lines, at = [], 1  # each statement's first line in the chunk's text
-            for _, _, sentence in chunk:
-                lines.append(at)
-                at += sentence.count("\n") + 1
-            edited = store.load_text(
-                "\n".join(s for _, _, s in chunk), context, strength=strength, on_error="report"
-            )
-            for problem in edited.problems or []:
-                index = max(i for i, first in enumerate(lines) if first <= problem["line"])
-                line, column, _ = chunk[index]
-                problems.append(_problem(line, column, problem["kind"], problem["message"]))
-            loaded += len(edited.handles)
-            seq = max(seq, edited.seq or 0)
+            try:
+                edited = store.load_text(
+                    "\n".join(s for _, _, s in chunk), context, strength=strength, on_error="report"
+                )
+            except Refused as refusal:
+                if refusal.kind != "budget-exhausted":
+                    raise
+                if len(chunk) > 1:
+                    size = max(1, len(chunk) // 2)
+                    continue
+                line, column, _ = chunk[0]
+                problems.append(_problem(line, column, refusal.kind, refusal.message))
+            else:
+                problems += _placed_in_file(edited.problems or [], chunk)
+                loaded += len(edited.handles)
+                seq = max(seq, edited.seq or 0)
+            start += len(chunk)
             advance(len(chunk))
     problems.sort(key=lambda p: (p["line"], p["column"]))
     return {"file": file, "loaded": loaded, "seq": seq, "problems": problems}
+
+
+def _placed_in_file(
+    found: list[dict[str, Any]], chunk: list[tuple[int, int, str]]
+) -> list[dict[str, Any]]:
+    """The problems of a chunk's text, at the lines and columns of FILE."""
+    firsts, at = [], 1  # each statement's first line in the chunk's text
+    for _, _, sentence in chunk:
+        firsts.append(at)
+        at += sentence.count("\n") + 1
+    placed = []
+    for problem in found:
+        index = max(i for i, first in enumerate(firsts) if first <= problem["line"])
+        line, column, _ = chunk[index]
+        placed.append(_problem(line, column, problem["kind"], problem["message"]))
+    return placed
 
 
 def _problem(line: int, column: int, kind: str, message: str) -> dict[str, Any]:

@@ -36,7 +36,10 @@ def command() -> None:
 @json_option
 @source_options
 def list_wraps(session, project, children, everything, as_json, db, url, token) -> None:
-    """List the unprocessed wraps (all of them, of a session, or of a project)."""
+    """List the unprocessed wraps.
+
+    All of them, those of a coordinator session (--session), or of a project (--project).
+    """
     if session is not None and project is not None:
         raise click.UsageError("give --session or --project, not both")
     if children and project is None:
@@ -60,7 +63,10 @@ def list_wraps(session, project, children, everything, as_json, db, url, token) 
 @json_option
 @source_options
 def permeate_wraps(session, project, children, as_json, db, url, token) -> None:
-    """Absorb a coordinator's unprocessed wraps: print them and their entries, mark them."""
+    """Absorb a coordinator's unprocessed wraps.
+
+    Prints them and their entries, and marks them processed.
+    """
     if session is None and project is None:
         raise click.UsageError("give --session (preferred) or --project")
     with open_source(db, url, token) as source:

@@ -49,6 +49,16 @@ def is_dump(location: Any) -> bool:
     return isinstance(location, str) and location.endswith(".jsonl")
 
 
+def starts_a_dump(text: str) -> bool:
+    """Does `text` open with a dump's header line (whatever the file is named)?"""
+    first = text.split("\n", 1)[0]
+    try:
+        header = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(header, dict) and header.get("koinii") == "export"
+
+
 def write_dump(parts: Parts, out: IO[str], source: str) -> dict[str, int]:
     """Write `parts` to `out` in the format above; returns the counts of the end line."""
     import koinii

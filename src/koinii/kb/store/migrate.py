@@ -89,7 +89,7 @@ def backup(source: str, target: str) -> dict[str, Any]:
         try:
             src.backup(dst)  # pages=-1: the whole store as of one read transaction
             (verdict,) = dst.execute("PRAGMA quick_check").fetchone()
-            (seq,) = dst.execute("SELECT COALESCE(MAX(seq), 0) FROM change_log").fetchone()
+            (seq,) = dst.execute(_LAST_SEQ).fetchone()
         finally:
             dst.close()
     except sqlite3.Error as exc:
@@ -106,6 +106,13 @@ def backup(source: str, target: str) -> dict[str, Any]:
             "store-error", f"the copy of {source} failed its check: {verdict}", {"location": source}
         )
     return {"target": target, "bytes": os.path.getsize(target), "seq": seq}
+
+
+# The seq the store was at: its log's last entry, or what compaction recorded in its meta.
+_LAST_SEQ = (
+    "SELECT MAX(s) FROM (SELECT COALESCE(MAX(seq), 0) AS s FROM change_log "
+    "UNION ALL SELECT value FROM koinii_meta WHERE key = 'seq')"
+)
 
 
 def _is_postgres(location: str) -> bool:
