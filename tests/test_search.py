@@ -238,3 +238,30 @@ def test_bad_searches_over_the_wire_are_refused_by_name(daemon):
         assert refused(lambda: client.search("postgres", "team")).kind == "naming"
         assert refused(lambda: client.vocabulary("?ctx")).kind == "read-only-context"
         assert refused(lambda: client.search(7, TEAM)).kind not in ("internal-error",)
+
+
+# --- the CLI: one library call plus printing ----------------------------------------------
+
+
+def test_koinii_search_and_vocabulary_print_tables_and_json(daemon, tmp_path):
+    import json
+
+    from tests.test_cli import koinii_cli
+
+    url = ["--url", daemon.url]
+    with daemon.client() as client:
+        handle = client.assert_("(postgresMajorVersion ProdCluster 16)", TEAM, creator="AgentAtlas")
+    table = koinii_cli("search", "postgres version", "-c", TEAM, *url)
+    assert table.returncode == 0, table.stderr
+    assert str(handle) in table.stdout and "AgentAtlas" in table.stdout
+    assert "[postgres]" in table.stdout  # the snippet's marks, not rich markup
+    hits = json.loads(koinii_cli("search", "ProdCluster", "-c", TEAM, "--json", *url).stdout)
+    assert [(h["sentex"]["handle"], h["author"]) for h in hits] == [(handle, "AgentAtlas")]
+    assert json.loads(koinii_cli("search", "nothing", "-c", TEAM, "--json", *url).stdout) == []
+    vocabulary = json.loads(koinii_cli("vocabulary", "-c", TEAM, "--json", *url).stdout)
+    assert [(v["predicate"], v["count"]) for v in vocabulary] == [("postgresMajorVersion", 1)]
+    assert "postgresMajorVersion" in koinii_cli("vocabulary", "-c", TEAM, *url).stdout
+    bad = koinii_cli("search", "", "-c", TEAM, *url)
+    assert bad.returncode == 1 and "bad-search" in bad.stderr
+    bad = koinii_cli("search", "x", "-c", TEAM, "--limit", "0", "--db", str(tmp_path / "x.db"))
+    assert bad.returncode == 1 and "no-such-store" in bad.stderr

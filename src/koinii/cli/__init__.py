@@ -256,7 +256,8 @@ for _command in importlib.import_module("koinii.cli.core").COMMANDS:
     main.add_command(_command)
 
 # Subsystem command groups: koinii.cli.<name>.command is added to `koinii`.
-COMMAND_MODULES: tuple[str, ...] = ("adjudicate", "wraps", "sessions")
+COMMAND_MODULES: tuple[str, ...] = ("adjudicate", "wraps", "sessions", "search")
 
 for _name in COMMAND_MODULES:
     main.add_command(importlib.import_module(f"koinii.cli.{_name}").command)
+main.add_command(importlib.import_module("koinii.cli.search").vocabulary_command)

@@ -4,7 +4,9 @@ A sentence is indexed as words (`document`): each symbol split at its case and d
 boundaries (`postgresMajorVersion` → "postgres major version", `PostgreSQL16` →
 "postgre sql 16", plus "postgresql" — a symbol's letters run together, so the name typed
 in lower case finds it too), strings verbatim (answers' free text, grounds, wrap notes),
-numbers as written; variables are not words. A search text is cut the same way
+numbers as written; variables are not words. A row holds two texts: `words`, what a
+reader recognises (snippets are cut from it), and `extra`, the forms only a search needs
+(joined symbols, a string's camelCase tokens split). A search text is cut the same way
 (`query_words`), so `ProdCluster` in a search finds "prod cluster" in a claim.
 
 Invariant: the table `sentex_words` holds one row per stored sentex — inserted in the
@@ -16,9 +18,9 @@ GIN index. A store opened from before the index existed gets it, backfilled, by 
 migration (`backfill`).
 
 Ranking: SQLite's `bm25()`; PostgreSQL's `ts_rank` normalised by document length (it
-has no BM25). Either way a row matching more of the words, and rarer ones, ranks first;
-ties go to the older sentex (lower handle). Scores are the backend's own: only their
-order means anything.
+has no BM25). Either way a row matching more of the words ranks first (on SQLite rarer
+words also count more); ties go to the older sentex (lower handle). Scores are the
+backend's own: only their order means anything.
 """
 
 from __future__ import annotations
@@ -90,10 +92,10 @@ def text_words(text: str) -> list[str]:
     return out
 
 
-def document(term: Any) -> str:
-    """What the index holds for a sentence (its positive atom): the symbols' words, then
-    the strings, then what only a search needs (joined symbols, split string tokens) —
-    in that order, so a snippet shows the readable parts first."""
+def document(term: Any) -> tuple[str, str]:
+    """What the index holds for a sentence (its positive atom), as two texts: the words
+    a reader recognises — the symbols' words, then the strings — which snippets are cut
+    from; and the forms only a search needs (joined symbols, split string tokens)."""
     symbols: list[str] = []
     strings: list[str] = []
     extra: list[str] = []
@@ -108,9 +110,7 @@ def document(term: Any) -> str:
                 extra.append(joined)
     parts = [" ".join(symbols)] if symbols else []
     parts.extend(strings)
-    if extra:
-        parts.append(" ".join(extra))
-    return " · ".join(parts)
+    return " · ".join(parts), " ".join(extra)
 
 
 def _collect(term: Any, symbols: list[str], strings: list[str], extra: list[str]) -> None:
@@ -138,32 +138,37 @@ def query_words(text: str) -> list[str]:
     return list(seen)
 
 
-def row(handle: int, atom: Any) -> tuple[int, str]:
-    return (handle, document(atom))
+def row(handle: int, atom: Any) -> tuple[int, str, str]:
+    return (handle, *document(atom))
 
 
-def rows_of_text(handles_and_texts: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+def rows_of_text(handles_and_texts: Iterable[tuple[int, str]]) -> list[tuple[int, str, str]]:
     """Index rows for stored (handle, atom text) pairs (the migration and imports)."""
-    return [(h, document(parse(text))) for h, text in handles_and_texts]
+    return [(h, *document(parse(text))) for h, text in handles_and_texts]
 
 
 INSERT_WORDS = (
-    "INSERT INTO sentex_words (handle, words) VALUES (?, ?) ON CONFLICT (handle) DO NOTHING"
+    "INSERT INTO sentex_words (handle, words, extra) VALUES (?, ?, ?) "
+    "ON CONFLICT (handle) DO NOTHING"
 )
 DELETE_WORDS = "DELETE FROM sentex_words WHERE handle = ?"
 
 # --- SQLite (and the in-memory store's SQLite) -------------------------------------------
 
 SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sentex_words (handle INTEGER PRIMARY KEY, words TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sentex_words (
+    handle INTEGER PRIMARY KEY, words TEXT NOT NULL, extra TEXT NOT NULL
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS sentex_fts USING fts5 (
-    words, content = 'sentex_words', content_rowid = 'handle', tokenize = 'porter unicode61'
+    words, extra, content = 'sentex_words', content_rowid = 'handle',
+    tokenize = 'porter unicode61'
 );
 CREATE TRIGGER IF NOT EXISTS sentex_words_inserted AFTER INSERT ON sentex_words BEGIN
-    INSERT INTO sentex_fts (rowid, words) VALUES (new.handle, new.words);
+    INSERT INTO sentex_fts (rowid, words, extra) VALUES (new.handle, new.words, new.extra);
 END;
 CREATE TRIGGER IF NOT EXISTS sentex_words_deleted AFTER DELETE ON sentex_words BEGIN
-    INSERT INTO sentex_fts (sentex_fts, rowid, words) VALUES ('delete', old.handle, old.words);
+    INSERT INTO sentex_fts (sentex_fts, rowid, words, extra)
+    VALUES ('delete', old.handle, old.words, old.extra);
 END;
 """
 
@@ -183,7 +188,8 @@ def sqlite_ranked(db: Any, words: Sequence[str], limit: int | None) -> list[tupl
 
 
 def sqlite_snippets(db: Any, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
-    """Each row's window of about SNIPPET_TOKENS words around its matches, `[`marked`]`."""
+    """Each row's window of about SNIPPET_TOKENS readable words (the first column) around
+    its matches, `[`marked`]` (its first words when only the extra forms matched)."""
     if not handles:
         return {}
     marks = ", ".join("?" for _ in handles)
@@ -225,7 +231,8 @@ POSTGRES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS sentex_words (
     handle BIGINT PRIMARY KEY,
     words TEXT NOT NULL,
-    doc tsvector GENERATED ALWAYS AS (to_tsvector('english', words)) STORED
+    extra TEXT NOT NULL,
+    doc tsvector GENERATED ALWAYS AS (to_tsvector('english', words || ' ' || extra)) STORED
 );
 CREATE INDEX IF NOT EXISTS sentex_words_doc ON sentex_words USING gin (doc);
 """
