@@ -9,7 +9,7 @@ import pytest
 BENCHMARKS = pathlib.Path(__file__).parent.parent / "benchmarks"
 
 
-@pytest.mark.parametrize("name", ["engine", "wire", "backends", "sessions", "web"])
+@pytest.mark.parametrize("name", ["engine", "wire", "backends", "sessions", "web", "search"])
 def test_the_benchmark_runs_in_quick_mode_and_prints_its_table(name, postgres):
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick"],

@@ -96,9 +96,9 @@ def test_what_is_no_longer_believed_is_not_found(kb):
 def test_visible_hits_are_found_past_many_invisible_better_ones(kb):
     kb.edit(add=[(f"(postgresMajorVersion Cluster{i} 16)", "CxHidden") for i in range(80)])
     kb.assert_('(memoryNote AgentBo "we use postgres, see the runbook")', TEAM)
-    assert texts(kb.search("postgres major version", TEAM, limit=2)) == [
-        '(memoryNote AgentBo "we use postgres, see the runbook")'
-    ]
+    [hit] = kb.search("postgres major version", TEAM, limit=2)
+    assert hit.sentex.text == '(memoryNote AgentBo "we use postgres, see the runbook")'
+    assert "[postgres]" in hit.snippet  # found past the first page: its snippet asked late
 
 
 def test_the_vocabulary_lists_the_predicates_in_use_with_counts_and_an_example(kb):

@@ -36,6 +36,8 @@ MAX_WORDS = 32  # words a search may hold
 MAX_SEARCH_TEXT = 1000  # characters a search text may hold
 SNIPPET_TOKENS = 16
 
+Ranked = tuple[int, float, "str | None"]  # (handle, score, snippet or None)
+
 _CHUNK = re.compile(r"[^\W_]+")  # what unicode61 keeps as a token: letters and digits
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _DIGITS = re.compile(r"[0-9]+|[^0-9]+")
@@ -178,13 +180,28 @@ def sqlite_match(words: Sequence[str]) -> str:
     return " OR ".join(f'"{w}"' for w in words)
 
 
-def sqlite_ranked(db: Any, words: Sequence[str], limit: int | None) -> list[tuple[int, float]]:
-    """(handle, score) of the rows matching any word, best first; score: higher is better."""
-    found = db.execute(
-        "SELECT rowid, rank FROM sentex_fts WHERE sentex_fts MATCH ? ORDER BY rank, rowid LIMIT ?",
-        (sqlite_match(words), -1 if limit is None else limit),
-    ).fetchall()
-    return [(h, -r) for h, r in found]
+_SQLITE_SNIPPET = f"snippet(sentex_fts, 0, '[', ']', '…', {SNIPPET_TOKENS})"
+
+
+def sqlite_ranked(db: Any, words: Sequence[str], limit: int | None) -> list[Ranked]:
+    """(handle, score, snippet) of the rows matching any word, best first; score: higher
+    is better. With a `limit` each row comes with its snippet — computed, inside the one
+    query, for the rows returned only (a second MATCH for them would cost the search
+    again); without one (every match), the snippets are None: ask `sqlite_snippets`."""
+    match = sqlite_match(words)
+    if limit is None:
+        found = db.execute(
+            "SELECT rowid, rank, NULL FROM sentex_fts WHERE sentex_fts MATCH ? "
+            "ORDER BY rank, rowid",
+            (match,),
+        ).fetchall()
+    else:
+        found = db.execute(
+            f"SELECT rowid, rank, {_SQLITE_SNIPPET} FROM sentex_fts WHERE sentex_fts MATCH ? "
+            "ORDER BY rank, rowid LIMIT ?",
+            (match, limit),
+        ).fetchall()
+    return [(h, -r, snippet) for h, r, snippet in found]
 
 
 def sqlite_snippets(db: Any, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
@@ -194,7 +211,7 @@ def sqlite_snippets(db: Any, words: Sequence[str], handles: Sequence[int]) -> di
         return {}
     marks = ", ".join("?" for _ in handles)
     found = db.execute(
-        f"SELECT rowid, snippet(sentex_fts, 0, '[', ']', '…', {SNIPPET_TOKENS}) "
+        f"SELECT rowid, {_SQLITE_SNIPPET} "
         f"FROM sentex_fts WHERE sentex_fts MATCH ? AND rowid IN ({marks})",
         (sqlite_match(words), *handles),
     ).fetchall()
@@ -243,13 +260,23 @@ def postgres_query(words: Sequence[str]) -> str:
     return " | ".join(f"'{w}'" for w in words)
 
 
+_POSTGRES_HEADLINE = (
+    "ts_headline('english', words, q, "
+    f"'StartSel=[, StopSel=], MaxWords={SNIPPET_TOKENS}, MinWords=4, MaxFragments=1, "
+    "FragmentDelimiter=…')"
+)
+# With a limit, PostgreSQL computes the headline after the sort, for the rows returned.
 POSTGRES_RANKED = (
-    "SELECT handle, ts_rank(doc, q, 1) AS score "
+    f"SELECT handle, ts_rank(doc, q, 1) AS score, {_POSTGRES_HEADLINE} "
     "FROM sentex_words, to_tsquery('english', %s) q WHERE doc @@ q "
     "ORDER BY score DESC, handle LIMIT %s"
 )
+POSTGRES_ALL = (
+    "SELECT handle, ts_rank(doc, q, 1) AS score, NULL "
+    "FROM sentex_words, to_tsquery('english', %s) q WHERE doc @@ q "
+    "ORDER BY score DESC, handle"
+)
 POSTGRES_SNIPPETS = (
-    "SELECT handle, ts_headline('english', words, to_tsquery('english', %s), "
-    f"'StartSel=[, StopSel=], MaxWords={SNIPPET_TOKENS}, MinWords=4, MaxFragments=1, "
-    "FragmentDelimiter=…') FROM sentex_words WHERE handle = ANY(%s)"
+    f"SELECT handle, {_POSTGRES_HEADLINE} "
+    "FROM sentex_words, to_tsquery('english', %s) q WHERE handle = ANY(%s)"
 )
