@@ -265,3 +265,10 @@ def test_koinii_search_and_vocabulary_print_tables_and_json(daemon, tmp_path):
     assert bad.returncode == 1 and "bad-search" in bad.stderr
     bad = koinii_cli("search", "x", "-c", TEAM, "--limit", "0", "--db", str(tmp_path / "x.db"))
     assert bad.returncode == 1 and "no-such-store" in bad.stderr
+
+
+def test_the_shipped_vocabulary_is_not_searched(kb):
+    """Its comments mention speakers and contexts; a search finds what the team stored."""
+    assert kb.search("speaker context", "CxEverything") == []
+    kb.assert_('(memoryNote AgentBo "the speaker of a move is its author")', TEAM)
+    assert len(kb.search("speaker context", "CxEverything")) == 1
