@@ -272,3 +272,15 @@ def test_the_shipped_vocabulary_is_not_searched(kb):
     assert kb.search("speaker context", "CxEverything") == []
     kb.assert_('(memoryNote AgentBo "the speaker of a move is its author")', TEAM)
     assert len(kb.search("speaker context", "CxEverything")) == 1
+
+
+def test_a_moved_store_is_searchable_where_it_lands(new_location, tmp_path):
+    from koinii.kb.store.migrate import migrate
+
+    source = str(tmp_path / "source.db")
+    with koinii.open_kb(source) as kb:
+        kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+    target = new_location()
+    migrate(source, target)
+    with koinii.open_kb(target) as kb:
+        assert texts(kb.search("prod cluster", TEAM)) == ["(postgresMajorVersion ProdCluster 16)"]
