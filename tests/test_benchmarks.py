@@ -14,7 +14,9 @@ BENCHMARKS = pathlib.Path(__file__).parent.parent / "benchmarks"
 WITH_POSTGRES = {"wire", "backends", "scale"}
 
 
-@pytest.mark.parametrize("name", ["engine", "wire", "backends", "sessions", "web", "scale"])
+@pytest.mark.parametrize(
+    "name", ["engine", "wire", "backends", "sessions", "web", "scale", "search"]
+)
 def test_the_benchmark_runs_in_quick_mode_and_prints_its_table(name, request):
     if name in WITH_POSTGRES:
         request.getfixturevalue("postgres")  # skipped, saying why, without a server

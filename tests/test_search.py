@@ -96,9 +96,9 @@ def test_what_is_no_longer_believed_is_not_found(kb):
 def test_visible_hits_are_found_past_many_invisible_better_ones(kb):
     kb.edit(add=[(f"(postgresMajorVersion Cluster{i} 16)", "CxHidden") for i in range(80)])
     kb.assert_('(memoryNote AgentBo "we use postgres, see the runbook")', TEAM)
-    assert texts(kb.search("postgres major version", TEAM, limit=2)) == [
-        '(memoryNote AgentBo "we use postgres, see the runbook")'
-    ]
+    [hit] = kb.search("postgres major version", TEAM, limit=2)
+    assert hit.sentex.text == '(memoryNote AgentBo "we use postgres, see the runbook")'
+    assert "[postgres]" in hit.snippet  # found past the first page: its snippet asked late
 
 
 def test_the_vocabulary_lists_the_predicates_in_use_with_counts_and_an_example(kb):
@@ -238,3 +238,49 @@ def test_bad_searches_over_the_wire_are_refused_by_name(daemon):
         assert refused(lambda: client.search("postgres", "team")).kind == "naming"
         assert refused(lambda: client.vocabulary("?ctx")).kind == "read-only-context"
         assert refused(lambda: client.search(7, TEAM)).kind not in ("internal-error",)
+
+
+# --- the CLI: one library call plus printing ----------------------------------------------
+
+
+def test_koinii_search_and_vocabulary_print_tables_and_json(daemon, tmp_path):
+    import json
+
+    from tests.test_cli import koinii_cli
+
+    url = ["--url", daemon.url]
+    with daemon.client() as client:
+        handle = client.assert_("(postgresMajorVersion ProdCluster 16)", TEAM, creator="AgentAtlas")
+    table = koinii_cli("search", "postgres version", "-c", TEAM, *url)
+    assert table.returncode == 0, table.stderr
+    assert str(handle) in table.stdout and "AgentAtlas" in table.stdout
+    assert "[postgres]" in table.stdout  # the snippet's marks, not rich markup
+    hits = json.loads(koinii_cli("search", "ProdCluster", "-c", TEAM, "--json", *url).stdout)
+    assert [(h["sentex"]["handle"], h["author"]) for h in hits] == [(handle, "AgentAtlas")]
+    assert json.loads(koinii_cli("search", "nothing", "-c", TEAM, "--json", *url).stdout) == []
+    vocabulary = json.loads(koinii_cli("vocabulary", "-c", TEAM, "--json", *url).stdout)
+    assert [(v["predicate"], v["count"]) for v in vocabulary] == [("postgresMajorVersion", 1)]
+    assert "postgresMajorVersion" in koinii_cli("vocabulary", "-c", TEAM, *url).stdout
+    bad = koinii_cli("search", "", "-c", TEAM, *url)
+    assert bad.returncode == 1 and "bad-search" in bad.stderr
+    bad = koinii_cli("search", "x", "-c", TEAM, "--limit", "0", "--db", str(tmp_path / "x.db"))
+    assert bad.returncode == 1 and "no-such-store" in bad.stderr
+
+
+def test_the_shipped_vocabulary_is_not_searched(kb):
+    """Its comments mention speakers and contexts; a search finds what the team stored."""
+    assert kb.search("speaker context", "CxEverything") == []
+    kb.assert_('(memoryNote AgentBo "the speaker of a move is its author")', TEAM)
+    assert len(kb.search("speaker context", "CxEverything")) == 1
+
+
+def test_a_moved_store_is_searchable_where_it_lands(new_location, tmp_path):
+    from koinii.kb.store.migrate import migrate
+
+    source = str(tmp_path / "source.db")
+    with koinii.open_kb(source) as kb:
+        kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+    target = new_location()
+    migrate(source, target)
+    with koinii.open_kb(target) as kb:
+        assert texts(kb.search("prod cluster", TEAM)) == ["(postgresMajorVersion ProdCluster 16)"]

@@ -292,7 +292,8 @@ COMMAND_MODULES: tuple[str, ...] = ("adjudicate", "wraps", "sessions")
 for _name in COMMAND_MODULES:
     main.add_command(importlib.import_module(f"koinii.cli.{_name}").command)
 
-# Commands about a store as a whole and about belief: each module's COMMANDS are added.
-for _name in ("store", "reads"):
+# Commands about a store as a whole, about belief, and finding by words: each module's
+# COMMANDS are added.
+for _name in ("store", "reads", "search"):
     for _command in importlib.import_module(f"koinii.cli.{_name}").COMMANDS:
         main.add_command(_command)

@@ -54,6 +54,7 @@ class Search(State):
         Any word of `text` may match (stop words such as "the" are left out); a sentex
         matching more of them, or rarer ones, ranks higher. Symbols are searched by
         their words: `postgres version` finds `(postgresMajorVersion ProdCluster 16)`.
+        The shipped vocabulary's own sentences are not searched: what the team stored is.
         """
         words = _search_words(text)
         if type(limit) is not int or not 1 <= limit <= MAX_HITS:
@@ -74,27 +75,36 @@ class Search(State):
         with self._lock, self._bounded(self.query_budget_s, "the search"):
             accept = self._acceptor(ctx_name)
             by_handle = self._index.by_handle
-            found: list[tuple[Node, float]] = []
+            shipped = self._shipped
+            found: list[tuple[Node, float, str | None]] = []
             # Ask the store for a few more than wanted (some may not be visible here);
-            # only when that was not enough, for every match.
-            first = limit * 4 + 16
+            # only when that was not enough, for every match (then without snippets).
+            first = limit * 3 // 2 + 8
             seen = 0
             for asked in (first, None):
                 ranked = self._store.search(words, asked)
-                for handle, score in ranked[seen:]:
+                for handle, score, snippet in ranked[seen:]:
                     self._spend()
                     node = by_handle.get(handle)
-                    if node is not None and accept(node, {}) is not None:
-                        found.append((node, score))
+                    if node is None or handle in shipped:
+                        continue
+                    if accept(node, {}) is not None:
+                        found.append((node, score, snippet))
                         if len(found) == limit:
                             break
                 if len(found) == limit or len(ranked) < first:
                     break
                 seen = len(ranked)
-            snippets = self._store.snippets(words, [node.handle for node, _ in found])
+            missing = [node.handle for node, _, snippet in found if snippet is None]
+            late = self._store.snippets(words, missing) if missing else {}
             return [
-                Hit(Sentex.of(node), _author(node), snippets.get(node.handle, ""), score)
-                for node, score in found
+                Hit(
+                    Sentex.of(node),
+                    _author(node),
+                    snippet if snippet is not None else late.get(node.handle, ""),
+                    score,
+                )
+                for node, score, snippet in found
             ]
 
     def vocabulary(self, ctx: Any) -> list[dict[str, Any]]:

@@ -102,9 +102,10 @@ class Store(Protocol):
     def read(self, reader: Callable[[Any], Any]) -> Any:
         """Run `reader(connection)` against the record tables (reads only)."""
 
-    def search(self, words: Sequence[str], limit: int | None) -> list[tuple[int, float]]:
-        """(handle, score) of the sentexes whose text holds any of `words`, best first
-        (higher scores better), at most `limit` (None: all); see `fulltext`."""
+    def search(self, words: Sequence[str], limit: int | None) -> list[tuple[int, float, Any]]:
+        """(handle, score, snippet) of the sentexes whose text holds any of `words`, best
+        first (higher scores better), at most `limit`; with None, every match and no
+        snippets (None: ask `snippets`). See `fulltext`."""
 
     def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
         """A short window of each sentex's indexed text around `words`, matches in [ ]."""

@@ -4,7 +4,9 @@ A sentence is indexed as words (`document`): each symbol split at its case and d
 boundaries (`postgresMajorVersion` → "postgres major version", `PostgreSQL16` →
 "postgre sql 16", plus "postgresql" — a symbol's letters run together, so the name typed
 in lower case finds it too), strings verbatim (answers' free text, grounds, wrap notes),
-numbers as written; variables are not words. A search text is cut the same way
+numbers as written; variables are not words. A row holds two texts: `words`, what a
+reader recognises (snippets are cut from it), and `extra`, the forms only a search needs
+(joined symbols, a string's camelCase tokens split). A search text is cut the same way
 (`query_words`), so `ProdCluster` in a search finds "prod cluster" in a claim.
 
 Invariant: the table `sentex_words` holds one row per stored sentex — inserted in the
@@ -16,9 +18,9 @@ GIN index. A store opened from before the index existed gets it, backfilled, by 
 migration (`backfill`).
 
 Ranking: SQLite's `bm25()`; PostgreSQL's `ts_rank` normalised by document length (it
-has no BM25). Either way a row matching more of the words, and rarer ones, ranks first;
-ties go to the older sentex (lower handle). Scores are the backend's own: only their
-order means anything.
+has no BM25). Either way a row matching more of the words ranks first (on SQLite rarer
+words also count more); ties go to the older sentex (lower handle). Scores are the
+backend's own: only their order means anything.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from koinii.terms import Sym, Var, parse
 MAX_WORDS = 32  # words a search may hold
 MAX_SEARCH_TEXT = 1000  # characters a search text may hold
 SNIPPET_TOKENS = 16
+
+Ranked = tuple[int, float, "str | None"]  # (handle, score, snippet or None)
 
 _CHUNK = re.compile(r"[^\W_]+")  # what unicode61 keeps as a token: letters and digits
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -90,10 +94,10 @@ def text_words(text: str) -> list[str]:
     return out
 
 
-def document(term: Any) -> str:
-    """What the index holds for a sentence (its positive atom): the symbols' words, then
-    the strings, then what only a search needs (joined symbols, split string tokens) —
-    in that order, so a snippet shows the readable parts first."""
+def document(term: Any) -> tuple[str, str]:
+    """What the index holds for a sentence (its positive atom), as two texts: the words
+    a reader recognises — the symbols' words, then the strings — which snippets are cut
+    from; and the forms only a search needs (joined symbols, split string tokens)."""
     symbols: list[str] = []
     strings: list[str] = []
     extra: list[str] = []
@@ -108,9 +112,7 @@ def document(term: Any) -> str:
                 extra.append(joined)
     parts = [" ".join(symbols)] if symbols else []
     parts.extend(strings)
-    if extra:
-        parts.append(" ".join(extra))
-    return " · ".join(parts)
+    return " · ".join(parts), " ".join(extra)
 
 
 def _collect(term: Any, symbols: list[str], strings: list[str], extra: list[str]) -> None:
@@ -138,32 +140,37 @@ def query_words(text: str) -> list[str]:
     return list(seen)
 
 
-def row(handle: int, atom: Any) -> tuple[int, str]:
-    return (handle, document(atom))
+def row(handle: int, atom: Any) -> tuple[int, str, str]:
+    return (handle, *document(atom))
 
 
-def rows_of_text(handles_and_texts: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+def rows_of_text(handles_and_texts: Iterable[tuple[int, str]]) -> list[tuple[int, str, str]]:
     """Index rows for stored (handle, atom text) pairs (the migration and imports)."""
-    return [(h, document(parse(text))) for h, text in handles_and_texts]
+    return [(h, *document(parse(text))) for h, text in handles_and_texts]
 
 
 INSERT_WORDS = (
-    "INSERT INTO sentex_words (handle, words) VALUES (?, ?) ON CONFLICT (handle) DO NOTHING"
+    "INSERT INTO sentex_words (handle, words, extra) VALUES (?, ?, ?) "
+    "ON CONFLICT (handle) DO NOTHING"
 )
 DELETE_WORDS = "DELETE FROM sentex_words WHERE handle = ?"
 
 # --- SQLite (and the in-memory store's SQLite) -------------------------------------------
 
 SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sentex_words (handle INTEGER PRIMARY KEY, words TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sentex_words (
+    handle INTEGER PRIMARY KEY, words TEXT NOT NULL, extra TEXT NOT NULL
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS sentex_fts USING fts5 (
-    words, content = 'sentex_words', content_rowid = 'handle', tokenize = 'porter unicode61'
+    words, extra, content = 'sentex_words', content_rowid = 'handle',
+    tokenize = 'porter unicode61'
 );
 CREATE TRIGGER IF NOT EXISTS sentex_words_inserted AFTER INSERT ON sentex_words BEGIN
-    INSERT INTO sentex_fts (rowid, words) VALUES (new.handle, new.words);
+    INSERT INTO sentex_fts (rowid, words, extra) VALUES (new.handle, new.words, new.extra);
 END;
 CREATE TRIGGER IF NOT EXISTS sentex_words_deleted AFTER DELETE ON sentex_words BEGIN
-    INSERT INTO sentex_fts (sentex_fts, rowid, words) VALUES ('delete', old.handle, old.words);
+    INSERT INTO sentex_fts (sentex_fts, rowid, words, extra)
+    VALUES ('delete', old.handle, old.words, old.extra);
 END;
 """
 
@@ -173,22 +180,38 @@ def sqlite_match(words: Sequence[str]) -> str:
     return " OR ".join(f'"{w}"' for w in words)
 
 
-def sqlite_ranked(db: Any, words: Sequence[str], limit: int | None) -> list[tuple[int, float]]:
-    """(handle, score) of the rows matching any word, best first; score: higher is better."""
-    found = db.execute(
-        "SELECT rowid, rank FROM sentex_fts WHERE sentex_fts MATCH ? ORDER BY rank, rowid LIMIT ?",
-        (sqlite_match(words), -1 if limit is None else limit),
-    ).fetchall()
-    return [(h, -r) for h, r in found]
+_SQLITE_SNIPPET = f"snippet(sentex_fts, 0, '[', ']', '…', {SNIPPET_TOKENS})"
+
+
+def sqlite_ranked(db: Any, words: Sequence[str], limit: int | None) -> list[Ranked]:
+    """(handle, score, snippet) of the rows matching any word, best first; score: higher
+    is better. With a `limit` each row comes with its snippet — computed, inside the one
+    query, for the rows returned only (a second MATCH for them would cost the search
+    again); without one (every match), the snippets are None: ask `sqlite_snippets`."""
+    match = sqlite_match(words)
+    if limit is None:
+        found = db.execute(
+            "SELECT rowid, rank, NULL FROM sentex_fts WHERE sentex_fts MATCH ? "
+            "ORDER BY rank, rowid",
+            (match,),
+        ).fetchall()
+    else:
+        found = db.execute(
+            f"SELECT rowid, rank, {_SQLITE_SNIPPET} FROM sentex_fts WHERE sentex_fts MATCH ? "
+            "ORDER BY rank, rowid LIMIT ?",
+            (match, limit),
+        ).fetchall()
+    return [(h, -r, snippet) for h, r, snippet in found]
 
 
 def sqlite_snippets(db: Any, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
-    """Each row's window of about SNIPPET_TOKENS words around its matches, `[`marked`]`."""
+    """Each row's window of about SNIPPET_TOKENS readable words (the first column) around
+    its matches, `[`marked`]` (its first words when only the extra forms matched)."""
     if not handles:
         return {}
     marks = ", ".join("?" for _ in handles)
     found = db.execute(
-        f"SELECT rowid, snippet(sentex_fts, 0, '[', ']', '…', {SNIPPET_TOKENS}) "
+        f"SELECT rowid, {_SQLITE_SNIPPET} "
         f"FROM sentex_fts WHERE sentex_fts MATCH ? AND rowid IN ({marks})",
         (sqlite_match(words), *handles),
     ).fetchall()
@@ -225,7 +248,8 @@ POSTGRES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS sentex_words (
     handle BIGINT PRIMARY KEY,
     words TEXT NOT NULL,
-    doc tsvector GENERATED ALWAYS AS (to_tsvector('english', words)) STORED
+    extra TEXT NOT NULL,
+    doc tsvector GENERATED ALWAYS AS (to_tsvector('english', words || ' ' || extra)) STORED
 );
 CREATE INDEX IF NOT EXISTS sentex_words_doc ON sentex_words USING gin (doc);
 """
@@ -236,13 +260,23 @@ def postgres_query(words: Sequence[str]) -> str:
     return " | ".join(f"'{w}'" for w in words)
 
 
+_POSTGRES_HEADLINE = (
+    "ts_headline('english', words, q, "
+    f"'StartSel=[, StopSel=], MaxWords={SNIPPET_TOKENS}, MinWords=4, MaxFragments=1, "
+    "FragmentDelimiter=…')"
+)
+# With a limit, PostgreSQL computes the headline after the sort, for the rows returned.
 POSTGRES_RANKED = (
-    "SELECT handle, ts_rank(doc, q, 1) AS score "
+    f"SELECT handle, ts_rank(doc, q, 1) AS score, {_POSTGRES_HEADLINE} "
     "FROM sentex_words, to_tsquery('english', %s) q WHERE doc @@ q "
     "ORDER BY score DESC, handle LIMIT %s"
 )
+POSTGRES_ALL = (
+    "SELECT handle, ts_rank(doc, q, 1) AS score, NULL "
+    "FROM sentex_words, to_tsquery('english', %s) q WHERE doc @@ q "
+    "ORDER BY score DESC, handle"
+)
 POSTGRES_SNIPPETS = (
-    "SELECT handle, ts_headline('english', words, to_tsquery('english', %s), "
-    f"'StartSel=[, StopSel=], MaxWords={SNIPPET_TOKENS}, MinWords=4, MaxFragments=1, "
-    "FragmentDelimiter=…') FROM sentex_words WHERE handle = ANY(%s)"
+    f"SELECT handle, {_POSTGRES_HEADLINE} "
+    "FROM sentex_words, to_tsquery('english', %s) q WHERE handle = ANY(%s)"
 )

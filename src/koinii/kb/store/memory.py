@@ -107,7 +107,7 @@ class MemoryStore:
         self._unindexed = {}
         self._unindexed_deletes = []
 
-    def search(self, words: Sequence[str], limit: int | None) -> list[tuple[int, float]]:
+    def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
         self._catch_up()
         return fulltext.sqlite_ranked(self._records, words, limit)
 

@@ -220,12 +220,14 @@ class PostgresStore(SQLStore):
 
     # --- full-text search (fulltext.py) -------------------------------------------------
 
-    def search(self, words: Sequence[str], limit: int | None) -> list[tuple[int, float]]:
+    def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
+        query = fulltext.postgres_query(words)
         with self._translated("the search"):
-            found = self._conn.execute(
-                fulltext.POSTGRES_RANKED, (fulltext.postgres_query(words), limit)
-            ).fetchall()
-        return [(h, float(score)) for h, score in found]
+            if limit is None:
+                found = self._conn.execute(fulltext.POSTGRES_ALL, (query,)).fetchall()
+            else:
+                found = self._conn.execute(fulltext.POSTGRES_RANKED, (query, limit)).fetchall()
+        return [(h, float(score), snippet) for h, score, snippet in found]
 
     def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
         if not handles:

@@ -148,7 +148,7 @@ class SQLiteStore(SQLStore):
 
     # --- full-text search (fulltext.py) ---------------------------------------------
 
-    def search(self, words: Sequence[str], limit: int | None) -> list[tuple[int, float]]:
+    def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
         with self._translated("the search"):
             return fulltext.sqlite_ranked(self._db, words, limit)
 
