@@ -135,7 +135,7 @@ def load(kb: Any, workload: Workload) -> None:
 def floor_table(kb: Any) -> sqlite3.Connection:
     """A bare FTS5 table holding exactly the rows the KB's store indexed."""
     rows = kb.read_records(
-        lambda db: db.execute("SELECT handle, words, extra FROM sentex_words").fetchall()
+        lambda db: db.execute("SELECT rowid, words, extra FROM sentex_fts").fetchall()
     )
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE t USING fts5 (words, extra, tokenize = 'porter unicode61')")

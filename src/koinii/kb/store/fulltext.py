@@ -9,13 +9,13 @@ reader recognises (snippets are cut from it), and `extra`, the forms only a sear
 (joined symbols, a string's camelCase tokens split). A search text is cut the same way
 (`query_words`), so `ProdCluster` in a search finds "prod cluster" in a claim.
 
-Invariant: the table `sentex_words` holds one row per stored sentex — inserted in the
-same transaction as the sentex's row (`INSERT_WORDS`, idempotent: a sentex upserted again
-keeps its row, since its text never changes) and deleted with it. On SQLite an FTS5
-index (porter stemming, unicode61) over it is kept in step by triggers; on PostgreSQL a
-generated `tsvector` column (the `english` configuration: stemming, stop words) under a
-GIN index. A store opened from before the index existed gets it, backfilled, by a schema
-migration (`backfill`).
+Invariant: the index holds one row per stored premise (`rows`: a derived sentex is not
+indexed) — written in the same transaction as the sentex's row (idempotent: a sentex
+upserted again keeps its row, since its text never changes) and deleted with it. On
+SQLite that is one FTS5 table holding its own text (porter stemming, unicode61), keyed
+by handle; on PostgreSQL the table `sentex_words` with a generated `tsvector` column
+(the `english` configuration: stemming, stop words) under a GIN index. A store opened
+from before the index existed gets it, backfilled, by a schema migration (`backfill`).
 
 Ranking: SQLite's `bm25()`; PostgreSQL's `ts_rank` normalised by document length (it
 has no BM25). Either way a row matching more of the words ranks first (on SQLite rarer
@@ -149,30 +149,26 @@ def rows_of_text(handles_and_texts: Iterable[tuple[int, str]]) -> list[tuple[int
     return [(h, *document(parse(text))) for h, text in handles_and_texts]
 
 
-INSERT_WORDS = (
-    "INSERT INTO sentex_words (handle, words, extra) VALUES (?, ?, ?) "
-    "ON CONFLICT (handle) DO NOTHING"
-)
-DELETE_WORDS = "DELETE FROM sentex_words WHERE handle = ?"
+def rows(nodes: Iterable[Any]) -> list[tuple[int, str, str]]:
+    """Index rows for the premises among stored nodes (or rows): a derived sentex is not
+    indexed — its words are its premises' words, and a rule deriving 250,000 of them
+    must not write 250,000 index rows (a carried claim is found by the answer that
+    carries it, which holds its words)."""
+    return [row(n.handle, n.atom) for n in nodes if n.premise]
+
 
 # --- SQLite (and the in-memory store's SQLite) -------------------------------------------
 
+# One FTS5 table that holds its own text, keyed by handle: an external-content table
+# kept by triggers cost five times as much per row (44 us against 8 here), on every write.
 SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sentex_words (
-    handle INTEGER PRIMARY KEY, words TEXT NOT NULL, extra TEXT NOT NULL
-);
 CREATE VIRTUAL TABLE IF NOT EXISTS sentex_fts USING fts5 (
-    words, extra, content = 'sentex_words', content_rowid = 'handle',
-    tokenize = 'porter unicode61'
+    words, extra, tokenize = 'porter unicode61'
 );
-CREATE TRIGGER IF NOT EXISTS sentex_words_inserted AFTER INSERT ON sentex_words BEGIN
-    INSERT INTO sentex_fts (rowid, words, extra) VALUES (new.handle, new.words, new.extra);
-END;
-CREATE TRIGGER IF NOT EXISTS sentex_words_deleted AFTER DELETE ON sentex_words BEGIN
-    INSERT INTO sentex_fts (sentex_fts, rowid, words, extra)
-    VALUES ('delete', old.handle, old.words, old.extra);
-END;
 """
+# A sentex's text never changes, so storing its row again (an upsert) replaces it alike.
+SQLITE_INSERT_WORDS = "INSERT OR REPLACE INTO sentex_fts (rowid, words, extra) VALUES (?, ?, ?)"
+SQLITE_DELETE_WORDS = "DELETE FROM sentex_fts WHERE rowid = ?"
 
 
 def sqlite_match(words: Sequence[str]) -> str:
@@ -230,16 +226,19 @@ def sqlite_backfill(db: Any) -> None:
     """Create the index (the SQLite store's migration) and fill it from the sentex rows
     already stored."""
     sqlite_create(db)
-    backfill(db.execute("SELECT handle, text FROM sentex"), db.executemany)
+    backfill(db.execute(BACKFILL), SQLITE_INSERT_WORDS, db.executemany)
 
 
-def backfill(stored: Any, run_many: Any, batch: int = 10_000) -> None:
+BACKFILL = "SELECT handle, text FROM sentex WHERE premise"  # what `rows` indexes
+
+
+def backfill(stored: Any, insert: str, run_many: Any, batch: int = 10_000) -> None:
     """Index rows for every (handle, text) of `stored`, written `batch` at a time."""
     while True:
         chunk = stored.fetchmany(batch)
         if not chunk:
             return
-        run_many(INSERT_WORDS, rows_of_text(chunk))
+        run_many(insert, rows_of_text(chunk))
 
 
 # --- PostgreSQL ------------------------------------------------------------------------
@@ -253,6 +252,11 @@ CREATE TABLE IF NOT EXISTS sentex_words (
 );
 CREATE INDEX IF NOT EXISTS sentex_words_doc ON sentex_words USING gin (doc);
 """
+POSTGRES_INSERT_WORDS = (
+    "INSERT INTO sentex_words (handle, words, extra) VALUES (?, ?, ?) "
+    "ON CONFLICT (handle) DO NOTHING"
+)
+POSTGRES_DELETE_WORDS = "DELETE FROM sentex_words WHERE handle = ?"
 
 
 def postgres_query(words: Sequence[str]) -> str:

@@ -57,7 +57,8 @@ class MemoryStore:
                 raise
         unindexed = self._unindexed
         for node in commit.upserts:
-            unindexed[node.handle] = node.atom
+            if node.premise:  # what the index holds (`fulltext.rows`)
+                unindexed[node.handle] = node.atom
         for handle in commit.deletes:
             if unindexed.pop(handle, None) is None:
                 self._unindexed_deletes.append((handle,))
@@ -93,10 +94,10 @@ class MemoryStore:
             if not self._indexed:
                 fulltext.sqlite_create(db)
             if self._unindexed_deletes:
-                db.executemany(fulltext.DELETE_WORDS, self._unindexed_deletes)
+                db.executemany(fulltext.SQLITE_DELETE_WORDS, self._unindexed_deletes)
             if self._unindexed:
                 db.executemany(
-                    fulltext.INSERT_WORDS,
+                    fulltext.SQLITE_INSERT_WORDS,
                     [fulltext.row(h, atom) for h, atom in self._unindexed.items()],
                 )
             db.execute("COMMIT")

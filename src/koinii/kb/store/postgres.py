@@ -103,6 +103,9 @@ class PostgresRecords:
 
 
 class PostgresStore(SQLStore):
+    _insert_words = fulltext.POSTGRES_INSERT_WORDS
+    _delete_words = fulltext.POSTGRES_DELETE_WORDS
+
     def __init__(
         self,
         dsn: str,
@@ -425,12 +428,12 @@ def _backfill(conn: Any) -> None:
     """Create the full-text index and fill it from the sentex rows already stored."""
     conn.execute(fulltext.POSTGRES_SCHEMA)
     stored = conn.cursor()
-    stored.execute("SELECT handle, text FROM sentex")
+    stored.execute(fulltext.BACKFILL)
 
     def run_many(sql: str, rows: list[tuple]) -> None:
         conn.cursor().executemany(sql.replace("?", "%s"), rows)
 
-    fulltext.backfill(stored, run_many)
+    fulltext.backfill(stored, fulltext.POSTGRES_INSERT_WORDS, run_many)
 
 
 def _redact(dsn: str) -> str:

@@ -51,6 +51,9 @@ class SQLStore:
     # How a boolean column is bound: SQLite stores 0/1, and its driver sends a bool
     # through a slow adapter lookup, so its store binds int; PostgreSQL's takes a bool.
     _flag: Callable[[bool], Any] = bool
+    # The full-text index's row written and deleted with a sentex's (`fulltext`).
+    _insert_words: str
+    _delete_words: str
 
     # --- the dialect (a subclass fills these in) -------------------------------------
 
@@ -180,14 +183,15 @@ class SQLStore:
             self._run(UPSERT_SENTEX, _sentex_params(upserts[0], self._flag))
         elif upserts:
             self._run_many(UPSERT_SENTEX, [_sentex_params(n, self._flag) for n in upserts])
-        if len(upserts) == 1:  # the full-text index's row, in the same transaction
-            self._run(fulltext.INSERT_WORDS, fulltext.row(upserts[0].handle, upserts[0].atom))
-        elif upserts:
-            self._run_many(fulltext.INSERT_WORDS, [fulltext.row(n.handle, n.atom) for n in upserts])
+        indexed = fulltext.rows(upserts)  # the full-text index's rows, in the same transaction
+        if len(indexed) == 1:
+            self._run(self._insert_words, indexed[0])
+        elif indexed:
+            self._run_many(self._insert_words, indexed)
         deletes = [(h,) for c in commits for h in c.deletes]
         if deletes:
             self._run_many("DELETE FROM sentex WHERE handle = ?", deletes)
-            self._run_many(fulltext.DELETE_WORDS, deletes)
+            self._run_many(self._delete_words, deletes)
         justifications = [
             (
                 j.id,
@@ -260,8 +264,8 @@ class SQLStore:
         with self._translated("the import"), self._transaction():
             self._run_many(UPSERT_SENTEX, [_sentex_params(r, self._flag) for r in loaded.sentexes])
             self._run_many(
-                fulltext.INSERT_WORDS,
-                fulltext.rows_of_text((r.handle, r.text) for r in loaded.sentexes),
+                self._insert_words,
+                fulltext.rows_of_text((r.handle, r.text) for r in loaded.sentexes if r.premise),
             )
             self._run_many(
                 INSERT_JUSTIFICATION,

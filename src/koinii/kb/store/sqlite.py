@@ -68,6 +68,8 @@ _LEVELS = {0: "off", 1: "normal", 2: "full", 3: "extra"}  # PRAGMA synchronous's
 
 
 class SQLiteStore(SQLStore):
+    _insert_words = fulltext.SQLITE_INSERT_WORDS
+    _delete_words = fulltext.SQLITE_DELETE_WORDS
     _errors = (sqlite3.Error,)
     _flag = int  # see SQLStore._flag
     _BEGIN = "BEGIN IMMEDIATE"  # take the write lock now, not at the first write
