@@ -48,6 +48,7 @@ class _Transport:
         self.where = where
         self.url = where.url
         self.timeout = timeout
+        self._headers = dict(where.headers)
         self._local = threading.local()
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
@@ -75,7 +76,7 @@ class _Transport:
             conn = self._connection(timeout)
             reused = conn.sock is not None
             try:
-                conn.request("POST", path, payload, dict(self.where.headers))
+                conn.request("POST", path, payload, self._headers)
                 response = conn.getresponse()
                 return response.status, response.read()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
@@ -95,7 +96,7 @@ class _Transport:
     def get(self, path: str) -> bytes:
         conn = self._connection(self.timeout)
         try:
-            conn.request("GET", path, headers=dict(self.where.headers))
+            conn.request("GET", path, headers=self._headers)
             return conn.getresponse().read()
         except (OSError, http.client.HTTPException) as exc:
             self._drop()
