@@ -12,6 +12,8 @@ Two media, one surface: `local(kb)` for agents in one process (subscribe is a pl
 `kb.watch`, whose callback runs on the writer's thread) and `wire(client)` for agents in
 separate processes (every write goes through the daemon, the single writer; subscribe
 polls the wire feed on a thread of its own, so a slow agent never stalls the writer).
+For asyncio, `koinii.achannel` runs this module's `Agent` off the event loop over an
+`AsyncClient`, so the rules below are written once.
 
 Invariant: every write check (registry, creator, speaker) runs before the first write of
 a move, in the order channel.md states, so a refused move writes nothing.

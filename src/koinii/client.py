@@ -48,6 +48,7 @@ class _Transport:
         self.where = where
         self.url = where.url
         self.timeout = timeout
+        self._headers = dict(where.headers)
         self._local = threading.local()
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
@@ -75,7 +76,7 @@ class _Transport:
             conn = self._connection(timeout)
             reused = conn.sock is not None
             try:
-                conn.request("POST", path, payload, dict(self.where.headers))
+                conn.request("POST", path, payload, self._headers)
                 response = conn.getresponse()
                 return response.status, response.read()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
@@ -95,7 +96,7 @@ class _Transport:
     def get(self, path: str) -> bytes:
         conn = self._connection(self.timeout)
         try:
-            conn.request("GET", path, headers=dict(self.where.headers))
+            conn.request("GET", path, headers=self._headers)
             return conn.getresponse().read()
         except (OSError, http.client.HTTPException) as exc:
             self._drop()
@@ -134,7 +135,8 @@ class Client:
         return call.outcome(self.url, status, raw)
 
     def _call(self, op: str, extra_wait: float = 0.0, **fields: Any) -> Any:
-        """Run the operation `op` with `fields` as they are (a None field is left out)."""
+        """Run the operation `op` with `fields` as they are (a None field is left out):
+        for an operation that has no builder in `koinii.protocol` yet."""
         return self._run(protocol.invoke(op, extra_wait, fields))
 
     def invoke(self, name: str, /, *, wait_s: float = 0, **fields: Any) -> Any:
