@@ -223,16 +223,16 @@ def test_agents_search_over_the_wire_and_find_only_what_they_can_see(start_daemo
     assert "postgresMajorVersion" in {v["predicate"] for v in cyd.vocabulary()}
 
 
-def test_a_search_over_the_wire_sees_the_writes_before_it(daemon):
-    with daemon.client() as client:
+def test_a_search_over_the_wire_sees_the_writes_before_it(daemon, connect):
+    with connect(daemon) as client:  # the sync client and the async one
         handle = client.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
         assert [h.sentex.handle for h in client.search("postgres", TEAM)] == [handle]
         client.retract(handle)
         assert client.search("postgres", TEAM) == []
 
 
-def test_bad_searches_over_the_wire_are_refused_by_name(daemon):
-    with daemon.client() as client:
+def test_bad_searches_over_the_wire_are_refused_by_name(daemon, connect):
+    with connect(daemon) as client:
         assert refused(lambda: client.search("", TEAM)).kind == "bad-search"
         assert refused(lambda: client.search("postgres", TEAM, limit=0)).kind == "bad-option"
         assert refused(lambda: client.search("postgres", "team")).kind == "naming"

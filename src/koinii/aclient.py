@@ -30,7 +30,7 @@ import httpx
 from koinii import protocol
 from koinii.asubscribe import Subscription
 from koinii.errors import Unavailable
-from koinii.kb import Edited, Retracted, Sentex
+from koinii.kb import Edited, Hit, Retracted, Sentex
 from koinii.protocol import Call, Context, Endpoint, Entry, Goal, Polled, Sentence, Watching
 from koinii.terms import Term
 
@@ -206,6 +206,12 @@ class AsyncClient:
         self, goal: Goal, ctx: Context, *, limit: int | None = None
     ) -> list[dict[str, Term]]:
         return await self._run(protocol.query(goal, ctx, limit))
+
+    async def search(self, text: str, ctx: Context, *, limit: int = 10) -> list[Hit]:
+        return await self._run(protocol.search(text, ctx, limit))
+
+    async def vocabulary(self, ctx: Context) -> list[dict[str, Any]]:
+        return await self._run(protocol.vocabulary(ctx))
 
     async def argue(self, sentence: Sentence, ctx: Context) -> str:
         return await self._run(protocol.argue(sentence, ctx))

@@ -134,11 +134,6 @@ class Client:
         status, raw = self._transport.post(route, payload, extra_wait)
         return call.outcome(self.url, status, raw)
 
-    def _call(self, op: str, extra_wait: float = 0.0, **fields: Any) -> Any:
-        """Run the operation `op` with `fields` as they are (a None field is left out):
-        for an operation that has no builder in `koinii.protocol` yet."""
-        return self._run(protocol.invoke(op, extra_wait, fields))
-
     def invoke(self, name: str, /, *, wait_s: float = 0, **fields: Any) -> Any:
         """Run the domain operation `name` (e.g. "wraps.add") on the daemon; `wait_s`
         extends the read timeout for a long poll."""
