@@ -21,9 +21,9 @@ the PostgreSQL server, created here and dropped at the end)
    round trips, one after another; p50 and p99.
 
 Latencies are per call, timed with ``time.perf_counter_ns`` after untimed warm-up calls.
-PostgreSQL is the server at ``postgresql://postgres@127.0.0.1:5432/postgres`` (or
-``--postgres URL``); when it cannot be reached its column says so and the SQLite column
-is still measured.
+PostgreSQL is the server at ``--postgres URL``, else ``$KOINII_TEST_PG`` (as for the
+tests), else ``postgresql://postgres@127.0.0.1:5432/postgres``; when it cannot be
+reached its column says so and the SQLite column is still measured.
 
 Run it (under half a minute on a 2-core machine)::
 
@@ -71,7 +71,9 @@ SHARED_PERCENT = 5
 ANSWER_CHECKS = 200  # point lookups whose answers are checked before timing
 WARMUP_CALLS = 50  # untimed calls before each timed series
 HOST = "127.0.0.1"
-POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+POSTGRES_URL = os.environ.get(
+    "KOINII_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres"
+)  # as the tests' server
 CONNECT_TIMEOUT_S = 3
 START_TIMEOUT_S = 60.0  # the daemon loads the whole store before it answers
 STOP_TIMEOUT_S = 15.0  # after SIGTERM, before SIGKILL

@@ -27,9 +27,10 @@ Measured
       durable write per event (`SessionStore`), then batched (`SessionRecorder`, its
       final flush included): ms per recorded event at steady load. The target: batched
       <= 0.5 ms per event.
-    - The import rate of real Claude Code transcripts: the samples in
-      shared/data/transcripts, copied with fresh ids into many files, imported with
-      `import_paths` (records/s).
+    - The import rate of Claude Code transcripts: the real third-party samples in
+      ../shared/data/transcripts beside the repository when they are there, else the
+      repository's own (tests/data/sessions), copied with fresh ids into many files,
+      imported with `import_paths` (records/s); the row names which.
 
 Run it::
 
@@ -70,9 +71,16 @@ VOCABULARY = 20_000
 LIMIT = 50
 TITLE_WORD = "zephyrquartz"
 SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
-SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
-if not SAMPLES.is_dir():
-    SAMPLES = pathlib.Path("/work/shared/data/transcripts")
+SHARED_SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
+OWN_SAMPLES = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data" / "sessions"
+
+
+def claude_code_samples() -> tuple[list[pathlib.Path], str]:
+    """The transcripts the import is measured on, and whose they are."""
+    real = sorted(SHARED_SAMPLES.glob("*.jsonl"))
+    if real:
+        return real, "real"
+    return sorted(OWN_SAMPLES.glob("claude-code_*.jsonl")), "the repository's sample"
 
 
 def progress(message: str) -> None:
@@ -197,10 +205,10 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
 
 
-def transcript_copies(folder: pathlib.Path, copies: int) -> int:
+def transcript_copies(folder: pathlib.Path, copies: int, paths: list[pathlib.Path]) -> int:
     """Write `copies` of each sample with fresh ids; returns the records written."""
     id_pattern = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-    samples = [p.read_text() for p in sorted(SAMPLES.glob("*.jsonl"))]
+    samples = [p.read_text() for p in paths]
     records = 0
     for _ in range(copies):
         for text in samples:
@@ -339,14 +347,17 @@ def measure_reads(kb: Any, rounds: int) -> list[tuple[str, str, str, str]]:
 def measure_import(work: pathlib.Path, copies: int) -> tuple[str, str, str, str]:
     folder = work / "transcripts"
     folder.mkdir(exist_ok=True)
-    records = transcript_copies(folder, copies)
-    progress(f"importing {copies * 3:,} Claude Code transcripts ({records:,} records)")
+    paths, whose = claude_code_samples()
+    records = transcript_copies(folder, copies, paths)
+    progress(
+        f"importing {copies * len(paths):,} {whose} Claude Code transcripts ({records:,} records)"
+    )
     with koinii.open_kb(str(work / "imports.db")) as kb:
         store = SessionStore(kb)
         took, reports = timed(lambda: import_paths(store, [folder]))
     assert all(r["status"] == "new" for r in reports), {r["status"] for r in reports}
     return (
-        f"import Claude Code transcripts ({len(reports):,} files)",
+        f"import {whose} Claude Code transcripts ({len(reports):,} files)",
         f"{records / (took / 1000):,.0f} records/s",
         "",
         "",

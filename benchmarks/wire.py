@@ -22,9 +22,9 @@ temporary database, and stopped at the end; no traffic leaves the loopback inter
    (``koinii.client._Transport``) with the same bodies as 1 and 2, at the same load
    levels. It is the reference column of rows 1 and 2; the 16-process target is Koinii's
    rate as a fraction of the ceiling's.
-5. PostgreSQL ``LISTEN/NOTIFY`` on loopback (psycopg 3; 127.0.0.1:5432, user and
-   database postgres, trust auth): a listener process and ``pg_notify`` with a
-   ``time_ns`` payload every 5 ms. It is the reference column of row 3, or
+5. PostgreSQL ``LISTEN/NOTIFY`` on loopback (psycopg 3; ``$KOINII_TEST_PG``, else
+   127.0.0.1:5432, user and database postgres, trust auth): a listener process and
+   ``pg_notify`` with a ``time_ns`` payload every 5 ms. It is the reference column of row 3, or
    "n/a (PostgreSQL not reachable)".
 
 Durable is what the daemon promises before it replies: the write is in a committed SQLite
@@ -67,12 +67,14 @@ import psutil
 
 import koinii
 from koinii.client import _Transport
+from koinii.protocol import Call, endpoint
 
 HOST = "127.0.0.1"
 LOAD_CONTEXT = "CxBench"
 FEED_CONTEXT = "CxFeed"
 CEILING_PATH = "/x"
-PG_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres connect_timeout=3"
+# the tests' server (tests/conftest.py), connect_timeout=3 added where it is used
+PG_DSN = os.environ.get("KOINII_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PG_CHANNEL = "koinii_wire_bench"
 LEVELS = (1, 4, 16)  # client processes in the load phase
 WARMUP_CALLS = 50  # untimed calls before any timed series
@@ -218,10 +220,10 @@ def ceiling_server() -> Iterator[Server]:
     port = free_port()
     url = f"http://{HOST}:{port}"
     with child_processes(serve_ceiling, [(port,)]) as (server,):
-        probe = _Transport(url, None, 1)
+        probe = _Transport(endpoint(url, None), 1)
         try:
             wait_until_answering(
-                lambda: probe.post(CEILING_PATH, {}), server.is_alive, "the ceiling server"
+                lambda: probe.post(CEILING_PATH, b"{}"), server.is_alive, "the ceiling server"
             )
         finally:
             probe.close()
@@ -264,11 +266,13 @@ def writer(kind: str, url: str) -> Iterator[Callable[[str], Any]]:
         with koinii.connect(url) as client:
             yield lambda sentence: client.assert_(sentence, LOAD_CONTEXT)
         return
-    transport = _Transport(url, None, 30)
+    transport = _Transport(endpoint(url, None), 30)
+
+    def body(sentence: str) -> bytes:  # encoded as the client encodes an operation's
+        return Call("x", {"sentence": sentence, "context": LOAD_CONTEXT}, id).request(None)[0]
+
     try:
-        yield lambda sentence: transport.post(
-            CEILING_PATH, {"sentence": sentence, "context": LOAD_CONTEXT}
-        )
+        yield lambda sentence: transport.post(CEILING_PATH, body(sentence))
     finally:
         transport.close()
 
@@ -455,7 +459,7 @@ def pg_listener(count: int, ready, results) -> None:
     import psycopg
 
     try:
-        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        with psycopg.connect(PG_DSN, autocommit=True, connect_timeout=3) as conn:
             conn.execute(f"LISTEN {PG_CHANNEL}")
             ready.set()
             latencies = [
@@ -474,7 +478,7 @@ def pg_unreachable() -> str | None:
     except ImportError:
         return "n/a (psycopg not installed)"
     try:
-        psycopg.connect(PG_DSN).close()
+        psycopg.connect(PG_DSN, connect_timeout=3).close()
     except (psycopg.Error, OSError):
         return "n/a (PostgreSQL not reachable)"
     return None
@@ -483,7 +487,7 @@ def pg_unreachable() -> str | None:
 def notify_latency(sizes: Sizes) -> list[int]:
     import psycopg
 
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+    with psycopg.connect(PG_DSN, autocommit=True, connect_timeout=3) as conn:
 
         def send(n: int) -> None:
             conn.execute("SELECT pg_notify(%s, %s)", (PG_CHANNEL, str(time.time_ns())))

@@ -121,9 +121,33 @@ def postgres():
     except psycopg.Error as exc:
         if os.environ.get("CI"):
             pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN}: {exc}")
-        pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN} (set KOINII_TEST_PG)")
+        pytest.skip(f"{NO_POSTGRES} at {PG_ADMIN} (set KOINII_TEST_PG): {_first_line(exc)}")
     yield conn
     conn.close()
+
+
+NO_POSTGRES = "PostgreSQL is not reachable"  # how the skips above begin
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """Say plainly when the PostgreSQL half of the suite was skipped, and why: a count of
+    skips alone does not tell a missing server from a test that chose to skip."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    reasons = [str(getattr(report, "longrepr", ("", "", ""))[-1]) for report in skipped]
+    without = [reason for reason in reasons if NO_POSTGRES in reason]
+    if not without:
+        return
+    reason = without[0].removeprefix("Skipped: ")
+    terminalreporter.write_sep("=", "the PostgreSQL half of the suite did not run", yellow=True)
+    terminalreporter.write_line(
+        f"{len(without)} test(s) skipped: {reason}. They are the PostgreSQL half of the "
+        "suite: start a PostgreSQL on 127.0.0.1:5432 with trust auth, or point "
+        "KOINII_TEST_PG at one (its admin URL), to run them."
+    )
 
 
 def pg_location(postgres, schemas: list[str]) -> str:
@@ -201,6 +225,33 @@ def daemon(start_daemon):
 def client(daemon):
     with daemon.client() as c:
         yield c
+
+
+@pytest.fixture(params=["sync", "async"])
+def connect(request):
+    """connect(daemon_or_url, principal=None, **kw) -> a `Client`, or an `AsyncClient`
+    behind a blocking face (tests/blocking.py): a suite that connects through this runs
+    over both clients, unchanged."""
+    from tests.blocking import Blocking, Loop
+
+    loop = Loop() if request.param == "async" else None
+    made: list = []
+
+    def make(where, principal: str | None = None, **kw):
+        url = where if isinstance(where, str) else where.url
+        token = None if principal is None else where.tokens[principal]
+        if loop is None:
+            made.append(koinii.connect(url, token=token, **kw))
+        else:
+            made.append(Blocking(koinii.aconnect(url, token=token, **kw), loop))
+        return made[-1]
+
+    make.flavour = request.param
+    yield make
+    for client in made:
+        client.close()
+    if loop is not None:
+        loop.close()
 
 
 def refused(call) -> koinii.Refused:

@@ -13,7 +13,6 @@ import time
 
 import pytest
 
-import koinii
 from koinii import Refused
 from tests.conftest import refused
 
@@ -147,9 +146,9 @@ def test_a_goal_past_the_small_body_limit_is_refused_before_it_is_read(daemon):
 
 
 @pytest.mark.parametrize("role, allowed", [("agent", False), ("operator", True)])
-def test_only_an_operator_may_raise_a_request_budget(start_daemon, role, allowed):
+def test_only_an_operator_may_raise_a_request_budget(start_daemon, connect, role, allowed):
     daemon = start_daemon(principals={"AgentAtlas": "agent", "OpsOlga": "operator"})
-    client = daemon.client("AgentAtlas" if role == "agent" else "OpsOlga")
+    client = connect(daemon, "AgentAtlas" if role == "agent" else "OpsOlga")
     with client.budget(0.001):  # lowering is anyone's
         client.query("(r ?a ?b)", "CxA")
     with client.budget(5.0):
@@ -160,10 +159,10 @@ def test_only_an_operator_may_raise_a_request_budget(start_daemon, role, allowed
             assert refusal.kind == "forbidden" and refusal.data["option"] == "budget_ms"
 
 
-def test_a_budget_ms_out_of_range_is_bad_option(daemon):
+def test_a_budget_ms_out_of_range_is_bad_option(daemon, connect):
     status, reply = _post(daemon, "query", b'{"goal": "(p ?x)", "context": "CxA", "budget_ms": 0}')
     assert status == 400 and reply["error"]["kind"] == "bad-option"
-    client = koinii.connect(daemon.url)
+    client = connect(daemon)
     with client.budget(10**6), pytest.raises(Refused) as caught:
         client.query("(p ?x)", "CxA")
     assert caught.value.kind == "bad-option"

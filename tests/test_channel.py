@@ -1,16 +1,18 @@
-"""The coordination channel (channel.md), run twice: over local(kb) and over wire(client)
-against a real daemon. Every method and every refusal."""
+"""The coordination channel (channel.md), run three times: over local(kb), over
+wire(client) against a real daemon, and over achannel.wire(AsyncClient) (the asyncio
+agent behind a blocking face, tests/blocking.py). Every method and every refusal."""
 
 import pytest
 
 import koinii
 from koinii import Sym, channel
+from tests.blocking import Loop, Medium
 from tests.conftest import refused
 
 P = "(usesDatabase ProdCluster PostgreSQL14)"
 
 
-@pytest.fixture(params=["local", "wire"])
+@pytest.fixture(params=["local", "wire", "async-wire"])
 def medium(request, start_daemon, new_location):
     """medium(agent_id) -> the medium that agent joins through (its own connection on the wire)."""
     if request.param == "local":
@@ -18,17 +20,28 @@ def medium(request, start_daemon, new_location):
         shared = channel.local(kb)
         yield lambda agent=None: shared
         kb.close()
-    else:
+    elif request.param == "wire":
         daemon = start_daemon()
         yield lambda agent=None: channel.wire(daemon.client())
+    else:
+        daemon = start_daemon()
+        loop = Loop()
+        yield lambda agent=None: Medium(koinii.aconnect(daemon.url), loop)
+        loop.close()
+
+
+def join(medium, channel_name: str, agent_id: str, **kwargs):
+    """`channel.join`, or `achannel.join` for the asyncio medium (behind its blocking face)."""
+    if isinstance(medium, Medium):
+        return medium.join(channel_name, agent_id, **kwargs)
+    return channel.join(medium, channel_name, agent_id, **kwargs)
 
 
 @pytest.fixture
 def team(medium):
     """Atlas, Boreas and Ciel joined to CxDeploy."""
     return {
-        name: channel.join(medium(name), "CxDeploy", f"Agent{name}")
-        for name in ("Atlas", "Boreas", "Ciel")
+        name: join(medium(name), "CxDeploy", f"Agent{name}") for name in ("Atlas", "Boreas", "Ciel")
     }
 
 
@@ -36,7 +49,7 @@ def team(medium):
 
 
 def test_join_places_the_agent_context_under_the_channel(medium):
-    atlas = channel.join(medium("Atlas"), "CxDeploy", "AgentAtlas")
+    atlas = join(medium("Atlas"), "CxDeploy", "AgentAtlas")
     assert (atlas.agent, atlas.context, atlas.channel) == ("AgentAtlas", "CxAtlas", "CxDeploy")
     store = atlas.store
     assert "CxAtlas" in store.context_up("CxDeploy")
@@ -48,21 +61,21 @@ def test_join_places_the_agent_context_under_the_channel(medium):
 
 
 def test_rejoining_is_idempotent(medium):
-    first = channel.join(medium("Atlas"), "CxDeploy", "AgentAtlas")
+    first = join(medium("Atlas"), "CxDeploy", "AgentAtlas")
     seq = first.store.seq
-    again = channel.join(medium("Atlas"), "CxDeploy", "AgentAtlas")
+    again = join(medium("Atlas"), "CxDeploy", "AgentAtlas")
     assert again.context == first.context and again.store.seq == seq
 
 
 def test_join_speaks_another_vocabulary_when_asked(medium):
-    atlas = channel.join(medium("Atlas"), "CxDeploy", "AgentAtlas", speaks="CxCore")
+    atlas = join(medium("Atlas"), "CxDeploy", "AgentAtlas", speaks="CxCore")
     assert "CxCore" in atlas.store.context_up("CxAtlas")
 
 
 def test_not_a_channel_the_registry_the_own_context_or_another_agents(team, medium):
     store = team["Atlas"].store
     for parent, owners in (("CxRegistry", []), ("CxMallory", []), ("CxAtlas", ["AgentAtlas"])):
-        refusal = refused(lambda p=parent: channel.join(medium("Mallory"), p, "AgentMallory"))
+        refusal = refused(lambda p=parent: join(medium("Mallory"), p, "AgentMallory"))
         assert refusal.kind == "koinii/not-a-channel"
         assert refusal.data == {"agent": "AgentMallory", "parent": parent, "owners": owners}
         assert store.context_down("CxMallory") == {"CxMallory"}  # no edge was written
@@ -70,14 +83,17 @@ def test_not_a_channel_the_registry_the_own_context_or_another_agents(team, medi
 
 
 def test_joining_as_the_registry_is_forbidden(medium):
-    assert refused(lambda: channel.join(medium(), "CxDeploy", "AgentRegistry")).kind == (
+    assert refused(lambda: join(medium(), "CxDeploy", "AgentRegistry")).kind == (
         "koinii/registry-forbidden"
     )
 
 
 def test_an_agent_handle_on_the_registry_cannot_write(team):
     boreas = team["Boreas"]
-    forged = channel.Agent(boreas.medium, "AgentBoreas", "CxRegistry", "CxDeploy")
+    if isinstance(boreas.medium, Medium):
+        forged = boreas.forged("CxRegistry")
+    else:
+        forged = channel.Agent(boreas.medium, "AgentBoreas", "CxRegistry", "CxDeploy")
     assert refused(lambda: forged.assert_("(trustLevel AgentBoreas 99)")).kind == (
         "koinii/registry-forbidden"
     )
@@ -251,7 +267,7 @@ def test_retracting_a_target_tears_down_its_replies_but_error_acts_survive(team)
 
 def test_the_conversation_is_in_the_kb_not_in_the_agents(team, medium):
     q = team["Atlas"].pose_query("WhichDbProdClusterUses")
-    late = channel.join(medium("Dune"), "CxDeploy", "AgentDune")  # decoupled in time
+    late = join(medium("Dune"), "CxDeploy", "AgentDune")  # decoupled in time
     assert [s["handle"] for s in late.open_queries()] == [q]
     late.answer("PostgreSQL14", q)
     [answer] = team["Atlas"].answers_to(q)

@@ -1,4 +1,6 @@
-"""Subscriptions: the live half of the channel (channel.md §3), local and over the wire."""
+"""Subscriptions: the live half of the channel (channel.md §3), local and over the wire —
+the wire suite over channel.wire(Client) and over achannel.wire(AsyncClient), whose
+async iterator runs behind a blocking face (tests/blocking.py)."""
 
 import threading
 import time
@@ -7,16 +9,30 @@ import pytest
 
 import koinii
 from koinii import Refused, channel
+from tests.blocking import Loop, Medium
 from tests.conftest import wait_until
 
 
+@pytest.fixture(params=["wire", "async-wire"])
+def wire(request):
+    """wire(daemon, agent_id) -> the agent joined to CxDeploy on its own connection:
+    channel.wire(Client), or achannel.wire(AsyncClient) behind a blocking face."""
+    loop = Loop() if request.param == "async-wire" else None
+
+    def join(daemon, agent_id: str):
+        if loop is None:
+            return channel.join(channel.wire(daemon.client()), "CxDeploy", agent_id)
+        return Medium(koinii.aconnect(daemon.url), loop).join("CxDeploy", agent_id)
+
+    yield join
+    if loop is not None:
+        loop.close()
+
+
 @pytest.fixture
-def daemon_team(daemon):
+def daemon_team(daemon, wire):
     """Atlas and Boreas joined to CxDeploy over the wire, each with its own connection."""
-    return {
-        name: channel.join(channel.wire(daemon.client()), "CxDeploy", f"Agent{name}")
-        for name in ("Atlas", "Boreas")
-    }
+    return {name: wire(daemon, f"Agent{name}") for name in ("Atlas", "Boreas")}
 
 
 def test_a_local_subscription_calls_back_on_the_writers_thread_until_dropped(kb):
@@ -64,8 +80,11 @@ def test_a_local_medium_has_no_cursor_feed(kb):
         assert refusal.value.kind == "koinii/no-wire-feed"
 
 
-def test_a_wire_subscription_polls_on_its_own_named_thread(daemon_team):
-    atlas, boreas = daemon_team["Atlas"], daemon_team["Boreas"]
+def test_a_wire_subscription_polls_on_its_own_named_thread(daemon):
+    atlas, boreas = (
+        channel.join(channel.wire(daemon.client()), "CxDeploy", f"Agent{name}")
+        for name in ("Atlas", "Boreas")
+    )
     seen = []
     sub = boreas.subscribe(
         "(queries ?a ?q)",
@@ -141,10 +160,10 @@ def test_a_raising_callback_loses_only_its_own_event(daemon_team):
     sub.stop()
 
 
-def test_on_lagged_fires_with_the_dropped_count(start_daemon):
+def test_on_lagged_fires_with_the_dropped_count(start_daemon, wire):
     daemon = start_daemon("--ring-size", "4")
-    atlas = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentAtlas")
-    boreas = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentBoreas")
+    atlas = wire(daemon, "AgentAtlas")
+    boreas = wire(daemon, "AgentBoreas")
     gate = threading.Event()
     lagged = []
     first = []
@@ -183,13 +202,13 @@ def test_an_outage_is_reported_once_and_the_subscription_waits_it_out(daemon_tea
     assert not sub.running and time.monotonic() - started < 2
 
 
-def test_a_reaped_subscription_resumes_from_the_last_event_it_delivered(start_daemon):
+def test_a_reaped_subscription_resumes_from_the_last_event_it_delivered(start_daemon, wire):
     daemon = start_daemon("--reap-after", "0.3")
-    boreas = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentBoreas")
+    boreas = wire(daemon, "AgentBoreas")
     errors = []
     seen = []
     gate = threading.Event()
-    atlas = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentAtlas")
+    atlas = wire(daemon, "AgentAtlas")
 
     def slow(event):
         seen.append(event)

@@ -67,7 +67,7 @@ def test_bad_arguments_exit_2_with_usage():
     result = koinii_cli("assert", "(p a)")  # no --context
     assert result.returncode == 2 and "--context" in result.stderr
     assert koinii_cli("no-such-command").returncode == 2
-    assert koinii_cli("mcp", "--agent", "AgentAtlas", "--channel", "CxDeploy").returncode == 2
+    assert koinii_cli("mcp", "--agent", "AgentAtlas").returncode == 2  # no --channel
 
 
 def test_tail_receives_a_write_made_by_another_process(daemon):
@@ -141,3 +141,13 @@ def test_tail_tells_who_did_what_and_hides_the_plumbing(daemon):
 
     kinds = [json.loads(line)["kind"] for line in as_json.stdout.splitlines()]
     assert kinds == ["question", "answer", "acceptance"]
+
+
+def test_tail_tells_a_withdrawal_of_a_sentex_with_no_author_named(daemon):
+    client = daemon.client()
+    handle = client.assert_("(usesDatabase ProdCluster PostgreSQL16)", "CxOps")
+    since = client.seq
+    client.retract(handle)
+    told = koinii_cli("tail", "--url", daemon.url, "--since", str(since), "--no-follow")
+    assert f"its writer withdrew claim #{handle}" in told.stdout
+    assert "None" not in told.stdout

@@ -29,3 +29,17 @@ def test_two_agents_in_two_processes_converse_through_a_daemon():
     out = result.stdout
     assert "[atlas]  heard AgentBoreas answer: (usesDatabase ProdCluster PostgreSQL14)" in out
     assert "[atlas]  the question is settled" in out
+
+
+def test_two_asyncio_agents_converse_through_a_daemon():
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "async_agents.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "[boreas] saw (queries AgentAtlas (quote (usesDatabase ProdCluster ?db)))" in out
+    assert "[atlas]  heard AgentBoreas answer: (usesDatabase ProdCluster PostgreSQL14)" in out
+    assert "[atlas]  the question is settled" in out

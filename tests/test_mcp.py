@@ -33,6 +33,8 @@ TOOLS = {
     "questions",
     "disputes",
     "query",
+    "search",
+    "vocabulary",
     "recent_changes",
     "wait_for_changes",
     "wrap_session",
@@ -196,6 +198,39 @@ def test_a_ground_query_that_holds_says_true(daemon):
 
     found = play(script)
     assert found["solutions"] == [{}] and found["note"].startswith("true")
+
+
+def test_an_agent_finds_what_the_team_said_by_its_words_and_the_vocabulary_in_use(daemon):
+    from koinii import channel
+
+    boreas = channel.join(channel.wire(daemon.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    claim = boreas.assert_("(postgresMajorVersion ProdCluster 16)")
+    rival = channel.join(channel.wire(daemon.client("AgentCyra")), "CxRivals", "AgentCyra")
+    rival.assert_("(postgresMajorVersion RivalCluster 14)")
+
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            return (
+                await lead.search(text="which postgres version does prod run"),
+                await lead.search(text="kubernetes"),
+                await lead.vocabulary(),
+            )
+
+    found, nothing, vocabulary = play(script)
+    assert found["count"] == 1
+    [hit] = found["hits"]
+    assert hit == {
+        "handle": claim,
+        "sentence": "(postgresMajorVersion ProdCluster 16)",
+        "context": "CxBoreas",
+        "author": "AgentBoreas",
+        "snippet": hit["snippet"],
+    }
+    assert "[postgres]" in hit["snippet"] and "[prod]" in hit["snippet"]
+    assert nothing["count"] == 0 and "vocabulary()" in nothing["note"]
+    predicates = {p["predicate"]: p for p in vocabulary["predicates"]}
+    assert predicates["postgresMajorVersion"]["count"] == 1  # not the rival channel's
+    assert vocabulary["count"] == len(vocabulary["predicates"])
 
 
 # --- a release decision, played by three LLM-shaped agents ---------------------------------
@@ -439,6 +474,7 @@ def test_every_refusal_a_tool_can_return_names_a_fix(daemon):
                 "koinii/foreign-sentex": ("withdraw", {"handle": theirs}),
                 "koinii/not-a-move": ("withdraw", {"handle": mark.handle}),
                 "bad-option": ("answer", {"question": their_question}),
+                "bad-search": ("search", {"text": "  "}),
                 "bad-wrap": ("wrap_session", {"session_id": "s", "parent_session_id": ""}),
             }
             texts = {}

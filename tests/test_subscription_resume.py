@@ -2,6 +2,8 @@
 restarts — SIGTERM and kill -9 — from the last seq they delivered, with no event lost and
 none delivered twice; `on_error` hears of each outage, `on_lagged` of a log compacted past
 the subscriber (channel.md, subscriptions that survive). Real daemon processes on one port.
+The wire subscription is `channel.wire`'s poll thread and `AsyncClient.subscribe`'s async
+iterator (behind a blocking face, tests/blocking.py): the same guarantees, the same tests.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 
 import koinii
 from koinii import Refused, Unavailable, channel
+from tests.blocking import Loop, Subscribed
 from tests.conftest import Daemon, wait_until
 
 
@@ -45,9 +48,28 @@ def _writer(daemon: Daemon, acknowledged: list[int], stop: threading.Event) -> t
     return thread
 
 
-def _subscribe(daemon: Daemon, delivered: list, errors: list, lagged: list):
-    wire = channel.wire(daemon.client(timeout=5))
-    return wire.subscribe("(item ?x)", "CxA", delivered.append, 2_000, lagged.append, errors.append)
+@pytest.fixture(params=["wire", "async"])
+def subscribe_items(request):
+    """subscribe_items(daemon, delivered, errors, lagged) -> a running subscription to
+    (item ?x) in CxA that appends each event to `delivered`."""
+    loop = Loop() if request.param == "async" else None
+
+    def subscribe(daemon: Daemon, delivered: list, errors: list, lagged: list):
+        if loop is None:
+            wire = channel.wire(daemon.client(timeout=5))
+            return wire.subscribe(
+                "(item ?x)", "CxA", delivered.append, 2_000, lagged.append, errors.append
+            )
+        client = koinii.aconnect(daemon.url, timeout=5)
+        events = client.subscribe(
+            "(item ?x)", "CxA", wait_ms=2_000, on_lagged=lagged.append, on_error=errors.append
+        )
+        loop.run(events.open())
+        return Subscribed(events, delivered.append, loop)
+
+    yield subscribe
+    if loop is not None:
+        loop.close()
 
 
 def _handles(events) -> list[int]:
@@ -56,14 +78,14 @@ def _handles(events) -> list[int]:
 
 @pytest.mark.parametrize("restarts", [10])
 def test_a_wire_subscription_resumes_across_restarts_losing_and_repeating_nothing(
-    service, backend, restarts
+    service, backend, restarts, subscribe_items
 ):
     if backend == "postgres":
         restarts = 2  # the same path; ten restarts on SQLite keep the suite short
     delivered: list = []
     errors: list = []
     lagged: list = []
-    sub = _subscribe(service, delivered, errors, lagged)
+    sub = subscribe_items(service, delivered, errors, lagged)
     acknowledged: list[int] = []
     stop = threading.Event()
     writer = _writer(service, acknowledged, stop)
@@ -92,11 +114,11 @@ def test_a_wire_subscription_resumes_across_restarts_losing_and_repeating_nothin
     assert sub.outages == restarts
 
 
-def test_a_subscription_the_log_cannot_replay_to_is_told_it_lagged(service):
+def test_a_subscription_the_log_cannot_replay_to_is_told_it_lagged(service, subscribe_items):
     delivered: list = []
     errors: list = []
     lagged: list = []
-    sub = _subscribe(service, delivered, errors, lagged)
+    sub = subscribe_items(service, delivered, errors, lagged)
     service.client().assert_("(item First)", "CxA")
     assert wait_until(lambda: len(delivered) == 1)
     service.proc.send_signal(signal.SIGKILL)

@@ -1,9 +1,15 @@
-"""The daemon and the client: every operation round-trips as in-process (wire.md §2)."""
+"""The daemon and the client: every operation round-trips as in-process (wire.md §2),
+over the blocking client and the asyncio one alike (the `connect` fixture)."""
 
 import pytest
 
 import koinii
 from koinii import Refused, Sym
+
+
+@pytest.fixture
+def client(daemon, connect):
+    return connect(daemon)
 
 
 def script(kb):
@@ -123,9 +129,9 @@ def test_a_refused_batch_says_where_over_the_wire(client):
     assert client.query("(p a)", "CxA") == []
 
 
-def test_health_needs_no_token_and_reports_the_seq(start_daemon):
+def test_health_needs_no_token_and_reports_the_seq(start_daemon, connect):
     daemon = start_daemon(principals={"AgentAtlas": "agent"})
-    health = koinii.connect(daemon.url).health()
+    health = connect(daemon).health()
     assert health["ok"] is True and health["version"] == koinii.__version__
     assert isinstance(health["seq"], int)
 
@@ -140,9 +146,9 @@ def test_the_openapi_document_lists_every_operation(daemon):
     assert "/v1/assert" in doc["paths"] and "/v1/poll" in doc["paths"]
 
 
-def test_a_daemon_that_cannot_be_reached_is_unavailable():
+def test_a_daemon_that_cannot_be_reached_is_unavailable(connect):
     from tests.conftest import free_port
 
-    client = koinii.connect(f"http://127.0.0.1:{free_port()}", timeout=2)
+    client = connect(f"http://127.0.0.1:{free_port()}", timeout=2)
     with pytest.raises(koinii.Unavailable):
         client.stats()

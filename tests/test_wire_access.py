@@ -9,6 +9,7 @@ import pytest
 
 import koinii
 from koinii import Refused
+from koinii.server.tokens import UNAUTHORIZED
 from tests.conftest import refused
 
 TEAM = {
@@ -139,7 +140,7 @@ def test_missing_wrong_and_malformed_tokens_get_the_same_401(team, headers):
         "ok": False,
         "error": {
             "kind": "unauthorized",
-            "message": "a valid bearer token is required",
+            "message": UNAUTHORIZED,
             "data": {},
         },
     }

@@ -1,4 +1,5 @@
-"""The wire feed: rings, cursors, lag, long polls, reaping, caps, the durable tail (wire.md §3)."""
+"""The wire feed: rings, cursors, lag, long polls, reaping, caps, the durable tail (wire.md §3),
+over the blocking client and the asyncio one alike (the `connect` fixture)."""
 
 import asyncio
 import json
@@ -7,9 +8,15 @@ import time
 
 import pytest
 
+import koinii
 from koinii import Refused
 from koinii.server import build_app
 from koinii.wire import API
+
+
+@pytest.fixture
+def client(daemon, connect):
+    return connect(daemon)
 
 
 def test_300_writes_against_a_256_ring_lag_44_then_0(client):
@@ -60,11 +67,13 @@ def test_a_long_poll_times_out_empty(client):
     assert reply == {"events": [], "cursor": 0, "lagged": 0}
 
 
-def test_a_long_poll_stretches_the_client_timeout_for_itself_only(daemon):
-    client = daemon.client(timeout=1)
+def test_a_long_poll_stretches_the_client_timeout_for_itself_only(daemon, connect):
+    client = connect(daemon, timeout=1)
     sub = client.watch()
     reply = client.poll(sub["token"], 0, wait_ms=1_500)  # longer than the client's timeout
     assert reply["events"] == []
+    if not isinstance(client, koinii.Client):
+        return  # httpx takes a timeout per request: there is no socket to inspect
     socket = client._transport._local.conn.sock
     assert socket.gettimeout() == 2.5
     client.stats()  # the next call on the same connection is back to the client's timeout
@@ -126,9 +135,9 @@ def test_watchers_list_the_live_subscriptions(client):
     }
 
 
-def test_idle_subscriptions_are_reaped(start_daemon):
+def test_idle_subscriptions_are_reaped(start_daemon, connect):
     daemon = start_daemon("--reap-after", "0.5")
-    client = daemon.client()
+    client = connect(daemon)
     sub = client.watch()
     time.sleep(1.5)
     with pytest.raises(Refused) as refusal:
@@ -136,9 +145,9 @@ def test_idle_subscriptions_are_reaped(start_daemon):
     assert refusal.value.kind == "unknown-subscription"
 
 
-def test_the_subscription_cap_is_enforced(start_daemon):
+def test_the_subscription_cap_is_enforced(start_daemon, connect):
     daemon = start_daemon("--max-subscriptions", "3")
-    client = daemon.client()
+    client = connect(daemon)
     tokens = [client.watch()["token"] for _ in range(3)]
     with pytest.raises(Refused) as refusal:
         client.watch()
@@ -147,8 +156,8 @@ def test_the_subscription_cap_is_enforced(start_daemon):
     client.watch()
 
 
-def test_the_ring_size_is_configurable(start_daemon):
-    client = start_daemon("--ring-size", "4").client()
+def test_the_ring_size_is_configurable(start_daemon, connect):
+    client = connect(start_daemon("--ring-size", "4"))
     sub = client.watch()
     assert sub["max_events"] == 4
     for i in range(10):
@@ -186,13 +195,13 @@ def _poll_quietly(daemon, token, errors):
             errors.append(refusal.kind)
 
 
-def test_the_durable_tail_resumes_across_a_daemon_restart(daemon):
-    client = daemon.client()
+def test_the_durable_tail_resumes_across_a_daemon_restart(daemon, connect):
+    client = connect(daemon)
     client.assert_("(item One)", "CxA")
     seen = client.seq
     client.assert_("(item Two)", "CxA")
     daemon.restart()
-    client = daemon.client()
+    client = connect(daemon)
     client.assert_("(item Three)", "CxA")
     tail = client.changes(since=seen)
     assert [e["added"][0]["sentence"] for e in tail["entries"]] == ["(item Two)", "(item Three)"]

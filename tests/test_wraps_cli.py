@@ -85,7 +85,6 @@ def test_a_refusal_is_one_line_with_its_kind_and_a_non_zero_exit(store):
 @pytest.mark.parametrize(
     "args",
     [
-        ["list"],
         ["list", "--db", "STORE", "--url", "http://127.0.0.1:7411"],
         ["list", "--db", "STORE", "--session", "s", "--project", "p"],
         ["list", "--db", "STORE", "--children"],

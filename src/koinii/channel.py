@@ -12,6 +12,8 @@ Two media, one surface: `local(kb)` for agents in one process (subscribe is a pl
 `kb.watch`, whose callback runs on the writer's thread) and `wire(client)` for agents in
 separate processes (every write goes through the daemon, the single writer; subscribe
 polls the wire feed on a thread of its own, so a slow agent never stalls the writer).
+For asyncio, `koinii.achannel` runs this module's `Agent` off the event loop over an
+`AsyncClient`, so the rules below are written once.
 
 Invariant: every write check (registry, creator, speaker) runs before the first write of
 a move, in the order channel.md states, so a refused move writes nothing.
@@ -39,10 +41,10 @@ from koinii.identity import (
     context_for,
     place_agent_context,
 )
-from koinii.kb import Edited, Event, Sentex
+from koinii.kb import Edited, Event, Hit, Sentex
 from koinii.operations import invoker
 from koinii.speech import ACCEPTS, ANSWERS, CLOSES, DISPUTES, ENDORSES, JUSTIFIES, QUERIES, ref
-from koinii.terms import QUOTE, Sym, Var, parse, show
+from koinii.terms import QUOTE, Sym, Term, Var, parse, show
 
 __all__ = [
     "STANCES",
@@ -364,7 +366,7 @@ class Agent:
 
     # --- moves ------------------------------------------------------------------------------
 
-    def assert_(self, sentence: Any, **opts: Any) -> int:
+    def assert_(self, sentence: Term, **opts: Any) -> int:
         """Originate a claim in the agent's own context."""
         term = self._check(sentence, opts)
         return self.store.assert_(term, self.context, **self._opts(opts))
@@ -640,6 +642,16 @@ class Agent:
         """Ancestor-set-aware bindings: the channel's whole current view of `goal` (or
         `ctx`'s)."""
         return self.store.query(goal, self.channel if ctx is None else ctx)
+
+    def search(self, text: str, *, limit: int = 10, ctx: Any = None) -> list[Hit]:
+        """What the channel (or `ctx`) sees whose words match `text`, best first — to
+        find what the team said without guessing its predicate (docs/search.md)."""
+        return self.store.search(text, self.channel if ctx is None else ctx, limit=limit)
+
+    def vocabulary(self, ctx: Any = None) -> list[dict[str, Any]]:
+        """The predicates in use where the channel (or `ctx`) sees, most used first,
+        each with its count and an example: the words to ask and claim in."""
+        return self.store.vocabulary(self.channel if ctx is None else ctx)
 
     # --- the feed -------------------------------------------------------------------------------
 

@@ -57,6 +57,9 @@ Predicates lowerCamelCase, individuals CapitalCamelCase, strings in "double quot
   yours; endorse/justify to support. withdraw(handle) takes back your own move.
 - thread(handle) shows a question or claim with everything said about it;
   questions() the open ones; disputes() what is contested and how it was ruled.
+- search(text) finds what the team said in any words ("postgres version" finds
+  (postgresMajorVersion ProdCluster 16)); vocabulary() lists the predicates in use:
+  claim and ask in those, rather than inventing a synonym.
 - wait_for_changes() blocks until something concerns you (an answer to your question,
   a reply to your move, a ruling) — use it instead of polling or sleeping.
 A refused call says `kind: message Fix: …`: do what the fix says and call again."""
@@ -105,6 +108,7 @@ REFUSAL_FIXES: dict[str, str] = {
     "koinii/not-a-move": "withdraw a move you made (a claim, question, answer or reply); "
     "thread(handle) shows what rests on what",
     "bad-option": "use one of the values the message lists",
+    "bad-search": 'search for a few words, e.g. search(text="postgres version")',
     "bad-wrap": "fix the field the message names; leave parent_session_id out if no "
     "coordinator spawned you",
     "budget-exhausted": "bind more of the goal (fewer ?variables) so it does less work",
@@ -404,6 +408,43 @@ def build_server(
         if solutions == [{}]:
             out["note"] = "true: the goal holds (it has no ?variables to bind)"
         return out
+
+    @tool
+    def search(text: str, limit: int = 10) -> dict[str, Any]:
+        """Find what the team has said about something without knowing how it was
+        written: ranked full-text search over every claim, question, answer, ground and
+        wrap note the channel sees. Symbols are searched by their words, so
+        "postgres version" finds (postgresMajorVersion ProdCluster 16); any word may
+        match, and the best matches come first (keep their order). `limit`: 1 to 100.
+        Example: search(text="postgres version"). Returns {hits, count}: each hit's
+        handle, sentence, context, author and snippet (the matched words in [ ]).
+        Then thread(handle) shows what was said about a hit."""
+        hits = [
+            {
+                "handle": h.sentex.handle,
+                "sentence": h.sentex.text,
+                "context": h.sentex.context,
+                "author": h.author,
+                "snippet": h.snippet,
+            }
+            for h in agent.search(text, limit=limit)
+        ]
+        return _listed(
+            "hits",
+            hits,
+            f"nothing the channel sees matches {text!r}: try other words, or vocabulary() "
+            "for the predicates in use",
+        )
+
+    @tool
+    def vocabulary() -> dict[str, Any]:
+        """The predicates in use on the channel, most used first, each with how many
+        sentences use it and one example sentence — so you claim and ask in the words
+        the team already uses instead of inventing a synonym.
+        Example: vocabulary(). Returns {predicates, count}: each {predicate, count,
+        example: {handle, sentence, context}}."""
+        found = agent.vocabulary()
+        return _listed("predicates", found, "nothing is said on the channel yet")
 
     @tool
     def recent_changes(since: int = 0, limit: int = 100) -> dict[str, Any]:

@@ -202,7 +202,8 @@ class Narrator:
         if reason == "retracted":
             what = show(speech.answer_content(term)) if kind == "answer" else sentence
             noun = "claim" if kind == "claim" else kind
-            text = f"{speaker} withdrew {noun} #{change['handle']}: {what}"
+            who = speaker or "its writer"  # a sentex stored with no author named
+            text = f"{who} withdrew {noun} #{change['handle']}: {what}"
             return Told(kind="withdrawal", speaker=speaker, text=text, **base)
         why = f" ({reason})" if reason else ""
         return Told(kind="withdrawal", speaker=speaker, text=f"gone: {sentence}{why}", **base)

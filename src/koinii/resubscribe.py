@@ -13,7 +13,8 @@ can come between). Invariants:
   subscription goes on from now and `on_lagged` is told: the subscriber resnapshots.
 
 It lives beside `koinii.channel` rather than in it so the channel module keeps to the
-conversation; `channel._poll_loop` calls it.
+conversation; `channel._poll_loop` calls it, and the asyncio twin (`koinii.asubscribe`)
+keeps the same invariants with the same pieces (`jittered`, `missed`, `lagged`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def resume(
     report(cause)
     pause = BACKOFF_S[0]
     while not sub._stopped:
-        sub._wake.wait(pause * (0.5 + random.random() / 2))
+        sub._wake.wait(jittered(pause))
         if sub._stopped:
             break
         try:
@@ -69,11 +70,21 @@ def _reopen(store: Any, sub: Any, on_lagged: Callable[[int], Any] | None) -> dic
     except Refused as refusal:
         if refusal.kind not in UNRESUMABLE:
             raise
-        missed = max(1, refusal.data.get("floor", sub.last_seq) - sub.last_seq)
         opened = store.watch(goal=sub.goal, ctx=sub.ctx)
-        lagged(on_lagged, missed, sub)
+        lagged(on_lagged, missed(refusal, sub.last_seq), sub)
         sub.last_seq = opened.get("seq", sub.last_seq)
         return opened
+
+
+def jittered(pause: float) -> float:
+    """A pause between attempts, with jitter (a fleet does not reconnect in lockstep)."""
+    return pause * (0.5 + random.random() / 2)
+
+
+def missed(refusal: Refused, last_seq: int) -> int:
+    """How many events a subscription that cannot resume from `last_seq` missed, at least
+    (the log's floor, which the refusal names, minus where the subscriber was)."""
+    return max(1, refusal.data.get("floor", last_seq) - last_seq)
 
 
 def lagged(on_lagged: Callable[[int], Any] | None, missed: int, sub: Any) -> None:

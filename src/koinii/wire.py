@@ -2,8 +2,8 @@
 
 Invariant: terms always travel as their canonical text (engine.md §1), so the daemon and
 the client agree byte for byte; `encode_*` and `decode_*` are inverses. Both the daemon
-(`koinii.server`) and the client (`koinii.client`) import this module and nothing else
-about each other.
+(`koinii.server`) and the clients (through `koinii.protocol`) import this module and
+nothing else about each other.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any
 
-from koinii.kb import Edited, Event, Retracted, Sentex, values
+from koinii.kb import Edited, Event, Hit, Retracted, Sentex, values
 from koinii.terms import parse, show
 
 API = "/v1"  # the prefix of every operation route
@@ -75,6 +75,19 @@ def decode_sentex(data: dict[str, Any] | None) -> Sentex | None:
         believed=data["believed"],
         derived=data["derived"],
     )
+
+
+def encode_hit(hit: Hit) -> dict[str, Any]:
+    return {
+        "sentex": encode_sentex(hit.sentex),
+        "author": hit.author,
+        "snippet": hit.snippet,
+        "score": hit.score,
+    }
+
+
+def decode_hit(data: dict[str, Any]) -> Hit:
+    return Hit(decode_sentex(data["sentex"]), data["author"], data["snippet"], data["score"])
 
 
 def encode_change(change: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,8 @@ import click
 import koinii
 from koinii.errors import Refused, Unavailable
 
+UNREACHABLE_HINT = "start it with `koinii serve`, or give --db FILE to open a store in-process"
+
 
 class _Koinii(click.Group):
     """The command group: a refusal or a failure ends the command with one readable line.
@@ -21,7 +23,15 @@ class _Koinii(click.Group):
     Exit codes: 0 done; 1 refused (the line names the refusal's kind); 2 bad usage, or a
     daemon refusing to bind a non-loopback address without tokens; 3 the daemon cannot be
     reached; 4 an unexpected error (the traceback with --debug).
+
+    `--debug` is taken anywhere on the line (`koinii query … --debug`), before a `--`.
     """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        end = args.index("--") if "--" in args else len(args)
+        if "--debug" in args[:end]:
+            args = ["--debug", *(a for a in args[:end] if a != "--debug"), *args[end:]]
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -30,7 +40,7 @@ class _Koinii(click.Group):
             click.echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
             sys.exit(1)
         except Unavailable as unavailable:
-            click.echo(f"koinii: unavailable: {unavailable}", err=True)
+            click.echo(f"koinii: unavailable: {unavailable} ({UNREACHABLE_HINT})", err=True)
             sys.exit(3)
         except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt, SystemExit):
             raise
@@ -129,6 +139,11 @@ def main(debug: bool) -> None:
     "normal: survives the daemon's death (docs/daemon.md, durability).",
 )
 @click.option("--log-level", default="warning", show_default=True)
+@click.option(
+    "--access-log",
+    is_flag=True,
+    help="Log every request (method, path, status, client) to stderr.",
+)
 def serve(
     db,
     host,
@@ -149,8 +164,14 @@ def serve(
     allow_hosts,
     synchronous,
     log_level,
+    access_log,
 ) -> None:
-    """Run the daemon: the single writer of one store, over HTTP."""
+    """Run the daemon: the single writer of one store, over HTTP.
+
+    It says on stderr where it listens, its store, writer or standby, and its token
+    table. SIGHUP reads the token table again; SIGTERM or SIGINT stops it cleanly.
+    Exit codes: 0 stopped, 1 refused (the store, the token table, or a port it cannot
+    have: cannot-listen), 2 a non-loopback address without a token table."""
     from koinii.server import Limits
     from koinii.server import serve as run
 
@@ -178,25 +199,30 @@ def serve(
             standby=standby,
             allow_hosts=allow_hosts,
             synchronous=synchronous,
+            access_log=access_log,
         )
     )
 
 
-@main.command()
+@main.command(short_help="Move a whole store between SQLite, PostgreSQL and an export.")
 @click.option("--from", "source", required=True, help="The store to copy (path or DSN).")
-@click.option("--to", "target", required=True, help="An empty store to fill (path or DSN).")
-def migrate(source: str, target: str) -> None:
-    """Move a whole store between SQLite and PostgreSQL, handles and seqs kept."""
+@click.option(
+    "--to", "target", required=True, help="An empty store to fill (path or DSN), or a new *.jsonl."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the row counts as JSON.")
+def migrate(source: str, target: str, as_json: bool) -> None:
+    """Move a whole store between SQLite and PostgreSQL, handles and seqs kept; a
+    *.jsonl path is an export (`koinii export`): migrate from one to make a store of it."""
+    from rich.console import Console
+
     from koinii.kb.store.migrate import migrate as move
 
-    with click.progressbar(length=0, label="moving", show_pos=True) as bar:
+    with Console(stderr=True).status(f"moving {source} to {target}"):
+        counts = refusing(lambda: move(source, target))
+    if as_json:
+        from koinii.cli.core import echo_json
 
-        def progress(what: str, rows: int) -> None:
-            bar.length = (bar.length or 0) + rows
-            bar.label = f"moving {what}"
-            bar.update(rows)
-
-        counts = refusing(lambda: move(source, target, progress))
+        return echo_json(counts)
     for what, rows in counts.items():
         click.echo(f"{what:<24} {rows:>10,}")
 
@@ -206,7 +232,7 @@ def token() -> None:
     """Manage the daemon's token table."""
 
 
-@token.command("add")
+@token.command("add", short_help="Mint a token for a principal (printed once).")
 @click.argument("principal")
 @click.option(
     "--role",
@@ -224,11 +250,16 @@ def token_add(principal: str, role: str, path: str) -> None:
 
 @token.command("list")
 @click.option("--tokens", "path", required=True, help="Token table file.")
-def token_list(path: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
+def token_list(path: str, as_json: bool) -> None:
     """List the principals in the table (never the tokens)."""
+    from koinii.cli.core import echo_json
     from koinii.server.tokens import list_tokens
 
-    for entry in refusing(lambda: list_tokens(path)):
+    entries = refusing(lambda: list_tokens(path))
+    if as_json:
+        return echo_json(entries)
+    for entry in entries:
         click.echo(f"{entry['id']:<24} {entry['role']:<9} {entry['fingerprint']}")
 
 
@@ -260,3 +291,9 @@ COMMAND_MODULES: tuple[str, ...] = ("adjudicate", "wraps", "sessions")
 
 for _name in COMMAND_MODULES:
     main.add_command(importlib.import_module(f"koinii.cli.{_name}").command)
+
+# Commands about a store as a whole, about belief, and finding by words: each module's
+# COMMANDS are added.
+for _name in ("store", "reads", "search"):
+    for _command in importlib.import_module(f"koinii.cli.{_name}").COMMANDS:
+        main.add_command(_command)

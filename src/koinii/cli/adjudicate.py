@@ -12,7 +12,9 @@ import click
 from koinii.cli.core import open_source, source_options
 
 
-@click.command("adjudicate")
+@click.command(
+    "adjudicate", short_help="Settle a channel's disputes by majority vote, as a service."
+)
 @click.option("--channel", "-c", required=True, help="The channel whose disputes to settle.")
 @click.option("--quorum", type=int, default=None, help="Count once this many members have voted.")
 @click.option(

@@ -1,45 +1,100 @@
-"""`koinii assert`, `query`, `tail` and `mcp`: the knowledge base from a shell.
+"""The source options every command shares, and `koinii assert`, `retract`, `withdraw`,
+`query`, `tail`, `mcp` and `demo`.
 
-Each command talks to a daemon (`--url`, default $KOINII_URL or http://127.0.0.1:7411,
-with `--token` / $KOINII_TOKEN) or opens a store file in-process (`--db`).
+Invariant: there is ONE way a command finds its store. `source_options` gives every
+command `--url` / `--db` / `--token` (or $KOINII_URL / $KOINII_DB / $KOINII_TOKEN), and
+`open_source` turns them into a KB or a Client by one rule (docs/cli.md, "Where a command
+connects"): a flag beats the environment, `--db` opens the store in-process, `--url` talks
+to a daemon, and with neither a command talks to the daemon at `DEFAULT_URL` — where
+`koinii serve` listens by default. Giving both is a usage error, never a silent choice.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
 import koinii
 from koinii.terms import show
-from koinii.wire import decode_bindings
+from koinii.wire import encode_bindings
+
+DEFAULT_URL = "http://127.0.0.1:7411"
 
 console = Console(highlight=False, soft_wrap=True)
 
 
 def source_options(fn):
-    fn = click.option("--db", default=None, help="Open this store in-process instead of a daemon.")(
-        fn
-    )
-    fn = click.option("--token", envvar="KOINII_TOKEN", default=None, help="Bearer token.")(fn)
+    """Add `--url`, `--token` and `--db` (keyword arguments url, token, db) to a command."""
+    fn = click.option(
+        "--db",
+        envvar="KOINII_DB",
+        default=None,
+        metavar="PATH|DSN",
+        help="Open this store in-process (an SQLite file or a postgresql:// URL) instead "
+        "of talking to a daemon [env: KOINII_DB].",
+    )(fn)
+    fn = click.option(
+        "--token",
+        envvar="KOINII_TOKEN",
+        default=None,
+        help="Bearer token for the daemon [env: KOINII_TOKEN].",
+    )(fn)
     fn = click.option(
         "--url",
         envvar="KOINII_URL",
-        default="http://127.0.0.1:7411",
-        show_default=True,
-        help="The daemon.",
+        default=None,
+        help=f"The daemon [env: KOINII_URL; default: {DEFAULT_URL}].",
     )(fn)
     return fn
 
 
-def open_source(db: str | None, url: str, token: str | None, *, create: bool = False) -> Any:
-    """A KB (with --db) or a Client of the daemon. Only a command that writes passes
-    `create`: for one that reads, a mistyped --db is refused (`no-such-store`) rather
-    than answered from a new, empty store."""
+def resolve_source(db: str | None, url: str | None) -> tuple[str | None, str | None]:
+    """(db, None) or (None, url): where the command goes, by the rule in the docstring."""
+    if db and url:
+        ctx = click.get_current_context(silent=True)
+
+        def typed(name: str) -> bool:
+            return ctx is not None and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+
+        if typed("db") == typed("url"):
+            given = "--db and --url" if typed("db") else "KOINII_DB and KOINII_URL"
+            raise click.UsageError(
+                f"{given} name two stores: give one (--db opens a store in-process, "
+                "--url talks to a daemon)"
+            )
+        return (db, None) if typed("db") else (None, url)
+    return (db, None) if db else (None, url or DEFAULT_URL)
+
+
+def open_source(db: str | None, url: str | None, token: str | None, *, create: bool = False) -> Any:
+    """A KB (with --db) or a Client of the daemon; use it in a `with`. Only a command
+    that writes passes `create`: for one that reads, a mistyped --db is refused
+    (`no-such-store`) rather than answered from a new, empty store."""
+    db, url = resolve_source(db, url)
     return koinii.open_kb(db, create=create) if db else koinii.connect(url, token=token)
+
+
+def json_option(fn):
+    """`--json`: print the command's data as JSON (keyword argument as_json)."""
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(fn)
+
+
+def echo_json(value: Any) -> None:
+    """One JSON document on stdout; terms print as their text."""
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=_jsonable))
+
+
+def _jsonable(value: Any) -> Any:
+    return sorted(value) if isinstance(value, (set, frozenset)) else show(value)
+
+
+# --- writes ---------------------------------------------------------------------------
 
 
 @click.command("assert")
@@ -47,21 +102,88 @@ def open_source(db: str | None, url: str, token: str | None, *, create: bool = F
 @click.option("--context", "-c", required=True, help="The context to write, e.g. CxAtlas.")
 @click.option("--strength", type=click.Choice(["default", "monotonic"]), default="default")
 @click.option("--creator", default=None, help="Who says it (an agent may only name itself).")
+@json_option
 @source_options
-def assert_command(sentence, context, strength, creator, url, token, db) -> None:
-    """Store SENTENCE in a context; prints its handle."""
-    store = open_source(db, url, token, create=True)
-    click.echo(store.assert_(sentence, context, strength=strength, creator=creator))
+def assert_command(sentence, context, strength, creator, as_json, url, token, db) -> None:
+    """Store SENTENCE in a context; prints its handle.
+
+    A rule the engine splits in parts prints one handle per part.
+    """
+    with open_source(db, url, token, create=True) as store:
+        handle = store.assert_(sentence, context, strength=strength, creator=creator)
+    if as_json:
+        return echo_json({"handle": handle})
+    click.echo(" ".join(map(str, handle)) if isinstance(handle, list) else handle)
 
 
-@click.command("query")
+@click.command("retract")
+@click.argument("handle", type=int)
+@json_option
+@source_options
+def retract_command(handle, as_json, url, token, db) -> None:
+    """Remove a sentex and what rested only on it.
+
+    HANDLE is the sentex's number, as `assert` printed it. What a rule derived from it
+    goes too; the change log keeps the history. An agent's own move is better taken
+    back with `withdraw`, which also takes the replies to it.
+    """
+    from koinii.wire import encode_retracted
+
+    with open_source(db, url, token) as store:
+        retracted = encode_retracted(store.retract(handle))
+    if as_json:
+        return echo_json(retracted)
+    click.echo(
+        f"retracted #{handle}: {retracted['removed_sentexes']} sentex(es) removed, "
+        f"seq {retracted['seq']}"
+    )
+
+
+@click.command("withdraw")
+@click.argument("handle", type=int)
+@click.option("--agent", "agent_id", required=True, help="The agent whose move it is.")
+@click.option("--channel", required=True, help="The channel the agent is in, e.g. CxTeam.")
+@json_option
+@source_options
+def withdraw_command(handle, agent_id, channel, as_json, url, token, db) -> None:
+    """Take back an agent's move, with the replies to it.
+
+    HANDLE is the move (a question, an answer, a claim, a dispute, a vote…), --agent
+    the agent whose move it is and --channel its channel: an agent may only withdraw
+    its own moves (docs/channel.md).
+    """
+    from koinii import channel as medium
+    from koinii.wire import encode_edited
+
+    with open_source(db, url, token) as store:
+        local = isinstance(store, koinii.KB)
+        seat = medium.join(medium.local(store) if local else medium.wire(store), channel, agent_id)
+        edited = encode_edited(seat.withdraw(handle))
+    if as_json:
+        return echo_json(edited)
+    click.echo(
+        f"withdrew #{handle}: {edited['removed_sentexes']} sentex(es) removed, seq {edited['seq']}"
+    )
+
+
+# --- reads ----------------------------------------------------------------------------
+
+
+@click.command("query", short_help="Solutions of a goal, as a table (or --json).")
 @click.argument("goal")
 @click.option("--context", "-c", required=True, help="Read through this context's ancestors.")
-@click.option("--limit", type=int, default=None)
+@click.option("--limit", type=int, default=None, help="Stop at this many solutions.")
+@json_option
 @source_options
-def query_command(goal, context, limit, url, token, db) -> None:
-    """Solutions of GOAL, e.g. "(usesDatabase ?cluster ?db)", as a table."""
-    solutions = open_source(db, url, token).query(goal, context, limit=limit)
+def query_command(goal, context, limit, as_json, url, token, db) -> None:
+    """Solutions of GOAL read at a context, as a table: one column per variable.
+
+    GOAL is a literal, for example "(usesDatabase ?cluster ?db)".
+    """
+    with open_source(db, url, token) as store:
+        solutions = store.query(goal, context, limit=limit)
+    if as_json:
+        return echo_json([encode_bindings(solution) for solution in solutions])
     if not solutions:
         console.print("[dim]no solutions[/dim]")
         return
@@ -89,8 +211,6 @@ def query_command(goal, context, limit, url, token, db) -> None:
 def tail_command(goal, context, since, follow, raw, structure, as_json, url, token, db) -> None:
     """Follow the conversation live: who did what, as it happens. Resumable with --since;
     following, it waits out a daemon restart and goes on from the last seq it printed."""
-    import json
-
     from koinii.narrator import Narrator
     from koinii.tail import entries
 
@@ -99,8 +219,9 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
 
     store = open_source(db, url, token)
     narrator = Narrator(store)
+    follow = follow and not isinstance(store, koinii.KB)  # a store in-process has no news
     for entry in entries(
-        store, since=since, goal=goal, ctx=context, follow=follow and not db, on_outage=outage
+        store, since=since, goal=goal, ctx=context, follow=follow, on_outage=outage
     ):
         stamp = time.strftime("%H:%M:%S", time.localtime(entry["at"] / 1000))
         for told in narrator.entry(entry, structure=structure or raw):
@@ -120,12 +241,9 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
                 console.print(f"{prefix} {told.text}{handle}")
 
 
-@click.command("mcp")
+@click.command("mcp", short_help="An MCP server (stdio) for one LLM agent.")
 @click.option("--agent", "agent_id", required=True, help="The agent id, e.g. AgentAtlas.")
 @click.option("--channel", required=True, help="The channel context to join, e.g. CxDeploy.")
-@click.option("--url", envvar="KOINII_URL", default=None, help="The daemon (else --db).")
-@click.option("--token", envvar="KOINII_TOKEN", default=None, help="The agent's token.")
-@click.option("--db", default=None, help="Open this store in-process instead of a daemon.")
 @click.option("--introspection", is_flag=True, help="Offer the session tools (off by default).")
 @click.option(
     "--session",
@@ -145,12 +263,12 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
     help="The project its wraps are filed under [default: KOINII_PROJECT, else the git "
     "repository of the working directory, e.g. shop:services:checkout].",
 )
+@source_options
 def mcp_command(agent_id, channel, url, token, db, introspection, session, record, project) -> None:
     """Serve an MCP server over stdio: an LLM agent joins CHANNEL as AGENT."""
     from koinii.mcp_server import run
 
-    if url is None and db is None:
-        raise click.UsageError("give --url (a daemon) or --db (a store file)")
+    db, url = resolve_source(db, url)
     run(
         agent_id,
         channel,
@@ -164,7 +282,7 @@ def mcp_command(agent_id, channel, url, token, db, introspection, session, recor
     )
 
 
-@click.command("demo")
+@click.command("demo", short_help="Watch a team of agents work, live.")
 @click.option(
     "--pace",
     type=float,
@@ -183,5 +301,13 @@ def demo_command(pace: float) -> None:
         raise click.ClickException("the demo did not finish as it should (see above)")
 
 
-COMMANDS = (assert_command, query_command, tail_command, mcp_command, demo_command)
-__all__ = ["COMMANDS", "decode_bindings", "open_source", "source_options"]
+COMMANDS = (
+    assert_command,
+    retract_command,
+    withdraw_command,
+    query_command,
+    tail_command,
+    mcp_command,
+    demo_command,
+)
+__all__ = ["COMMANDS", "DEFAULT_URL", "echo_json", "json_option", "open_source", "source_options"]

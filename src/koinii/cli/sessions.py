@@ -1,8 +1,9 @@
 """`koinii sessions`: list, search, show and import recorded agent sessions (docs/sessions.md).
 
-Each command is one library call plus printing. It runs on a store opened in-process
-(`--db PATH`, default ./koinii.db; not while a daemon holds it) or through a daemon
-(`--url URL --token T`). Ids print shortened to 8 characters: any unambiguous prefix
+Each command is one library call plus printing, on the source every command shares
+(`koinii.cli.core.source_options`): a daemon (`--url URL --token T`, default
+http://127.0.0.1:7411) or a store opened in-process (`--db PATH`; not while a daemon
+holds it). Ids print shortened to 8 characters: any unambiguous prefix
 names a session.
 
 `koinii sessions agent list|get|read` is the agent-facing surface: JSON, exactly what
@@ -24,9 +25,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-import koinii
-from koinii.cli import refusing
+from koinii.cli import UNREACHABLE_HINT, refusing
+from koinii.cli.core import open_source, source_options
 from koinii.errors import Refused, Unavailable
+from koinii.kb import KB
 from koinii.sessions import Introspection, SessionStore
 from koinii.sessions.importing import import_paths
 
@@ -39,39 +41,28 @@ def command() -> None:
     """Recorded agent sessions: list, search, show, import."""
 
 
-def _medium_options(run: Callable[..., Any]) -> Callable[..., Any]:
-    run = click.option("--token", envvar="KOINII_TOKEN", help="Bearer token (with --url).")(run)
-    run = click.option("--url", envvar="KOINII_URL", help="A daemon, e.g. http://127.0.0.1:7411")(
-        run
-    )
-    return click.option(
-        "--db", help="A store opened in-process: an SQLite file or a DSN [default: koinii.db]."
-    )(run)
+_medium_options = source_options  # the one set every command shares
 
 
 @contextlib.contextmanager
 def _store(db: str | None, url: str | None, token: str | None, *, create: bool = False):
-    """A SessionStore on `--db` (default ./koinii.db) or on the daemon at `--url`."""
-    if db is not None and url is not None:
-        raise click.UsageError("give --db PATH or --url URL, not both")
-    if url is not None:
-        source: Any = koinii.connect(url, token=token)
-    else:
-        db = db or "koinii.db"
-        source = _run(lambda: koinii.open_kb(db, create=create))  # a typo is not a new store
-    try:
+    """A SessionStore on the command's source (`koinii.cli.core.open_source`). A daemon
+    is asked one cheap read first: the introspection reads never raise (they log and
+    answer empty), so an unreachable daemon or a bad token would print "no sessions"
+    and exit 0 instead of 3 or 1."""
+    with open_source(db, url, token, create=create) as source:
+        if not isinstance(source, KB):
+            source.stats()
         yield SessionStore(source)
-    finally:
-        source.close()
 
 
 def _run(call: Callable[[], Any]) -> Any:
-    """`refusing`, and an unreachable daemon is one line too."""
+    """`refusing`, and an unreachable daemon is one line too (exit 3, as everywhere)."""
     try:
         return refusing(call)
     except Unavailable as exc:
-        click.echo(f"koinii: unavailable: {exc}", err=True)
-        sys.exit(1)
+        click.echo(f"koinii: unavailable: {exc} ({UNREACHABLE_HINT})", err=True)
+        sys.exit(3)
 
 
 def _console() -> Console:
@@ -123,7 +114,7 @@ def list_sessions(limit, as_json, db, url, token) -> None:
     _console().print(table)
 
 
-@command.command("search")
+@command.command("search", short_help="THE ranked search over every session.")
 @click.argument("query")
 @click.option("--limit", default=20, show_default=True, help="Rows to show (0: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
@@ -155,7 +146,7 @@ def search_sessions(query, limit, as_json, db, url, token) -> None:
     _console().print(table)
 
 
-@command.command("show")
+@command.command("show", short_help="One session: its turns, usage and failures.")
 @click.argument("target")
 @click.option("--json", "as_json", is_flag=True, help="Print read_session as JSON.")
 @_medium_options
@@ -229,7 +220,7 @@ def _cut(text: str, width: int = 60) -> str:
 # --- importing --------------------------------------------------------------------------
 
 
-@command.command("import")
+@command.command("import", short_help="Import Claude Code and Codex CLI transcripts.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--quiet", is_flag=True, help="No progress bar and no table, only the totals.")
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON (no bar).")
@@ -315,7 +306,7 @@ def _progress(quiet: bool) -> Iterator[tuple[Callable[[int], None], Callable[[di
 # --- the agent-facing surface (gated) ------------------------------------------------------
 
 
-@command.group("agent")
+@command.group("agent", short_help="The reads an agent uses (JSON; while introspection is on).")
 def agent() -> None:
     """The reads an agent uses (JSON); offered only while KOINII_INTROSPECTION is on."""
 

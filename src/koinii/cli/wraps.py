@@ -1,61 +1,28 @@
 """`koinii wraps`: read the wrap queue and permeate a coordinator's wraps (docs/wraps.md).
 
-Each command is one library call plus printing. It runs on a store file (`--db PATH`,
-opened in-process, so not while a daemon holds it) or through a daemon (`--url URL
---token T`, where the daemon applies its access rules to the token's principal).
+Each command is one library call plus printing, on the source every command shares
+(`koinii.cli.core.source_options`): a daemon (`--url`, default http://127.0.0.1:7411, where
+the daemon applies its access rules to the token's principal) or a store file opened
+in-process (`--db PATH`, so not while a daemon holds it).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
-import koinii
-from koinii.cli import refusing
-from koinii.errors import Unavailable
+from koinii.cli.core import echo_json, json_option, open_source, source_options
+from koinii.wire import encode_sentex
 from koinii.wraps import Coordinators, WrapQueue, permeate
 
 
-@click.group("wraps")
+@click.group("wraps", short_help="The wrap queue: coordinators and their workers' wraps.")
 def command() -> None:
-    """The wrap queue: what lings filed, and what their coordinators absorbed."""
-
-
-def _medium_options(run: Callable[..., Any]) -> Callable[..., Any]:
-    run = click.option("--token", envvar="KOINII_TOKEN", help="Bearer token (with --url).")(run)
-    run = click.option("--url", envvar="KOINII_URL", help="A daemon, e.g. http://127.0.0.1:7411")(
-        run
-    )
-    return click.option("--db", help="A store, opened in-process: an SQLite file or a DSN.")(run)
-
-
-@contextlib.contextmanager
-def _source(db: str | None, url: str | None, token: str | None) -> Iterator[Any]:
-    """The KB of `--db` or a client of `--url`, closed afterwards."""
-    if (db is None) == (url is None):
-        raise click.UsageError("give either --db PATH or --url URL")
-    if db is not None:
-        source = _run(lambda: koinii.open_kb(db, create=False))  # a typo is not a new store
-    else:
-        source = koinii.connect(url, token=token)
-    try:
-        yield source
-    finally:
-        source.close()
-
-
-def _run(call: Callable[[], Any]) -> Any:
-    """`refusing`, and an unreachable daemon is one line too."""
-    try:
-        return refusing(call)
-    except Unavailable as exc:
-        click.echo(f"koinii: unavailable: {exc}", err=True)
-        sys.exit(1)
+    """The wrap queue: what worker agents filed when they ended a session (their wraps),
+    and what their coordinators absorbed (docs/wraps.md)."""
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -66,22 +33,26 @@ def _run(call: Callable[[], Any]) -> Any:
 @click.option("--project", help="Only this project ('global': every project).")
 @click.option("--children", is_flag=True, help="With --project: its children too (p:child).")
 @click.option("--all", "everything", is_flag=True, help="Processed wraps too.")
-@_medium_options
-def list_wraps(session, project, children, everything, db, url, token) -> None:
-    """List the unprocessed wraps (all of them, of a session, or of a project)."""
+@json_option
+@source_options
+def list_wraps(session, project, children, everything, as_json, db, url, token) -> None:
+    """List the unprocessed wraps.
+
+    All of them, those of a coordinator session (--session), or of a project (--project).
+    """
     if session is not None and project is not None:
         raise click.UsageError("give --session or --project, not both")
     if children and project is None:
         raise click.UsageError("--children needs --project")
-    with _source(db, url, token) as source:
-        wraps = _run(
-            lambda: WrapQueue(source).wraps(
-                parent_session_id=session,
-                project_id=project,
-                include_children=children,
-                include_processed=everything,
-            )
+    with open_source(db, url, token) as source:
+        wraps = WrapQueue(source).wraps(
+            parent_session_id=session,
+            project_id=project,
+            include_children=children,
+            include_processed=everything,
         )
+    if as_json:
+        return echo_json(wraps)
     _echo_wraps(wraps, with_processed=everything)
 
 
@@ -89,17 +60,21 @@ def list_wraps(session, project, children, everything, db, url, token) -> None:
 @click.option("--session", help="The coordinator session to permeate (preferred).")
 @click.option("--project", help="Else the project to permeate ('global': every project).")
 @click.option("--children/--no-children", default=True, show_default=True)
-@_medium_options
-def permeate_wraps(session, project, children, db, url, token) -> None:
-    """Absorb a coordinator's unprocessed wraps: print them and their entries, mark them."""
+@json_option
+@source_options
+def permeate_wraps(session, project, children, as_json, db, url, token) -> None:
+    """Absorb a coordinator's unprocessed wraps.
+
+    Prints them and their entries, and marks them processed.
+    """
     if session is None and project is None:
         raise click.UsageError("give --session (preferred) or --project")
-    with _source(db, url, token) as source:
-        absorbed = _run(
-            lambda: permeate(
-                _Seat(source), session_id=session, project_id=project, include_children=children
-            )
+    with open_source(db, url, token) as source:
+        absorbed = permeate(
+            _Seat(source), session_id=session, project_id=project, include_children=children
         )
+    if as_json:
+        return echo_json({**absorbed, "entries": [encode_sentex(s) for s in absorbed["entries"]]})
     _echo_wraps(absorbed["wraps"], with_processed=False)
     if absorbed["entries"]:
         click.echo()
@@ -116,11 +91,14 @@ def permeate_wraps(session, project, children, db, url, token) -> None:
 @command.command("coordinators")
 @click.option("--status", type=click.Choice(["active", "stale", "terminated"]))
 @click.option("--project", help="Only this project.")
-@_medium_options
-def list_coordinators(status, project, db, url, token) -> None:
+@json_option
+@source_options
+def list_coordinators(status, project, as_json, db, url, token) -> None:
     """List the registered coordinators."""
-    with _source(db, url, token) as source:
-        found = _run(lambda: Coordinators(source).list(status=status, project_id=project))
+    with open_source(db, url, token) as source:
+        found = Coordinators(source).list(status=status, project_id=project)
+    if as_json:
+        return echo_json(found)
     if not found:
         click.echo("no coordinators")
         return

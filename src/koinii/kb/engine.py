@@ -7,6 +7,7 @@ them — `KB`, assembled from the rooms that each own one concern:
 | `maintenance` | truth maintenance: linking nodes, justifications, deletion, belief labels |
 | `firing` | forward chaining: rules, carried claims, what no rule may derive |
 | `reads` | reads and queries: sentexes, `query`, `why`, the change log |
+| `search` | ranked full-text `search` and the `vocabulary` in use |
 | `clashes` | contradictions, conflicts and functional clashes |
 | `watching` | the feed as the KB offers it: watch, replay, unwatch |
 
@@ -44,6 +45,7 @@ from koinii.kb.reads import Reads
 from koinii.kb.rules import (
     Rule,
 )
+from koinii.kb.search import Search
 from koinii.kb.sentex import (
     Justification,
     Node,
@@ -54,7 +56,7 @@ from koinii.kb.writes import _PRINCIPAL, Transaction, Writes, _collector_paused
 from koinii.terms import Sym, parse
 
 
-class KB(Writes, Maintenance, Firing, Reads, Clashes, Watching):
+class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching):
     """A knowledge base over one store. Open one with `koinii.open_kb`."""
 
     def __init__(

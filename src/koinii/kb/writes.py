@@ -61,7 +61,7 @@ class Retracted:
 class Edited:
     """What an edit did: one handle (or list, for a split rule) per added entry."""
 
-    handles: list[Any]
+    handles: list[int | list[int]]  # a list where a rule was split in several
     removed_sentexes: int
     removed_justifications: int
     seq: int | None = None

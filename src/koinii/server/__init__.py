@@ -1,25 +1,33 @@
 """The daemon: one process that owns one store and is its single writer.
 
 `serve()` opens the store (refusing a second writer), loads the token table, refuses to
-bind a non-loopback address without one, and runs the ASGI app (`app.build_app`) under
+bind a non-loopback address without one, binds its port (a port it cannot have is
+refused `cannot-listen`, exit 1, with the store closed again), says on stderr where it
+listens and over what (`startup_line`), and runs the ASGI app (`app.build_app`) under
 uvicorn until SIGTERM/SIGINT: then it stops accepting, answers every parked wait at once
 (a normal reply), lets in-flight requests finish, and closes the store — releasing the
-writer lock — before the process exits. Its connections are uvicorn's httptools
-protocol under the connection guards (guards.guarded_protocol).
+writer lock — before the process exits. SIGHUP reads the token table again, on the
+event loop, between requests (`TokenTable.reload`). Its connections are uvicorn's
+httptools protocol under the connection guards (guards.guarded_protocol).
+
+Everything it tells an operator goes to stderr as lines beginning `koinii serve:`; the
+access log (uvicorn's, one line per request) only with `access_log`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import ipaddress
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Iterable
 
 from koinii.errors import Refused
-from koinii.kb import open_kb
+from koinii.kb import KB, open_kb
 from koinii.server.app import Limits, build_app
 from koinii.server.guards import Hosts, connection_cap, guarded_protocol
 from koinii.server.tokens import TokenTable
@@ -38,6 +46,45 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def say(line: str) -> None:
+    """One line for the operator, on stderr (the daemon's stdout stays empty)."""
+    print(f"koinii serve: {line}", file=sys.stderr, flush=True)
+
+
+def startup_line(url: str, kb: KB, tokens: TokenTable | None, standby: bool) -> str:
+    """Where the daemon listens, on what store, as what, and who may call it."""
+    role = "writer (took over as a standby)" if standby else "writer"
+    if tokens is None:
+        who = "open: no token table, every loopback caller is an operator"
+    else:
+        who = f"tokens {tokens.path} ({tokens.count} principal(s); SIGHUP reloads it)"
+    backend = kb.durability.get("backend", "memory")
+    return (
+        f"listening on {url} (pid {os.getpid()}) · store {kb.location} ({backend}) · {role} · {who}"
+    )
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The daemon's listening socket, bound here rather than by uvicorn, so that a port it
+    cannot have is a refusal with its own exit code (uvicorn exits 3, which the CLI's
+    exit codes give to "daemon unreachable")."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise Refused(
+            "cannot-listen",
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (another daemon on "
+            "that port? stop it, or give another --port)",
+            {"host": host, "port": port, "errno": exc.errno},
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
 def serve(
     db: str = "koinii.db",
     host: str = "127.0.0.1",
@@ -48,9 +95,11 @@ def serve(
     standby: bool = False,
     allow_hosts: Iterable[str] = (),
     synchronous: str = "normal",
+    access_log: bool = False,
 ) -> int:
     """Run the daemon in the foreground; returns the process exit code. It answers to
-    the loopback names, `host`, and `allow_hosts` (guards.Hosts)."""
+    the loopback names, `host`, and `allow_hosts` (guards.Hosts); `access_log` logs
+    every request to stderr."""
     import uvicorn
 
     if tokens is None and not is_loopback(host):
@@ -71,10 +120,18 @@ def serve(
             )
         table = TokenTable(tokens) if tokens is not None else None
         if standby:
-            log.warning("standby: waiting to become the writer of %s", db)
+            # not the location: a PostgreSQL URL may carry a password (the store masks it)
+            say("standby: waiting for the writer of the store to stop, then taking over")
         kb = open_kb(db, standby=standby, synchronous=synchronous)
+        if standby:
+            say(f"standby: took over, now the writer of {kb.location}")
+        try:
+            sock = listen(host, port)
+        except Refused:
+            kb.close()
+            raise
     except Refused as refusal:
-        print(f"koinii serve: {refusal.kind}: {refusal.message}", file=sys.stderr)
+        say(f"{refusal.kind}: {refusal.message}")
         return 1
     limits = limits or Limits()
     app = build_app(kb, table, limits, Hosts(host, allow_hosts))
@@ -85,24 +142,50 @@ def serve(
     # Young objects are still collected often; the old generation, seldom.
     gc.set_threshold(2_000, 10, 100)
 
+    shown_host = f"[{host}]" if ":" in host else host
+    url = f"http://{shown_host}:{sock.getsockname()[1]}"
+
+    def reload_tokens() -> None:  # SIGHUP, run on the loop between requests
+        if table is None:
+            say("SIGHUP: there is no token table to reload (the daemon is open)")
+            return
+        try:
+            table.reload()
+        except Refused as refusal:
+            say(f"SIGHUP: kept the token table as it was: {refusal.kind}: {refusal.message}")
+            return
+        say(f"SIGHUP: reloaded {table.path} ({table.count} principal(s))")
+
     class Server(uvicorn.Server):
         def handle_exit(self, sig, frame) -> None:  # answer parked waits: a prompt stop
             daemon.begin_stopping()
             super().handle_exit(sig, frame)
+
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload_tokens)
+                say(startup_line(url, kb, table, standby))
 
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level=log_level,
-        loop="uvloop",
+        loop="auto",  # uvloop, where it is installed (pyproject.toml), else asyncio
         http=guarded_protocol(connection_cap(limits.max_connections), limits.header_s),
         lifespan="on",
         # what is in flight when the stop begins finishes well within this (parked
         # waits answer at once, and nothing else runs longer than its budget)
         timeout_graceful_shutdown=3,
-        access_log=False,
+        access_log=access_log,
     )
+    if access_log:  # uvicorn logs each request at INFO, whatever --log-level silences,
+        access = logging.getLogger("uvicorn.access")  # and to stdout: stderr, as the rest
+        access.setLevel(logging.INFO)
+        for handler in access.handlers:
+            if isinstance(handler, logging.StreamHandler):
+                handler.setStream(sys.stderr)
     server = Server(config)
     exit_code = [0]
 
@@ -118,5 +201,5 @@ def serve(
     # shutdown; handlers that ignore it let a clean stop exit 0.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
-    server.run()
+    server.run(sockets=[sock])
     return exit_code[0]

@@ -59,6 +59,7 @@ from koinii.wire import (
     RawJSON,
     encode_bindings,
     encode_edited,
+    encode_hit,
     encode_retracted,
     encode_sentex,
     render,
@@ -116,6 +117,8 @@ def status_of(kind: str) -> int:
         return 403
     if kind == "not-found":
         return 404
+    if kind == "method-not-allowed":
+        return 405
     if kind == "body-timeout":
         return 408
     if kind == "body-too-large":
@@ -212,6 +215,19 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
             **BUDGET,
         },
         "solutions through the context's ancestor set, as bindings",
+    ),
+    "search": (
+        {
+            "text": ("string", True, "the words to look for, e.g. postgres version"),
+            "context": ("string", True, "search what this context sees (or CxEverything)"),
+            "limit": ("integer", False, "at most this many hits, 1 to 100 (default 10)"),
+            **BUDGET,
+        },
+        "ranked full-text search over what the context sees: hits with author and snippet",
+    ),
+    "vocabulary": (
+        {"context": ("string", True, "the predicates this context sees (or CxEverything)")},
+        "the predicates in use, with counts and an example each",
     ),
     "argue": ({**SENTENCE, **READ_CONTEXT}, "true | false | contradiction | unknown"),
     "believed": (
@@ -605,6 +621,20 @@ class Daemon:
         solutions = self.kb.query(body["goal"], body["context"], limit=body.get("limit"))
         return [encode_bindings(b) for b in solutions]
 
+    def op_search(self, caller: Caller, body: dict[str, Any]) -> Any:
+        # The store's index holds what is committed: commit the open group first, so a
+        # search sees every write made before it (kb/search.py). Not a snapshot read:
+        # the store's connection must not cross a fork.
+        self.flush()
+        budget = self.budget_for(caller, body, self.limits.query_budget_s)
+        with self.kb.budget(budget, "the search"):
+            limit = {"limit": body["limit"]} if body.get("limit") is not None else {}
+            hits = self.kb.search(body["text"], body["context"], **limit)
+        return [encode_hit(h) for h in hits]
+
+    def op_vocabulary(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return self.kb.vocabulary(body["context"])
+
     def op_argue(self, caller: Caller, body: dict[str, Any]) -> Any:
         return self.kb.argue(body["sentence"], body["context"])
 
@@ -889,6 +919,27 @@ def build_app(
     async def not_found(request: Request, exc: Exception) -> Response:
         return _refusal(Refused("not-found", f"no route {request.url.path}", {}))
 
+    async def wrong_method(request: Request, exc: Exception) -> Response:
+        """A route that exists, asked with a method it does not take: 405, naming the
+        methods it does take (an unknown operation under /v1 is still 404)."""
+        path = request.url.path
+        if path.startswith(API + "/") and path[len(API) + 1 :] not in endpoints:
+            return await not_found(request, exc)
+        allowed = (getattr(exc, "headers", None) or {}).get("Allow", "")
+        how = (
+            f"an operation is POST {path} with a JSON body"
+            if path.startswith(API + "/")
+            else f"this route takes {allowed}"
+        )
+        refusal = Refused(
+            "method-not-allowed",
+            f"{request.method} {path}: {how} (GET /api lists every operation)",
+            {"method": request.method, "allowed": [m for m in allowed.split(", ") if m]},
+        )
+        response = _refusal(refusal)
+        response.headers["Allow"] = allowed
+        return response
+
     async def housekeeping() -> None:
         while True:
             await asyncio.sleep(max(0.05, min(10.0, daemon.limits.idle_s / 10)))
@@ -937,7 +988,7 @@ def build_app(
         *web.routes(daemon),
     ]
     app = Starlette(
-        routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: not_found}
+        routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: wrong_method}
     )
     app.state.daemon = daemon
     return app
@@ -984,6 +1035,7 @@ def openapi_document() -> dict[str, Any]:
             ("400", "refused by a rule"),
             ("401", "missing, wrong or malformed token"),
             ("403", "outside the caller's scope, a foreign Origin, or a Host not served"),
+            ("405", "a method other than POST"),
             ("408", "the body did not arrive in time"),
             ("413", "body too large"),
             ("500", "internal error"),

@@ -28,7 +28,13 @@ ROLES = ("agent", "arbiter", "admin", "operator", "reader")
 _PREFIX = "kt_"
 
 
-OPEN = Caller(None, "operator")  # a daemon without a token table trusts its loopback callers
+OPEN = Caller(None, "operator")
+# one message for a missing, wrong and malformed token alike
+UNAUTHORIZED = (
+    "a valid bearer token is required: send Authorization: Bearer kt_… with a token "
+    "`koinii token add` printed (a token added while the daemon runs counts once the "
+    "daemon reads its table again: kill -HUP <its pid>, on its start-up line)"
+)  # a daemon without a token table trusts its loopback callers
 
 
 def _digest(token: str) -> str:
@@ -106,13 +112,35 @@ def revoke(path: str, principal: str) -> int:
 
 
 class TokenTable:
-    """The loaded table; `caller(header)` authenticates an Authorization header."""
+    """The loaded table; `caller(header)` authenticates an Authorization header.
+
+    It is read when it is made and again on `reload()` (the daemon's SIGHUP): a token
+    added or revoked with `koinii token` counts from then on. A table that does not load
+    leaves the one in force as it was."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        entries = _read(path)["tokens"]
-        check_one_context_each((e["id"] for e in entries), path)
-        self._entries = [(bytes.fromhex(e["sha256"]), Caller(e["id"], e["role"])) for e in entries]
+        self._entries: list[tuple[bytes, Caller]] = []
+        self.reload()
+
+    def reload(self) -> None:
+        """Read the file again; refused (`bad-token-table`, `koinii/context-taken`, …)
+        with the table in force unchanged."""
+        entries = _read(self.path)["tokens"]
+        check_one_context_each((e["id"] for e in entries), self.path)
+        loaded = [(bytes.fromhex(e["sha256"]), Caller(e["id"], e["role"])) for e in entries]
+        self._entries = loaded  # one assignment: a request sees the old table or the new
+        self._callers = frozenset(caller for _, caller in loaded)
+
+    @property
+    def count(self) -> int:
+        """How many principals hold a token."""
+        return len({caller.id for caller in self._callers})
+
+    def holds(self, caller: Caller) -> bool:
+        """Whether some token in the table still makes its bearer `caller` (a revoked
+        principal's signed-in web view ends at the reload)."""
+        return caller in self._callers
 
     def caller(self, authorization: str | None) -> Caller:
         presented = b"\0" * 32
@@ -123,5 +151,5 @@ class TokenTable:
             if hmac.compare_digest(digest, presented):
                 found = caller
         if found is None:
-            raise Refused("unauthorized", "a valid bearer token is required", {})
+            raise Refused("unauthorized", UNAUTHORIZED, {})
         return found

@@ -12,7 +12,7 @@ embedded default). PostgreSQL is one more implementation of the same `Store`.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -101,6 +101,14 @@ class Store(Protocol):
 
     def read(self, reader: Callable[[Any], Any]) -> Any:
         """Run `reader(connection)` against the record tables (reads only)."""
+
+    def search(self, words: Sequence[str], limit: int | None) -> list[tuple[int, float, Any]]:
+        """(handle, score, snippet) of the sentexes whose text holds any of `words`, best
+        first (higher scores better), at most `limit`; with None, every match and no
+        snippets (None: ask `snippets`). See `fulltext`."""
+
+    def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
+        """A short window of each sentex's indexed text around `words`, matches in [ ]."""
 
     def save_next_handle(self, next_handle: int) -> None:
         """Persist the handle high-water mark after a rolled-back write."""

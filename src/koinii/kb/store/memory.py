@@ -4,16 +4,24 @@ The engine's own nodes are the records, so this store keeps only what the engine
 not: the change log (bounded: the newest `retain` entries) for `changes(since)` tails,
 and the domain record tables (wraps, sessions) in an in-memory SQLite database, so the
 domains run the same SQL whatever the store.
+
+The full-text index is the SQLite store's own (`fulltext`: the same FTS5 table, words and
+ranking) in that in-memory database, so a search answers alike on every store. Nothing
+here is durable, so it is kept lazily: a commit only notes the sentexes it added and
+deleted (a dict entry each: in-memory writes stay as cheap as they were), and the next
+search indexes them first. Invariant: after `_catch_up`, the index holds exactly the
+stored sentexes (handles are never reused, so a noted add and delete simply cancel).
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb.store import Commit, Loaded, LogEntry, SQLiteRecords, migrate_records
+from koinii.kb.store import Commit, Loaded, LogEntry, SQLiteRecords, fulltext, migrate_records
 
 
 class MemoryStore:
@@ -30,6 +38,9 @@ class MemoryStore:
         self._records = sqlite3.connect(
             ":memory:", isolation_level=None, check_same_thread=False, factory=SQLiteRecords
         )
+        self._unindexed: dict[int, Any] = {}  # handle -> atom, added since the last search
+        self._unindexed_deletes: list[tuple[int]] = []
+        self._indexed = False  # the index tables exist (made at the first search)
 
     def load(self) -> Loaded:
         return Loaded([], [], next_handle=1, seq=0, floor=0)
@@ -44,6 +55,13 @@ class MemoryStore:
             except BaseException:
                 self._records.execute("ROLLBACK")
                 raise
+        unindexed = self._unindexed
+        for node in commit.upserts:
+            if node.premise:  # what the index holds (`fulltext.rows`)
+                unindexed[node.handle] = node.atom
+        for handle in commit.deletes:
+            if unindexed.pop(handle, None) is None:
+                self._unindexed_deletes.append((handle,))
         if len(self._log) == self._log.maxlen:
             self._floor = self._log[0].seq
         self._log.append(commit.entry)
@@ -66,6 +84,36 @@ class MemoryStore:
             raise Refused(
                 "store-error", f"a read failed: {exc}", {"location": self.location}
             ) from exc
+
+    # --- full-text search: the SQLite store's, kept lazily (see the module docstring) ---
+
+    def _catch_up(self) -> None:
+        db = self._records
+        db.execute("BEGIN")
+        try:
+            if not self._indexed:
+                fulltext.sqlite_create(db)
+            if self._unindexed_deletes:
+                db.executemany(fulltext.SQLITE_DELETE_WORDS, self._unindexed_deletes)
+            if self._unindexed:
+                db.executemany(
+                    fulltext.SQLITE_INSERT_WORDS,
+                    [fulltext.row(h, atom) for h, atom in self._unindexed.items()],
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._indexed = True
+        self._unindexed = {}
+        self._unindexed_deletes = []
+
+    def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
+        self._catch_up()
+        return fulltext.sqlite_ranked(self._records, words, limit)
+
+    def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
+        return fulltext.sqlite_snippets(self._records, words, handles)
 
     def save_next_handle(self, next_handle: int) -> None:
         pass

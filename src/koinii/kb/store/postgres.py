@@ -14,7 +14,8 @@ Invariants:
   (on by default) and fsync; `synchronous="full"` sets synchronous_commit=on for the
   writer's session whatever the server's default.
 - The schema is versioned in `koinii_meta.schema_version`; `_MIGRATIONS[i]` takes
-  version i to i+1. Domains version their tables in `koinii_schema`, as on SQLite.
+  version i to i+1 (a script, or a function of the connection when its rows are
+  computed in Python). Domains version their tables in `koinii_schema`, as on SQLite.
 - A COMMIT whose reply is lost (the connection dropped) is resolved, never guessed: the
   store reconnects, makes sure the old session is over (so its transaction's fate is
   final), and looks for the commit's last change-log row. Found as written: it landed
@@ -39,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb.store import no_such_store
+from koinii.kb.store import fulltext, no_such_store
 from koinii.kb.store.sql import SQLStore
 
 _MIGRATIONS = [
@@ -71,6 +72,8 @@ _MIGRATIONS = [
     );
     CREATE TABLE IF NOT EXISTS koinii_schema (domain TEXT PRIMARY KEY, version INTEGER NOT NULL);
     """,
+    # 2: the full-text index over sentexes, backfilled from the rows already stored
+    lambda conn: _backfill(conn),
 ]
 
 _PLACEHOLDER = re.compile(r"\?")
@@ -100,6 +103,9 @@ class PostgresRecords:
 
 
 class PostgresStore(SQLStore):
+    _insert_words = fulltext.POSTGRES_INSERT_WORDS
+    _delete_words = fulltext.POSTGRES_DELETE_WORDS
+
     def __init__(
         self,
         dsn: str,
@@ -208,8 +214,32 @@ class PostgresStore(SQLStore):
             ).fetchone()
             version = row[0] if row else 0
             for number in range(version, len(_MIGRATIONS)):
-                self._conn.execute(_MIGRATIONS[number])
+                step = _MIGRATIONS[number]
+                if callable(step):  # a step that computes its rows in Python
+                    step(self._conn)
+                else:
+                    self._conn.execute(step)
                 self._set_meta({"schema_version": number + 1})
+
+    # --- full-text search (fulltext.py) -------------------------------------------------
+
+    def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
+        query = fulltext.postgres_query(words)
+        with self._translated("the search"):
+            if limit is None:
+                found = self._conn.execute(fulltext.POSTGRES_ALL, (query,)).fetchall()
+            else:
+                found = self._conn.execute(fulltext.POSTGRES_RANKED, (query, limit)).fetchall()
+        return [(h, float(score), snippet) for h, score, snippet in found]
+
+    def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
+        if not handles:
+            return {}
+        with self._translated("the search"):
+            found = self._conn.execute(
+                fulltext.POSTGRES_SNIPPETS, (fulltext.postgres_query(words), list(handles))
+            ).fetchall()
+        return dict(found)
 
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         scripts = migrations["postgres"] if isinstance(migrations, dict) else migrations
@@ -392,6 +422,18 @@ class PostgresStore(SQLStore):
             with contextlib.suppress(*self._errors):
                 self._conn.execute("SELECT pg_advisory_unlock_all()")
         self._conn.close()
+
+
+def _backfill(conn: Any) -> None:
+    """Create the full-text index and fill it from the sentex rows already stored."""
+    conn.execute(fulltext.POSTGRES_SCHEMA)
+    stored = conn.cursor()
+    stored.execute(fulltext.BACKFILL)
+
+    def run_many(sql: str, rows: list[tuple]) -> None:
+        conn.cursor().executemany(sql.replace("?", "%s"), rows)
+
+    fulltext.backfill(stored, fulltext.POSTGRES_INSERT_WORDS, run_many)
 
 
 def _redact(dsn: str) -> str:

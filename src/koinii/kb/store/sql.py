@@ -4,8 +4,9 @@
 placeholders; a subclass supplies the connection and its dialect — how to run a
 statement (`_run`, `_run_many`), how to open a transaction (`_transaction`), which driver
 errors to translate (`_errors`) — and everything that truly differs: opening, the writer
-lock, the schema migrations. Invariant: one `commit` is one transaction holding the
-sentex and justification rows, the domain records and the change-log entry, or nothing;
+lock, the schema migrations, the full-text search. Invariant: one `commit` is one
+transaction holding the sentex and justification rows, the sentexes' full-text rows
+(`fulltext`), the domain records and the change-log entry, or nothing;
 one `commit_group` is one transaction holding every write of the group, or nothing.
 What is loaded back always serves: provenance an older version stored with a value JSON
 cannot carry is repaired as it is read (`_extra`).
@@ -23,7 +24,7 @@ import orjson
 
 from koinii.errors import Refused
 from koinii.kb import values
-from koinii.kb.store import Commit, JustificationRow, Loaded, LogEntry, SentexRow
+from koinii.kb.store import Commit, JustificationRow, Loaded, LogEntry, SentexRow, fulltext
 
 log = logging.getLogger("koinii.store")
 
@@ -50,6 +51,9 @@ class SQLStore:
     # How a boolean column is bound: SQLite stores 0/1, and its driver sends a bool
     # through a slow adapter lookup, so its store binds int; PostgreSQL's takes a bool.
     _flag: Callable[[bool], Any] = bool
+    # The full-text index's row written and deleted with a sentex's (`fulltext`).
+    _insert_words: str
+    _delete_words: str
 
     # --- the dialect (a subclass fills these in) -------------------------------------
 
@@ -179,9 +183,15 @@ class SQLStore:
             self._run(UPSERT_SENTEX, _sentex_params(upserts[0], self._flag))
         elif upserts:
             self._run_many(UPSERT_SENTEX, [_sentex_params(n, self._flag) for n in upserts])
+        indexed = fulltext.rows(upserts)  # the full-text index's rows, in the same transaction
+        if len(indexed) == 1:
+            self._run(self._insert_words, indexed[0])
+        elif indexed:
+            self._run_many(self._insert_words, indexed)
         deletes = [(h,) for c in commits for h in c.deletes]
         if deletes:
             self._run_many("DELETE FROM sentex WHERE handle = ?", deletes)
+            self._run_many(self._delete_words, deletes)
         justifications = [
             (
                 j.id,
@@ -253,6 +263,10 @@ class SQLStore:
     def import_core(self, loaded: Loaded, log: list[tuple], meta: dict[str, int]) -> None:
         with self._translated("the import"), self._transaction():
             self._run_many(UPSERT_SENTEX, [_sentex_params(r, self._flag) for r in loaded.sentexes])
+            self._run_many(
+                self._insert_words,
+                fulltext.rows_of_text((r.handle, r.text) for r in loaded.sentexes if r.premise),
+            )
             self._run_many(
                 INSERT_JUSTIFICATION,
                 [

@@ -10,7 +10,8 @@ Invariants:
   mode. With `synchronous="normal"` (the default) a committed write survives the death of
   the process (kill -9) but not the loss of power (the WAL is synced only at checkpoints);
   `synchronous="full"` also survives power loss, at the cost of an fsync per commit.
-- The schema is versioned by `PRAGMA user_version`; `_MIGRATIONS[i]` takes version i to i+1.
+- The schema is versioned by `PRAGMA user_version`; `_MIGRATIONS[i]` takes version i to i+1
+  (a script, or a function of the connection when its rows are computed in Python).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb.store import SQLiteRecords, migrate_records, no_such_store
+from koinii.kb.store import SQLiteRecords, fulltext, migrate_records, no_such_store
 from koinii.kb.store.sql import SQLStore
 
 _MIGRATIONS = [
@@ -58,6 +59,8 @@ _MIGRATIONS = [
     """
     CREATE TABLE IF NOT EXISTS koinii_schema (domain TEXT PRIMARY KEY, version INTEGER NOT NULL);
     """,
+    # 3: the full-text index over sentexes, backfilled from the rows already stored
+    fulltext.sqlite_backfill,
 ]
 
 
@@ -65,6 +68,8 @@ _LEVELS = {0: "off", 1: "normal", 2: "full", 3: "extra"}  # PRAGMA synchronous's
 
 
 class SQLiteStore(SQLStore):
+    _insert_words = fulltext.SQLITE_INSERT_WORDS
+    _delete_words = fulltext.SQLITE_DELETE_WORDS
     _errors = (sqlite3.Error,)
     _flag = int  # see SQLStore._flag
     _BEGIN = "BEGIN IMMEDIATE"  # take the write lock now, not at the first write
@@ -111,9 +116,13 @@ class SQLiteStore(SQLStore):
         for number in range(version, len(_MIGRATIONS)):
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                for statement in _MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
+                step = _MIGRATIONS[number]
+                if callable(step):  # a step that computes its rows in Python
+                    step(self._db)
+                else:
+                    for statement in step.split(";"):
+                        if statement.strip():
+                            self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version={number + 1}")
                 self._db.execute("COMMIT")
             except BaseException:
@@ -138,6 +147,16 @@ class SQLiteStore(SQLStore):
                 self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+
+    # --- full-text search (fulltext.py) ---------------------------------------------
+
+    def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
+        with self._translated("the search"):
+            return fulltext.sqlite_ranked(self._db, words, limit)
+
+    def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
+        with self._translated("the search"):
+            return fulltext.sqlite_snippets(self._db, words, handles)
 
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         with self._translated("creating the record tables"):

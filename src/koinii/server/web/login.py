@@ -10,7 +10,8 @@ Invariants:
   token), so a cookie, stolen or sent along by a forged request, writes nothing.
 - The cookie is `HttpOnly` (no script reads it), `SameSite=Strict` (no other site's
   page makes the browser send it) and `Path=/`; a view session ends after `LIFETIME_S`,
-  at sign-out, or when the daemon restarts (sessions live in its memory only).
+  at sign-out, when its principal's tokens are revoked and the table reloaded (SIGHUP),
+  or when the daemon restarts (sessions live in its memory only).
 - At most `MAX_SESSIONS` are kept: signing in past that ends the oldest.
 """
 
@@ -45,7 +46,8 @@ class ViewSessions:
             raise Refused(
                 "unauthorized",
                 "that is not a token this daemon knows: paste the kt_… token that "
-                "`koinii token add` printed (any role; a reader token is enough)",
+                "`koinii token add` printed (any role; a reader token is enough); one "
+                "added while the daemon runs counts after kill -HUP <its pid>",
                 {},
             ) from None
         session = secrets.token_urlsafe(32)
@@ -60,7 +62,7 @@ class ViewSessions:
         if found is None:
             return None
         caller, expires = found
-        if time.monotonic() > expires:
+        if time.monotonic() > expires or not self.tokens.holds(caller):
             del self._open[session]
             return None
         return caller

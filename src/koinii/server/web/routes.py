@@ -6,6 +6,9 @@ Invariants:
   the same guards as the API's, so neither a foreign page nor DNS rebinding reaches it.
 - Read-only: every route is a GET, but signing in and out (POSTs that change only who
   the browser is, never the KB); no route of the view writes the store.
+- `/api`, the browsable description of the HTTP API, is made from `openapi_document()`
+  — the field table every request is checked against — and needs no sign-in, like
+  `/openapi.json`; it is a packaged template, with no script and nothing fetched.
 - A daemon with a token table shows a page only to a signed-in browser (login.py); an
   open daemon (no table) shows it to its loopback callers, as it serves them the API.
 - A page is read on the event loop's thread between operations, and leaves only once
@@ -25,10 +28,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from koinii import conversation
+from koinii import __version__, conversation
 from koinii.errors import Refused
 from koinii.operations import Caller
-from koinii.server.app import Daemon, status_of
+from koinii.server.app import Daemon, openapi_document, status_of
 from koinii.server.tokens import OPEN
 from koinii.server.web import reads
 from koinii.server.web.live import LiveFeed
@@ -70,6 +73,7 @@ class View:
         # channel -> (seq, its questions): every open page of a channel fetches them
         # after each move, and the first fetch at a seq reads them for all the others
         self._questions: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        self._api: dict[str, Any] | None = None  # the API page's contents, made once
 
     # --- who is looking -------------------------------------------------------------
 
@@ -277,8 +281,55 @@ class View:
                 {},
             )
 
+    async def api(self, request: Request) -> Response:
+        headers = _guard_headers(request)
+        try:
+            self.daemon.guard(headers)
+        except Refused as refusal:
+            return self.refusal(refusal)
+        if self._api is None:
+            self._api = api_page()
+        host = headers.get(b"host") or "127.0.0.1:7411"
+        return self.templates.page("api.html", host=host, version=__version__, **self._api)
+
     async def channel_slash(self, request: Request) -> Response:
         return RedirectResponse(f"/channel/{quote(request.path_params['name'])}/", 307)
+
+
+def api_page() -> dict[str, Any]:
+    """What the API page shows, read off the OpenAPI document (so off the field table)."""
+    document = openapi_document()
+
+    def type_of(schema: dict[str, Any]) -> str:
+        if "oneOf" in schema:
+            return " or ".join(type_of(option) for option in schema["oneOf"])
+        if schema.get("type") == "array":
+            return f"array of {type_of(schema.get('items') or {})}"
+        return schema.get("type", "any")
+
+    operations = []
+    statuses: dict[str, str] = {}
+    for path, methods in document["paths"].items():
+        post = methods.get("post")
+        if post is None:
+            continue
+        for status, reply in post["responses"].items():
+            statuses.setdefault(status, reply["description"])
+        body = post["requestBody"]["content"]["application/json"]["schema"]
+        required = set(body.get("required", ()))
+        fields = [
+            {
+                "name": name,
+                "type": type_of(schema),
+                "required": name in required,
+                "description": schema.get("description", ""),
+            }
+            for name, schema in body["properties"].items()
+        ]
+        operations.append(
+            {"id": post["operationId"], "path": path, "summary": post["summary"], "fields": fields}
+        )
+    return {"operations": operations, "statuses": sorted(statuses.items())}
 
 
 def routes(daemon: Daemon) -> list[Route]:
@@ -287,6 +338,7 @@ def routes(daemon: Daemon) -> list[Route]:
     page = view.page
     return [
         Route("/", page(view.home), methods=["GET"]),
+        Route("/api", view.api, methods=["GET"]),
         Route("/login", view.login_form, methods=["GET"]),
         Route("/login", view.login, methods=["POST"]),
         Route("/logout", view.logout, methods=["POST"]),

@@ -1,0 +1,136 @@
+"""`koinii why`, `why-not`, `contradictions` and `disputes`: why a store believes what it
+does, and where its agents disagree. Each is one library call plus printing, on the
+source every command shares (`core`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from koinii.cli.core import echo_json, json_option, open_source, source_options
+from koinii.conversation import DISPUTE_STATES
+from koinii.errors import Refused
+from koinii.operations import invoker
+
+
+@click.command("why", short_help="Why a sentex is believed: its justification tree.")
+@click.argument("handle", type=int)
+@json_option
+@source_options
+def why_command(handle, as_json, url, token, db) -> None:
+    """The justification tree of the sentex HANDLE: what it rests on, down to premises.
+
+    A premise (said by someone) is a leaf; a derived sentex lists each rule that derives
+    it and that rule's antecedents, each explained the same way.
+
+    `why-not HANDLE` tells why a sentex is not believed.
+    """
+    with open_source(db, url, token) as store:
+        tree = store.why(handle)
+        if tree is None:
+            reason = store.why_not(handle)  # "retracted" or "not-stored"
+            raise Refused(
+                "unknown-handle",
+                f"#{handle} is {reason.replace('-', ' ')}: nothing to explain "
+                "(`koinii tail --since 0` shows what was)",
+                {"handle": handle, "issued": reason == "retracted"},
+            )
+    if as_json:
+        return echo_json(tree)
+    for depth, line in _tree_lines(tree):
+        click.echo("  " * depth + line)
+
+
+def _tree_lines(node: dict[str, Any], depth: int = 0):
+    state = "believed" if node["believed"] else "not believed"
+    kind = "premise" if node["premise"] else "derived"
+    cycle = ", a cycle" if node.get("cycle") else ""
+    yield (
+        depth,
+        f"#{node['handle']} {node['sentence']}  in {node['context']} ({kind}, {state}{cycle})",
+    )
+    for j in node.get("justifications", ()):
+        yield depth + 1, f"by rule #{j['rule']} {j['rule_sentence']}"
+        for antecedent in j["antecedents"]:
+            yield from _tree_lines(antecedent, depth + 2)
+
+
+@click.command("why-not", short_help="Why a sentex is not believed (at a context).")
+@click.argument("handle", type=int)
+@click.option("--context", "-c", default=None, help="Read at this context (visible, unmasked).")
+@json_option
+@source_options
+def why_not_command(handle, context, as_json, url, token, db) -> None:
+    """Why the sentex HANDLE is not believed: retracted, defeated (a stronger sentex says
+    otherwise), unsupported (what it rested on is gone), excepted (masked), not-visible
+    (at --context) or not-stored. Prints "believed" when it is."""
+    with open_source(db, url, token) as store:
+        reason = store.why_not(handle, context)
+    if as_json:
+        return echo_json(
+            {"handle": handle, "context": context, "believed": reason is None, "reason": reason}
+        )
+    where = f" at {context}" if context else ""
+    click.echo(f"#{handle} is believed{where}" if reason is None else f"#{handle}: {reason}{where}")
+
+
+@click.command("contradictions", short_help="The clashes a context sees.")
+@click.option("--context", "-c", default=None, help="Only the clashes this context can see.")
+@click.option(
+    "--conflicts",
+    is_flag=True,
+    help="The clashes between monotonic sentexes instead (they defeat nothing: an "
+    "arbiter must rule).",
+)
+@json_option
+@source_options
+def contradictions_command(context, conflicts, as_json, url, token, db) -> None:
+    """Pairs of believed sentexes that say opposite things (S and (not S)), each side with
+    its handle and context: what agents disagree on, never silently overwritten."""
+    with open_source(db, url, token) as store:
+        clashes = store.conflicts(context) if conflicts else store.contradictions(context)
+    if as_json:
+        return echo_json(clashes)
+    if not clashes:
+        click.echo("no conflicts" if conflicts else "no contradictions")
+        return
+    for clash in clashes:
+        click.echo(
+            "  vs  ".join(
+                f"#{s['handle']} {s['sentence']} in {s['context']}" for s in clash["sides"]
+            )
+        )
+
+
+@click.command("disputes", short_help="A channel's disputes: sides, state, tally, ruling.")
+@click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
+@click.option("--state", type=click.Choice(DISPUTE_STATES), default=None, help="Only these.")
+@json_option
+@source_options
+def disputes_command(channel, state, as_json, url, token, db) -> None:
+    """Every dispute on a channel: the claims that clash, who raised it, its state (open,
+    notified, stale, resolved), the votes so far and the ruling (docs/disputes.md)."""
+    with open_source(db, url, token) as store:
+        found = invoker(store)("conversation.disputes", channel=channel, state=state)
+    if as_json:
+        return echo_json(found)
+    if not found:
+        click.echo(f"no disputes on {channel}" + (f" in state {state}" if state else ""))
+        return
+    for dispute in found:
+        tally = dispute["tally"]
+        ruling = dispute["ruling"]
+        ruled = f", ruled {ruling}" if ruling is not None else ""
+        raised = ", ".join(m["speaker"] for m in dispute["raised_by"]) or "a clash"
+        click.echo(
+            f"dispute {'/'.join(map(str, dispute['dispute_id']))}: {dispute['state']}, "
+            f"raised by {raised}; votes {tally['for']} for, {tally['against']} against{ruled}"
+        )
+        for side in dispute["sides"]:
+            who = side["speaker"] or side["context"]  # a sentex no agent wrote: its context
+            click.echo(f"  #{side['handle']} {who}: {side['sentence']}")
+
+
+COMMANDS = (why_command, why_not_command, contradictions_command, disputes_command)

@@ -1,0 +1,65 @@
+"""`koinii search` and `koinii vocabulary`: finding what the team knows from a shell
+(docs/search.md). Each is one library call (`search`, `vocabulary` on a KB or a Client,
+through the shared source options) plus printing: a table, or `--json`.
+"""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from koinii.cli.core import console, echo_json, json_option, open_source, source_options
+from koinii.wire import encode_hit
+
+
+@click.command("search", short_help="Find what a context sees by words, best first.")
+@click.argument("text")
+@click.option("--context", "-c", required=True, help="Search what this context sees.")
+@click.option(
+    "--limit", type=int, default=10, show_default=True, help="At most this many hits (1-100)."
+)
+@json_option
+@source_options
+def search_command(text, context, limit, as_json, url, token, db) -> None:
+    """What CONTEXT sees whose words match TEXT, best first: each sentence with its
+    handle, context, author and the words that matched (in [ ])."""
+    with open_source(db, url, token) as store:
+        hits = store.search(text, context, limit=limit)
+    if as_json:
+        return echo_json([encode_hit(h) for h in hits])
+    if not hits:
+        console.print(f"[dim]nothing {context} sees matches {text!r}[/dim]")
+        return
+    table = Table("handle", "sentence", "context", "author", "matched")
+    for column in table.columns:
+        column.overflow = "fold"  # a long symbol is folded, never cut
+    for hit in hits:
+        cells = (hit.sentex.text, hit.sentex.context, hit.author or "", hit.snippet)
+        table.add_row(str(hit.sentex.handle), *(Text(cell) for cell in cells))  # not markup
+    console.print(table)
+
+
+@click.command("vocabulary", short_help="The predicates in use where a context sees.")
+@click.option("--context", "-c", required=True, help="The predicates this context sees.")
+@json_option
+@source_options
+def vocabulary_command(context, as_json, url, token, db) -> None:
+    """The predicates in use where CONTEXT sees, most used first, each with how many
+    sentences use it and one of them as an example."""
+    with open_source(db, url, token) as store:
+        found = store.vocabulary(context)
+    if as_json:
+        return echo_json(found)
+    if not found:
+        console.print(f"[dim]{context} sees no sentences yet[/dim]")
+        return
+    table = Table("predicate", "count", "example")
+    for column in table.columns:
+        column.overflow = "fold"
+    for entry in found:
+        table.add_row(entry["predicate"], str(entry["count"]), Text(entry["example"]["sentence"]))
+    console.print(table)
+
+
+COMMANDS = (search_command, vocabulary_command)

@@ -1,0 +1,189 @@
+"""Finding what is stored without knowing its predicate: ranked full-text `search`, and
+the `vocabulary` in use (docs/search.md).
+
+Invariant: what a search or a vocabulary read returns is visible at its context exactly
+as a `query` there would see it — the same acceptor (`Reads._acceptor`): believed,
+stored in a context the given one sees (inheritance respected), not masked there;
+`CxEverything` sees every stored sentex, believed or not. The store ranks (its full-text
+index, `store.fulltext`); the engine decides visibility, so a store never needs to know
+belief or the hierarchy, and a hit the reader cannot see is never returned, only skipped.
+
+A read never changes the KB. The one exception in kind: the in-memory store indexes
+the writes since the last search before it answers (its index is kept lazily).
+
+Inside an open group commit (`begin_group`) the store's index holds only what was
+committed before the group: the daemon commits an open group before it searches, so a
+search over the wire always sees every write acknowledged before it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from koinii.errors import Refused
+from koinii.kb import checks
+from koinii.kb.sentex import Node, Sentex
+from koinii.kb.state import State
+from koinii.kb.store.fulltext import MAX_SEARCH_TEXT, MAX_WORDS, query_words, text_words
+
+MAX_HITS = 100  # hits a search returns, at most
+DEFAULT_HITS = 10
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: the sentex, who wrote it, where the words matched, how well."""
+
+    sentex: Sentex
+    author: str | None  # the creator (else the principal the daemon attributed it to)
+    snippet: str  # the indexed text around the matched words, each match in [ ]
+    score: float  # the store's relevance: higher is better; only the order means anything
+
+
+class Search(State):
+    """`search` and `vocabulary` (see the module docstring); beside `Reads` in `KB`,
+    whose acceptor (`_acceptor`) decides what a context sees."""
+
+    _acceptor: Any  # Reads._acceptor
+
+    def search(self, text: Any, ctx: Any, *, limit: int = DEFAULT_HITS) -> list[Hit]:
+        """The sentexes visible at `ctx` whose words match `text`, best first.
+
+        Any word of `text` may match (stop words such as "the" are left out); a sentex
+        matching more of them, or rarer ones, ranks higher. Symbols are searched by
+        their words: `postgres version` finds `(postgresMajorVersion ProdCluster 16)`.
+        The shipped vocabulary's own sentences are not searched: what the team stored is.
+        """
+        words = _search_words(text)
+        if type(limit) is not int or not 1 <= limit <= MAX_HITS:
+            raise Refused(
+                "bad-option",
+                f"limit is an integer from 1 to {MAX_HITS}, not {limit!r:.40}",
+                {"option": "limit", "max": MAX_HITS},
+            )
+        ctx_name = checks.context_name(ctx, query=True)
+        if ctx_name.startswith("?"):
+            raise Refused(
+                "read-only-context",
+                f"search reads at one context (or CxEverything), not the variable {ctx_name}",
+                {"context": ctx_name},
+            )
+        if not words:
+            return []
+        with self._lock, self._bounded(self.query_budget_s, "the search"):
+            accept = self._acceptor(ctx_name)
+            by_handle = self._index.by_handle
+            shipped = self._shipped
+            found: list[tuple[Node, float, str | None]] = []
+            # Ask the store for a few more than wanted (some may not be visible here);
+            # only when that was not enough, for every match (then without snippets).
+            first = limit * 3 // 2 + 8
+            seen = 0
+            for asked in (first, None):
+                ranked = self._store.search(words, asked)
+                for handle, score, snippet in ranked[seen:]:
+                    self._spend()
+                    node = by_handle.get(handle)
+                    if node is None or handle in shipped:
+                        continue
+                    if accept(node, {}) is not None:
+                        found.append((node, score, snippet))
+                        if len(found) == limit:
+                            break
+                if len(found) == limit or len(ranked) < first:
+                    break
+                seen = len(ranked)
+            missing = [node.handle for node, _, snippet in found if snippet is None]
+            late = self._store.snippets(words, missing) if missing else {}
+            return [
+                Hit(
+                    Sentex.of(node),
+                    _author(node),
+                    snippet if snippet is not None else late.get(node.handle, ""),
+                    score,
+                )
+                for node, score, snippet in found
+            ]
+
+    def vocabulary(self, ctx: Any) -> list[dict[str, Any]]:
+        """The predicates of the sentexes visible at `ctx`, most used first: each with
+        how many sentexes use it and one of them (the oldest) as an example.
+
+        The shipped vocabulary's own sentences (CxCore's declarations) are not counted:
+        this is what the team uses, not what Koinii ships.
+        """
+        ctx_name = checks.context_name(ctx, query=True)
+        if ctx_name.startswith("?"):
+            raise Refused(
+                "read-only-context",
+                f"vocabulary reads at one context (or CxEverything), not the variable {ctx_name}",
+                {"context": ctx_name},
+            )
+        with self._lock, self._bounded(self.query_budget_s, "the vocabulary"):
+            accept = self._acceptor(ctx_name)
+            shipped = self._shipped
+            counts: Counter[str] = Counter()
+            example: dict[str, Node] = {}
+            for functor, findex in self._index.by_functor.items():
+                name = functor.name
+                for node in findex.nodes:
+                    self._spend()
+                    if node.handle in shipped or accept(node, {}) is None:
+                        continue
+                    counts[name] += 1
+                    oldest = example.get(name)
+                    if oldest is None or node.handle < oldest.handle:
+                        example[name] = node
+            return [
+                {
+                    "predicate": name,
+                    "count": count,
+                    "example": {
+                        "handle": example[name].handle,
+                        "sentence": example[name].full_text,
+                        "context": example[name].context,
+                    },
+                }
+                for name, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            ]
+
+
+def _search_words(text: Any) -> list[str]:
+    """The words to look for, or the refusal that says what to send instead."""
+    if type(text) is not str or not text.strip():
+        raise Refused(
+            "bad-search",
+            f"search for words, e.g. search('postgres version'), not {text!r:.40}",
+            {"text": repr(text)[:40]},
+        )
+    if len(text) > MAX_SEARCH_TEXT:
+        raise Refused(
+            "bad-search",
+            f"a search is at most {MAX_SEARCH_TEXT} characters, not {len(text)}: "
+            "search for the few words that matter",
+            {"length": len(text), "max": MAX_SEARCH_TEXT},
+        )
+    if not text_words(text):
+        raise Refused(
+            "bad-search",
+            f"{text!r:.40} holds no words (letters or digits) to search for",
+            {"text": text[:40]},
+        )
+    words = query_words(text)
+    if len(words) > MAX_WORDS:
+        raise Refused(
+            "bad-search",
+            f"a search looks for at most {MAX_WORDS} words, not {len(words)}: "
+            "search for the few that matter",
+            {"words": len(words), "max": MAX_WORDS},
+        )
+    return words
+
+
+def _author(node: Node) -> str | None:
+    if node.creator is not None:
+        return node.creator
+    principal = (node.extra or {}).get("principal")
+    return principal if isinstance(principal, str) else None

@@ -1,0 +1,286 @@
+"""The full-text index over stored sentexes: what a sentence reads as, and its tables.
+
+A sentence is indexed as words (`document`): each symbol split at its case and digit
+boundaries (`postgresMajorVersion` → "postgres major version", `PostgreSQL16` →
+"postgre sql 16", plus "postgresql" — a symbol's letters run together, so the name typed
+in lower case finds it too), strings verbatim (answers' free text, grounds, wrap notes),
+numbers as written; variables are not words. A row holds two texts: `words`, what a
+reader recognises (snippets are cut from it), and `extra`, the forms only a search needs
+(joined symbols, a string's camelCase tokens split). A search text is cut the same way
+(`query_words`), so `ProdCluster` in a search finds "prod cluster" in a claim.
+
+Invariant: the index holds one row per stored premise (`rows`: a derived sentex is not
+indexed) — written in the same transaction as the sentex's row (idempotent: a sentex
+upserted again keeps its row, since its text never changes) and deleted with it. On
+SQLite that is one FTS5 table holding its own text (porter stemming, unicode61), keyed
+by handle; on PostgreSQL the table `sentex_words` with a generated `tsvector` column
+(the `english` configuration: stemming, stop words) under a GIN index. A store opened
+from before the index existed gets it, backfilled, by a schema migration (`backfill`).
+
+Ranking: SQLite's `bm25()`; PostgreSQL's `ts_rank` normalised by document length (it
+has no BM25). Either way a row matching more of the words ranks first (on SQLite rarer
+words also count more); ties go to the older sentex (lower handle). Scores are the
+backend's own: only their order means anything.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from koinii.terms import Sym, Var, parse
+
+MAX_WORDS = 32  # words a search may hold
+MAX_SEARCH_TEXT = 1000  # characters a search text may hold
+SNIPPET_TOKENS = 16
+
+Ranked = tuple[int, float, "str | None"]  # (handle, score, snippet or None)
+
+_CHUNK = re.compile(r"[^\W_]+")  # what unicode61 keeps as a token: letters and digits
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_DIGITS = re.compile(r"[0-9]+|[^0-9]+")
+
+# Words too common to search by: dropped from a search (PostgreSQL's `english`
+# configuration drops these and more from documents too), so both stores answer alike.
+# fmt: off
+STOP_WORDS = frozenset({
+    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for",
+    "from", "has", "have", "how", "i", "in", "into", "is", "it", "its", "me", "my", "of", "on",
+    "or", "our", "that", "the", "their", "there", "they", "this", "to", "us", "was", "we",
+    "were", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+})
+# fmt: on
+
+
+def _split(chunk: str) -> tuple[list[str], str | None]:
+    """A run of letters and digits as its words, lower case, and — when it split — its
+    letters run together (`ProdCluster`: "prod", "cluster"; "prodcluster")."""
+    if chunk.isascii():
+        parts = _CAMEL.findall(chunk)
+    else:  # no case boundaries outside ASCII: letters and digits apart
+        parts = _DIGITS.findall(chunk)
+    words = [p.lower() for p in parts]
+    if len(words) > 1:
+        letters = "".join(p for p in words if not p.isdigit())
+        if letters and letters not in words:
+            return words, letters
+    return words, None
+
+
+@functools.lru_cache(maxsize=65536)
+def _symbol_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A symbol's words and its joined forms (cached: the same symbols recur in every
+    write, and the index row is computed on the writer's path)."""
+    words: list[str] = []
+    joined: list[str] = []
+    for chunk in _CHUNK.findall(name):
+        parts, together = _split(chunk)
+        words.extend(parts)
+        if together is not None:
+            joined.append(together)
+    return tuple(words), tuple(joined)
+
+
+def text_words(text: str) -> list[str]:
+    """The words of free text or a symbol's name: each run split, then its joined form."""
+    out: list[str] = []
+    for chunk in _CHUNK.findall(text):
+        words, joined = _split(chunk)
+        out.extend(words)
+        if joined is not None:
+            out.append(joined)
+    return out
+
+
+def document(term: Any) -> tuple[str, str]:
+    """What the index holds for a sentence (its positive atom), as two texts: the words
+    a reader recognises — the symbols' words, then the strings — which snippets are cut
+    from; and the forms only a search needs (joined symbols, split string tokens)."""
+    symbols: list[str] = []
+    strings: list[str] = []
+    extra: list[str] = []
+    _collect(term, symbols, strings, extra)
+    for text in strings:
+        # a camelCase or digit-joined token inside a string is also found by its parts
+        for chunk in _CHUNK.findall(text):
+            words, joined = _split(chunk)
+            if len(words) > 1:
+                extra.extend(words)
+            if joined is not None:
+                extra.append(joined)
+    parts = [" ".join(symbols)] if symbols else []
+    parts.extend(strings)
+    return " · ".join(parts), " ".join(extra)
+
+
+def _collect(term: Any, symbols: list[str], strings: list[str], extra: list[str]) -> None:
+    cls = type(term)
+    if cls is tuple:
+        for part in term:
+            _collect(part, symbols, strings, extra)
+    elif cls is Sym:
+        words, joined = _symbol_words(term.name)
+        symbols.extend(words)
+        extra.extend(joined)
+    elif cls is str:
+        strings.append(term)
+    elif cls is Var:
+        return
+    elif cls is bool:
+        symbols.append("true" if term else "false")
+    else:  # int, float
+        symbols.append(str(term))
+
+
+def query_words(text: str) -> list[str]:
+    """The distinct words a search looks for, stop words left out (may be empty)."""
+    seen = dict.fromkeys(w for w in text_words(text) if w not in STOP_WORDS)
+    return list(seen)
+
+
+def row(handle: int, atom: Any) -> tuple[int, str, str]:
+    return (handle, *document(atom))
+
+
+def rows_of_text(handles_and_texts: Iterable[tuple[int, str]]) -> list[tuple[int, str, str]]:
+    """Index rows for stored (handle, atom text) pairs (the migration and imports)."""
+    return [(h, *document(parse(text))) for h, text in handles_and_texts]
+
+
+def rows(nodes: Iterable[Any]) -> list[tuple[int, str, str]]:
+    """Index rows for the premises among stored nodes (or rows): a derived sentex is not
+    indexed — its words are its premises' words, and a rule deriving 250,000 of them
+    must not write 250,000 index rows (a carried claim is found by the answer that
+    carries it, which holds its words)."""
+    return [row(n.handle, n.atom) for n in nodes if n.premise]
+
+
+# --- SQLite (and the in-memory store's SQLite) -------------------------------------------
+
+# One FTS5 table that holds its own text, keyed by handle: an external-content table
+# kept by triggers cost five times as much per row (44 us against 8 here), on every write.
+SQLITE_SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS sentex_fts USING fts5 (
+    words, extra, tokenize = 'porter unicode61'
+);
+"""
+# A sentex's text never changes, so storing its row again (an upsert) replaces it alike.
+SQLITE_INSERT_WORDS = "INSERT OR REPLACE INTO sentex_fts (rowid, words, extra) VALUES (?, ?, ?)"
+SQLITE_DELETE_WORDS = "DELETE FROM sentex_fts WHERE rowid = ?"
+
+
+def sqlite_match(words: Sequence[str]) -> str:
+    """An FTS5 query matching any of `words` (each quoted: no word is syntax)."""
+    return " OR ".join(f'"{w}"' for w in words)
+
+
+_SQLITE_SNIPPET = f"snippet(sentex_fts, 0, '[', ']', '…', {SNIPPET_TOKENS})"
+
+
+def sqlite_ranked(db: Any, words: Sequence[str], limit: int | None) -> list[Ranked]:
+    """(handle, score, snippet) of the rows matching any word, best first; score: higher
+    is better. With a `limit` each row comes with its snippet — computed, inside the one
+    query, for the rows returned only (a second MATCH for them would cost the search
+    again); without one (every match), the snippets are None: ask `sqlite_snippets`."""
+    match = sqlite_match(words)
+    if limit is None:
+        found = db.execute(
+            "SELECT rowid, rank, NULL FROM sentex_fts WHERE sentex_fts MATCH ? "
+            "ORDER BY rank, rowid",
+            (match,),
+        ).fetchall()
+    else:
+        found = db.execute(
+            f"SELECT rowid, rank, {_SQLITE_SNIPPET} FROM sentex_fts WHERE sentex_fts MATCH ? "
+            "ORDER BY rank, rowid LIMIT ?",
+            (match, limit),
+        ).fetchall()
+    return [(h, -r, snippet) for h, r, snippet in found]
+
+
+def sqlite_snippets(db: Any, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
+    """Each row's window of about SNIPPET_TOKENS readable words (the first column) around
+    its matches, `[`marked`]` (its first words when only the extra forms matched)."""
+    if not handles:
+        return {}
+    marks = ", ".join("?" for _ in handles)
+    found = db.execute(
+        f"SELECT rowid, {_SQLITE_SNIPPET} "
+        f"FROM sentex_fts WHERE sentex_fts MATCH ? AND rowid IN ({marks})",
+        (sqlite_match(words), *handles),
+    ).fetchall()
+    return dict(found)
+
+
+def sqlite_create(db: Any) -> None:
+    """Create the index's tables on an SQLite connection (inside the caller's transaction)."""
+    from koinii.kb.store import _statements
+
+    for statement in _statements(SQLITE_SCHEMA):
+        db.execute(statement)
+
+
+def sqlite_backfill(db: Any) -> None:
+    """Create the index (the SQLite store's migration) and fill it from the sentex rows
+    already stored."""
+    sqlite_create(db)
+    backfill(db.execute(BACKFILL), SQLITE_INSERT_WORDS, db.executemany)
+
+
+BACKFILL = "SELECT handle, text FROM sentex WHERE premise"  # what `rows` indexes
+
+
+def backfill(stored: Any, insert: str, run_many: Any, batch: int = 10_000) -> None:
+    """Index rows for every (handle, text) of `stored`, written `batch` at a time."""
+    while True:
+        chunk = stored.fetchmany(batch)
+        if not chunk:
+            return
+        run_many(insert, rows_of_text(chunk))
+
+
+# --- PostgreSQL ------------------------------------------------------------------------
+
+POSTGRES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sentex_words (
+    handle BIGINT PRIMARY KEY,
+    words TEXT NOT NULL,
+    extra TEXT NOT NULL,
+    doc tsvector GENERATED ALWAYS AS (to_tsvector('english', words || ' ' || extra)) STORED
+);
+CREATE INDEX IF NOT EXISTS sentex_words_doc ON sentex_words USING gin (doc);
+"""
+POSTGRES_INSERT_WORDS = (
+    "INSERT INTO sentex_words (handle, words, extra) VALUES (?, ?, ?) "
+    "ON CONFLICT (handle) DO NOTHING"
+)
+POSTGRES_DELETE_WORDS = "DELETE FROM sentex_words WHERE handle = ?"
+
+
+def postgres_query(words: Sequence[str]) -> str:
+    """A `to_tsquery` text matching any of `words` (each quoted: no word is syntax)."""
+    return " | ".join(f"'{w}'" for w in words)
+
+
+_POSTGRES_HEADLINE = (
+    "ts_headline('english', words, q, "
+    f"'StartSel=[, StopSel=], MaxWords={SNIPPET_TOKENS}, MinWords=4, MaxFragments=1, "
+    "FragmentDelimiter=…')"
+)
+# With a limit, PostgreSQL computes the headline after the sort, for the rows returned.
+POSTGRES_RANKED = (
+    f"SELECT handle, ts_rank(doc, q, 1) AS score, {_POSTGRES_HEADLINE} "
+    "FROM sentex_words, to_tsquery('english', %s) q WHERE doc @@ q "
+    "ORDER BY score DESC, handle LIMIT %s"
+)
+POSTGRES_ALL = (
+    "SELECT handle, ts_rank(doc, q, 1) AS score, NULL "
+    "FROM sentex_words, to_tsquery('english', %s) q WHERE doc @@ q "
+    "ORDER BY score DESC, handle"
+)
+POSTGRES_SNIPPETS = (
+    f"SELECT handle, {_POSTGRES_HEADLINE} "
+    "FROM sentex_words, to_tsquery('english', %s) q WHERE handle = ANY(%s)"
+)

@@ -1,0 +1,391 @@
+"""Each `koinii` command: its output (`--json` parsed), its exit code and its refusals, on a
+store opened in-process (`--db`) and through a real daemon (`--url`).
+
+Exit codes (docs/cli.md): 0 done, 1 refused, 2 bad usage, 3 daemon unreachable.
+"""
+
+import json
+import os
+import pathlib
+
+import pytest
+from click.testing import CliRunner
+
+import koinii
+from koinii import channel
+from koinii.cli import main
+from tests.conftest import Daemon, free_port
+
+NO_SOURCE_ENV = {"KOINII_URL": None, "KOINII_DB": None, "KOINII_TOKEN": None}
+
+
+def koinii_(*args: str):
+    return CliRunner().invoke(main, list(args), env=NO_SOURCE_ENV)
+
+
+def refusal(result, kind: str) -> str:
+    """The one stderr line of a refused command (exit 1), naming `kind`."""
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(f"koinii: {kind}: "), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    return result.stderr
+
+
+@pytest.fixture
+def team(tmp_path) -> dict:
+    """A store file where AgentAtlas claims, a rule derives, and AgentBoreas disputes."""
+    path = str(tmp_path / "team.db")
+    with koinii.open_kb(path) as kb:
+        atlas = channel.join(channel.local(kb), "CxTeam", "AgentAtlas")
+        boreas = channel.join(channel.local(kb), "CxTeam", "AgentBoreas")
+        claim = atlas.assert_("(usesDatabase ProdCluster Postgres)")
+        rule = kb.assert_("(implies (usesDatabase ?c ?d) (hasDatabase ?c))", "CxTeam")
+        (derived,) = kb.sentexes_matching("(hasDatabase ProdCluster)", "CxTeam")
+        dispute = boreas.dispute(claim)
+    return {
+        "db": path,
+        "claim": claim,
+        "rule": rule,
+        "derived": derived.handle,
+        "dispute": dispute,
+    }
+
+
+@pytest.fixture(params=["embedded", "daemon"])
+def source(request, team):
+    """The team's store as a command reaches it: `--db FILE`, or `--url` of its daemon."""
+    if request.param == "embedded":
+        yield ["--db", team["db"]]
+        return
+    daemon = Daemon(team["db"], []).start()
+    try:
+        yield ["--url", daemon.url]
+    finally:
+        daemon.kill()
+
+
+def as_json(result):
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+# --- status -----------------------------------------------------------------------------
+
+
+def test_status_tells_health_seq_counts_backend_and_writer(source, team):
+    report = as_json(koinii_("status", "--json", *source))
+    assert report["ok"] is True and report["backend"] == "sqlite"
+    with koinii.open_kb(None) as empty:
+        shipped = empty.stats()["sentexes"]
+    assert report["seq"] > 0 and report["counts"]["sentexes"] > shipped
+    assert report["counts"]["rules"] >= 1 and report["counts"]["derived"] >= 1
+    assert report["role"] == ("writer" if source[0] == "--url" else "in-process writer")
+    text = koinii_("status", *source)
+    assert text.exit_code == 0 and f"seq {report['seq']}" in text.stdout
+    assert "backend=sqlite" in text.stdout and report["role"] in text.stdout
+
+
+# --- retract and withdraw ---------------------------------------------------------------
+
+
+def test_retract_removes_a_sentex_and_what_rested_on_it(source, team):
+    retracted = as_json(koinii_("retract", str(team["rule"]), "--json", *source))
+    assert retracted["removed_sentexes"] == 2  # the rule and what it derived
+    assert retracted["removed_justifications"] == 1 and retracted["seq"] > 0
+    again = koinii_("retract", str(team["rule"]), *source)
+    assert "unknown-handle" in refusal(again, "unknown-handle")
+    refusal(koinii_("retract", "1", *source), "vocabulary-read-only")
+    assert koinii_("retract", "not-a-number", *source).exit_code == 2
+
+
+def test_withdraw_takes_back_an_agents_own_move_only(source, team):
+    mine = ["--agent", "AgentBoreas", "--channel", "CxTeam"]
+    foreign = koinii_("withdraw", str(team["claim"]), *mine, *source)
+    assert "AgentAtlas" in refusal(foreign, "koinii/foreign-sentex")
+    withdrawn = as_json(koinii_("withdraw", str(team["dispute"]), *mine, "--json", *source))
+    assert withdrawn["removed_sentexes"] >= 2  # the dispute, its rebuttal, what followed
+    assert as_json(koinii_("contradictions", "--json", *source)) == []
+    assert koinii_("withdraw", str(team["claim"]), *source).exit_code == 2  # no --agent
+
+
+# --- why, why-not, contradictions, disputes ---------------------------------------------
+
+
+def test_why_prints_the_justification_tree(source, team):
+    tree = as_json(koinii_("why", str(team["derived"]), "--json", *source))
+    assert tree["sentence"] == "(hasDatabase ProdCluster)" and tree["premise"] is False
+    (justification,) = tree["justifications"]
+    assert justification["rule"] == team["rule"]
+    assert [a["handle"] for a in justification["antecedents"]] == [team["claim"]]
+    lines = koinii_("why", str(team["derived"]), *source).stdout.splitlines()
+    assert lines[0].startswith(f"#{team['derived']} (hasDatabase ProdCluster)")
+    assert lines[1].strip().startswith(f"by rule #{team['rule']}")
+    assert lines[2].startswith("    #") and "(premise, believed)" in lines[2]
+    unknown = koinii_("why", "999999", *source)
+    assert "not stored" in refusal(unknown, "unknown-handle")
+
+
+def test_why_not_names_the_reason(source, team):
+    believed = as_json(koinii_("why-not", str(team["claim"]), "--json", *source))
+    assert believed == {
+        "handle": team["claim"],
+        "context": None,
+        "believed": True,
+        "reason": None,
+    }
+    hidden = as_json(koinii_("why-not", str(team["claim"]), "-c", "CxBoreas", "--json", *source))
+    assert hidden["reason"] == "not-visible" and hidden["believed"] is False
+    assert koinii_("why-not", "999999", *source).stdout.strip() == "#999999: not-stored"
+    refusal(koinii_("why-not", str(team["claim"]), "-c", "cx bad", *source), "naming")
+
+
+def test_contradictions_and_disputes_show_the_clash(source, team):
+    (clash,) = as_json(koinii_("contradictions", "-c", "CxTeam", "--json", *source))
+    assert sorted(side["context"] for side in clash["sides"]) == ["CxAtlas", "CxBoreas"]
+    assert as_json(koinii_("contradictions", "--conflicts", "--json", *source)) == []
+    assert koinii_("contradictions", "-c", "CxAtlas", *source).stdout == "no contradictions\n"
+    (dispute,) = as_json(koinii_("disputes", "-c", "CxTeam", "--json", *source))
+    assert dispute["state"] == "open" and dispute["target"]["handle"] == team["claim"]
+    assert [m["speaker"] for m in dispute["raised_by"]] == ["AgentBoreas"]
+    text = koinii_("disputes", "-c", "CxTeam", *source).stdout
+    assert "open, raised by AgentBoreas" in text and "AgentAtlas: (usesDatabase" in text
+    assert (
+        as_json(koinii_("disputes", "-c", "CxTeam", "--state", "resolved", "--json", *source)) == []
+    )
+    assert koinii_("disputes", "-c", "CxTeam", "--state", "nope", *source).exit_code == 2
+
+
+# --- load -------------------------------------------------------------------------------
+
+SENTENCES = """\
+; what the ops team knows
+(usesDatabase BillingCluster Postgres)
+(UsesDatabase Nope)
+(usesDatabase
+(usesDatabase AuthCluster Redis)
+(genlCx CxOps CxOps)
+"""
+
+
+@pytest.mark.parametrize("batch", ["500", "1"])
+def test_load_loads_what_reads_and_reports_each_refused_line(source, tmp_path, batch):
+    file = tmp_path / "ops.kif"
+    file.write_text(SENTENCES)
+    loaded = koinii_("load", str(file), "-c", "CxOps", "--batch", batch, "--json", *source)
+    assert loaded.exit_code == 1  # something was refused
+    report = json.loads(loaded.stdout)
+    assert report["loaded"] == 2
+    assert [(p["line"], p["kind"]) for p in report["problems"]] == [
+        (3, "naming"),
+        (4, "parse"),
+        (6, "not-well-formed"),
+    ]
+    found = as_json(koinii_("query", "(usesDatabase ?c ?db)", "-c", "CxOps", "--json", *source))
+    assert found == [
+        {"?c": "AuthCluster", "?db": "Redis"},
+        {"?c": "BillingCluster", "?db": "Postgres"},
+    ]
+    text = koinii_("load", str(file), "-c", "CxOps", *source)
+    assert text.stdout.splitlines()[0].startswith(f"{file}:3:1: naming: ")
+    assert "loaded 2 statement(s) into CxOps; refused 3" in text.stdout
+
+
+def test_load_all_or_nothing_loads_nothing_of_a_bad_file(source, tmp_path):
+    file = tmp_path / "ops.kif"
+    file.write_text(SENTENCES)
+    refusal(koinii_("load", str(file), "-c", "CxOps", "--all-or-nothing", *source), "parse")
+    assert (
+        as_json(koinii_("query", "(usesDatabase ?c ?db)", "-c", "CxOps", "--json", *source)) == []
+    )
+    good = tmp_path / "good.kif"
+    good.write_text("(ready Release)\n(ready Billing)\n")
+    done = as_json(koinii_("load", str(good), "-c", "CxOps", "--all-or-nothing", "--json", *source))
+    assert done["loaded"] == 2 and done["problems"] == []
+    assert koinii_("load", str(tmp_path / "absent.kif"), "-c", "CxOps", *source).exit_code == 2
+    binary = tmp_path / "image.kif"
+    binary.write_bytes(b"(ready A)\n\xff\xfe")
+    assert "not UTF-8 text (byte 10)" in refusal(
+        koinii_("load", str(binary), "-c", "CxOps", *source), "parse"
+    )
+
+
+def test_load_of_a_big_file_stays_inside_the_daemons_write_budget(tmp_path):
+    daemon = Daemon(str(tmp_path / "team.db"), ["--write-budget", "0.005"]).start()
+    try:
+        file = tmp_path / "hosts.kif"
+        file.write_text("".join(f"(hostOf Service{i} Machine{i % 7})\n" for i in range(3000)))
+        # one write of them all is past the budget
+        with daemon.client() as client, pytest.raises(koinii.Refused, match="budget"):
+            client.load_text(file.read_text(), "CxOps", on_error="report")
+        loaded = koinii_("load", str(file), "-c", "CxOps", "--json", "--url", daemon.url)
+        assert as_json(loaded)["loaded"] == 3000 and json.loads(loaded.stdout)["problems"] == []
+        url = ["--url", daemon.url]
+        found = as_json(koinii_("query", "(hostOf ?s Machine3)", "-c", "CxOps", "--json", *url))
+        assert len(found) == len(range(3, 3000, 7))
+    finally:
+        daemon.kill()
+
+
+# --- export and backup, while the daemon runs -------------------------------------------
+
+
+@pytest.fixture
+def serving(team):
+    """The team's store with its daemon running: what export and backup must read."""
+    daemon = Daemon(team["db"], []).start()
+    yield daemon
+    daemon.kill()
+
+
+def test_export_dumps_the_store_its_daemon_holds_and_migrate_reads_it_back(serving, team, tmp_path):
+    with serving.client() as client:
+        client.assert_("(ready Release)", "CxOps")
+        stats = client.stats()
+    dump = str(tmp_path / "team.jsonl")
+    summary = as_json(koinii_("export", dump, "--db", team["db"], "--json"))
+    assert summary["counts"]["sentexes"] == stats["sentexes"]
+    assert summary["counts"]["changes"] == stats["seq"] and summary["bytes"] > 0
+    lines = [json.loads(line) for line in pathlib.Path(dump).read_text().splitlines()]
+    assert lines[0]["koinii"] == "export" and lines[0]["seq"] == stats["seq"]
+    assert lines[-1] == {"end": summary["counts"]}
+    said = [x["sentex"] for x in lines if "sentex" in x and x["sentex"]["handle"] == team["claim"]]
+    assert said[0]["creator"] == "AgentAtlas" and said[0]["context"] == "CxAtlas"
+    restored = str(tmp_path / "restored.db")
+    assert koinii_("migrate", "--from", dump, "--to", restored).exit_code == 0
+    with koinii.open_kb(restored, create=False) as kb:
+        assert kb.stats() == stats
+        assert kb.why(team["derived"])["justifications"][0]["rule"] == team["rule"]
+    loaded = koinii_("load", dump, "-c", "CxOps", "--db", team["db"])
+    assert f"migrate --from {dump}" in refusal(loaded, "not-sentences")
+    again = koinii_("export", dump, "--db", team["db"])
+    assert "exists" in refusal(again, "target-not-empty")
+    refusal(koinii_("export", str(tmp_path / "team.txt"), "--db", team["db"]), "bad-option")
+
+
+def test_a_cut_short_export_is_refused_not_read_as_a_smaller_store(serving, team, tmp_path):
+    dump = tmp_path / "team.jsonl"
+    assert koinii_("export", str(dump), "--db", team["db"]).exit_code == 0
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(dump.read_text().splitlines(keepends=True)[:-3]))
+    result = koinii_("migrate", "--from", str(cut), "--to", str(tmp_path / "new.db"))
+    assert "cut short" in refusal(result, "not-an-export")
+
+
+def test_backup_copies_the_store_while_its_daemon_writes_on(serving, team, tmp_path):
+    copy = str(tmp_path / "copy.db")
+    with serving.client() as client:
+        client.assert_("(ready Release)", "CxOps")
+        copied = as_json(koinii_("backup", copy, "--db", team["db"], "--json"))
+        assert copied["seq"] == client.seq and copied["bytes"] == os.path.getsize(copy)
+        client.assert_("(ready Billing)", "CxOps")  # the daemon goes on
+        stats = client.stats()
+    with koinii.open_kb(copy, create=False) as kb:
+        assert kb.seq == copied["seq"] == stats["seq"] - 1
+        assert kb.query("(ready ?x)", "CxOps") == [{"?x": koinii.Sym("Release")}]
+    assert "exists" in refusal(koinii_("backup", copy, "--db", team["db"]), "target-not-empty")
+    missing = koinii_("backup", str(tmp_path / "b.db"), "--db", str(tmp_path / "nope.db"))
+    refusal(missing, "no-such-store")
+
+
+def test_export_and_backup_read_the_store_not_a_daemon(serving, tmp_path):
+    for command in ("export", "backup"):
+        result = koinii_(command, str(tmp_path / "x.jsonl"), "--url", serving.url)
+        assert result.exit_code == 2 and "give --db" in result.output
+
+
+def test_backup_of_a_postgresql_store_says_how_pg_dump_does_it(tmp_path):
+    dsn = "postgresql://koinii@db.example:5432/team?options=-csearch_path%3Dops"
+    result = koinii_("backup", str(tmp_path / "x.db"), "--db", dsn)
+    line = refusal(result, "backup-by-pg-dump")
+    assert "pg_dump --schema=ops" in line and "'postgresql://koinii@db.example:5432/team'" in line
+
+
+# --- --json where there was none --------------------------------------------------------
+
+
+def test_wraps_lists_print_json(source, team):
+    assert as_json(koinii_("wraps", "list", "--json", *source)) == []
+    assert as_json(koinii_("wraps", "coordinators", "--json", *source)) == []
+
+
+# --- every command that reaches a daemon exits 3 when it is not there --------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["status"],
+        ["assert", "(ready A)", "-c", "CxA"],
+        ["retract", "5"],
+        ["withdraw", "5", "--agent", "AgentAtlas", "--channel", "CxTeam"],
+        ["why", "5"],
+        ["why-not", "5"],
+        ["contradictions"],
+        ["disputes", "-c", "CxTeam"],
+        ["wraps", "permeate", "--session", "s"],
+        ["wraps", "coordinators"],
+        ["sessions", "search", "x"],
+    ],
+    ids=lambda c: "-".join(c[:2]),
+)
+def test_every_command_exits_3_when_its_daemon_is_unreachable(command, tmp_path):
+    result = koinii_(*command, "--url", f"http://127.0.0.1:{free_port()}")
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith("koinii: unavailable: cannot reach the daemon")
+
+
+def test_load_exits_3_when_its_daemon_is_unreachable(tmp_path):
+    file = tmp_path / "a.kif"
+    file.write_text("(ready A)\n")
+    result = koinii_("load", str(file), "-c", "CxA", "--url", f"http://127.0.0.1:{free_port()}")
+    assert result.exit_code == 3 and result.stderr.startswith("koinii: unavailable: ")
+
+
+def test_assert_token_list_and_migrate_print_json(source, tmp_path):
+    made = as_json(koinii_("assert", "(ready Release)", "-c", "CxOps", "--json", *source))
+    assert isinstance(made["handle"], int)
+    assert koinii_("assert", "(ready Release)", "-c", "CxOps", *source).stdout.strip() == str(
+        made["handle"]
+    )  # idempotent: the same handle, as a plain line
+    table = str(tmp_path / "team.tokens")
+    assert koinii_("token", "add", "AgentAtlas", "--tokens", table).exit_code == 0
+    (entry,) = as_json(koinii_("token", "list", "--tokens", table, "--json"))
+    assert entry["id"] == "AgentAtlas" and entry["role"] == "agent" and "token" not in entry
+
+
+def test_export_of_a_store_on_either_backend_migrates_back(new_location, tmp_path):
+    location = new_location()
+    with koinii.open_kb(location) as kb:
+        kb.assert_("(usesDatabase ProdCluster Postgres)", "CxOps", creator="AgentAtlas")
+        stats = kb.stats()
+    dump = str(tmp_path / "store.jsonl")
+    assert as_json(koinii_("export", dump, "--db", location, "--json"))["counts"]["changes"] >= 1
+    restored = str(tmp_path / "restored.db")
+    counts = as_json(koinii_("migrate", "--from", dump, "--to", restored, "--json"))
+    assert counts["sentexes"] == stats["sentexes"]
+    with koinii.open_kb(restored, create=False) as kb:
+        assert kb.stats() == stats
+        (said,) = kb.sentexes_matching("(usesDatabase ?c ?d)", "CxOps")
+        assert said.provenance["creator"] == "AgentAtlas"
+
+
+def test_every_help_line_is_whole_and_plain():
+    """`koinii --help` and each group's list a whole sentence per command (click cuts a
+    long first sentence with "..."), and no help leans on the project's jargon."""
+    import re
+
+    import click
+
+    def walk(group: click.Group, path: list[str]):
+        listed = koinii_(*path, "--help")
+        assert listed.exit_code == 0
+        commands = listed.stdout.split("Commands:")[1]
+        assert "..." not in commands, commands
+        for name, command in group.commands.items():
+            helped = koinii_(*path, name, "--help")
+            assert helped.exit_code == 0, (path, name)
+            assert not re.search(r"\blings?\b", helped.stdout), (path, name)
+            if isinstance(command, click.Group):
+                walk(command, [*path, name])
+
+    walk(main, [])

@@ -1,0 +1,297 @@
+"""Searching the knowledge base (docs/search.md): ranked full-text search over what is
+stored, visible from a context, and the vocabulary in use — on every store."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+import koinii
+from koinii.channel import join, local, wire
+from tests.conftest import refused
+
+TEAM = "CxTeam"
+
+
+def texts(hits) -> list[str]:
+    return [h.sentex.text for h in hits]
+
+
+def test_a_claim_is_found_by_the_words_of_its_predicate_and_arguments(kb):
+    kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM, creator="AgentAtlas")
+    kb.assert_("(usesQueue Billing RabbitQueue)", TEAM)
+    for text in ("postgres major version", "prod cluster", "ProdCluster", "Postgres", "16"):
+        hits = kb.search(text, TEAM)
+        assert texts(hits) == ["(postgresMajorVersion ProdCluster 16)"], text
+    hit = kb.search("postgres", TEAM)[0]
+    assert hit.author == "AgentAtlas"
+    assert hit.sentex.context == TEAM and hit.sentex.believed
+    assert "[postgres]" in hit.snippet
+
+
+def test_strings_answers_notes_and_grounds_are_found_by_their_words(kb):
+    kb.assert_('(memoryNote AgentBo "Prod runs PostgreSQL 16 since the May upgrade")', TEAM)
+    kb.assert_('(answerTo (sentexHandle 7) "Dana owns the deploy runbook")', TEAM)
+    kb.assert_("(justifies AgentBo ReleaseNotesSayPg16 (sentexHandle 7))", TEAM)
+    assert texts(kb.search("upgrade", TEAM)) == [
+        '(memoryNote AgentBo "Prod runs PostgreSQL 16 since the May upgrade")'
+    ]
+    assert texts(kb.search("who owns the runbook", TEAM)) == [
+        '(answerTo (sentexHandle 7) "Dana owns the deploy runbook")'
+    ]
+    # "notes" also stems to memoryNote's "note": the ground, matching both words, first
+    assert texts(kb.search("release notes", TEAM))[0] == (
+        "(justifies AgentBo ReleaseNotesSayPg16 (sentexHandle 7))"
+    )
+    # a camelCase token inside a string is found by its parts, stemmed
+    assert len(kb.search("postgres", TEAM)) == 1
+    assert "[upgrade]" in kb.search("upgrades", TEAM)[0].snippet
+
+
+def test_a_sentex_matching_more_of_the_words_ranks_first(kb):
+    kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+    kb.assert_("(usesDatabase StagingCluster PostgreSQL15)", TEAM)
+    kb.assert_("(owner ProdCluster AgentDana)", TEAM)
+    hits = kb.search("prod cluster postgres version", TEAM)
+    assert texts(hits)[0] == "(postgresMajorVersion ProdCluster 16)"
+    assert len(hits) == 3
+    assert hits[0].score >= hits[1].score >= hits[2].score
+    assert texts(kb.search("prod cluster postgres version", TEAM, limit=1)) == [
+        "(postgresMajorVersion ProdCluster 16)"
+    ]
+
+
+def test_only_what_the_context_sees_is_found(kb):
+    """Inheritance respected: a context finds what it sees, never what it does not."""
+    atlas = join(local(kb), TEAM, "AgentAtlas")
+    bo = join(local(kb), TEAM, "AgentBo")
+    join(local(kb), "CxRivals", "AgentCyd").assert_("(postgresMajorVersion RivalCluster 14)")
+    atlas.assert_("(postgresMajorVersion ProdCluster 16)")
+    kb.assert_("(postgresMajorVersion ScratchCluster 13)", "CxBoScratch", creator="AgentBo")
+    kb.assert_("(postgresMajorVersion SharedCluster 12)", "CxUniverse")
+    seen = texts(kb.search("postgres version", bo.channel))
+    assert sorted(seen) == [
+        "(postgresMajorVersion ProdCluster 16)",
+        "(postgresMajorVersion SharedCluster 12)",
+    ]
+    # the agent's own context sees only itself and what it speaks; CxEverything all
+    assert texts(kb.search("postgres version", bo.context)) == [
+        "(postgresMajorVersion SharedCluster 12)"
+    ]
+    assert len(kb.search("postgres version", "CxEverything")) == 4
+
+
+def test_what_is_no_longer_believed_is_not_found(kb):
+    handle = kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+    newer = kb.assert_("(postgresMajorVersion ProdCluster 17)", TEAM)
+    kb.retract(handle)
+    assert texts(kb.search("postgres", TEAM)) == ["(postgresMajorVersion ProdCluster 17)"]
+    mask = kb.assert_(f"(except (sentexHandle {newer}))", TEAM)
+    assert kb.search("postgres", TEAM) == []
+    kb.retract(mask)
+    assert len(kb.search("postgres", TEAM)) == 1
+
+
+def test_visible_hits_are_found_past_many_invisible_better_ones(kb):
+    kb.edit(add=[(f"(postgresMajorVersion Cluster{i} 16)", "CxHidden") for i in range(80)])
+    kb.assert_('(memoryNote AgentBo "we use postgres, see the runbook")', TEAM)
+    [hit] = kb.search("postgres major version", TEAM, limit=2)
+    assert hit.sentex.text == '(memoryNote AgentBo "we use postgres, see the runbook")'
+    assert "[postgres]" in hit.snippet  # found past the first page: its snippet asked late
+
+
+def test_the_vocabulary_lists_the_predicates_in_use_with_counts_and_an_example(kb):
+    kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+    kb.assert_("(postgresMajorVersion StagingCluster 15)", TEAM)
+    kb.assert_("(usesDatabase Billing Mysql)", TEAM)
+    kb.assert_("(secretPredicate A B)", "CxElsewhere")
+    vocabulary = kb.vocabulary(TEAM)
+    assert [(v["predicate"], v["count"]) for v in vocabulary] == [
+        ("postgresMajorVersion", 2),
+        ("usesDatabase", 1),
+    ]
+    assert vocabulary[0]["example"]["sentence"] == "(postgresMajorVersion ProdCluster 16)"
+    assert vocabulary[0]["example"]["context"] == TEAM
+    assert "secretPredicate" in {v["predicate"] for v in kb.vocabulary("CxEverything")}
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [("", "bad-search"), ("   ", "bad-search"), ("?!", "bad-search"), (42, "bad-search")],
+)
+def test_a_search_without_words_is_refused(kb, text, kind):
+    assert refused(lambda: kb.search(text, TEAM)).kind == kind
+
+
+def test_bad_limits_and_contexts_are_refused_by_name(kb):
+    for limit in (0, -1, 101, "3", 2.0, True):
+        refusal = refused(lambda limit=limit: kb.search("postgres", TEAM, limit=limit))
+        assert (refusal.kind, refusal.data["option"]) == ("bad-option", "limit")
+    assert refused(lambda: kb.search("postgres", "team")).kind == "naming"
+    assert refused(lambda: kb.search("postgres", "?ctx")).kind == "read-only-context"
+    assert refused(lambda: kb.vocabulary("?ctx")).kind == "read-only-context"
+    assert refused(lambda: kb.vocabulary(7)).kind == "naming"
+    too_long = refused(lambda: kb.search("x" * 1001, TEAM))
+    assert too_long.kind == "bad-search" and too_long.data["max"] == 1000
+    assert refused(lambda: kb.search(" ".join(f"w{i}" for i in range(40)), TEAM)).kind == (
+        "bad-search"
+    )
+
+
+def test_stop_words_alone_find_nothing(kb):
+    kb.assert_('(memoryNote AgentBo "the one and the other")', TEAM)
+    assert kb.search("the and", TEAM) == []
+
+
+def test_the_index_survives_reopening_and_follows_retraction(new_location):
+    location = new_location()
+    with koinii.open_kb(location) as kb:
+        kept = kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+        gone = kb.assert_("(postgresMajorVersion OldCluster 9)", TEAM)
+        kb.retract(gone)
+        kb.add_provenance(kept, {"note": "checked"})  # an upsert of a stored row
+    with koinii.open_kb(location) as kb:
+        assert [h.sentex.handle for h in kb.search("postgres", TEAM)] == [kept]
+
+
+def test_a_group_commit_writes_the_index_with_its_rows(new_location):
+    location = new_location()
+    with koinii.open_kb(location) as kb:
+        kb.begin_group()
+        first = kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+        second = kb.assert_("(postgresMajorVersion OldCluster 9)", TEAM)
+        kb.retract(second)
+        kb.commit_group()
+        assert [h.sentex.handle for h in kb.search("postgres", TEAM)] == [first]
+
+
+def test_a_store_from_before_the_index_gets_it_backfilled(backend, new_location, request):
+    location = new_location()
+    with koinii.open_kb(location) as kb:
+        kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+    if backend == "sqlite":  # back to schema 2: no index
+        db = sqlite3.connect(location)
+        db.executescript("DROP TABLE sentex_fts; PRAGMA user_version = 2")
+        db.close()
+    else:  # back to schema 1
+        postgres = request.getfixturevalue("postgres")
+        schema = location.rsplit("%3D", 1)[1]
+        postgres.execute(f"DROP TABLE {schema}.sentex_words")
+        postgres.execute(f"UPDATE {schema}.koinii_meta SET value = 1 WHERE key = 'schema_version'")
+    with koinii.open_kb(location) as kb:
+        assert texts(kb.search("postgres", TEAM)) == ["(postgresMajorVersion ProdCluster 16)"]
+
+
+def test_the_in_memory_store_searches_alike():
+    with koinii.open_kb() as kb:
+        handle = kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+        assert texts(kb.search("prod cluster", TEAM)) == ["(postgresMajorVersion ProdCluster 16)"]
+        kb.retract(handle)
+        kb.assert_("(postgresMajorVersion ProdCluster 17)", TEAM)
+        assert texts(kb.search("prod cluster", TEAM)) == ["(postgresMajorVersion ProdCluster 17)"]
+
+
+# --- over the wire: a real daemon, agents with their own tokens -------------------------
+
+
+def test_agents_search_over_the_wire_and_find_only_what_they_can_see(start_daemon):
+    daemon = start_daemon(
+        principals={"AgentAtlas": "agent", "AgentBo": "agent", "AgentCyd": "agent"}
+    )
+    atlas = join(wire(daemon.client("AgentAtlas")), TEAM, "AgentAtlas")
+    bo = join(wire(daemon.client("AgentBo")), TEAM, "AgentBo")
+    cyd = join(wire(daemon.client("AgentCyd")), "CxRivals", "AgentCyd")
+    claim = atlas.assert_("(postgresMajorVersion ProdCluster 16)")
+    cyd.assert_("(postgresMajorVersion RivalCluster 14)")
+    question = bo.pose_query('"Which postgres version does prod run?"')
+    hits = bo.search("postgres version")
+    assert {h.sentex.handle for h in hits} == {claim, question}
+    found = {h.sentex.handle: h for h in hits}
+    assert (found[claim].author, found[question].author) == ("AgentAtlas", "AgentBo")
+    assert found[claim].sentex.text == "(postgresMajorVersion ProdCluster 16)"
+    assert "[postgres]" in found[claim].snippet
+    assert [h.sentex.text for h in cyd.search("postgres version")] == [
+        "(postgresMajorVersion RivalCluster 14)"
+    ]
+    assert bo.search("postgres", limit=1)[0].sentex.handle in (claim, question)
+    predicates = {v["predicate"]: v for v in bo.vocabulary()}
+    assert predicates["postgresMajorVersion"]["count"] == 1
+    assert predicates["postgresMajorVersion"]["example"]["sentence"] == (
+        "(postgresMajorVersion ProdCluster 16)"
+    )
+    assert "postgresMajorVersion" in {v["predicate"] for v in cyd.vocabulary()}
+
+
+def test_a_search_over_the_wire_sees_the_writes_before_it(daemon, connect):
+    with connect(daemon) as client:  # the sync client and the async one
+        handle = client.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+        assert [h.sentex.handle for h in client.search("postgres", TEAM)] == [handle]
+        client.retract(handle)
+        assert client.search("postgres", TEAM) == []
+
+
+def test_bad_searches_over_the_wire_are_refused_by_name(daemon, connect):
+    with connect(daemon) as client:
+        assert refused(lambda: client.search("", TEAM)).kind == "bad-search"
+        assert refused(lambda: client.search("postgres", TEAM, limit=0)).kind == "bad-option"
+        assert refused(lambda: client.search("postgres", "team")).kind == "naming"
+        assert refused(lambda: client.vocabulary("?ctx")).kind == "read-only-context"
+        assert refused(lambda: client.search(7, TEAM)).kind not in ("internal-error",)
+
+
+# --- the CLI: one library call plus printing ----------------------------------------------
+
+
+def test_koinii_search_and_vocabulary_print_tables_and_json(daemon, tmp_path):
+    import json
+
+    from tests.test_cli import koinii_cli
+
+    url = ["--url", daemon.url]
+    with daemon.client() as client:
+        handle = client.assert_("(postgresMajorVersion ProdCluster 16)", TEAM, creator="AgentAtlas")
+    table = koinii_cli("search", "postgres version", "-c", TEAM, *url)
+    assert table.returncode == 0, table.stderr
+    assert str(handle) in table.stdout and "AgentAtlas" in table.stdout
+    assert "[postgres]" in table.stdout  # the snippet's marks, not rich markup
+    hits = json.loads(koinii_cli("search", "ProdCluster", "-c", TEAM, "--json", *url).stdout)
+    assert [(h["sentex"]["handle"], h["author"]) for h in hits] == [(handle, "AgentAtlas")]
+    assert json.loads(koinii_cli("search", "nothing", "-c", TEAM, "--json", *url).stdout) == []
+    vocabulary = json.loads(koinii_cli("vocabulary", "-c", TEAM, "--json", *url).stdout)
+    assert [(v["predicate"], v["count"]) for v in vocabulary] == [("postgresMajorVersion", 1)]
+    assert "postgresMajorVersion" in koinii_cli("vocabulary", "-c", TEAM, *url).stdout
+    bad = koinii_cli("search", "", "-c", TEAM, *url)
+    assert bad.returncode == 1 and "bad-search" in bad.stderr
+    bad = koinii_cli("search", "x", "-c", TEAM, "--limit", "0", "--db", str(tmp_path / "x.db"))
+    assert bad.returncode == 1 and "no-such-store" in bad.stderr
+
+
+def test_the_shipped_vocabulary_is_not_searched(kb):
+    """Its comments mention speakers and contexts; a search finds what the team stored."""
+    assert kb.search("speaker context", "CxEverything") == []
+    kb.assert_('(memoryNote AgentBo "the speaker of a move is its author")', TEAM)
+    assert len(kb.search("speaker context", "CxEverything")) == 1
+
+
+def test_a_moved_store_is_searchable_where_it_lands(new_location, tmp_path):
+    from koinii.kb.store.migrate import migrate
+
+    source = str(tmp_path / "source.db")
+    with koinii.open_kb(source) as kb:
+        kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+    target = new_location()
+    migrate(source, target)
+    with koinii.open_kb(target) as kb:
+        assert texts(kb.search("prod cluster", TEAM)) == ["(postgresMajorVersion ProdCluster 16)"]
+
+
+def test_what_a_rule_derives_is_found_by_its_premises_not_indexed_again(kb):
+    # a rule deriving thousands of conclusions must not write thousands of index rows:
+    # its conclusions' words are its premises' words, which are indexed
+    kb.assert_("(usesDatabase ProdCluster PostgreSQL16)", TEAM)
+    kb.assert_("(implies (usesDatabase ?c ?db) (dependsOnDatabase ?c ?db))", TEAM)
+    assert kb.query("(dependsOnDatabase ProdCluster ?db)", TEAM)
+    assert texts(kb.search("prod cluster", TEAM)) == ["(usesDatabase ProdCluster PostgreSQL16)"]
+    found = kb.search("depends on database", TEAM)
+    assert found and not any(hit.sentex.derived for hit in found)  # the rule, the premise
