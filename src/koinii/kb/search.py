@@ -63,13 +63,7 @@ class Search(State):
                 f"limit is an integer from 1 to {MAX_HITS}, not {limit!r:.40}",
                 {"option": "limit", "max": MAX_HITS},
             )
-        ctx_name = checks.context_name(ctx, query=True)
-        if ctx_name.startswith("?"):
-            raise Refused(
-                "read-only-context",
-                f"search reads at one context (or CxEverything), not the variable {ctx_name}",
-                {"context": ctx_name},
-            )
+        ctx_name = _one_context(ctx, "search")
         if not words:
             return []
         with self._lock, self._bounded(self.query_budget_s, "the search"):
@@ -114,13 +108,7 @@ class Search(State):
         The shipped vocabulary's own sentences (CxCore's declarations) are not counted:
         this is what the team uses, not what Koinii ships.
         """
-        ctx_name = checks.context_name(ctx, query=True)
-        if ctx_name.startswith("?"):
-            raise Refused(
-                "read-only-context",
-                f"vocabulary reads at one context (or CxEverything), not the variable {ctx_name}",
-                {"context": ctx_name},
-            )
+        ctx_name = _one_context(ctx, "vocabulary")
         with self._lock, self._bounded(self.query_budget_s, "the vocabulary"):
             accept = self._acceptor(ctx_name)
             shipped = self._shipped
@@ -148,6 +136,19 @@ class Search(State):
                 }
                 for name, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
             ]
+
+
+def _one_context(ctx: Any, what: str) -> str:
+    """The context `what` reads at: one named context, or CxEverything — not a variable
+    (a query's "anywhere"), since a hit must be visible somewhere in particular."""
+    name = checks.context_name(ctx, query=True)
+    if name.startswith("?"):
+        raise Refused(
+            "read-only-context",
+            f"{what} reads at one context (or CxEverything), not the variable {name}",
+            {"context": name},
+        )
+    return name
 
 
 def _search_words(text: Any) -> list[str]:
