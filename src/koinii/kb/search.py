@@ -4,7 +4,9 @@ the `vocabulary` in use (docs/search.md).
 Invariant: what a search or a vocabulary read returns is visible at its context exactly
 as a `query` there would see it — the same acceptor (`Reads._acceptor`): believed,
 stored in a context the given one sees (inheritance respected), not masked there;
-`CxEverything` sees every stored sentex, believed or not. The store ranks (its full-text
+`CxEverything` sees every stored sentex, believed or not — the shipped vocabulary's own
+sentences (`mark_shipped`) left out of both: they say what Koinii ships, not what the
+team knows. The store ranks (its full-text
 index, `store.fulltext`); the engine decides visibility, so a store never needs to know
 belief or the hierarchy, and a hit the reader cannot see is never returned, only skipped.
 
