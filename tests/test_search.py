@@ -284,3 +284,23 @@ def test_a_moved_store_is_searchable_where_it_lands(new_location, tmp_path):
     migrate(source, target)
     with koinii.open_kb(target) as kb:
         assert texts(kb.search("prod cluster", TEAM)) == ["(postgresMajorVersion ProdCluster 16)"]
+
+
+def test_the_sqlite_index_stays_whole_across_searches_deletes_and_reopening(tmp_path):
+    """FTS5 catches up at each search; deletes before and after it reach it, or not,
+    as they must (FTS5's own integrity check agrees)."""
+    path = str(tmp_path / "team.db")
+    with koinii.open_kb(path) as kb:
+        early = kb.assert_("(postgresMajorVersion EarlyCluster 9)", TEAM)
+        kb.retract(early)  # never reached FTS5
+        searched = kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+        assert len(kb.search("postgres", TEAM)) == 1  # FTS5 catches up here
+        late = kb.assert_("(postgresMajorVersion LateCluster 17)", TEAM)
+    with koinii.open_kb(path) as kb:
+        kb.retract(searched)  # in FTS5 since the search before the reopening
+        assert [h.sentex.handle for h in kb.search("postgres", TEAM)] == [late]
+        kb.retract(late)
+        assert kb.search("postgres", TEAM) == []
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO sentex_fts (sentex_fts, rank) VALUES ('integrity-check', 1)")
+    db.close()

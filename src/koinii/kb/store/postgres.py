@@ -103,6 +103,9 @@ class PostgresRecords:
 
 
 class PostgresStore(SQLStore):
+    _index_sql = fulltext.POSTGRES_INDEX
+    _unindex_sql = fulltext.POSTGRES_UNINDEX
+
     def __init__(
         self,
         dsn: str,
@@ -430,7 +433,7 @@ def _backfill(conn: Any) -> None:
     def run_many(sql: str, rows: list[tuple]) -> None:
         conn.cursor().executemany(sql.replace("?", "%s"), rows)
 
-    fulltext.backfill(stored, run_many)
+    fulltext.backfill(stored, run_many, fulltext.POSTGRES_INDEX)
 
 
 def _redact(dsn: str) -> str:

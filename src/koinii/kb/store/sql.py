@@ -145,6 +145,11 @@ class SQLStore:
     _held: list[Commit] | None = None  # the open group's writes, oldest first
     _held_mark: int | None = None  # a handle mark saved while the group was open
     _last_seq = 0  # the seq of the last write this store committed (or loaded)
+    # The full-text index (fulltext.py): the dialect's statements, and the highest handle
+    # indexed (None: not read from the store yet).
+    _index_sql: tuple[str, ...] = ()
+    _unindex_sql: tuple[str, ...] = ()
+    _indexed_top: int | None = None
     lost = None  # see Store.lost: a store on a local file never loses its writer lock
 
     def begin_group(self) -> None:
@@ -180,14 +185,11 @@ class SQLStore:
             self._run(UPSERT_SENTEX, _sentex_params(upserts[0], self._flag))
         elif upserts:
             self._run_many(UPSERT_SENTEX, [_sentex_params(n, self._flag) for n in upserts])
-        if len(upserts) == 1:  # the full-text index's row, in the same transaction
-            self._run(fulltext.INSERT_WORDS, fulltext.row(upserts[0].handle, upserts[0].atom))
-        elif upserts:
-            self._run_many(fulltext.INSERT_WORDS, [fulltext.row(n.handle, n.atom) for n in upserts])
+        self._index(upserts)  # the full-text rows of the new sentexes, in the same transaction
         deletes = [(h,) for c in commits for h in c.deletes]
         if deletes:
             self._run_many("DELETE FROM sentex WHERE handle = ?", deletes)
-            self._run_many(fulltext.DELETE_WORDS, deletes)
+            self._unindex(deletes)
         justifications = [
             (
                 j.id,
@@ -207,6 +209,27 @@ class SQLStore:
             self._run(INSERT_CHANGE, log[0])
         else:
             self._run_many(INSERT_CHANGE, log)
+
+    def _unindex(self, deletes: list[tuple[int]]) -> None:
+        """Take the deleted sentexes out of the full-text index, in the same transaction."""
+        for statement in self._unindex_sql:
+            self._run_many(statement, deletes)
+
+    def _index(self, nodes: Sequence[Any]) -> None:
+        """Write the full-text rows of the `nodes` not indexed yet (fulltext's invariant)."""
+        if self._indexed_top is None:
+            self._indexed_top = self._run(fulltext.TOP).fetchone()[0]
+        rows, top = fulltext.fresh(nodes, self._indexed_top)
+        if not rows:
+            return
+        for statement in self._index_sql:
+            if len(rows) == 1:
+                self._run(statement, rows[0])
+            else:
+                self._run_many(statement, rows)
+        # Raised even if this transaction then rolls back: those handles are never used
+        # again, and every sentex written later is above them.
+        self._indexed_top = top
 
     def check_writer(self) -> Any:
         """None while this store is still its store's writer (see Store.check_writer)."""
@@ -259,10 +282,10 @@ class SQLStore:
     def import_core(self, loaded: Loaded, log: list[tuple], meta: dict[str, int]) -> None:
         with self._translated("the import"), self._transaction():
             self._run_many(UPSERT_SENTEX, [_sentex_params(r, self._flag) for r in loaded.sentexes])
-            self._run_many(
-                fulltext.INSERT_WORDS,
-                fulltext.rows_of_text((r.handle, r.text) for r in loaded.sentexes),
-            )
+            rows = fulltext.rows_of_text((r.handle, r.text) for r in loaded.sentexes)
+            for statement in self._index_sql:
+                self._run_many(statement, rows)
+            self._indexed_top = None  # read afresh at the next write
             self._run_many(
                 INSERT_JUSTIFICATION,
                 [
