@@ -304,3 +304,21 @@ def test_the_sqlite_index_stays_whole_across_searches_deletes_and_reopening(tmp_
     db = sqlite3.connect(path)
     db.execute("INSERT INTO sentex_fts (sentex_fts, rank) VALUES ('integrity-check', 1)")
     db.close()
+
+
+def test_indexing_ahead_of_a_search_goes_in_bounded_slices(tmp_path):
+    """What a daemon does in its idle moments, so no search has a backlog to catch up."""
+    path = str(tmp_path / "team.db")
+    with koinii.open_kb(path) as kb:
+        kb.index_for_search()  # the shipped vocabulary's rows
+        kb.edit(add=[(f"(postgresMajorVersion Cluster{i} {i})", TEAM) for i in range(6)])
+        [gone] = kb.sentexes_matching("(postgresMajorVersion Cluster1 ?v)", TEAM)
+        kb.retract(gone.handle)  # a gap in the handles
+        kb.edit(add=[(f"(postgresMajorVersion Cluster{i} {i})", TEAM) for i in range(6, 9)])
+        assert kb.index_for_search(limit=2) == 2
+        assert kb.index_for_search() == 6
+        assert kb.index_for_search() == 0
+        assert len(kb.search("postgres", TEAM)) == 8
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO sentex_fts (sentex_fts, rank) VALUES ('integrity-check', 1)")
+    db.close()

@@ -103,6 +103,16 @@ class Search(State):
                 for node, score, snippet in found
             ]
 
+    def index_for_search(self, limit: int | None = None) -> int:
+        """Index for search, now, up to `limit` of the sentexes written since the last
+        search (a store that indexes lazily — SQLite's FTS5, the in-memory store — would
+        do it at the next search); returns how many. For a server's idle moments, so no
+        search has a long backlog to catch up on."""
+        with self._lock:
+            if self._closed:
+                return 0
+            return self._store.catch_up(limit)
+
     def vocabulary(self, ctx: Any) -> list[dict[str, Any]]:
         """The predicates of the sentexes visible at `ctx`, most used first: each with
         how many sentexes use it and one of them (the oldest) as an example.

@@ -204,15 +204,16 @@ POSTGRES_UNINDEX = (DELETE_WORDS,)
 SQLITE_BEHIND = "SELECT 1 FROM sentex_words WHERE handle > ? LIMIT 1"  # anything to add?
 
 
-def sqlite_catch_up(db: Any, top: int) -> int:
-    """Add the `sentex_words` rows above `top` to FTS5 (inside the caller's transaction);
-    returns the new mark, recorded in `koinii_meta.fts_top`."""
+def sqlite_catch_up(db: Any, top: int, limit: int | None = None) -> tuple[int, int]:
+    """Add the `sentex_words` rows above `top` to FTS5 — the first `limit` of them, or
+    all — inside the caller's transaction; returns the new mark (recorded in
+    `koinii_meta.fts_top`) and how many rows it added."""
     rows = db.execute(
-        "SELECT handle, words, extra FROM sentex_words WHERE handle > ? ORDER BY handle",
-        (top,),
+        "SELECT handle, words, extra FROM sentex_words WHERE handle > ? ORDER BY handle LIMIT ?",
+        (top, -1 if limit is None else limit),
     ).fetchall()
     if not rows:
-        return top
+        return top, 0
     db.executemany(SQLITE_FTS_ADD, rows)
     top = rows[-1][0]
     db.execute(
@@ -220,7 +221,7 @@ def sqlite_catch_up(db: Any, top: int) -> int:
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (top,),
     )
-    return top
+    return top, len(rows)
 
 
 def sqlite_match(words: Sequence[str]) -> str:

@@ -90,6 +90,13 @@ class MemoryStore:
 
     # --- full-text search: the SQLite store's, kept lazily (see the module docstring) ---
 
+    def catch_up(self, limit: int | None = None) -> int:
+        """Index what the writes since the last search noted (all of it: in memory it
+        is cheap, and there is no transaction per commit to spare)."""
+        noted = len(self._unindexed)
+        self._catch_up()
+        return noted
+
     def _catch_up(self) -> None:
         db = self._records
         db.execute("BEGIN")

@@ -223,6 +223,9 @@ class PostgresStore(SQLStore):
 
     # --- full-text search (fulltext.py) -------------------------------------------------
 
+    def catch_up(self, limit: int | None = None) -> int:
+        return 0  # the tsvector is part of the write
+
     def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
         query = fulltext.postgres_query(words)
         with self._translated("the search"):

@@ -165,13 +165,19 @@ class SQLiteStore(SQLStore):
             self._run_many(fulltext.SQLITE_UNINDEX[0], added)
         self._run_many(fulltext.DELETE_WORDS, deletes)
 
-    def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
-        with self._translated("the search"):
+    def catch_up(self, limit: int | None = None) -> int:
+        with self._translated("indexing for search"):
             top = self._fts_mark()
-            if self._db.execute(fulltext.SQLITE_BEHIND, (top,)).fetchone() is not None:
-                with self._transaction():
-                    top = fulltext.sqlite_catch_up(self._db, top)
-                self._fts_top = top  # only once it is committed: deletes trust the mark
+            if self._db.execute(fulltext.SQLITE_BEHIND, (top,)).fetchone() is None:
+                return 0
+            with self._transaction():
+                top, added = fulltext.sqlite_catch_up(self._db, top, limit)
+            self._fts_top = top  # only once it is committed: deletes trust the mark
+            return added
+
+    def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
+        self.catch_up()
+        with self._translated("the search"):
             return fulltext.sqlite_ranked(self._db, words, limit)
 
     def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
