@@ -17,7 +17,10 @@ What is measured
    indexed) run directly on a bare ``sqlite3`` FTS5 table with the same tokenizer:
    ``SELECT rowid, rank FROM t WHERE t MATCH ? ORDER BY rank LIMIT 10``.
 
-The ratio column is each row's median over the floor's (target: at most 3x). Latencies
+A second floor row runs the bare query in the shape the KB sends it (``ORDER BY rank,
+rowid``: SQLite's bounded sorter, where FTS5's own ``ORDER BY rank`` sorts every match);
+the floor is the faster of the two. The ratio column is each row's median over the
+floor's (target: at most 3x). Latencies
 are per call, timed with ``time.perf_counter_ns`` after untimed warm-up calls; the rows
 take turns on each search (the same search, one after another), so a machine busy with
 something else slows them alike.
@@ -135,7 +138,7 @@ def load(kb: Any, workload: Workload) -> None:
 def floor_table(kb: Any) -> sqlite3.Connection:
     """A bare FTS5 table holding exactly the rows the KB's store indexed."""
     rows = kb.read_records(
-        lambda db: db.execute("SELECT rowid, words, extra FROM sentex_fts").fetchall()
+        lambda db: db.execute("SELECT handle, words, extra FROM sentex_words").fetchall()
     )
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE t USING fts5 (words, extra, tokenize = 'porter unicode61')")
@@ -192,19 +195,24 @@ def run(sentexes: int, searches: int) -> str:
                     assert hit.sentex.context not in HIDDEN, hit
             hits = sum(len(kb.search(t, "CxTeam", limit=LIMIT)) for t in workload.searches)
 
-            def bare(text: str) -> list:
-                match = fulltext.sqlite_match(fulltext.query_words(text))
-                return floor.execute(
-                    "SELECT rowid, rank FROM t WHERE t MATCH ? ORDER BY rank LIMIT ?",
-                    (match, LIMIT),
-                ).fetchall()
+            def bare(sql: str) -> Callable[[str], list]:
+                def run_it(text: str) -> list:
+                    match = fulltext.sqlite_match(fulltext.query_words(text))
+                    return floor.execute(sql, (match, LIMIT)).fetchall()
+
+                return run_it
 
             say("timing")
             samples = per_call_ns(
                 {
                     SQLITE_ROW: lambda t: kb.search(t, "CxTeam", limit=LIMIT),
                     MEMORY_ROW: lambda t: memory.search(t, "CxTeam", limit=LIMIT),
-                    FLOOR_ROW: bare,
+                    FLOOR_ROW: bare(
+                        "SELECT rowid, rank FROM t WHERE t MATCH ? ORDER BY rank LIMIT ?"
+                    ),
+                    SORTED_FLOOR_ROW: bare(
+                        "SELECT rowid, rank FROM t WHERE t MATCH ? ORDER BY rank, rowid LIMIT ?"
+                    ),
                 },
                 workload.searches,
             )
@@ -215,27 +223,30 @@ def run(sentexes: int, searches: int) -> str:
 SQLITE_ROW = "KB search, SQLite store"
 MEMORY_ROW = "KB search, in-memory store"
 FLOOR_ROW = "bare FTS5 floor (same MATCH)"
+SORTED_FLOOR_ROW = "bare FTS5, ORDER BY rank, rowid"
 
 
 def table(sentexes: int, searches: int, results: dict, hits: int) -> str:
-    floor_median = results[FLOOR_ROW][0]
+    # the floor is the faster of the two bare queries: FTS5's own ORDER BY rank sorts every
+    # match, while ORDER BY rank, rowid LIMIT (the KB's) goes through SQLite's bounded sorter
+    floor_median = min(results[FLOOR_ROW][0], results[SORTED_FLOOR_ROW][0])
     lines = [
         f"Koinii search benchmark: {sentexes:,} sentexes, {searches} searches of 1-3 words, "
         f"limit {LIMIT} ({hits / (searches + WARMUP):.1f} hits per search on average)",
         f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
         f"{platform.machine()} {platform.system()}",
         "",
-        f"| {'what':<32} | {'median ms':>9} | {'p99 ms':>8} | {'x floor':>7} |",
-        f"| {'-' * 32} | {'-' * 9}:| {'-' * 8}:| {'-' * 7}:|",
+        f"| {'what':<34} | {'median ms':>9} | {'p99 ms':>8} | {'x floor':>7} |",
+        f"| {'-' * 34} | {'-' * 9}:| {'-' * 8}:| {'-' * 7}:|",
     ]
-    order = [SQLITE_ROW, MEMORY_ROW, FLOOR_ROW]
+    order = [SQLITE_ROW, MEMORY_ROW, FLOOR_ROW, SORTED_FLOOR_ROW]
     worst = 0.0
     for name in order:
         median, p99 = results[name]
         ratio = median / floor_median if floor_median else float("inf")
         if name.startswith("KB"):
             worst = max(worst, ratio)
-        lines.append(f"| {name:<32} | {median:>9.3f} | {p99:>8.3f} | {ratio:>6.2f}x |")
+        lines.append(f"| {name:<34} | {median:>9.3f} | {p99:>8.3f} | {ratio:>6.2f}x |")
     verdict = "met" if worst <= TARGET_RATIO else "NOT met"
     if sentexes < DEFAULT_SENTEXES:
         verdict += f" (below {DEFAULT_SENTEXES:,} sentexes the fixed cost of a call weighs most)"

@@ -4,7 +4,9 @@ the `vocabulary` in use (docs/search.md).
 Invariant: what a search or a vocabulary read returns is visible at its context exactly
 as a `query` there would see it — the same acceptor (`Reads._acceptor`): believed,
 stored in a context the given one sees (inheritance respected), not masked there;
-`CxEverything` sees every stored sentex, believed or not. The store ranks (its full-text
+`CxEverything` sees every stored sentex, believed or not — the shipped vocabulary's own
+sentences (`mark_shipped`) left out of both: they say what Koinii ships, not what the
+team knows. The store ranks (its full-text
 index, `store.fulltext`); the engine decides visibility, so a store never needs to know
 belief or the hierarchy, and a hit the reader cannot see is never returned, only skipped.
 
@@ -63,13 +65,7 @@ class Search(State):
                 f"limit is an integer from 1 to {MAX_HITS}, not {limit!r:.40}",
                 {"option": "limit", "max": MAX_HITS},
             )
-        ctx_name = checks.context_name(ctx, query=True)
-        if ctx_name.startswith("?"):
-            raise Refused(
-                "read-only-context",
-                f"search reads at one context (or CxEverything), not the variable {ctx_name}",
-                {"context": ctx_name},
-            )
+        ctx_name = _one_context(ctx, "search")
         if not words:
             return []
         with self._lock, self._bounded(self.query_budget_s, "the search"):
@@ -107,6 +103,16 @@ class Search(State):
                 for node, score, snippet in found
             ]
 
+    def index_for_search(self, limit: int | None = None) -> int:
+        """Index for search, now, up to `limit` of the sentexes written since the last
+        search (a store that indexes lazily — SQLite's FTS5, the in-memory store — would
+        do it at the next search); returns how many. For a server's idle moments, so no
+        search has a long backlog to catch up on."""
+        with self._lock:
+            if self._closed:
+                return 0
+            return self._store.catch_up(limit)
+
     def vocabulary(self, ctx: Any) -> list[dict[str, Any]]:
         """The predicates of the sentexes visible at `ctx`, most used first: each with
         how many sentexes use it and one of them (the oldest) as an example.
@@ -114,13 +120,7 @@ class Search(State):
         The shipped vocabulary's own sentences (CxCore's declarations) are not counted:
         this is what the team uses, not what Koinii ships.
         """
-        ctx_name = checks.context_name(ctx, query=True)
-        if ctx_name.startswith("?"):
-            raise Refused(
-                "read-only-context",
-                f"vocabulary reads at one context (or CxEverything), not the variable {ctx_name}",
-                {"context": ctx_name},
-            )
+        ctx_name = _one_context(ctx, "vocabulary")
         with self._lock, self._bounded(self.query_budget_s, "the vocabulary"):
             accept = self._acceptor(ctx_name)
             shipped = self._shipped
@@ -148,6 +148,19 @@ class Search(State):
                 }
                 for name, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
             ]
+
+
+def _one_context(ctx: Any, what: str) -> str:
+    """The context `what` reads at: one named context, or CxEverything — not a variable
+    (a query's "anywhere"), since a hit must be visible somewhere in particular."""
+    name = checks.context_name(ctx, query=True)
+    if name.startswith("?"):
+        raise Refused(
+            "read-only-context",
+            f"{what} reads at one context (or CxEverything), not the variable {name}",
+            {"context": name},
+        )
+    return name
 
 
 def _search_words(text: Any) -> list[str]:

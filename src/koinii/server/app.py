@@ -104,6 +104,7 @@ _FORBIDDEN = {
 
 # The refusals that say the store may no longer be this daemon's (see `Daemon.watch_writer`).
 STORE_LOSS = frozenset({"writer-lost", "outcome-unknown"})
+SEARCH_CATCH_UP = 2_000  # sentexes indexed for search per housekeeping tick (~10 ms)
 WRITER_CHECK_S = 0.25
 WRITER_LEASE_S = 0.5
 
@@ -948,6 +949,7 @@ def build_app(
             if daemon.limits.log_retention is not None:
                 daemon.flush()
                 kb.compact_log(daemon.limits.log_retention)
+            kb.index_for_search(limit=SEARCH_CATCH_UP)  # a bounded slice of the loop
 
     async def watch_writer() -> None:
         while daemon.lost is None:

@@ -110,6 +110,10 @@ class Store(Protocol):
     def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
         """A short window of each sentex's indexed text around `words`, matches in [ ]."""
 
+    def catch_up(self, limit: int | None = None) -> int:
+        """Bring the search structure up to date with the index rows (at most `limit`
+        of them; `search` does it all first anyway); returns how many it added."""
+
     def save_next_handle(self, next_handle: int) -> None:
         """Persist the handle high-water mark after a rolled-back write."""
 

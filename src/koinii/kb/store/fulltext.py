@@ -9,13 +9,24 @@ reader recognises (snippets are cut from it), and `extra`, the forms only a sear
 (joined symbols, a string's camelCase tokens split). A search text is cut the same way
 (`query_words`), so `ProdCluster` in a search finds "prod cluster" in a claim.
 
-Invariant: the index holds one row per stored premise (`rows`: a derived sentex is not
-indexed) — written in the same transaction as the sentex's row (idempotent: a sentex
-upserted again keeps its row, since its text never changes) and deleted with it. On
-SQLite that is one FTS5 table holding its own text (porter stemming, unicode61), keyed
-by handle; on PostgreSQL the table `sentex_words` with a generated `tsvector` column
-(the `english` configuration: stemming, stop words) under a GIN index. A store opened
-from before the index existed gets it, backfilled, by a schema migration (`backfill`).
+Invariant: the table `sentex_words` holds one row per stored sentex — written in the
+same transaction as the sentex's row and deleted with it. A sentex's text never changes,
+so it is indexed once, when it is new: a store writes index rows only for handles above
+the highest it has indexed (`fresh`) — handles are never reused, and a sentex written
+again (its provenance changed) was indexed when it was new.
+
+On PostgreSQL the search structure is part of that row: a generated `tsvector` column
+(the `english` configuration: stemming, stop words) under a GIN index. On SQLite it is
+an FTS5 index over the rows (porter stemming, unicode61; external content: the text is
+stored once), brought up to date from `sentex_words` before every search
+(`sqlite_catch_up`): the rows above `koinii_meta.fts_top` are added to it in one
+transaction. Kept in every write's own transaction instead, FTS5 writes a new segment
+per commit — measured, it made a single durable assert four times slower — while a
+search, run by the same single writer, always catches up first, so it never sees less
+than what is committed. A sentex deleted after it was added to FTS5 is taken out of it
+in the deleting transaction (`SQLITE_UNINDEX`, for handles at or below the mark); one
+deleted before is simply never added. A store opened from before the index existed gets
+it by schema migrations (the rows backfilled, FTS5 filled at the first search).
 
 Ranking: SQLite's `bm25()`; PostgreSQL's `ts_rank` normalised by document length (it
 has no BM25). Either way a row matching more of the words ranks first (on SQLite rarer
@@ -149,26 +160,68 @@ def rows_of_text(handles_and_texts: Iterable[tuple[int, str]]) -> list[tuple[int
     return [(h, *document(parse(text))) for h, text in handles_and_texts]
 
 
-def rows(nodes: Iterable[Any]) -> list[tuple[int, str, str]]:
-    """Index rows for the premises among stored nodes (or rows): a derived sentex is not
-    indexed — its words are its premises' words, and a rule deriving 250,000 of them
-    must not write 250,000 index rows (a carried claim is found by the answer that
-    carries it, which holds its words)."""
-    return [row(n.handle, n.atom) for n in nodes if n.premise]
+INSERT_WORDS = "INSERT INTO sentex_words (handle, words, extra) VALUES (?, ?, ?)"
+DELETE_WORDS = "DELETE FROM sentex_words WHERE handle = ?"
+TOP = "SELECT COALESCE(MAX(handle), 0) FROM sentex_words"
+
+
+def fresh(nodes: Sequence[Any], top: int) -> tuple[list[tuple[int, str, str]], int]:
+    """The index rows of the `nodes` not indexed yet (handles above `top`), and the new top."""
+    rows = [row(n.handle, n.atom) for n in nodes if n.handle > top]
+    return rows, max(top, max((r[0] for r in rows), default=top))
 
 
 # --- SQLite (and the in-memory store's SQLite) -------------------------------------------
 
-# One FTS5 table that holds its own text, keyed by handle: an external-content table
-# kept by triggers cost five times as much per row (44 us against 8 here), on every write.
-SQLITE_SCHEMA = """
-CREATE VIRTUAL TABLE IF NOT EXISTS sentex_fts USING fts5 (
-    words, extra, tokenize = 'porter unicode61'
+SQLITE_WORDS = """
+CREATE TABLE IF NOT EXISTS sentex_words (
+    handle INTEGER PRIMARY KEY, words TEXT NOT NULL, extra TEXT NOT NULL
 );
 """
-# A sentex's text never changes, so storing its row again (an upsert) replaces it alike.
-SQLITE_INSERT_WORDS = "INSERT OR REPLACE INTO sentex_fts (rowid, words, extra) VALUES (?, ?, ?)"
-SQLITE_DELETE_WORDS = "DELETE FROM sentex_fts WHERE rowid = ?"
+# The FTS5 index; dropping one made by an earlier build of this schema first (triggers
+# kept it then), so every store starts the index afresh: the first search fills it.
+SQLITE_FTS = """
+DROP TRIGGER IF EXISTS sentex_words_inserted;
+DROP TRIGGER IF EXISTS sentex_words_deleted;
+DROP TABLE IF EXISTS sentex_fts;
+CREATE VIRTUAL TABLE sentex_fts USING fts5 (
+    words, extra, content = 'sentex_words', content_rowid = 'handle',
+    tokenize = 'porter unicode61'
+);
+"""
+SQLITE_INDEX = (INSERT_WORDS,)  # in the write's transaction; FTS5 catches up at search
+SQLITE_FTS_ADD = "INSERT INTO sentex_fts (rowid, words, extra) VALUES (?, ?, ?)"
+# For handles at or below the FTS5 mark (the rest were never added to it): in order.
+SQLITE_UNINDEX = (
+    "INSERT INTO sentex_fts (sentex_fts, rowid, words, extra) "
+    "SELECT 'delete', handle, words, extra FROM sentex_words WHERE handle = ?",
+    DELETE_WORDS,
+)
+POSTGRES_INDEX = (INSERT_WORDS,)
+POSTGRES_UNINDEX = (DELETE_WORDS,)
+
+
+SQLITE_BEHIND = "SELECT 1 FROM sentex_words WHERE handle > ? LIMIT 1"  # anything to add?
+
+
+def sqlite_catch_up(db: Any, top: int, limit: int | None = None) -> tuple[int, int]:
+    """Add the `sentex_words` rows above `top` to FTS5 — the first `limit` of them, or
+    all — inside the caller's transaction; returns the new mark (recorded in
+    `koinii_meta.fts_top`) and how many rows it added."""
+    rows = db.execute(
+        "SELECT handle, words, extra FROM sentex_words WHERE handle > ? ORDER BY handle LIMIT ?",
+        (top, -1 if limit is None else limit),
+    ).fetchall()
+    if not rows:
+        return top, 0
+    db.executemany(SQLITE_FTS_ADD, rows)
+    top = rows[-1][0]
+    db.execute(
+        "INSERT INTO koinii_meta (key, value) VALUES ('fts_top', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (top,),
+    )
+    return top, len(rows)
 
 
 def sqlite_match(words: Sequence[str]) -> str:
@@ -218,27 +271,36 @@ def sqlite_create(db: Any) -> None:
     """Create the index's tables on an SQLite connection (inside the caller's transaction)."""
     from koinii.kb.store import _statements
 
-    for statement in _statements(SQLITE_SCHEMA):
+    for statement in _statements(SQLITE_WORDS + SQLITE_FTS):
         db.execute(statement)
 
 
+def sqlite_fts(db: Any) -> None:
+    """The SQLite store's migration to the FTS5 index: made empty, filled at the first
+    search (its mark back to 0)."""
+    from koinii.kb.store import _statements
+
+    for statement in _statements(SQLITE_FTS):
+        db.execute(statement)
+    db.execute("DELETE FROM koinii_meta WHERE key = 'fts_top'")
+
+
 def sqlite_backfill(db: Any) -> None:
-    """Create the index (the SQLite store's migration) and fill it from the sentex rows
-    already stored."""
-    sqlite_create(db)
-    backfill(db.execute(BACKFILL), SQLITE_INSERT_WORDS, db.executemany)
+    """The words table (the SQLite store's migration), filled from the sentex rows already
+    stored; `SQLITE_FTS` (the next migration) makes the FTS5 index over it."""
+    db.execute(SQLITE_WORDS)
+    backfill(db.execute("SELECT handle, text FROM sentex"), db.executemany, SQLITE_INDEX)
 
 
-BACKFILL = "SELECT handle, text FROM sentex WHERE premise"  # what `rows` indexes
-
-
-def backfill(stored: Any, insert: str, run_many: Any, batch: int = 10_000) -> None:
+def backfill(stored: Any, run_many: Any, statements: Sequence[str], batch: int = 10_000) -> None:
     """Index rows for every (handle, text) of `stored`, written `batch` at a time."""
     while True:
         chunk = stored.fetchmany(batch)
         if not chunk:
             return
-        run_many(insert, rows_of_text(chunk))
+        rows = rows_of_text(chunk)
+        for statement in statements:
+            run_many(statement, rows)
 
 
 # --- PostgreSQL ------------------------------------------------------------------------
@@ -252,11 +314,6 @@ CREATE TABLE IF NOT EXISTS sentex_words (
 );
 CREATE INDEX IF NOT EXISTS sentex_words_doc ON sentex_words USING gin (doc);
 """
-POSTGRES_INSERT_WORDS = (
-    "INSERT INTO sentex_words (handle, words, extra) VALUES (?, ?, ?) "
-    "ON CONFLICT (handle) DO NOTHING"
-)
-POSTGRES_DELETE_WORDS = "DELETE FROM sentex_words WHERE handle = ?"
 
 
 def postgres_query(words: Sequence[str]) -> str:

@@ -41,6 +41,7 @@ class MemoryStore:
         self._unindexed: dict[int, Any] = {}  # handle -> atom, added since the last search
         self._unindexed_deletes: list[tuple[int]] = []
         self._indexed = False  # the index tables exist (made at the first search)
+        self._noted_top = 0  # the highest handle noted for the index
 
     def load(self) -> Loaded:
         return Loaded([], [], next_handle=1, seq=0, floor=0)
@@ -55,10 +56,12 @@ class MemoryStore:
             except BaseException:
                 self._records.execute("ROLLBACK")
                 raise
-        unindexed = self._unindexed
+        unindexed, top = self._unindexed, self._noted_top
         for node in commit.upserts:
-            if node.premise:  # what the index holds (`fulltext.rows`)
+            if node.handle > top:  # new: indexed once (fulltext's invariant)
                 unindexed[node.handle] = node.atom
+                if node.handle > self._noted_top:
+                    self._noted_top = node.handle
         for handle in commit.deletes:
             if unindexed.pop(handle, None) is None:
                 self._unindexed_deletes.append((handle,))
@@ -87,19 +90,26 @@ class MemoryStore:
 
     # --- full-text search: the SQLite store's, kept lazily (see the module docstring) ---
 
+    def catch_up(self, limit: int | None = None) -> int:
+        """Index what the writes since the last search noted (all of it: in memory it
+        is cheap, and there is no transaction per commit to spare)."""
+        noted = len(self._unindexed)
+        self._catch_up()
+        return noted
+
     def _catch_up(self) -> None:
         db = self._records
         db.execute("BEGIN")
         try:
             if not self._indexed:
                 fulltext.sqlite_create(db)
-            if self._unindexed_deletes:
-                db.executemany(fulltext.SQLITE_DELETE_WORDS, self._unindexed_deletes)
+            if self._unindexed_deletes:  # each was added to FTS5 at an earlier search
+                for statement in fulltext.SQLITE_UNINDEX:
+                    db.executemany(statement, self._unindexed_deletes)
             if self._unindexed:
-                db.executemany(
-                    fulltext.SQLITE_INSERT_WORDS,
-                    [fulltext.row(h, atom) for h, atom in self._unindexed.items()],
-                )
+                rows = [fulltext.row(h, atom) for h, atom in self._unindexed.items()]
+                db.executemany(fulltext.INSERT_WORDS, rows)
+                db.executemany(fulltext.SQLITE_FTS_ADD, rows)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -103,8 +103,8 @@ class PostgresRecords:
 
 
 class PostgresStore(SQLStore):
-    _insert_words = fulltext.POSTGRES_INSERT_WORDS
-    _delete_words = fulltext.POSTGRES_DELETE_WORDS
+    _index_sql = fulltext.POSTGRES_INDEX
+    _unindex_sql = fulltext.POSTGRES_UNINDEX
 
     def __init__(
         self,
@@ -222,6 +222,9 @@ class PostgresStore(SQLStore):
                 self._set_meta({"schema_version": number + 1})
 
     # --- full-text search (fulltext.py) -------------------------------------------------
+
+    def catch_up(self, limit: int | None = None) -> int:
+        return 0  # the tsvector is part of the write
 
     def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
         query = fulltext.postgres_query(words)
@@ -428,12 +431,12 @@ def _backfill(conn: Any) -> None:
     """Create the full-text index and fill it from the sentex rows already stored."""
     conn.execute(fulltext.POSTGRES_SCHEMA)
     stored = conn.cursor()
-    stored.execute(fulltext.BACKFILL)
+    stored.execute("SELECT handle, text FROM sentex")
 
     def run_many(sql: str, rows: list[tuple]) -> None:
         conn.cursor().executemany(sql.replace("?", "%s"), rows)
 
-    fulltext.backfill(stored, fulltext.POSTGRES_INSERT_WORDS, run_many)
+    fulltext.backfill(stored, run_many, fulltext.POSTGRES_INDEX)
 
 
 def _redact(dsn: str) -> str:

@@ -51,9 +51,6 @@ class SQLStore:
     # How a boolean column is bound: SQLite stores 0/1, and its driver sends a bool
     # through a slow adapter lookup, so its store binds int; PostgreSQL's takes a bool.
     _flag: Callable[[bool], Any] = bool
-    # The full-text index's row written and deleted with a sentex's (`fulltext`).
-    _insert_words: str
-    _delete_words: str
 
     # --- the dialect (a subclass fills these in) -------------------------------------
 
@@ -148,6 +145,11 @@ class SQLStore:
     _held: list[Commit] | None = None  # the open group's writes, oldest first
     _held_mark: int | None = None  # a handle mark saved while the group was open
     _last_seq = 0  # the seq of the last write this store committed (or loaded)
+    # The full-text index (fulltext.py): the dialect's statements, and the highest handle
+    # indexed (None: not read from the store yet).
+    _index_sql: tuple[str, ...] = ()
+    _unindex_sql: tuple[str, ...] = ()
+    _indexed_top: int | None = None
     lost = None  # see Store.lost: a store on a local file never loses its writer lock
 
     def begin_group(self) -> None:
@@ -183,15 +185,11 @@ class SQLStore:
             self._run(UPSERT_SENTEX, _sentex_params(upserts[0], self._flag))
         elif upserts:
             self._run_many(UPSERT_SENTEX, [_sentex_params(n, self._flag) for n in upserts])
-        indexed = fulltext.rows(upserts)  # the full-text index's rows, in the same transaction
-        if len(indexed) == 1:
-            self._run(self._insert_words, indexed[0])
-        elif indexed:
-            self._run_many(self._insert_words, indexed)
+        self._index(upserts)  # the full-text rows of the new sentexes, in the same transaction
         deletes = [(h,) for c in commits for h in c.deletes]
         if deletes:
             self._run_many("DELETE FROM sentex WHERE handle = ?", deletes)
-            self._run_many(self._delete_words, deletes)
+            self._unindex(deletes)
         justifications = [
             (
                 j.id,
@@ -211,6 +209,27 @@ class SQLStore:
             self._run(INSERT_CHANGE, log[0])
         else:
             self._run_many(INSERT_CHANGE, log)
+
+    def _unindex(self, deletes: list[tuple[int]]) -> None:
+        """Take the deleted sentexes out of the full-text index, in the same transaction."""
+        for statement in self._unindex_sql:
+            self._run_many(statement, deletes)
+
+    def _index(self, nodes: Sequence[Any]) -> None:
+        """Write the full-text rows of the `nodes` not indexed yet (fulltext's invariant)."""
+        if self._indexed_top is None:
+            self._indexed_top = self._run(fulltext.TOP).fetchone()[0]
+        rows, top = fulltext.fresh(nodes, self._indexed_top)
+        if not rows:
+            return
+        for statement in self._index_sql:
+            if len(rows) == 1:
+                self._run(statement, rows[0])
+            else:
+                self._run_many(statement, rows)
+        # Raised even if this transaction then rolls back: those handles are never used
+        # again, and every sentex written later is above them.
+        self._indexed_top = top
 
     def check_writer(self) -> Any:
         """None while this store is still its store's writer (see Store.check_writer)."""
@@ -263,10 +282,10 @@ class SQLStore:
     def import_core(self, loaded: Loaded, log: list[tuple], meta: dict[str, int]) -> None:
         with self._translated("the import"), self._transaction():
             self._run_many(UPSERT_SENTEX, [_sentex_params(r, self._flag) for r in loaded.sentexes])
-            self._run_many(
-                self._insert_words,
-                fulltext.rows_of_text((r.handle, r.text) for r in loaded.sentexes if r.premise),
-            )
+            rows = fulltext.rows_of_text((r.handle, r.text) for r in loaded.sentexes)
+            for statement in self._index_sql:
+                self._run_many(statement, rows)
+            self._indexed_top = None  # read afresh at the next write
             self._run_many(
                 INSERT_JUSTIFICATION,
                 [

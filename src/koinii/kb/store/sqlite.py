@@ -59,8 +59,10 @@ _MIGRATIONS = [
     """
     CREATE TABLE IF NOT EXISTS koinii_schema (domain TEXT PRIMARY KEY, version INTEGER NOT NULL);
     """,
-    # 3: the full-text index over sentexes, backfilled from the rows already stored
+    # 3: the full-text rows of sentexes, backfilled from the rows already stored
     fulltext.sqlite_backfill,
+    # 4: the FTS5 index over them (filled at the first search)
+    fulltext.sqlite_fts,
 ]
 
 
@@ -68,8 +70,7 @@ _LEVELS = {0: "off", 1: "normal", 2: "full", 3: "extra"}  # PRAGMA synchronous's
 
 
 class SQLiteStore(SQLStore):
-    _insert_words = fulltext.SQLITE_INSERT_WORDS
-    _delete_words = fulltext.SQLITE_DELETE_WORDS
+    _index_sql = fulltext.SQLITE_INDEX  # FTS5 itself catches up at search (see `search`)
     _errors = (sqlite3.Error,)
     _flag = int  # see SQLStore._flag
     _BEGIN = "BEGIN IMMEDIATE"  # take the write lock now, not at the first write
@@ -150,7 +151,32 @@ class SQLiteStore(SQLStore):
 
     # --- full-text search (fulltext.py) ---------------------------------------------
 
+    _fts_top: int | None = None  # koinii_meta.fts_top, once read (fulltext's invariant)
+
+    def _fts_mark(self) -> int:
+        if self._fts_top is None:
+            self._fts_top = self._meta("fts_top", 0)
+        return self._fts_top
+
+    def _unindex(self, deletes: list[tuple[int]]) -> None:
+        top = self._fts_mark()
+        added = [d for d in deletes if d[0] <= top]  # the rest never reached FTS5
+        if added:
+            self._run_many(fulltext.SQLITE_UNINDEX[0], added)
+        self._run_many(fulltext.DELETE_WORDS, deletes)
+
+    def catch_up(self, limit: int | None = None) -> int:
+        with self._translated("indexing for search"):
+            top = self._fts_mark()
+            if self._db.execute(fulltext.SQLITE_BEHIND, (top,)).fetchone() is None:
+                return 0
+            with self._transaction():
+                top, added = fulltext.sqlite_catch_up(self._db, top, limit)
+            self._fts_top = top  # only once it is committed: deletes trust the mark
+            return added
+
     def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
+        self.catch_up()
         with self._translated("the search"):
             return fulltext.sqlite_ranked(self._db, words, limit)
 
