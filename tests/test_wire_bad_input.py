@@ -90,14 +90,6 @@ def test_a_20_mib_body_is_413(daemon):
     assert status == 413 and reply["error"]["kind"] == "body-too-large"
 
 
-def test_an_unknown_method_on_a_route_is_404(daemon):
-    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
-    conn.request("GET", "/v1/assert")
-    response = conn.getresponse()
-    assert response.status == 404
-    assert json.loads(response.read())["error"]["kind"] == "not-found"
-
-
 def test_no_stack_trace_leaks_from_an_internal_error(daemon):
     # an empty body on an operation that needs fields is a refusal, not a crash
     status, reply = post(daemon, "/v1/assert", b"")

@@ -135,8 +135,8 @@ def _collect(term: Any, symbols: list[str], strings: list[str], extra: list[str]
         words, joined = _symbol_words(term.name)
         symbols.extend(words)
         extra.extend(joined)
-    elif cls is str:
-        strings.append(term)
+    elif cls is str:  # a NUL is no word, and PostgreSQL's text refuses it
+        strings.append(term.replace("\x00", " "))
     elif cls is Var:
         return
     elif cls is bool:
