@@ -16,6 +16,7 @@ from koinii.cli import main
 from koinii.sessions import Introspection, SessionStore, schema
 from koinii.sessions.importing import import_paths
 from koinii.sessions.search import SNIPPET_TOKENS, window, words
+from tests.test_sessions_import import readable
 
 DEPTH = pathlib.Path(__file__).parent / "data" / "sessions" / "depth"
 PROJECT = DEPTH / "claude" / "-home-dev-shop-services-checkout"
@@ -344,7 +345,7 @@ def typed_prompts(records):
 @pytest.mark.skipif(not REAL_FILES, reason=f"no real transcripts at {REAL} (optional samples)")
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.name[:40])
 def test_a_real_transcript_keeps_every_turn_and_token_across_forks_and_children(store, path):
-    records = records_of_readable(path)
+    records = readable(path)
     (report,) = import_paths(store, [path])
     reader = Introspection(store)
     sessions = [report["session_id"], *(c["session_id"] for c in report.get("children", ()))]
@@ -357,18 +358,6 @@ def test_a_real_transcript_keeps_every_turn_and_token_across_forks_and_children(
         for key, value in tokens(read).items():
             total[key] += value
     assert total == raw_tokens(records)
-
-
-def records_of_readable(path):
-    out = []
-    for line in path.read_bytes().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            out.append(record)
-    return out
 
 
 # --- live recording, batched -----------------------------------------------------------------
