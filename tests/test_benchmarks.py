@@ -15,7 +15,7 @@ WITH_POSTGRES = {"wire", "backends", "scale"}
 
 
 @pytest.mark.parametrize(
-    "name", ["engine", "wire", "backends", "sessions", "web", "scale", "search"]
+    "name", ["engine", "wire", "backends", "sessions", "web", "scale", "search", "recall"]
 )
 def test_the_benchmark_runs_in_quick_mode_and_prints_its_table(name, request):
     if name in WITH_POSTGRES:

@@ -16,6 +16,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from koinii.kb import semantic
 from koinii.mcp_server import REFUSAL_FIXES
 
 TOOLS = {
@@ -225,6 +226,7 @@ def test_an_agent_finds_what_the_team_said_by_its_words_and_the_vocabulary_in_us
         "context": "CxBoreas",
         "author": "AgentBoreas",
         "snippet": hit["snippet"],
+        "matched": "words+meaning" if semantic.installed() else "words",
     }
     assert "[postgres]" in hit["snippet"] and "[prod]" in hit["snippet"]
     assert nothing["count"] == 0 and "vocabulary()" in nothing["note"]

@@ -7,6 +7,7 @@ import logging
 import pytest
 
 import koinii
+from koinii.kb import semantic
 from koinii.sessions import Introspection, SessionStore
 from koinii.sessions.failures import ADVICE, LOOP_AT
 from koinii.sessions.introspection import AGENT_PROMPT, EMPTY_READ
@@ -72,7 +73,7 @@ def bands(store):
 
 
 def test_the_search_ranks_title_request_reply_thinking_then_newest_first(store, bands):
-    rows = Introspection(store).list_sessions("rollout plan")
+    rows = Introspection(store).list_sessions("rollout plan", ranking="lexical")
     assert [(r["rank"], r["id"]) for r in rows] == [
         (0, bands["title_new"]),
         (0, bands["title_old"]),
@@ -83,7 +84,8 @@ def test_the_search_ranks_title_request_reply_thinking_then_newest_first(store, 
 
 
 def test_each_row_flags_every_band_it_matched(store, bands):
-    rows = {r["id"]: r for r in Introspection(store).list_sessions("rollout plan")}
+    found = Introspection(store).list_sessions("rollout plan", ranking="lexical")
+    rows = {r["id"]: r for r in found}
     flags = ("is_in_title", "is_in_request", "is_in_reply", "is_in_thinking")
     assert [rows[bands["title_new"]][f] for f in flags] == [True, True, False, False]
     assert [rows[bands["title_old"]][f] for f in flags] == [True, False, False, False]
@@ -100,6 +102,7 @@ def test_each_row_flags_every_band_it_matched(store, bands):
         "rank",
         *flags,
         "is_in_tool",
+        "is_by_meaning",
         "request_snippet",
         "reply_snippet",
         "tool_snippet",
@@ -108,10 +111,14 @@ def test_each_row_flags_every_band_it_matched(store, bands):
 
 def test_search_words_must_all_be_in_one_field_and_the_last_is_a_prefix(store, bands):
     reader = Introspection(store)
-    assert bands["split"] not in [r["id"] for r in reader.list_sessions("rollout plan")]
-    assert bands["reply"] in [r["id"] for r in reader.list_sessions("rollout plan")]  # planning
-    assert reader.list_sessions("rollou plan") == []  # only the last word is a prefix
-    assert [r["id"] for r in reader.list_sessions("  WRITE the ROLL ")] == [bands["request"]]
+
+    def ids(search: str) -> list[str]:
+        return [r["id"] for r in reader.list_sessions(search, ranking="lexical")]
+
+    assert bands["split"] not in ids("rollout plan")
+    assert bands["reply"] in ids("rollout plan")  # planning
+    assert ids("rollou plan") == []  # only the last word is a prefix
+    assert ids("  WRITE the ROLL ") == [bands["request"]]
 
 
 def test_the_title_band_is_a_case_insensitive_substring_of_the_current_title(store):
@@ -125,8 +132,12 @@ def test_the_title_band_is_a_case_insensitive_substring_of_the_current_title(sto
 
 def test_a_child_session_never_appears_in_a_search(store):
     parent = session(store, "parent", request="x")
-    store.start_session(title="unique child title", parent_session_id=parent)
-    assert Introspection(store).list_sessions("unique child") == []
+    child = store.start_session(title="unique child title", parent_session_id=parent)
+    reader = Introspection(store)
+    assert reader.list_sessions("unique child", ranking="lexical") == []
+    if semantic.installed():  # by meaning, a child's title counts for its parent
+        assert [r["id"] for r in reader.list_sessions("unique child")] == [parent]
+    assert child not in [r["id"] for r in reader.list_sessions("unique child")]
 
 
 def test_snippets_are_windows_around_the_match_with_ellipses_at_cut_ends(store):

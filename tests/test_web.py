@@ -14,6 +14,7 @@ import pytest
 
 import koinii
 from koinii import channel
+from koinii.kb import semantic
 from koinii.server.web import graph, moves
 from koinii.sessions import SessionStore
 from koinii.wraps import Coordinators, wrap_session
@@ -207,6 +208,9 @@ def test_sessions_are_listed_searched_with_highlights_and_read_when_introspectio
         found = browser.get("/sessions?search=staging")
         assert found.status == 200 and "Fix the flaky deploy" in found.text
         assert "<mark>staging</mark>" in found.text
+        if semantic.installed():  # the daemon ranks hybrid: found in other words, and says so
+            other = browser.get("/sessions?search=deployment+keeps+failing")
+            assert "Fix the flaky deploy" in other.text and "close in meaning" in other.text
         one = browser.get(f"/sessions/{sid}")
         assert "Why does the staging deploy fail?" in one.text
         assert "A stale migration lock." in one.text

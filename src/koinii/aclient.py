@@ -207,8 +207,10 @@ class AsyncClient:
     ) -> list[dict[str, Term]]:
         return await self._run(protocol.query(goal, ctx, limit))
 
-    async def search(self, text: str, ctx: Context, *, limit: int = 10) -> list[Hit]:
-        return await self._run(protocol.search(text, ctx, limit))
+    async def search(
+        self, text: str, ctx: Context, *, limit: int = 10, ranking: str | None = None
+    ) -> list[Hit]:
+        return await self._run(protocol.search(text, ctx, limit, ranking))
 
     async def vocabulary(self, ctx: Context) -> list[dict[str, Any]]:
         return await self._run(protocol.vocabulary(ctx))

@@ -643,10 +643,14 @@ class Agent:
         `ctx`'s)."""
         return self.store.query(goal, self.channel if ctx is None else ctx)
 
-    def search(self, text: str, *, limit: int = 10, ctx: Any = None) -> list[Hit]:
-        """What the channel (or `ctx`) sees whose words match `text`, best first — to
-        find what the team said without guessing its predicate (docs/search.md)."""
-        return self.store.search(text, self.channel if ctx is None else ctx, limit=limit)
+    def search(
+        self, text: str, *, limit: int = 10, ctx: Any = None, ranking: str | None = None
+    ) -> list[Hit]:
+        """What the channel (or `ctx`) sees whose words (or, ranked hybrid, meaning) match
+        `text`, best first — to find what the team said without guessing its predicate
+        (docs/search.md)."""
+        where = self.channel if ctx is None else ctx
+        return self.store.search(text, where, limit=limit, ranking=ranking)
 
     def vocabulary(self, ctx: Any = None) -> list[dict[str, Any]]:
         """The predicates in use where the channel (or `ctx`) sees, most used first,

@@ -205,8 +205,10 @@ class Client:
     def query(self, goal: Goal, ctx: Context, *, limit: int | None = None) -> list[dict[str, Term]]:
         return self._run(protocol.query(goal, ctx, limit))
 
-    def search(self, text: str, ctx: Context, *, limit: int = 10) -> list[Hit]:
-        return self._run(protocol.search(text, ctx, limit))
+    def search(
+        self, text: str, ctx: Context, *, limit: int = 10, ranking: str | None = None
+    ) -> list[Hit]:
+        return self._run(protocol.search(text, ctx, limit, ranking))
 
     def vocabulary(self, ctx: Context) -> list[dict[str, Any]]:
         return self._run(protocol.vocabulary(ctx))

@@ -412,13 +412,15 @@ def build_server(
     @tool
     def search(text: str, limit: int = 10) -> dict[str, Any]:
         """Find what the team has said about something without knowing how it was
-        written: ranked full-text search over every claim, question, answer, ground and
-        wrap note the channel sees. Symbols are searched by their words, so
-        "postgres version" finds (postgresMajorVersion ProdCluster 16); any word may
-        match, and the best matches come first (keep their order). `limit`: 1 to 100.
-        Example: search(text="postgres version"). Returns {hits, count}: each hit's
-        handle, sentence, context, author and snippet (the matched words in [ ]).
-        Then thread(handle) shows what was said about a hit."""
+        written: ranked search over every claim, question, answer, ground and wrap note
+        the channel sees. Symbols are searched by their words, so "postgres version"
+        finds (postgresMajorVersion ProdCluster 16); any word may match, and where the
+        server has semantic ranking a sentence close in meaning is found too ("which
+        database" finds it). The best matches come first (keep their order). `limit`: 1
+        to 100. Example: search(text="postgres version"). Returns {hits, count}: each
+        hit's handle, sentence, context, author, snippet (the matched words in [ ]) and
+        matched ("words", "meaning" or "words+meaning"). Then thread(handle) shows what
+        was said about a hit."""
         hits = [
             {
                 "handle": h.sentex.handle,
@@ -426,6 +428,7 @@ def build_server(
                 "context": h.sentex.context,
                 "author": h.author,
                 "snippet": h.snippet,
+                "matched": h.matched,
             }
             for h in agent.search(text, limit=limit)
         ]

@@ -341,8 +341,9 @@ def _hits(found: list[dict[str, Any]]) -> list[Hit]:
     return [decode_hit(h) for h in found]
 
 
-def search(text: str, ctx: Context, limit: int) -> Call[list[Hit]]:
-    return Call("search", {"text": text, "context": _ctx(ctx), "limit": limit}, _hits)
+def search(text: str, ctx: Context, limit: int, ranking: str | None) -> Call[list[Hit]]:
+    fields = {"text": text, "context": _ctx(ctx), "limit": limit, "ranking": ranking}
+    return Call("search", fields, _hits)
 
 
 def vocabulary(ctx: Context) -> Call[list[dict[str, Any]]]:

@@ -83,11 +83,18 @@ def encode_hit(hit: Hit) -> dict[str, Any]:
         "author": hit.author,
         "snippet": hit.snippet,
         "score": hit.score,
+        "matched": hit.matched,
     }
 
 
 def decode_hit(data: dict[str, Any]) -> Hit:
-    return Hit(decode_sentex(data["sentex"]), data["author"], data["snippet"], data["score"])
+    return Hit(
+        decode_sentex(data["sentex"]),
+        data["author"],
+        data["snippet"],
+        data["score"],
+        data.get("matched", "words"),
+    )
 
 
 def encode_change(change: dict[str, Any]) -> dict[str, Any]:

@@ -19,13 +19,20 @@ from koinii.wire import encode_hit
 @click.option(
     "--limit", type=int, default=10, show_default=True, help="At most this many hits (1-100)."
 )
+@click.option(
+    "--ranking",
+    type=click.Choice(["lexical", "hybrid"]),
+    default=None,
+    help="By words only, or by words and meaning (koinii[semantic]) "
+    "[default: hybrid where installed].",
+)
 @json_option
 @source_options
-def search_command(text, context, limit, as_json, url, token, db) -> None:
-    """What CONTEXT sees whose words match TEXT, best first: each sentence with its
-    handle, context, author and the words that matched (in [ ])."""
+def search_command(text, context, limit, ranking, as_json, url, token, db) -> None:
+    """What CONTEXT sees whose words (or meaning) match TEXT, best first: each sentence
+    with its handle, context, author and the words that matched (in [ ])."""
     with open_source(db, url, token) as store:
-        hits = store.search(text, context, limit=limit)
+        hits = store.search(text, context, limit=limit, ranking=ranking)
     if as_json:
         return echo_json([encode_hit(h) for h in hits])
     if not hits:

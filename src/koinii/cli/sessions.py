@@ -117,12 +117,21 @@ def list_sessions(limit, as_json, db, url, token) -> None:
 @command.command("search", short_help="THE ranked search over every session.")
 @click.argument("query")
 @click.option("--limit", default=20, show_default=True, help="Rows to show (0: all).")
+@click.option(
+    "--ranking",
+    type=click.Choice(["lexical", "hybrid"]),
+    default=None,
+    help="The bands only, or fused with meaning (koinii[semantic]) "
+    "[default: hybrid where installed].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @_medium_options
-def search_sessions(query, limit, as_json, db, url, token) -> None:
-    """THE ranked search: title, then request, reply, thinking, tool matches; newest first."""
+def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
+    """THE ranked search: title, then request, reply, thinking, tool matches; newest first
+    (ranked hybrid: fused with the sessions closest in meaning, in the fused order)."""
     with _store(db, url, token) as store:
-        rows = Introspection(store).list_sessions(query, limit=limit or None)
+        reader = Introspection(store)
+        rows = reader.list_sessions(query, limit=limit or None, ranking=ranking)
     if as_json:
         return _echo_json(rows)
     if not rows:
@@ -131,6 +140,7 @@ def search_sessions(query, limit, as_json, db, url, token) -> None:
     table = Table("ID", "MATCH", "MODIFIED", "TURNS", "TITLE / SNIPPET", box=None, pad_edge=False)
     for row in rows:
         found = [band for band in BANDS if row[f"is_in_{band}"]]
+        found += ["meaning"] if row["is_by_meaning"] else []
         snippet = row["request_snippet"] or row["reply_snippet"] or row["tool_snippet"] or ""
         snippet = " ".join(snippet.split())
         text = row["title"] or ""

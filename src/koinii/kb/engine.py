@@ -91,6 +91,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching):
         self.write_budget_s = write_budget_s
         self._budget: Budget | None = None  # the running operation's (see `budget`)
         self._shipped: frozenset[int] = frozenset()  # see `mark_shipped`
+        self._search_vectors = None  # made at the first hybrid search (search.py)
         self._rebuild()
 
     @property

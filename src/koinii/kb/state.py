@@ -13,6 +13,8 @@ Invariants (each kept by the room that writes the structure):
 - `_tx` is the write in progress, if any; `_group` the open group commit (writes).
 - `_seq` is the seq of the last durable write; handles and justification ids below
   `_next_handle` / `_next_just` are never reused (writes).
+- `_search_vectors` holds a vector for stored handles up to its `top` (search: caught
+  up lazily; a handle no longer stored is skipped, never returned).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from koinii.kb.feed import Feed, Routed
     from koinii.kb.index import Index
     from koinii.kb.rules import Rule
+    from koinii.kb.semantic import Vectors
     from koinii.kb.sentex import Node
     from koinii.kb.store import Store
     from koinii.kb.writes import Transaction
@@ -57,6 +60,7 @@ class State:
     _next_just: int
     _budget: Budget | None  # the running operation's (see `KB.budget`)
     _shipped: frozenset[int]  # the shipped vocabulary's handles (see `mark_shipped`)
+    _search_vectors: Vectors | None  # the stored sentences' vectors (search, semantic.py)
     max_depth: int
     max_derivations: int
     query_budget_s: float | None

@@ -28,9 +28,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb import KB
+from koinii.kb import KB, semantic
 from koinii.operations import invoker, operation
-from koinii.sessions import checks, failures, schema
+from koinii.sessions import checks, failures, meaning, schema
 from koinii.sessions.reading import REQUEST_PREVIEW, SessionRows, resolve, tokens_of
 from koinii.sessions.search import INDEX_KEYS, index, ranked
 from koinii.sessions.store import SessionStore
@@ -47,7 +47,9 @@ Session introspection (read-only; results are plain dicts and lists — filter t
   created_at, modified_at}. With search, ranked by the server: title (rank 0), request (1),
   reply (2), thinking (3), tool results (4); best band first, newest first inside a band —
   keep that order. Matches add rank, is_in_title/is_in_request/is_in_reply/is_in_thinking/
-  is_in_tool and request_snippet/reply_snippet/tool_snippet.
+  is_in_tool, is_by_meaning and request_snippet/reply_snippet/tool_snippet. Where the
+  server ranks hybrid (semantic ranking installed), sessions close in meaning are fused
+  in (is_by_meaning; rank 5 when only by meaning) and the order is the fused one.
 - get_session(target=None) -> ONE session's descriptor (no transcript), the current one
   by default; None when nothing matches.
 - read_session(target=None) -> {session, current_turn, failures, diagnosis,
@@ -449,17 +451,28 @@ def _descriptor(db: Any, session: dict[str, Any], current: str | None) -> dict[s
     fields={
         "search": ("string", False, "THE ranked search (none: the newest-first index)"),
         "limit": ("integer", False, "at most this many rows"),
+        "ranking": (
+            "string",
+            False,
+            "lexical (the bands) or hybrid (fused with meaning; needs koinii[semantic]); "
+            "default: hybrid where installed",
+        ),
     },
     summary="the session index, or the ranked search",
 )
-def list_sessions(kb: KB, search: Any = None, limit: Any = None) -> list[dict[str, Any]]:
+def list_sessions(
+    kb: KB, search: Any = None, limit: Any = None, ranking: Any = None
+) -> list[dict[str, Any]]:
     if search is not None and not isinstance(search, str):
         raise Refused("bad-option", "search is a string", {"option": "search"})
     most = _limit(limit)
+    vectors = meaning.for_kb(kb) if semantic.ranking_of(ranking) == "hybrid" else None
     schema.ready(kb)
 
     def read(db: Any) -> list[dict[str, Any]]:
-        return index(db, most) if search is None else ranked(db, search, most)
+        if search is None:
+            return index(db, most)
+        return ranked(db, search, most, vectors=vectors)
 
     return _guarded("list_sessions", [], lambda: kb.read_records(read))
 
@@ -520,7 +533,10 @@ def _argument(method: str, args: tuple, kwargs: dict[str, Any], names: tuple[str
         if kwargs.get(name) is not None:
             value = kwargs[name]
             break
-    ignored = [k for k in kwargs if k not in names and k != "limit"] + (["…"] if args[1:] else [])
+    options = ("limit", "ranking")  # list_sessions's, beside its one argument
+    ignored = [k for k in kwargs if k not in names and k not in options] + (
+        ["…"] if args[1:] else []
+    )
     if ignored:
         log.warning("%s ignores the arguments %s", method, ignored)
     return value
@@ -551,7 +567,12 @@ class Introspection:
             text = _argument("list_sessions", args, kwargs, SEARCH_NAMES)
             if text is not None and not isinstance(text, str):
                 text = str(text)
-            return self._call("sessions.list_sessions", search=text, limit=kwargs.get("limit"))
+            return self._call(
+                "sessions.list_sessions",
+                search=text,
+                limit=kwargs.get("limit"),
+                ranking=kwargs.get("ranking"),
+            )
 
         return _guarded("list_sessions", [], run)
 

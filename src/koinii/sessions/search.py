@@ -8,6 +8,12 @@ A search ranks every top-level session by its best band:
     3  thinking  the model's thinking matches
     4  tool      what a tool returned matches (a block's result, output or error)
 
+Ranked hybrid (`ranking="hybrid"`, the default where `koinii[semantic]` is installed),
+the banded rows are fused with the sessions closest in meaning to the search — their
+titles and requests embedded (meaning.py) — by reciprocal rank (`semantic.fuse`), and
+come in that fused order instead; each row says `is_by_meaning`, and one found by meaning
+alone has rank 5 and, as its request snippet, the opening of the text that was closest.
+
 Full text means: the search is cut into words the way the index cuts text (Unicode
 letters and digits; case and diacritics folded), every word must occur in the same
 field of the same turn, and the last word is also a prefix (`deplo` finds `deploy`).
@@ -32,8 +38,10 @@ import re
 import unicodedata
 from typing import Any
 
+from koinii.kb import semantic
 from koinii.sessions.schema import TURN_BITS
 
+MEANING_BAND = 5  # a hybrid search's row found by meaning alone
 SNIPPET_TOKENS = 20  # the width of a request/reply snippet window
 ELLIPSIS = "…"
 NO_LIMIT = 2**62
@@ -134,11 +142,72 @@ def expression(dialect: str, column: str, terms: list[str]) -> str:
     return f"{{{column}}} : ({' '.join(quoted)})"
 
 
-def ranked(db: Any, search: str, limit: int | None = None) -> list[dict[str, Any]]:
-    """THE ranked search (module docstring). A blank search is the plain index."""
+def ranked(
+    db: Any, search: str, limit: int | None = None, *, vectors: Any = None
+) -> list[dict[str, Any]]:
+    """THE ranked search (module docstring). A blank search is the plain index. With
+    the sessions' `vectors` (meaning.py) it is ranked hybrid: the banded rows fused with
+    the sessions closest in meaning (`semantic.fuse`), in the fused order."""
     search = search.strip()
     if not search:
         return index(db, limit)
+    if vectors is not None:
+        return _hybrid(db, search, limit, vectors)
+    return _banded(db, search, limit)
+
+
+def _hybrid(db: Any, search: str, limit: int | None, vectors: Any) -> list[dict[str, Any]]:
+    depth = None if limit is None else max(semantic.DEPTH, limit)  # each side's, at most
+    banded = _banded(db, search, depth)
+    near = vectors.nearest(db, search, depth)
+    rows = {row["id"]: row for row in banded}
+    closest: dict[str, str] = {}
+    if near:
+        marks = ", ".join("?" for _ in near)
+        found = db.execute(
+            f"SELECT s.n, {INDEX_COLUMNS} FROM session s WHERE s.n IN ({marks})",
+            [n for n, _ in near],
+        ).fetchall()
+        ids = {n: index_row(rest) for n, *rest in found}
+        for n, text in near:
+            if n in ids:
+                session_id = ids[n]["id"]
+                closest[session_id] = text
+                if session_id in rows:
+                    rows[session_id]["is_by_meaning"] = True
+                else:
+                    rows[session_id] = {
+                        **ids[n],
+                        **_BY_MEANING_ONLY,
+                        "request_snippet": _opening(text),
+                    }
+    fused = semantic.fuse([row["id"] for row in banded], list(closest))
+    return [rows[session_id] for session_id, _ in fused[: NO_LIMIT if limit is None else limit]]
+
+
+_BY_MEANING_ONLY = {
+    "rank": MEANING_BAND,
+    "is_by_meaning": True,
+    "is_in_title": False,
+    "is_in_request": False,
+    "is_in_reply": False,
+    "is_in_thinking": False,
+    "is_in_tool": False,
+    "request_snippet": None,
+    "reply_snippet": None,
+    "tool_snippet": None,
+}
+
+
+def _opening(text: str) -> str:
+    """A meaning-only hit's snippet: the first SNIPPET_TOKENS tokens of its closest text."""
+    tokens = list(_WORD.finditer(text))
+    if len(tokens) <= SNIPPET_TOKENS:
+        return text.strip()
+    return text[: tokens[SNIPPET_TOKENS - 1].end()].strip() + ELLIPSIS
+
+
+def _banded(db: Any, search: str, limit: int | None) -> list[dict[str, Any]]:
     dialect = getattr(db, "dialect", "sqlite")
     title = search.casefold()
     titles = dialect
@@ -166,6 +235,7 @@ def ranked(db: Any, search: str, limit: int | None = None) -> list[dict[str, Any
         entry.update(
             {
                 "rank": band,
+                "is_by_meaning": False,
                 "is_in_title": bool(in_title),
                 "is_in_request": request_turn is not None,
                 "is_in_reply": reply_turn is not None,

@@ -1,0 +1,162 @@
+"""Semantic ranking, the optional half of search: a small local embedding model, the
+vectors of what is searched, and their fusion with the lexical rank (docs/search.md).
+
+Installed with `pip install 'koinii[semantic]'`, which brings WordLlama (`wordllama`):
+static token embeddings averaged and normalised — 256 numbers a text — whose weights and
+tokenizer ship inside its own wheel (16 MB), so nothing is downloaded at run time and it
+runs offline on numpy alone (no PyTorch). It was chosen over a transformer such as
+all-MiniLM-L6-v2 (which ships in a wheel too, but needs PyTorch) because it embeds a
+sentence in 30 to 50 µs (the transformer: about 10 ms here): a store's every sentence
+can be embedded as it is searched, on the writer, without a model server.
+`benchmarks/recall.py` measures what it adds.
+
+Invariants:
+- The model is loaded once per process, on first use, from the package's own files
+  (downloads disabled): a search never touches the network.
+- A `Vectors` index holds one unit-length vector per key it was given, keys increasing,
+  every key up to `top` offered: its owner (the KB's search) catches it up with what is
+  stored, and skips a key it no longer holds (vectors are never updated: what they
+  embed, a stored sentence, never changes). The sessions keep their own (meaning.py).
+- Fusion is reciprocal-rank fusion (`fuse`): each side contributes 1 / (K + rank) per
+  hit, so neither side's scores need to be comparable; a meaning-only hit counts only
+  above `MIN_SIMILARITY`, so a search for something nobody said still finds nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from koinii.errors import Refused
+
+RANKINGS = ("lexical", "hybrid")
+K = 60  # reciprocal-rank fusion's constant (Cormack et al.'s usual value)
+MIN_SIMILARITY = 0.30  # cosine below which a hit is not "about" the search (recall.py)
+DEPTH = 20  # hits each side brings to the fusion, at least (recall.py: 50 finds no more)
+DIMENSIONS = 256  # the model's own; cut to 128 or 64, recall.py found more noise hits
+
+_model: Any = None
+_model_lock = threading.Lock()
+
+
+def installed() -> bool:
+    """Is the semantic extra installed (and its model loadable)?"""
+    try:
+        _embedder()
+    except Refused:
+        return False
+    return True
+
+
+def ranking_of(ranking: Any) -> str:
+    """The ranking a search asked for, checked: `lexical`, `hybrid`, or None for the
+    default — hybrid where the semantic extra is installed, else lexical."""
+    if ranking is None:
+        return "hybrid" if installed() else "lexical"
+    if ranking not in RANKINGS:
+        raise Refused(
+            "bad-option",
+            f"ranking is one of {', '.join(RANKINGS)} (or left out for the default), "
+            f"not {ranking!r:.40}",
+            {"option": "ranking", "allowed": list(RANKINGS)},
+        )
+    if ranking == "hybrid":
+        _embedder()  # refuses, saying how to install it, when it is missing
+    return str(ranking)
+
+
+def embed(texts: Sequence[str]) -> Any:
+    """The unit-length vectors of `texts` (a float32 array, one row each)."""
+    return _embedder().embed(list(texts), norm=True)
+
+
+def _embedder() -> Any:
+    global _model
+    if _model is not None:
+        return _model
+    with _model_lock:
+        if _model is None:
+            try:
+                import wordllama
+            except ImportError as missing:
+                raise Refused(
+                    "semantic-unavailable",
+                    "hybrid ranking needs the semantic extra: pip install 'koinii[semantic]' "
+                    "(or search with ranking='lexical')",
+                    {"missing": "wordllama"},
+                ) from missing
+            # Its weights and tokenizer lie in the package itself; pointed there as the
+            # cache, it finds both and never downloads.
+            package = Path(wordllama.__file__).parent
+            _model = wordllama.WordLlama.load(cache_dir=package, disable_download=True)
+    return _model
+
+
+class Vectors:
+    """Unit vectors by increasing integer key, searched by cosine (see the module
+    docstring). Not thread-safe: its owner serialises access (the KB's lock)."""
+
+    def __init__(self) -> None:
+        import numpy
+
+        self._np = numpy
+        self._keys = numpy.zeros(0, dtype=numpy.int64)
+        self._rows = numpy.zeros((0, DIMENSIONS), dtype=numpy.float32)
+        self._pending: list[Any] = []  # (keys, rows) not yet joined to the arrays
+        self.top = 0  # the highest key embedded
+
+    def __len__(self) -> int:
+        self._join()
+        return len(self._keys)
+
+    def add(self, keyed_texts: Sequence[tuple[int, str]], through: int) -> int:
+        """Embed and keep the (key, text) pairs whose keys are above `top`, then move
+        `top` to `through`: every key up to it has been offered. How many were added."""
+        fresh = [(key, text) for key, text in keyed_texts if key > self.top]
+        if fresh:
+            np = self._np
+            keys = np.fromiter((k for k, _ in fresh), dtype=np.int64, count=len(fresh))
+            self._pending.append((keys, embed([text for _, text in fresh])))
+        self.top = max(self.top, through)
+        return len(fresh)
+
+    def nearest(self, text: str) -> Iterator[tuple[int, float]]:
+        """(key, cosine) for every key at least MIN_SIMILARITY from `text`, nearest
+        first (ties by key). The nearest 8 x DEPTH are sorted first, the rest only if the
+        caller reads past them (many of them may not be visible to it)."""
+        self._join()
+        if not len(self._keys):
+            return
+        np = self._np
+        scores = self._rows @ embed([text])[0]
+        close = np.flatnonzero(scores >= MIN_SIMILARITY)
+        first = 8 * DEPTH
+        if len(close) > first:
+            head = np.argpartition(-scores[close], first)[:first]
+            head = close[np.sort(head)]  # back in key order, for a stable sort by score
+            rest = np.setdiff1d(close, head, assume_unique=True)
+            parts = [head, rest]
+        else:
+            parts = [close]
+        for part in parts:
+            for i in part[np.argsort(-scores[part], kind="stable")]:
+                yield int(self._keys[i]), float(scores[i])
+
+    def _join(self) -> None:
+        if self._pending:
+            np = self._np
+            self._keys = np.concatenate([self._keys, *(k for k, _ in self._pending)])
+            self._rows = np.concatenate([self._rows, *(r for _, r in self._pending)])
+            self._pending.clear()
+
+
+def fuse(lexical: Sequence[Any], semantic: Sequence[Any]) -> list[tuple[Any, float]]:
+    """Reciprocal-rank fusion of two best-first lists of keys: (key, fused score), best
+    first; ties go to the lexical order, then the semantic."""
+    score: dict[Any, float] = {}
+    for ranked in (lexical, semantic):
+        for rank, key in enumerate(ranked):
+            score[key] = score.get(key, 0.0) + 1.0 / (K + rank + 1)
+    return sorted(score.items(), key=lambda kv: -kv[1])

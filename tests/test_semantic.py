@@ -1,0 +1,173 @@
+"""Ranking by meaning (docs/search.md, "Ranking by meaning"): the hybrid search of
+claims and of sessions — what it finds that words miss, what it must never find, and
+the refusals — on every store, in process and over the wire."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from koinii.channel import join, wire
+from koinii.kb import semantic
+from koinii.sessions import Introspection, SessionStore
+from tests.conftest import refused
+
+pytest.importorskip("wordllama", reason="koinii[semantic] is not installed (no hybrid ranking)")
+
+TEAM = "CxTeam"
+AUTH = "(authMethod PublicApi OAuth2)"
+
+
+def texts(hits) -> list[str]:
+    return [h.sentex.text for h in hits]
+
+
+# --- claims ----------------------------------------------------------------------------------
+
+
+def test_hybrid_finds_a_claim_by_meaning_where_no_word_of_the_search_matches(kb):
+    kb.assert_(AUTH, TEAM, creator="AgentAtlas")
+    kb.assert_("(officeLocation Team Berlin)", TEAM)
+    assert kb.search("how do clients authenticate", TEAM, ranking="lexical") == []
+    [hit] = kb.search("how do clients authenticate", TEAM)  # hybrid: the default here
+    assert (hit.sentex.text, hit.matched, hit.author) == (AUTH, "meaning", "AgentAtlas")
+    assert hit.snippet == "auth method public api o auth 2"  # no word matched: no [ ]
+
+
+def test_each_hit_says_whether_its_words_its_meaning_or_both_matched(kb):
+    kb.assert_("(postgresMajorVersion ProdCluster 16)", TEAM)
+    kb.assert_("(officeLocation Team Berlin)", TEAM)
+    [hit] = kb.search("postgres version", TEAM)
+    assert hit.matched == "words+meaning" and "[postgres]" in hit.snippet
+    [lexical] = kb.search("postgres version", TEAM, ranking="lexical")
+    assert lexical.matched == "words"
+
+
+def test_a_search_for_what_nobody_said_finds_nothing_by_meaning_either(kb):
+    for sentence in (AUTH, "(officeLocation Team Berlin)", "(cacheBackend Staging Redis7)"):
+        kb.assert_(sentence, TEAM)
+    for text in ("banana bread recipe", "who won the football match", "how to train a puppy"):
+        assert kb.search(text, TEAM) == [], text
+
+
+def test_meaning_never_reaches_past_what_the_context_sees(kb):
+    kb.assert_(AUTH, "CxScratch")  # a context the channel does not see
+    kb.assert_("(sessionTimeoutMinutes PublicApi 30)", TEAM)
+    assert AUTH not in texts(kb.search("how do clients authenticate", TEAM))
+    assert AUTH in texts(kb.search("how do clients authenticate", "CxEverything"))
+    seen = kb.assert_("(authMethod AdminConsole Saml)", TEAM)
+    assert "(authMethod AdminConsole Saml)" in texts(kb.search("how do admins sign in", TEAM))
+    kb.retract(seen)  # what is retracted is not found by its meaning either
+    assert "(authMethod AdminConsole Saml)" not in texts(kb.search("how do admins sign in", TEAM))
+
+
+def test_what_is_written_after_a_search_is_found_by_meaning_at_the_next(kb):
+    kb.assert_("(officeLocation Team Berlin)", TEAM)
+    assert kb.search("how do clients authenticate", TEAM) == []
+    kb.assert_(AUTH, TEAM)
+    assert texts(kb.search("how do clients authenticate", TEAM)) == [AUTH]
+
+
+def test_index_for_search_embeds_the_backlog_ahead_of_any_search(kb):
+    kb.edit(add=[(f"(serviceOwner Service{i} Team{i})", TEAM) for i in range(30)])
+    kb.index_for_search()
+    assert kb._vectors().top == kb._next_handle - 1  # nothing left for the search to embed
+
+
+def test_a_ranking_that_is_not_lexical_or_hybrid_is_refused(kb):
+    refusal = refused(lambda: kb.search("postgres", TEAM, ranking="semantic"))
+    assert refusal.kind == "bad-option"
+    assert refusal.data == {"option": "ranking", "allowed": ["lexical", "hybrid"]}
+    assert "lexical, hybrid" in str(refusal)
+
+
+def test_without_the_extra_hybrid_is_refused_saying_how_to_install_it_and_lexical_is_the_default():
+    script = """
+import sys
+sys.modules["wordllama"] = None  # as on an install without koinii[semantic]
+import koinii
+kb = koinii.open_kb()
+kb.assert_("(postgresMajorVersion ProdCluster 16)", "CxTeam")
+print([h.matched for h in kb.search("postgres version", "CxTeam")])
+try:
+    kb.search("postgres version", "CxTeam", ranking="hybrid")
+except koinii.Refused as refusal:
+    print(refusal.kind, refusal.data)
+    print(refusal)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == "['words']"
+    assert out[1] == "semantic-unavailable {'missing': 'wordllama'}"
+    assert "pip install 'koinii[semantic]'" in out[2] and "ranking='lexical'" in out[2]
+
+
+def test_the_ranking_and_how_each_hit_matched_cross_the_wire(start_daemon):
+    daemon = start_daemon(principals={"AgentAtlas": "agent", "AgentBoreas": "agent"})
+    atlas = join(wire(daemon.client("AgentAtlas")), TEAM, "AgentAtlas")
+    boreas = join(wire(daemon.client("AgentBoreas")), TEAM, "AgentBoreas")
+    claim = atlas.assert_(AUTH)
+    [hit] = boreas.search("how do clients authenticate", ranking="hybrid")
+    assert (hit.sentex.handle, hit.matched, hit.author) == (claim, "meaning", "AgentAtlas")
+    assert boreas.search("how do clients authenticate", ranking="lexical") == []
+    refusal = refused(lambda: boreas.search("auth", ranking="fuzzy"))
+    assert (refusal.kind, refusal.data["option"]) == ("bad-option", "ranking")
+
+
+# --- sessions --------------------------------------------------------------------------------
+
+
+def session(store, title, request):
+    sid = store.start_session(title=title, created_at="2026-01-01T00:00:00Z")
+    turn = store.start_turn(sid, request, created_at="2026-01-01T01:00:00Z")
+    store.finish_turn(turn, "done", "complete")
+    return sid
+
+
+def test_a_session_is_found_by_the_meaning_of_its_requests(kb):
+    store = SessionStore(kb)
+    vat = session(store, "Fix VAT rounding in checkout", "round the VAT with Decimal")
+    session(store, "Bump the linter", "upgrade ruff and fix its new warnings")
+    reader = Introspection(store)
+    assert reader.list_sessions("german tax rounding rules", ranking="lexical") == []
+    [row] = reader.list_sessions("german tax rounding rules")
+    assert (row["id"], row["rank"], row["is_by_meaning"]) == (vat, 5, True)
+    # its snippet: the text that was closest (no word matched, so none is marked)
+    assert row["request_snippet"] in ("Fix VAT rounding in checkout", "round the VAT with Decimal")
+    assert reader.list_sessions("banana bread recipe") == []
+
+
+def test_a_session_matched_by_words_and_meaning_keeps_its_band_and_says_both(kb):
+    store = SessionStore(kb)
+    vat = session(store, "Fix VAT rounding in checkout", "round the VAT with Decimal")
+    [row] = [r for r in Introspection(store).list_sessions("VAT rounding") if r["id"] == vat]
+    assert (row["rank"], row["is_in_title"], row["is_by_meaning"]) == (0, True, True)
+    [lexical] = Introspection(store).list_sessions("VAT rounding", ranking="lexical")
+    assert lexical["is_by_meaning"] is False
+
+
+def test_a_new_turn_and_a_new_title_are_found_by_meaning_at_the_next_search(kb):
+    store = SessionStore(kb)
+    sid = session(store, "Morning chores", "tidy the imports")
+    reader = Introspection(store)
+    assert reader.list_sessions("elixir web server will not boot") == []
+    turn = store.start_turn(sid, "phoenix server does not start", created_at="2026-01-01T02:00Z")
+    store.finish_turn(turn, "done", "complete")
+    assert [r["id"] for r in reader.list_sessions("elixir web server will not boot")] == [sid]
+    store.set_title(sid, "Quarterly invoices export")
+    assert reader.list_sessions("exporting bills", ranking="lexical") == []
+    assert [r["id"] for r in reader.list_sessions("exporting bills")] == [sid]
+
+
+def test_a_bad_session_ranking_is_refused_over_the_reads_operation(kb):
+    from koinii.sessions.introspection import list_sessions
+
+    refusal = refused(lambda: list_sessions(kb, "vat", ranking="semantic"))
+    assert (refusal.kind, refusal.data["option"]) == ("bad-option", "ranking")
+
+
+def test_the_shipped_cut_off_is_the_one_the_recall_benchmark_names():
+    assert semantic.MIN_SIMILARITY == 0.30 and semantic.RANKINGS == ("lexical", "hybrid")
