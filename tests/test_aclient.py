@@ -135,3 +135,24 @@ def test_two_asyncio_agents_converse_in_one_event_loop(daemon):
     assert heard.added[0]["handle"] == answered
     assert [a["handle"] for a in thread["answers"]] == [answered]
     assert len(set(many)) == 8 and asked not in many
+
+
+def test_an_asyncio_agent_searches_and_reads_the_vocabulary_like_a_blocking_one(daemon):
+    from koinii import achannel, channel
+
+    blocking = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentBoreas")
+    claim = blocking.assert_("(postgresMajorVersion ProdCluster 16)")
+
+    async def scenario():
+        async with koinii.aconnect(daemon.url) as client:
+            atlas = await achannel.join(achannel.wire(client), "CxDeploy", "AgentAtlas")
+            return (
+                await atlas.search("postgres version", ranking="lexical"),
+                await atlas.vocabulary(),
+            )
+
+    hits, vocabulary = run(scenario())
+    assert [(h.sentex.handle, h.matched) for h in hits] == [(claim, "words")]
+    assert hits == blocking.search("postgres version", ranking="lexical")
+    in_use = {entry["predicate"]: entry["count"] for entry in vocabulary}
+    assert in_use["postgresMajorVersion"] == 1

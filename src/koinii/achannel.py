@@ -31,7 +31,7 @@ import anyio.to_thread
 
 from koinii import channel as _sync
 from koinii.asubscribe import Subscription
-from koinii.kb import Edited, Sentex
+from koinii.kb import Edited, Hit, Sentex
 from koinii.terms import Term
 
 __all__ = ["Agent", "Subscription", "Wire", "join", "wire"]
@@ -178,6 +178,14 @@ class Agent:
 
     async def query(self, goal: Any, ctx: Any = None) -> list[dict[str, Any]]:
         return await _off_loop(self.moves.query, goal, ctx)
+
+    async def search(
+        self, text: str, *, limit: int = 10, ctx: Any = None, ranking: str | None = None
+    ) -> list[Hit]:
+        return await _off_loop(self.moves.search, text, limit=limit, ctx=ctx, ranking=ranking)
+
+    async def vocabulary(self, ctx: Any = None) -> list[dict[str, Any]]:
+        return await _off_loop(self.moves.vocabulary, ctx)
 
     # --- the feed -------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ DEPTH = 20  # hits each side brings to the fusion, at least (recall.py: 50 finds
 DIMENSIONS = 256  # the model's own; cut to 128 or 64, recall.py found more noise hits
 
 _model: Any = None
+_missing = False  # the extra is not installed (found out once)
 _model_lock = threading.Lock()
 
 
@@ -73,14 +74,17 @@ def embed(texts: Sequence[str]) -> Any:
 
 
 def _embedder() -> Any:
-    global _model
+    global _model, _missing
     if _model is not None:
         return _model
     with _model_lock:
         if _model is None:
             try:
+                if _missing:  # asked once: the import is not retried at every search
+                    raise ImportError("wordllama")
                 import wordllama
             except ImportError as missing:
+                _missing = True
                 raise Refused(
                     "semantic-unavailable",
                     "hybrid ranking needs the semantic extra: pip install 'koinii[semantic]' "
