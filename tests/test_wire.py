@@ -5,6 +5,7 @@ import pytest
 
 import koinii
 from koinii import Refused, Sym
+from koinii.kb import semantic
 
 
 @pytest.fixture
@@ -134,6 +135,8 @@ def test_health_needs_no_token_and_reports_the_seq(start_daemon, connect):
     health = connect(daemon).health()
     assert health["ok"] is True and health["version"] == koinii.__version__
     assert isinstance(health["seq"], int)
+    assert health["durability"]["backend"] in ("sqlite", "postgresql")  # the store it runs on
+    assert health["ranking"] == ("hybrid" if semantic.installed() else "lexical")
 
 
 def test_the_openapi_document_lists_every_operation(daemon):

@@ -47,7 +47,7 @@ from starlette.routing import Route
 
 import koinii
 from koinii.errors import Refused
-from koinii.kb import KB
+from koinii.kb import KB, semantic
 from koinii.operations import Operation, load_domains
 from koinii.server import access
 from koinii.server.guards import Hosts, check_origin
@@ -896,6 +896,7 @@ def build_app(
     answering to `hosts` (default: the loopback names)."""
     daemon = Daemon(kb, tokens, limits or Limits(), hosts)
     durability = kb.durability
+    ranking = semantic.ranking_of(None)  # the searches' default; loads the model once, here
 
     def guarded(page: Callable[[], Response]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
@@ -920,6 +921,7 @@ def build_app(
                 "version": koinii.__version__,
                 "seq": kb.seq,
                 "durability": durability,
+                "ranking": ranking,
                 "parked": daemon.subs.parked,
             }
         )
