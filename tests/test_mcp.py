@@ -235,6 +235,21 @@ def test_an_agent_finds_what_the_team_said_by_its_words_and_the_vocabulary_in_us
     assert vocabulary["count"] == len(vocabulary["predicates"])
 
 
+@pytest.mark.skipif(not semantic.installed(), reason="koinii[semantic] is not installed")
+def test_an_agent_finds_what_was_said_in_other_words_where_the_daemon_ranks_by_meaning(daemon):
+    from koinii import channel
+
+    boreas = channel.join(channel.wire(daemon.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    claim = boreas.assert_("(authMethod PublicApi OAuth2)")
+
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            return await lead.search(text="how do clients authenticate")
+
+    [hit] = play(script)["hits"]
+    assert (hit["handle"], hit["matched"], hit["author"]) == (claim, "meaning", "AgentBoreas")
+
+
 # --- a release decision, played by three LLM-shaped agents ---------------------------------
 
 
