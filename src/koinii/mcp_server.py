@@ -548,7 +548,8 @@ def build_server(
         @tool
         def list_sessions(search: str | None = None) -> dict[str, Any]:
             """Past sessions, newest first; with `search`, ranked by where the words appear
-            (title, request, reply, thinking) — keep the order given.
+            (title, request, reply, thinking, tool results) and, where the server ranks by
+            meaning, by closeness in meaning too (is_by_meaning) — keep the order given.
             Example: list_sessions(search="flaky test"). Returns {sessions, count}."""
             sessions.flush()
             found = reads.list_sessions(search)
