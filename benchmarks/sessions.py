@@ -12,7 +12,8 @@ Workload (fixed seed)
     import_session`, one transaction per session), which is timed: turns/s.
 
 Measured
-    - THE ranked search: `Introspection(kb).list_sessions(q, limit=50)` — the whole
+    - THE ranked search: `Introspection(kb).list_sessions(q, limit=50, ranking="lexical")`
+      (the bands; hybrid ranking is `recall.py`'s subject) — the whole
       read, through the operation layer: the title band, the request/reply/thinking
       bands, newest first inside a band, flags and snippets.
     - The floor, on the same database in the same run: the bare FTS5 query a ranked
@@ -292,7 +293,7 @@ def measure_search(kb: Any, vocab: list[str], rounds: int) -> tuple[list, list[s
     progress(f"searching: {len(queries(vocab))} queries x {rounds} rounds")
     for round_ in range(rounds + 1):
         for q in queries(vocab):
-            ms, got = timed(lambda q=q: reader.list_sessions(q, limit=LIMIT))
+            ms, got = timed(lambda q=q: reader.list_sessions(q, limit=LIMIT, ranking="lexical"))
             fts = floor_query(q)
             fms, floor_rows = timed(
                 lambda fts=fts: kb.read_records(
