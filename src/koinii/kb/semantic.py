@@ -111,10 +111,6 @@ class Vectors:
         self._pending: list[Any] = []  # (keys, rows) not yet joined to the arrays
         self.top = 0  # the highest key embedded
 
-    def __len__(self) -> int:
-        self._join()
-        return len(self._keys)
-
     def add(self, keyed_texts: Sequence[tuple[int, str]], through: int) -> int:
         """Embed and keep the (key, text) pairs whose keys are above `top`, then move
         `top` to `through`: every key up to it has been offered. How many were added."""
