@@ -56,10 +56,28 @@ def match(pattern: Any, value: Any, binding: dict[Var, Any]) -> dict[Var, Any] |
             return None
         if pattern[0] is QUOTE:
             return binding if same(pattern, value) else None
+        # The arguments of a sentence are mostly symbols and variables: those are matched
+        # here, without a call each, and the binding is copied once, not once per variable.
+        owned = False  # is `binding` a copy made here (so it may be extended in place)?
         for p, v in zip(pattern, value):
-            binding = match(p, v, binding)
-            if binding is None:
-                return None
+            cls = type(p)
+            if cls is Sym:
+                if p is not v:  # interned: equal symbols are one object
+                    return None
+            elif cls is Var:
+                bound = binding.get(p, _UNBOUND)
+                if bound is _UNBOUND:
+                    if not owned:
+                        binding, owned = dict(binding), True
+                    binding[p] = v
+                elif not same(bound, v):
+                    return None
+            else:
+                extended = match(p, v, binding)
+                if extended is None:
+                    return None
+                if extended is not binding:
+                    binding, owned = extended, True
         return binding
     if cls is type(value) and pattern == value:
         return binding
@@ -239,20 +257,25 @@ def solve(
     binding: dict[Var, Any],
     accept: Any,
     budget: Any = None,
+    admit: Any = None,
 ) -> Iterator[tuple[dict[Var, Any], tuple[Node, ...]]]:
     """Every way to match all `literals` against stored nodes, joined on shared variables.
 
     `accept(node, binding)` filters each candidate (belief, context) and may extend the
-    binding; it returns the binding to go on with, or None. Yields the final binding and
-    the matched nodes in literal order. The next literal is always the one with the
-    fewest candidates under the binding so far. A `budget` (kb.budget.Budget) is ticked
-    once per candidate considered, matched or not: a join's work, not its output.
+    binding; it returns the binding to go on with, or None. `admit(node)`, if given, is
+    the part of that filter that looks at the node alone: it is asked first, so a node it
+    turns away is never matched (matching costs more than the test). Yields the final
+    binding and the matched nodes in literal order. The next literal is always the one
+    with the fewest candidates under the binding so far. A `budget` (kb.budget.Budget) is
+    ticked once per candidate considered, matched or not: a join's work, not its output.
     """
     chosen: list[Node | None] = [None] * len(literals)
-    yield from _solve(index, list(enumerate(literals)), binding, accept, chosen, budget)
+    if accept is accept_all:
+        accept = None
+    return _solve(index, list(enumerate(literals)), binding, accept, admit, chosen, budget)
 
 
-def _solve(index, pending, binding, accept, chosen, budget):
+def _solve(index, pending, binding, accept, admit, chosen, budget):
     if not pending:
         yield binding, tuple(chosen)
         return
@@ -266,13 +289,17 @@ def _solve(index, pending, binding, accept, chosen, budget):
     for node in index.candidates(pattern, binding):
         if tick is not None:
             tick()
-        if node.positive is not positive:
+        if node.positive is not positive or (admit is not None and not admit(node)):
             continue
         extended = match(pattern, node.atom, binding)
         if extended is None:
             continue
-        extended = accept(node, extended)
-        if extended is None:
-            continue
+        if accept is not None:
+            extended = accept(node, extended)
+            if extended is None:
+                continue
         chosen[position] = node
-        yield from _solve(index, rest, extended, accept, chosen, budget)
+        if rest:
+            yield from _solve(index, rest, extended, accept, admit, chosen, budget)
+        else:  # the last literal: yield here rather than through one more generator
+            yield extended, tuple(chosen)
