@@ -16,9 +16,7 @@ from koinii.errors import Refused
 from koinii.kb import checks
 from koinii.kb.contexts import EVERYTHING
 from koinii.kb.index import accept_all, key, match, solve
-from koinii.kb.rules import (
-    literal,
-)
+from koinii.kb.rules import AND, literal
 from koinii.kb.sentex import (
     MAX_HANDLE,
     Node,
@@ -145,39 +143,58 @@ class Reads(State):
         (in the order of the index, which is not the order of content), sorted by content
         — not the `limit` smallest. Without a limit every solution is found and sorted.
         """
-        literals = goal_literals(goal)
+        literals, order = _goal(goal)
         ctx_name = checks.context_name(ctx, query=True)
         if limit is not None and (type(limit) is not int or limit < 0):
             raise Refused("bad-option", "limit must be a non-negative integer", {"option": "limit"})
         if limit == 0:
             return []
+        # Every solution binds the same variables: the goal's, then a variable context.
+        if ctx_name.startswith("?") and Var(ctx_name) not in order:
+            order = (*order, Var(ctx_name))
         with self._lock, self._bounded(self.query_budget_s, "the query"):
-            accept = self._acceptor(ctx_name)
+            admit, accept = self._sight(ctx_name)
             seen: dict[tuple, dict[str, Any]] = {}
-            for binding, _ in solve(self._index, literals, {}, accept, self._budget):
-                out = {v.text: value for v, value in binding.items()}
-                k = tuple((name, key(value)) for name, value in sorted(out.items()))
+            for binding, _ in solve(self._index, literals, {}, accept, self._budget, admit):
+                k = tuple([key(binding[v]) for v in order])
                 if k not in seen:
-                    seen[k] = out
+                    seen[k] = {v.text: value for v, value in binding.items()}
                     if limit is not None and len(seen) >= limit:
                         break
             results = list(seen.values())
         if len(results) > 1:
-            order = [v.text for _, atom in literals for v in variables(atom)]
-            order = list(dict.fromkeys(order + ([ctx_name] if ctx_name.startswith("?") else [])))
-            results.sort(key=lambda solution: tuple(show(solution[v]) for v in order))
+            names = [v.text for v in order]
+            results.sort(key=lambda solution: tuple([_text(solution[v]) for v in names]))
         return results
 
     def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
+        """What a read at `ctx` sees, as one test: `accept(node, binding)` returns the
+        binding to go on with (a variable context bound to its witness), or None."""
+        admit, accept = self._sight(ctx)
+        if admit is None:
+            return accept
+
+        def admitted(node: Node, binding: dict) -> dict | None:
+            return accept(node, binding) if admit(node) else None
+
+        return admitted
+
+    def _sight(
+        self, ctx: str
+    ) -> tuple[Callable[[Node], bool] | None, Callable[[Node, dict], dict | None]]:
+        """What a read at `ctx` sees, in the two parts `solve` takes: `admit(node)` looks
+        at the node alone (believed, visible, unmasked; None: every node), `accept` binds a
+        variable context to the node's (`accept_all` for a named one)."""
         if ctx == EVERYTHING:
-            return accept_all
+            return None, accept_all
         masks = self._masks
         if ctx.startswith("?"):
             var = Var(ctx)
 
-            def anywhere(node: Node, binding: dict) -> dict | None:
-                if not node.believed or (masks and self._masked_at(node, node.context)):
-                    return None
+            def believed_unmasked(node: Node) -> bool:
+                return node.believed and not (masks and self._masked_at(node, node.context))
+
+            def witnessed(node: Node, binding: dict) -> dict | None:
                 witness = Sym(node.context)
                 bound = binding.get(var)
                 if bound is None:
@@ -186,17 +203,15 @@ class Reads(State):
                     return binding
                 return binding if bound is witness else None
 
-            return anywhere
+            return believed_unmasked, witnessed
         up = self._hierarchy.up(ctx)
 
-        def at_context(node: Node, binding: dict) -> dict | None:
-            if node.believed and node.context in up:
-                if masks and self._masked_at(node, ctx):
-                    return None
-                return binding
-            return None
+        def at_context(node: Node) -> bool:
+            return (
+                node.believed and node.context in up and not (masks and self._masked_at(node, ctx))
+            )
 
-        return at_context
+        return at_context, accept_all
 
     def argue(self, sentence: Any, ctx: Any) -> str:
         """ "true", "false", "contradiction" (both believed) or "unknown" at `ctx`."""
@@ -344,15 +359,37 @@ def checked_handle(value: Any) -> int:
     return value
 
 
+def _text(value: Any) -> str:
+    """`show(value)` for a value bound by a stored sentex (so valid), a symbol's without a
+    call: a large result is sorted on one text per row and variable."""
+    return value.name if type(value) is Sym else show(value)
+
+
 @functools.lru_cache(maxsize=4096)
-def _parse_goal(text: str) -> tuple:
-    return _literals_of(parse(text))
+def _parse_goal(text: str) -> tuple[tuple, tuple[Var, ...]]:
+    """A text goal's literals and the variables they bind, read once per text."""
+    literals = _literals_of(parse(text))
+    return literals, _variables_of(literals)
+
+
+def _goal(goal: Any) -> tuple[list[tuple[bool, tuple]], tuple[Var, ...]]:
+    """`goal_literals(goal)` and the variables every solution binds, in order of first
+    appearance (what `query` keys and sorts its solutions by)."""
+    if isinstance(goal, str):
+        literals, names = _parse_goal(goal)
+        return list(literals), names
+    literals = goal_literals(goal)
+    return literals, _variables_of(literals)
+
+
+def _variables_of(literals: Any) -> tuple[Var, ...]:
+    return tuple(dict.fromkeys([v for _, atom in literals for v in variables(atom)]))
 
 
 def goal_literals(goal: Any) -> list[tuple[bool, tuple]]:
     """A goal as literals: text or a term (an `and` is a conjunction) or a list of them."""
     if isinstance(goal, str):
-        return list(_parse_goal(goal))
+        return list(_parse_goal(goal)[0])
     if isinstance(goal, list):
         if len(goal) > MAX_GOAL_LITERALS:
             raise Refused(
@@ -373,6 +410,6 @@ def _literals_of(term: Any) -> tuple:
     if type(term) is not tuple:
         raise Refused("shape", "a goal is a sentence such as (usesDatabase ?x Postgres)", {})
     show(term)
-    if term[0] is Sym("and"):
+    if term[0] is AND:
         return tuple(lit for part in term[1:] for lit in _literals_of(part))
     return (literal(term, "a goal"),)
