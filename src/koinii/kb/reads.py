@@ -15,7 +15,7 @@ from typing import Any
 from koinii.errors import Refused
 from koinii.kb import checks
 from koinii.kb.contexts import EVERYTHING
-from koinii.kb.index import accept_all, key, match, solve
+from koinii.kb.index import accept_all, key, match, same, solve
 from koinii.kb.rules import AND, literal
 from koinii.kb.sentex import (
     MAX_HANDLE,
@@ -378,8 +378,36 @@ def _goal(goal: Any) -> tuple[list[tuple[bool, tuple]], tuple[Var, ...]]:
     if isinstance(goal, str):
         literals, names = _parse_goal(goal)
         return list(literals), names
+    if type(goal) is tuple:
+        literals, names = _term_goal(goal)
+        return list(literals), names
     literals = goal_literals(goal)
     return literals, _variables_of(literals)
+
+
+# A goal given as a term, checked once and kept like a text goal's parse: checking it
+# (`show` walks it) was a third of a point query. Only a flat goal of plain items is kept
+# (hashing a nested tuple recurses with no depth check; a foreign item's hash may fail),
+# and, as Python's equality calls 1, 1.0 and true equal, a kept goal is used only for a
+# term `same` as it, type for type.
+_TERM_GOALS: dict[tuple, tuple[tuple, tuple, tuple[Var, ...]]] = {}
+_PLAIN_ITEMS = frozenset({Sym, Var, str, int, float, bool})
+MAX_KEPT_GOALS = 4096
+
+
+def _term_goal(goal: tuple) -> tuple[tuple, tuple[Var, ...]]:
+    if not _PLAIN_ITEMS.issuperset(map(type, goal)):
+        literals = _literals_of(goal)
+        return literals, _variables_of(literals)
+    kept = _TERM_GOALS.get(goal)
+    if kept is not None and (kept[0] is goal or same(kept[0], goal)):
+        return kept[1], kept[2]
+    literals = _literals_of(goal)
+    names = _variables_of(literals)
+    if len(_TERM_GOALS) >= MAX_KEPT_GOALS:
+        _TERM_GOALS.clear()
+    _TERM_GOALS[goal] = (goal, literals, names)
+    return literals, names
 
 
 def _variables_of(literals: Any) -> tuple[Var, ...]:
