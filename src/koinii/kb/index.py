@@ -11,7 +11,8 @@ value) keys name one sentex, and a set per key would cost ~200 bytes each.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from koinii.kb.sentex import Node
@@ -85,6 +86,59 @@ def match(pattern: Any, value: Any, binding: dict[Var, Any]) -> dict[Var, Any] |
 
 
 _UNBOUND = object()
+_SYMBOL_OR_VARIABLE = frozenset({Sym, Var})
+
+
+def matcher(pattern: Any, binding: dict[Var, Any]) -> Callable[[Any], dict[Var, Any] | None]:
+    """`lambda value: match(pattern, value, binding)`, prepared once for many values.
+
+    A join scanning a large bucket matches one pattern, under one binding, against every
+    candidate: a flat pattern of symbols and variables is sorted out once here (which
+    positions must be which symbol, which equal a bound value or each other, which bind),
+    so each candidate costs a few comparisons. Anything else is left to `match`.
+    """
+    if (
+        type(pattern) is not tuple
+        or pattern[0] is QUOTE
+        or not _SYMBOL_OR_VARIABLE.issuperset(map(type, pattern))
+    ):
+        return functools.partial(match, pattern, binding=binding)
+    symbols: list[tuple[int, Sym]] = []
+    bound: list[tuple[int, Any]] = []  # positions whose variable the binding holds
+    repeats: list[tuple[int, int]] = []  # (first, later) positions of one new variable
+    fresh: dict[Var, int] = {}  # each new variable at its first position, in order
+    for position, p in enumerate(pattern):
+        if type(p) is Sym:
+            symbols.append((position, p))
+        elif p in binding:
+            bound.append((position, binding[p]))
+        elif p in fresh:
+            repeats.append((fresh[p], position))
+        else:
+            fresh[p] = position
+    length = len(pattern)
+    new = list(fresh.items())
+
+    def matched(value: Any) -> dict[Var, Any] | None:
+        if type(value) is not tuple or len(value) != length:
+            return None
+        for position, symbol in symbols:
+            if value[position] is not symbol:
+                return None
+        for position, held in bound:
+            if not same(held, value[position]):
+                return None
+        for first, later in repeats:
+            if not same(value[first], value[later]):
+                return None
+        if not new:
+            return binding
+        extended = dict(binding)
+        for var, position in new:
+            extended[var] = value[position]
+        return extended
+
+    return matched
 
 
 def _add(table: dict, k: Any, node: Node) -> None:
@@ -244,6 +298,7 @@ def _ground(term: tuple) -> bool:
 
 
 Literal = tuple  # (positive: bool, pattern: tuple)
+PREPARE_FROM = 32  # candidates from which preparing the match (`matcher`) pays
 
 
 def accept_all(node: Node, binding: dict) -> dict:
@@ -286,12 +341,17 @@ def _solve(index, pending, binding, accept, admit, chosen, budget):
     position, (positive, pattern) = pending[pick]
     rest = pending[:pick] + pending[pick + 1 :]
     tick = budget.tick if budget is not None else None
-    for node in index.candidates(pattern, binding):
+    found = index.candidates(pattern, binding)
+    matches = matcher(pattern, binding) if len(found) > PREPARE_FROM else None
+    for node in found:
         if tick is not None:
             tick()
         if node.positive is not positive or (admit is not None and not admit(node)):
             continue
-        extended = match(pattern, node.atom, binding)
+        if matches is None:
+            extended = match(pattern, node.atom, binding)
+        else:
+            extended = matches(node.atom)
         if extended is None:
             continue
         if accept is not None:
