@@ -143,28 +143,29 @@ class Reads(State):
         (in the order of the index, which is not the order of content), sorted by content
         — not the `limit` smallest. Without a limit every solution is found and sorted.
         """
-        literals, order = _goal(goal)
+        literals = goal_literals(goal)
         ctx_name = checks.context_name(ctx, query=True)
         if limit is not None and (type(limit) is not int or limit < 0):
             raise Refused("bad-option", "limit must be a non-negative integer", {"option": "limit"})
         if limit == 0:
             return []
-        # Every solution binds the same variables: the goal's, then a variable context.
-        if ctx_name.startswith("?") and Var(ctx_name) not in order:
-            order = (*order, Var(ctx_name))
         with self._lock, self._bounded(self.query_budget_s, "the query"):
             admit, accept = self._sight(ctx_name)
             seen: dict[tuple, dict[str, Any]] = {}
+            bound: list[Var] | None = None
             for binding, _ in solve(self._index, literals, {}, accept, self._budget, admit):
-                k = tuple([key(binding[v]) for v in order])
+                if bound is None:  # every solution binds the same variables: key by them
+                    bound = list(binding)
+                k = tuple([key(binding[v]) for v in bound])
                 if k not in seen:
                     seen[k] = {v.text: value for v, value in binding.items()}
                     if limit is not None and len(seen) >= limit:
                         break
             results = list(seen.values())
         if len(results) > 1:
-            names = [v.text for v in order]
-            results.sort(key=lambda solution: tuple([_text(solution[v]) for v in names]))
+            order = [v.text for _, atom in literals for v in variables(atom)]
+            order = list(dict.fromkeys(order + ([ctx_name] if ctx_name.startswith("?") else [])))
+            results.sort(key=lambda solution: tuple([_text(solution[v]) for v in order]))
         return results
 
     def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
@@ -366,23 +367,8 @@ def _text(value: Any) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse_goal(text: str) -> tuple[tuple, tuple[Var, ...]]:
-    """A text goal's literals and the variables they bind, read once per text."""
-    literals = _literals_of(parse(text))
-    return literals, _variables_of(literals)
-
-
-def _goal(goal: Any) -> tuple[list[tuple[bool, tuple]], tuple[Var, ...]]:
-    """`goal_literals(goal)` and the variables every solution binds, in order of first
-    appearance (what `query` keys and sorts its solutions by)."""
-    if isinstance(goal, str):
-        literals, names = _parse_goal(goal)
-        return list(literals), names
-    if type(goal) is tuple:
-        literals, names = _term_goal(goal)
-        return list(literals), names
-    literals = goal_literals(goal)
-    return literals, _variables_of(literals)
+def _parse_goal(text: str) -> tuple:
+    return _literals_of(parse(text))
 
 
 # A goal given as a term, checked once and kept like a text goal's parse: checking it
@@ -390,34 +376,28 @@ def _goal(goal: Any) -> tuple[list[tuple[bool, tuple]], tuple[Var, ...]]:
 # (hashing a nested tuple recurses with no depth check; a foreign item's hash may fail),
 # and, as Python's equality calls 1, 1.0 and true equal, a kept goal is used only for a
 # term `same` as it, type for type.
-_TERM_GOALS: dict[tuple, tuple[tuple, tuple, tuple[Var, ...]]] = {}
+_TERM_GOALS: dict[tuple, tuple[tuple, tuple]] = {}
 _PLAIN_ITEMS = frozenset({Sym, Var, str, int, float, bool})
 MAX_KEPT_GOALS = 4096
 
 
-def _term_goal(goal: tuple) -> tuple[tuple, tuple[Var, ...]]:
+def _term_literals(goal: tuple) -> tuple:
     if not _PLAIN_ITEMS.issuperset(map(type, goal)):
-        literals = _literals_of(goal)
-        return literals, _variables_of(literals)
+        return _literals_of(goal)
     kept = _TERM_GOALS.get(goal)
     if kept is not None and (kept[0] is goal or same(kept[0], goal)):
-        return kept[1], kept[2]
+        return kept[1]
     literals = _literals_of(goal)
-    names = _variables_of(literals)
     if len(_TERM_GOALS) >= MAX_KEPT_GOALS:
         _TERM_GOALS.clear()
-    _TERM_GOALS[goal] = (goal, literals, names)
-    return literals, names
-
-
-def _variables_of(literals: Any) -> tuple[Var, ...]:
-    return tuple(dict.fromkeys([v for _, atom in literals for v in variables(atom)]))
+    _TERM_GOALS[goal] = (goal, literals)
+    return literals
 
 
 def goal_literals(goal: Any) -> list[tuple[bool, tuple]]:
     """A goal as literals: text or a term (an `and` is a conjunction) or a list of them."""
     if isinstance(goal, str):
-        return list(_parse_goal(goal)[0])
+        return list(_parse_goal(goal))
     if isinstance(goal, list):
         if len(goal) > MAX_GOAL_LITERALS:
             raise Refused(
@@ -431,6 +411,8 @@ def goal_literals(goal: Any) -> list[tuple[bool, tuple]]:
         if not out:
             raise Refused("shape", "an empty goal", {})
         return out
+    if type(goal) is tuple:
+        return list(_term_literals(goal))
     return list(_literals_of(goal))
 
 
