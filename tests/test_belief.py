@@ -97,7 +97,7 @@ def test_a_kept_goal_is_not_used_for_a_term_python_calls_equal_of_another_type(k
     kb.assert_("(level Tank 1)", "CxA")
     level, tank, t = koinii.Sym("level"), koinii.Sym("Tank"), koinii.Var("t")
     # 1 == 1.0 == True and they hash alike: each is its own goal all the same
-    for value, found in [(True, []), (1, [{}]), (1.0, []), (True, []), (1, [{}])]:
+    for value, found in [(True, []), (1, [{}]), (1.0, []), ("1", []), (True, []), (1, [{}])]:
         assert kb.query((level, tank, value), "CxA") == found
         assert kb.query((level, t, value), "CxA") == [{"?t": tank} for _ in found]
 

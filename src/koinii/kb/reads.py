@@ -373,19 +373,22 @@ def _parse_goal(text: str) -> tuple:
 
 # A goal given as a term, checked once and kept like a text goal's parse: checking it
 # (`show` walks it) was a third of a point query. Only a flat goal of plain items is kept
-# (hashing a nested tuple recurses with no depth check; a foreign item's hash may fail),
-# and, as Python's equality calls 1, 1.0 and true equal, a kept goal is used only for a
-# term `same` as it, type for type.
+# (hashing a nested tuple recurses with no depth check; a foreign item's hash may fail).
+# Python's equality calls 1, 1.0 and true equal, so a kept goal with a number or a
+# boolean in it is used only for a term `same` as it, type for type; between symbols,
+# variables and strings equality is already exact.
 _TERM_GOALS: dict[tuple, tuple[tuple, tuple]] = {}
 _PLAIN_ITEMS = frozenset({Sym, Var, str, int, float, bool})
+_EXACT_ITEMS = frozenset({Sym, Var, str})
 MAX_KEPT_GOALS = 4096
 
 
 def _term_literals(goal: tuple) -> tuple:
-    if not _PLAIN_ITEMS.issuperset(map(type, goal)):
+    items = set(map(type, goal))
+    if not items <= _PLAIN_ITEMS:
         return _literals_of(goal)
     kept = _TERM_GOALS.get(goal)
-    if kept is not None and (kept[0] is goal or same(kept[0], goal)):
+    if kept is not None and (kept[0] is goal or items <= _EXACT_ITEMS or same(kept[0], goal)):
         return kept[1]
     literals = _literals_of(goal)
     if len(_TERM_GOALS) >= MAX_KEPT_GOALS:
