@@ -102,6 +102,13 @@ def test_a_kept_goal_is_not_used_for_a_term_python_calls_equal_of_another_type(k
         assert kb.query((level, t, value), "CxA") == [{"?t": tank} for _ in found]
 
 
+def test_minus_zero_and_zero_stay_two_goals_for_argue(kb):
+    kb.assert_("(reading Gauge -0.0)", "CxA")
+    reading, gauge = koinii.Sym("reading"), koinii.Sym("Gauge")
+    for value, answer in [(0.0, "unknown"), (-0.0, "true"), (0.0, "unknown")]:
+        assert kb.argue((reading, gauge, value), "CxA") == answer
+
+
 @pytest.mark.parametrize("part", [["Sky"], {"Sky": 1}, object()])
 def test_a_goal_with_a_part_that_is_no_term_is_refused_as_shape(kb, part):
     with pytest.raises(Refused) as refused:

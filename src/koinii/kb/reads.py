@@ -372,20 +372,21 @@ def _parse_goal(text: str) -> tuple:
 
 
 # A goal given as a term, checked once and kept like a text goal's parse: checking it
-# (`show` walks it) was a third of a point query. Only a flat goal of plain items is kept
-# (hashing a nested tuple recurses with no depth check; a foreign item's hash may fail).
-# Python's equality calls 1, 1.0 and true equal, so a kept goal with a number or a
+# (`show` walks it) was a quarter of a point query. Only a flat goal of symbols,
+# variables, strings, integers and booleans is kept: hashing a nested tuple recurses with
+# no depth check, a foreign item's hash may fail, and -0.0 == 0.0 though the two are two
+# sentences. Python's equality calls 1 and true equal, so a kept goal with a number or a
 # boolean in it is used only for a term `same` as it, type for type; between symbols,
 # variables and strings equality is already exact.
 _TERM_GOALS: dict[tuple, tuple[tuple, tuple]] = {}
-_PLAIN_ITEMS = frozenset({Sym, Var, str, int, float, bool})
+_KEPT_ITEMS = frozenset({Sym, Var, str, int, bool})
 _EXACT_ITEMS = frozenset({Sym, Var, str})
 MAX_KEPT_GOALS = 4096
 
 
 def _term_literals(goal: tuple) -> tuple:
     items = set(map(type, goal))
-    if not items <= _PLAIN_ITEMS:
+    if not items <= _KEPT_ITEMS:
         return _literals_of(goal)
     kept = _TERM_GOALS.get(goal)
     if kept is not None and (kept[0] is goal or items <= _EXACT_ITEMS or same(kept[0], goal)):
