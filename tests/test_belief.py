@@ -83,6 +83,58 @@ def test_a_conjunction_joins_on_shared_variables(kb):
     assert kb.query("(and (parent ?x ?y) (parent ?y ?z))", "CxA", limit=0) == []
 
 
+def test_a_goal_given_as_terms_answers_as_its_text_does_every_time(kb):
+    kb.assert_("(color Sky Blue)", "CxA")
+    goal = (koinii.Sym("color"), koinii.Sym("Sky"), koinii.Var("c"))
+    expected = kb.query("(color Sky ?c)", "CxA")
+    assert expected == [{"?c": koinii.Sym("Blue")}]
+    assert kb.query(goal, "CxA") == expected
+    assert kb.query(goal, "CxA") == expected  # kept from the first: the same answer
+    assert kb.query(tuple(goal), "CxA") == expected  # an equal term built anew
+
+
+def test_a_kept_goal_is_not_used_for_a_term_python_calls_equal_of_another_type(kb):
+    kb.assert_("(level Tank 1)", "CxA")
+    level, tank, t = koinii.Sym("level"), koinii.Sym("Tank"), koinii.Var("t")
+    # 1 == 1.0 == True and they hash alike: each is its own goal all the same
+    for value, found in [(True, []), (1, [{}]), (1.0, []), ("1", []), (True, []), (1, [{}])]:
+        assert kb.query((level, tank, value), "CxA") == found
+        assert kb.query((level, t, value), "CxA") == [{"?t": tank} for _ in found]
+
+
+def test_minus_zero_and_zero_stay_two_goals_for_argue(kb):
+    kb.assert_("(reading Gauge -0.0)", "CxA")
+    reading, gauge = koinii.Sym("reading"), koinii.Sym("Gauge")
+    for value, answer in [(0.0, "unknown"), (-0.0, "true"), (0.0, "unknown")]:
+        assert kb.argue((reading, gauge, value), "CxA") == answer
+
+
+@pytest.mark.parametrize("part", [["Sky"], {"Sky": 1}, object()])
+def test_a_goal_with_a_part_that_is_no_term_is_refused_as_shape(kb, part):
+    with pytest.raises(Refused) as refused:
+        kb.query((koinii.Sym("color"), part, koinii.Var("c")), "CxA")
+    assert refused.value.kind == "shape"
+
+
+def test_a_goal_nested_past_the_depth_limit_is_refused_as_shape_not_hashed(kb):
+    goal = (koinii.Sym("p"), koinii.Var("x"))
+    for _ in range(200_000):  # hashing this would overflow the C stack
+        goal = (koinii.Sym("p"), goal)
+    with pytest.raises(Refused) as refused:
+        kb.query(goal, "CxA")
+    assert refused.value.kind == "shape"
+
+
+def test_a_solution_lists_its_variables_as_they_were_bound_and_comes_once(kb):
+    place(kb, "CxB", "CxA")
+    kb.assert_("(color Sky Blue)", "CxA")
+    kb.assert_("(color Sky Blue)", "CxB")  # seen twice from CxB: one solution
+    assert kb.query("(color ?x ?c)", "CxB") == [{"?x": koinii.Sym("Sky"), "?c": koinii.Sym("Blue")}]
+    [first, second] = kb.query("(color ?x ?c)", "?where")
+    assert list(first) == ["?x", "?c", "?where"]
+    assert (first["?where"], second["?where"]) == (koinii.Sym("CxA"), koinii.Sym("CxB"))
+
+
 def test_sentexes_matching_reads_one_context_without_inheritance(kb):
     place(kb, "CxChild", "CxParent")
     kb.assert_("(color Sky Blue)", "CxParent")

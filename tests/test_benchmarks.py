@@ -29,3 +29,16 @@ def test_the_benchmark_runs_in_quick_mode_and_prints_its_table(name, request):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Koinii" in result.stdout
     assert "n/a (PostgreSQL not reachable)" not in result.stdout
+
+
+def test_the_scale_benchmark_times_its_reads_alone():
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "scale.py"), "--quick", "--reads"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "facts: reads" in result.stdout
+    assert "row result, rows/s" in result.stdout
+    assert "feed" not in result.stdout and "daemon" not in result.stdout

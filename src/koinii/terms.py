@@ -239,7 +239,8 @@ def _show(term: Any, depth: int) -> str:
                 f"the functor must be a symbol, not {_describe(term[0])}",
                 {"functor": _describe(term[0])},
             )
-        return "(" + " ".join([_show(x, depth) for x in term]) + ")"
+        # a symbol, the commonest item, without a call
+        return "(" + " ".join([x.name if type(x) is Sym else _show(x, depth) for x in term]) + ")"
     if cls is str:
         try:
             term.encode("utf-8")
@@ -492,18 +493,21 @@ def is_ground(term: Term) -> bool:
 def variables(term: Term) -> list[Var]:
     """The variables of `term` outside quotations, each once, in order of first appearance."""
     seen: dict[Var, None] = {}
-
-    def walk(t: Term) -> None:
-        if type(t) is tuple:
-            if t[0] is QUOTE:
-                return
-            for x in t:
-                walk(x)
-        elif type(t) is Var:
-            seen[t] = None
-
-    walk(term)
+    _collect_variables(term, seen)
     return list(seen)
+
+
+def _collect_variables(term: Term, seen: dict[Var, None]) -> None:
+    cls = type(term)
+    if cls is Var:
+        seen[term] = None
+    elif cls is tuple and term[0] is not QUOTE:
+        for x in term:
+            cls = type(x)
+            if cls is Var:
+                seen[x] = None
+            elif cls is tuple:
+                _collect_variables(x, seen)
 
 
 def substitute(term: Term, bindings: dict[Var, Term]) -> Term:

@@ -11,7 +11,8 @@ value) keys name one sentex, and a set per key would cost ~200 bytes each.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from koinii.kb.sentex import Node
@@ -56,10 +57,28 @@ def match(pattern: Any, value: Any, binding: dict[Var, Any]) -> dict[Var, Any] |
             return None
         if pattern[0] is QUOTE:
             return binding if same(pattern, value) else None
+        # The arguments of a sentence are mostly symbols and variables: those are matched
+        # here, without a call each, and the binding is copied once, not once per variable.
+        owned = False  # is `binding` a copy made here (so it may be extended in place)?
         for p, v in zip(pattern, value):
-            binding = match(p, v, binding)
-            if binding is None:
-                return None
+            cls = type(p)
+            if cls is Sym:
+                if p is not v:  # interned: equal symbols are one object
+                    return None
+            elif cls is Var:
+                bound = binding.get(p, _UNBOUND)
+                if bound is _UNBOUND:
+                    if not owned:
+                        binding, owned = dict(binding), True
+                    binding[p] = v
+                elif not same(bound, v):
+                    return None
+            else:
+                extended = match(p, v, binding)
+                if extended is None:
+                    return None
+                if extended is not binding:
+                    binding, owned = extended, True
         return binding
     if cls is type(value) and pattern == value:
         return binding
@@ -67,6 +86,59 @@ def match(pattern: Any, value: Any, binding: dict[Var, Any]) -> dict[Var, Any] |
 
 
 _UNBOUND = object()
+_SYMBOL_OR_VARIABLE = frozenset({Sym, Var})
+
+
+def matcher(pattern: Any, binding: dict[Var, Any]) -> Callable[[Any], dict[Var, Any] | None]:
+    """`lambda value: match(pattern, value, binding)`, prepared once for many values.
+
+    A join scanning a large bucket matches one pattern, under one binding, against every
+    candidate: a flat pattern of symbols and variables is sorted out once here (which
+    positions must be which symbol, which equal a bound value or each other, which bind),
+    so each candidate costs a few comparisons. Anything else is left to `match`.
+    """
+    if (
+        type(pattern) is not tuple
+        or pattern[0] is QUOTE
+        or not _SYMBOL_OR_VARIABLE.issuperset(map(type, pattern))
+    ):
+        return functools.partial(match, pattern, binding=binding)
+    symbols: list[tuple[int, Sym]] = []
+    bound: list[tuple[int, Any]] = []  # positions whose variable the binding holds
+    repeats: list[tuple[int, int]] = []  # (first, later) positions of one new variable
+    fresh: dict[Var, int] = {}  # each new variable at its first position, in order
+    for position, p in enumerate(pattern):
+        if type(p) is Sym:
+            symbols.append((position, p))
+        elif p in binding:
+            bound.append((position, binding[p]))
+        elif p in fresh:
+            repeats.append((fresh[p], position))
+        else:
+            fresh[p] = position
+    length = len(pattern)
+    new = list(fresh.items())
+
+    def matched(value: Any) -> dict[Var, Any] | None:
+        if type(value) is not tuple or len(value) != length:
+            return None
+        for position, symbol in symbols:
+            if value[position] is not symbol:
+                return None
+        for position, held in bound:
+            if not same(held, value[position]):
+                return None
+        for first, later in repeats:
+            if not same(value[first], value[later]):
+                return None
+        if not new:
+            return binding
+        extended = dict(binding)
+        for var, position in new:
+            extended[var] = value[position]
+        return extended
+
+    return matched
 
 
 def _add(table: dict, k: Any, node: Node) -> None:
@@ -226,6 +298,7 @@ def _ground(term: tuple) -> bool:
 
 
 Literal = tuple  # (positive: bool, pattern: tuple)
+PREPARE_FROM = 32  # candidates from which preparing the match (`matcher`) pays
 
 
 def accept_all(node: Node, binding: dict) -> dict:
@@ -239,20 +312,25 @@ def solve(
     binding: dict[Var, Any],
     accept: Any,
     budget: Any = None,
+    admit: Any = None,
 ) -> Iterator[tuple[dict[Var, Any], tuple[Node, ...]]]:
     """Every way to match all `literals` against stored nodes, joined on shared variables.
 
     `accept(node, binding)` filters each candidate (belief, context) and may extend the
-    binding; it returns the binding to go on with, or None. Yields the final binding and
-    the matched nodes in literal order. The next literal is always the one with the
-    fewest candidates under the binding so far. A `budget` (kb.budget.Budget) is ticked
-    once per candidate considered, matched or not: a join's work, not its output.
+    binding; it returns the binding to go on with, or None. `admit(node)`, if given, is
+    the part of that filter that looks at the node alone: it is asked first, so a node it
+    turns away is never matched (matching costs more than the test). Yields the final
+    binding and the matched nodes in literal order. The next literal is always the one
+    with the fewest candidates under the binding so far. A `budget` (kb.budget.Budget) is
+    ticked once per candidate considered, matched or not: a join's work, not its output.
     """
     chosen: list[Node | None] = [None] * len(literals)
-    yield from _solve(index, list(enumerate(literals)), binding, accept, chosen, budget)
+    if accept is accept_all:
+        accept = None
+    return _solve(index, list(enumerate(literals)), binding, accept, admit, chosen, budget)
 
 
-def _solve(index, pending, binding, accept, chosen, budget):
+def _solve(index, pending, binding, accept, admit, chosen, budget):
     if not pending:
         yield binding, tuple(chosen)
         return
@@ -263,16 +341,25 @@ def _solve(index, pending, binding, accept, chosen, budget):
     position, (positive, pattern) = pending[pick]
     rest = pending[:pick] + pending[pick + 1 :]
     tick = budget.tick if budget is not None else None
-    for node in index.candidates(pattern, binding):
+    found = index.candidates(pattern, binding)
+    matches = matcher(pattern, binding) if len(found) > PREPARE_FROM else None
+    for node in found:
         if tick is not None:
             tick()
-        if node.positive is not positive:
+        if node.positive is not positive or (admit is not None and not admit(node)):
             continue
-        extended = match(pattern, node.atom, binding)
+        if matches is None:
+            extended = match(pattern, node.atom, binding)
+        else:
+            extended = matches(node.atom)
         if extended is None:
             continue
-        extended = accept(node, extended)
-        if extended is None:
-            continue
+        if accept is not None:
+            extended = accept(node, extended)
+            if extended is None:
+                continue
         chosen[position] = node
-        yield from _solve(index, rest, extended, accept, chosen, budget)
+        if rest:
+            yield from _solve(index, rest, extended, accept, admit, chosen, budget)
+        else:  # the last literal: yield here rather than through one more generator
+            yield extended, tuple(chosen)

@@ -15,10 +15,8 @@ from typing import Any
 from koinii.errors import Refused
 from koinii.kb import checks
 from koinii.kb.contexts import EVERYTHING
-from koinii.kb.index import accept_all, key, match, solve
-from koinii.kb.rules import (
-    literal,
-)
+from koinii.kb.index import accept_all, key, match, same, solve
+from koinii.kb.rules import AND, literal
 from koinii.kb.sentex import (
     MAX_HANDLE,
     Node,
@@ -152,32 +150,52 @@ class Reads(State):
         if limit == 0:
             return []
         with self._lock, self._bounded(self.query_budget_s, "the query"):
-            accept = self._acceptor(ctx_name)
+            admit, accept = self._sight(ctx_name)
             seen: dict[tuple, dict[str, Any]] = {}
-            for binding, _ in solve(self._index, literals, {}, accept, self._budget):
-                out = {v.text: value for v, value in binding.items()}
-                k = tuple((name, key(value)) for name, value in sorted(out.items()))
+            bound: list[Var] | None = None
+            for binding, _ in solve(self._index, literals, {}, accept, self._budget, admit):
+                if bound is None:  # every solution binds the same variables: key by them
+                    bound = list(binding)
+                k = tuple([key(binding[v]) for v in bound])
                 if k not in seen:
-                    seen[k] = out
+                    seen[k] = {v.text: value for v, value in binding.items()}
                     if limit is not None and len(seen) >= limit:
                         break
             results = list(seen.values())
         if len(results) > 1:
             order = [v.text for _, atom in literals for v in variables(atom)]
             order = list(dict.fromkeys(order + ([ctx_name] if ctx_name.startswith("?") else [])))
-            results.sort(key=lambda solution: tuple(show(solution[v]) for v in order))
+            results.sort(key=lambda solution: tuple([_text(solution[v]) for v in order]))
         return results
 
     def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
+        """What a read at `ctx` sees, as one test: `accept(node, binding)` returns the
+        binding to go on with (a variable context bound to its witness), or None."""
+        admit, accept = self._sight(ctx)
+        if admit is None:
+            return accept
+
+        def admitted(node: Node, binding: dict) -> dict | None:
+            return accept(node, binding) if admit(node) else None
+
+        return admitted
+
+    def _sight(
+        self, ctx: str
+    ) -> tuple[Callable[[Node], bool] | None, Callable[[Node, dict], dict | None]]:
+        """What a read at `ctx` sees, in the two parts `solve` takes: `admit(node)` looks
+        at the node alone (believed, visible, unmasked; None: every node), `accept` binds a
+        variable context to the node's (`accept_all` for a named one)."""
         if ctx == EVERYTHING:
-            return accept_all
+            return None, accept_all
         masks = self._masks
         if ctx.startswith("?"):
             var = Var(ctx)
 
-            def anywhere(node: Node, binding: dict) -> dict | None:
-                if not node.believed or (masks and self._masked_at(node, node.context)):
-                    return None
+            def believed_unmasked(node: Node) -> bool:
+                return node.believed and not (masks and self._masked_at(node, node.context))
+
+            def witnessed(node: Node, binding: dict) -> dict | None:
                 witness = Sym(node.context)
                 bound = binding.get(var)
                 if bound is None:
@@ -186,17 +204,15 @@ class Reads(State):
                     return binding
                 return binding if bound is witness else None
 
-            return anywhere
+            return believed_unmasked, witnessed
         up = self._hierarchy.up(ctx)
 
-        def at_context(node: Node, binding: dict) -> dict | None:
-            if node.believed and node.context in up:
-                if masks and self._masked_at(node, ctx):
-                    return None
-                return binding
-            return None
+        def at_context(node: Node) -> bool:
+            return (
+                node.believed and node.context in up and not (masks and self._masked_at(node, ctx))
+            )
 
-        return at_context
+        return at_context, accept_all
 
     def argue(self, sentence: Any, ctx: Any) -> str:
         """ "true", "false", "contradiction" (both believed) or "unknown" at `ctx`."""
@@ -344,9 +360,42 @@ def checked_handle(value: Any) -> int:
     return value
 
 
+def _text(value: Any) -> str:
+    """`show(value)` for a value bound by a stored sentex (so valid), a symbol's without a
+    call: a large result is sorted on one text per row and variable."""
+    return value.name if type(value) is Sym else show(value)
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse_goal(text: str) -> tuple:
     return _literals_of(parse(text))
+
+
+# A goal given as a term, checked once and kept like a text goal's parse: checking it
+# (`show` walks it) was a quarter of a point query. Only a flat goal of symbols,
+# variables, strings, integers and booleans is kept: hashing a nested tuple recurses with
+# no depth check, a foreign item's hash may fail, and -0.0 == 0.0 though the two are two
+# sentences. Python's equality calls 1 and true equal, so a kept goal with a number or a
+# boolean in it is used only for a term `same` as it, type for type; between symbols,
+# variables and strings equality is already exact.
+_TERM_GOALS: dict[tuple, tuple[tuple, tuple]] = {}
+_KEPT_ITEMS = frozenset({Sym, Var, str, int, bool})
+_EXACT_ITEMS = frozenset({Sym, Var, str})
+MAX_KEPT_GOALS = 4096
+
+
+def _term_literals(goal: tuple) -> tuple:
+    items = set(map(type, goal))
+    if not items <= _KEPT_ITEMS:
+        return _literals_of(goal)
+    kept = _TERM_GOALS.get(goal)
+    if kept is not None and (kept[0] is goal or items <= _EXACT_ITEMS or same(kept[0], goal)):
+        return kept[1]
+    literals = _literals_of(goal)
+    if len(_TERM_GOALS) >= MAX_KEPT_GOALS:
+        _TERM_GOALS.clear()
+    _TERM_GOALS[goal] = (goal, literals)
+    return literals
 
 
 def goal_literals(goal: Any) -> list[tuple[bool, tuple]]:
@@ -366,6 +415,8 @@ def goal_literals(goal: Any) -> list[tuple[bool, tuple]]:
         if not out:
             raise Refused("shape", "an empty goal", {})
         return out
+    if type(goal) is tuple:
+        return list(_term_literals(goal))
     return list(_literals_of(goal))
 
 
@@ -373,6 +424,6 @@ def _literals_of(term: Any) -> tuple:
     if type(term) is not tuple:
         raise Refused("shape", "a goal is a sentence such as (usesDatabase ?x Postgres)", {})
     show(term)
-    if term[0] is Sym("and"):
+    if term[0] is AND:
         return tuple(lit for part in term[1:] for lit in _literals_of(part))
     return (literal(term, "a goal"),)

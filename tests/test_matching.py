@@ -1,0 +1,51 @@
+"""Matching a pattern against a stored sentence (kb/index.py): the matcher a large scan
+prepares once answers exactly as `match` does, binding for binding and in the same order."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from koinii import Sym, Var
+from koinii.kb.index import match, matcher
+
+SYMBOLS = [Sym("p"), Sym("A"), Sym("B")]
+VARIABLES = [Var("x"), Var("y"), Var("z")]
+VALUES = [*SYMBOLS, 1, 1.0, True, "A", (Sym("f"), Sym("A")), Var("x")]
+
+patterns = st.lists(st.sampled_from(SYMBOLS + VARIABLES), min_size=0, max_size=4).map(
+    lambda rest: (Sym("p"), *rest)
+)
+values = st.one_of(
+    st.lists(st.sampled_from(VALUES), min_size=0, max_size=4).map(lambda rest: (Sym("p"), *rest)),
+    st.sampled_from([Sym("A"), 1, (Sym("q"), Sym("A"))]),
+)
+bindings = st.dictionaries(st.sampled_from(VARIABLES), st.sampled_from(VALUES), max_size=2)
+
+
+def shaped_like(pattern):
+    """Sentences of the pattern's length: each symbol kept or not, any value elsewhere."""
+    items = [st.sampled_from([p, *VALUES] if type(p) is Sym else VALUES) for p in pattern[1:]]
+    return st.tuples(st.just(Sym("p")), *items)
+
+
+@settings(max_examples=500, deadline=None)
+@given(patterns, bindings, st.data())
+def test_a_prepared_matcher_is_match(pattern, binding, data):
+    candidates = data.draw(st.lists(st.one_of(values, shaped_like(pattern)), max_size=8))
+    prepared = matcher(pattern, binding)
+    for value in candidates:
+        expected = match(pattern, value, binding)
+        got = prepared(value)
+        if expected is None:
+            assert got is None
+        else:
+            assert got is not None
+            assert list(got.items()) == list(expected.items())
+            assert (got is binding) == (expected is binding)
+            assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
+
+
+def test_a_pattern_with_a_compound_or_a_quotation_is_left_to_match():
+    quoted = (Sym("p"), (Sym("quote"), (Sym("q"), Var("x"))))
+    compound = (Sym("p"), (Sym("f"), Var("x")))
+    assert matcher(quoted, {})(quoted) == {}
+    assert matcher(compound, {})((Sym("p"), (Sym("f"), Sym("A")))) == {Var("x"): Sym("A")}
