@@ -77,10 +77,11 @@ def test_index_for_search_embeds_the_backlog_ahead_of_any_search(kb):
 
 
 def test_a_ranking_that_is_not_lexical_or_hybrid_is_refused(kb):
-    refusal = refused(lambda: kb.search("postgres", TEAM, ranking="semantic"))
-    assert refusal.kind == "bad-option"
-    assert refusal.data == {"option": "ranking", "allowed": ["lexical", "hybrid"]}
-    assert "lexical, hybrid" in str(refusal)
+    for bad in ("semantic", "HYBRID", "", 5, ["hybrid"], {"ranking": "hybrid"}):
+        refusal = refused(lambda bad=bad: kb.search("postgres", TEAM, ranking=bad))
+        assert refusal.kind == "bad-option", bad
+        assert refusal.data == {"option": "ranking", "allowed": ["lexical", "hybrid"]}
+        assert "lexical, hybrid" in str(refusal)
 
 
 def test_without_the_extra_hybrid_is_refused_saying_how_to_install_it_and_lexical_is_the_default():
