@@ -172,3 +172,20 @@ def test_a_bad_session_ranking_is_refused_over_the_reads_operation(kb):
 
 def test_the_shipped_cut_off_is_the_one_the_recall_benchmark_names():
     assert semantic.MIN_SIMILARITY == 0.30 and semantic.RANKINGS == ("lexical", "hybrid")
+
+
+def test_koinii_search_ranks_by_meaning_and_says_so_and_ranking_lexical_opts_out(tmp_path):
+    import koinii
+    from tests.test_cli import koinii_cli
+
+    db = str(tmp_path / "team.db")
+    with koinii.open_kb(db) as kb:
+        kb.assert_(AUTH, TEAM, creator="AgentAtlas")
+    search = ("search", "how do clients authenticate", "-c", TEAM, "--db", db)
+    table = koinii_cli(*search)
+    assert table.returncode == 0, table.stderr
+    assert "authMethod" in table.stdout and "(meaning)" in table.stdout
+    lexical = koinii_cli(*search, "--ranking", "lexical")
+    assert lexical.returncode == 0 and "nothing CxTeam sees matches" in lexical.stdout
+    bad = koinii_cli(*search, "--ranking", "fuzzy")
+    assert bad.returncode == 2 and "fuzzy" in bad.stderr  # click names the choices

@@ -42,7 +42,8 @@ def search_command(text, context, limit, ranking, as_json, url, token, db) -> No
     for column in table.columns:
         column.overflow = "fold"  # a long symbol is folded, never cut
     for hit in hits:
-        cells = (hit.sentex.text, hit.sentex.context, hit.author or "", hit.snippet)
+        matched = hit.snippet if hit.matched == "words" else f"{hit.snippet} ({hit.matched})"
+        cells = (hit.sentex.text, hit.sentex.context, hit.author or "", matched)
         table.add_row(str(hit.sentex.handle), *(Text(cell) for cell in cells))  # not markup
     console.print(table)
 
