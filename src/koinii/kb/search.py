@@ -36,7 +36,8 @@ from koinii.kb.store.fulltext import MAX_SEARCH_TEXT, MAX_WORDS, query_words, te
 
 MAX_HITS = 100  # hits a search returns, at most
 DEFAULT_HITS = 10
-EMBED_PER_SEARCH = 10_000  # of the backlog a hybrid search embeds first (~0.3 s), at most
+# of the backlog a hybrid search embeds first, at most (0.1-0.3 s: it holds the writer)
+EMBED_PER_SEARCH = 2_000
 EMBED_BATCH = 500  # sentences embedded at a time (between budget ticks)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from koinii.kb import semantic
 from koinii.sessions.schema import turn_range
 
-EMBED_PER_SEARCH = 10_000  # texts (titles and requests) a search embeds first, at most
+EMBED_PER_SEARCH = 2_000  # texts (titles and requests) a search embeds first, at most
 TEXT_CHARS = 2_000  # of a request embedded (a pasted log is not what it asks)
 
 _BY_KB: weakref.WeakKeyDictionary[Any, SessionVectors] = weakref.WeakKeyDictionary()
