@@ -526,14 +526,20 @@ def read_session(kb: KB, target: Any = None, current_session_id: Any = None) -> 
 # --- the reader ---------------------------------------------------------------------------
 
 
-def _argument(method: str, args: tuple, kwargs: dict[str, Any], names: tuple[str, ...]) -> Any:
-    """The one argument of a read, positional or under any of its names."""
+def _argument(
+    method: str,
+    args: tuple,
+    kwargs: dict[str, Any],
+    names: tuple[str, ...],
+    options: tuple[str, ...] = (),
+) -> Any:
+    """The one argument of a read, positional or under any of its names (beside the
+    read's `options`); anything else is ignored, with a warning."""
     value = args[0] if args else None
     for name in names:
         if kwargs.get(name) is not None:
             value = kwargs[name]
             break
-    options = ("limit", "ranking")  # list_sessions's, beside its one argument
     ignored = [k for k in kwargs if k not in names and k not in options] + (
         ["…"] if args[1:] else []
     )
@@ -564,7 +570,7 @@ class Introspection:
         """The newest-first index; with `search` (or `query`), THE ranked search."""
 
         def run() -> list[dict[str, Any]]:
-            text = _argument("list_sessions", args, kwargs, SEARCH_NAMES)
+            text = _argument("list_sessions", args, kwargs, SEARCH_NAMES, ("limit", "ranking"))
             if text is not None and not isinstance(text, str):
                 text = str(text)
             return self._call(
