@@ -11,8 +11,9 @@ can be embedded as it is searched, on the writer, without a model server.
 `benchmarks/recall.py` measures what it adds.
 
 Invariants:
-- The model is loaded once per process, on first use, from the package's own files
-  (downloads disabled): a search never touches the network.
+- The model is loaded once per process, at the first embedding (not when asked whether
+  the extra is installed), from the package's own files (downloads disabled): a search
+  never touches the network.
 - A `Vectors` index holds one unit-length vector per key it was given, keys increasing,
   every key up to `top` offered: its owner (the KB's search) catches it up with what is
   stored, and skips a key it no longer holds (vectors are never updated: what they
@@ -24,6 +25,7 @@ Invariants:
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -43,12 +45,12 @@ _model_lock = threading.Lock()
 
 
 def installed() -> bool:
-    """Is the semantic extra installed (and its model loadable)?"""
-    try:
-        _embedder()
-    except Refused:
-        return False
-    return True
+    """Is the semantic extra installed? Asked without loading its model (which the first
+    embedding loads), so a process that never ranks by meaning never pays for it."""
+    global _missing
+    if _model is None and not _missing:
+        _missing = importlib.util.find_spec("wordllama") is None
+    return not _missing
 
 
 def ranking_of(ranking: Any) -> str:

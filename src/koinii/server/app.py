@@ -897,7 +897,7 @@ def build_app(
     answering to `hosts` (default: the loopback names)."""
     daemon = Daemon(kb, tokens, limits or Limits(), hosts)
     durability = kb.durability
-    ranking = semantic.ranking_of(None)  # the searches' default; loads the model once, here
+    ranking = semantic.ranking_of(None)  # the searches' default (the model loads when used)
 
     def guarded(page: Callable[[], Response]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
