@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from koinii.channel import join, wire
-from koinii.kb import semantic
 from koinii.sessions import Introspection, SessionStore
 from tests.conftest import refused
 
@@ -168,10 +167,6 @@ def test_a_bad_session_ranking_is_refused_over_the_reads_operation(kb):
 
     refusal = refused(lambda: list_sessions(kb, "vat", ranking="semantic"))
     assert (refusal.kind, refusal.data["option"]) == ("bad-option", "ranking")
-
-
-def test_the_shipped_cut_off_is_the_one_the_recall_benchmark_names():
-    assert semantic.MIN_SIMILARITY == 0.30 and semantic.RANKINGS == ("lexical", "hybrid")
 
 
 def test_koinii_search_ranks_by_meaning_and_says_so_and_ranking_lexical_opts_out(tmp_path):

@@ -90,9 +90,7 @@ class Search(State):
             def visible(node: Node | None) -> bool:
                 self._spend()
                 return (
-                    node is not None
-                    and node.handle not in shipped
-                    and bool(accept(node, {}) is not None)
+                    node is not None and node.handle not in shipped and accept(node, {}) is not None
                 )
 
             if ranking == "lexical":
@@ -107,11 +105,10 @@ class Search(State):
             matched: dict[int, str] = {}
             for handle, score in fused[:limit]:
                 node, snippet = by_handle.get(handle) or (meaning[handle], None)
-                matched[handle] = (
-                    ("words+meaning" if handle in meaning else "words")
-                    if handle in by_handle
-                    else "meaning"
-                )
+                if handle not in by_handle:
+                    matched[handle] = "meaning"
+                else:
+                    matched[handle] = "words+meaning" if handle in meaning else "words"
                 out.append((node, score, snippet))
             return self._hits(words, out, matched)
 
