@@ -233,6 +233,30 @@ def test_retracting_a_premise_removes_what_rested_only_on_it(kb):
     assert texts(kb, "(mammal ?x)") == []
 
 
+def test_what_rests_only_on_itself_is_removed_with_the_premise_under_it(kb):
+    # A symmetric rule derives (adjacent Lyon Paris) from the premise, and the premise
+    # again from that: once the premise is retracted, each holds the other up, and
+    # neither rests on anything asserted.
+    kb.assert_("(implies (adjacent ?x ?y) (adjacent ?y ?x))", "CxMap")
+    premise = kb.assert_("(adjacent Paris Lyon)", "CxMap")
+    [derived] = kb.sentexes_matching("(adjacent Lyon ?x)", "CxMap")
+    result = kb.retract(premise)
+    assert result.removed_sentexes == 2
+    assert kb.sentex(premise) is None and kb.sentex(derived.handle) is None
+    assert kb.sentexes_matching("(adjacent ?x ?y)", "CxEverything") == []
+
+
+def test_what_rests_on_itself_and_on_a_premise_stays(kb):
+    kb.assert_("(implies (adjacent ?x ?y) (adjacent ?y ?x))", "CxMap")
+    first = kb.assert_("(adjacent Paris Lyon)", "CxMap")
+    second = kb.assert_("(adjacent Lyon Paris)", "CxMap")
+    assert kb.retract(first).removed_sentexes == 0  # still derived from the second
+    assert kb.sentex(first).believed and kb.sentex(first).derived
+    result = kb.retract(second)
+    assert result.removed_sentexes == 2
+    assert texts(kb, "(adjacent ?x ?y)") == []
+
+
 def test_retracting_a_rule_removes_its_conclusions(kb):
     rule = kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA")
     kb.assert_("(dog Muffet)", "CxA")

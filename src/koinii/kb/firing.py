@@ -302,8 +302,11 @@ class Firing(State):
             return
         self._drop_just(tx, j)
         conclusion = j.conclusion
-        if not conclusion.premise and not conclusion.justs:
-            self._delete(tx, conclusion, "unsupported")
+        if not conclusion.premise:
+            if conclusion.justs:
+                tx.unfounded.append(conclusion)  # what is left may rest on itself
+            else:
+                self._delete(tx, conclusion, "unsupported")
 
     def _rederive_all(self, tx: Transaction) -> None:
         """After a claim-carrying declaration changed: recompute every justification

@@ -67,8 +67,11 @@ class Maintenance(State):
             for j in list(node.uses or ()):
                 self._drop_just(tx, j)
                 concl = j.conclusion
-                if not concl.premise and not concl.justs:
-                    queue.append((concl, "unsupported"))
+                if not concl.premise:
+                    if concl.justs:
+                        tx.unfounded.append(concl)  # what is left may rest on itself
+                    else:
+                        queue.append((concl, "unsupported"))
             for referrer in list(self._referrers.get(node.handle, ())):
                 if self._follows_target(referrer, tx):
                     queue.append((referrer, "retracted"))
@@ -222,9 +225,59 @@ class Maintenance(State):
                 self._fire(tx)
             if tx.edges:
                 self._replace(tx)
+            if tx.unfounded:
+                self._delete_unfounded(tx)
             if tx.seeds:
                 self._relabel(self._closure(tx.seeds), tx)
         tx.changes = self._changes(tx)
+
+    def _delete_unfounded(self, tx: Transaction) -> None:
+        """Delete the derived nodes this write left with no well-founded support: every
+        justification they have rests, through others, on themselves — the pair a
+        symmetric rule derives, once the premise under them is retracted. They would
+        never be believed again, yet would stay stored forever.
+
+        A node is founded if it is a premise, or one of its justifications rests only on
+        founded nodes (a least fixed point). Only what the lost supports reach can have
+        become unfounded: the nodes outside that region were founded before this write
+        and still are.
+        """
+        by_handle = self._index.by_handle
+        region: set[Node] = set()
+        stack = [n for n in tx.unfounded if by_handle.get(n.handle) is n]
+        tx.unfounded = []
+        while stack:
+            node = stack.pop()
+            if node not in region:
+                region.add(node)
+                stack.extend(j.conclusion for j in node.uses or ())
+        missing: dict[Justification, int] = {}
+        queue: deque[Node] = deque()
+        for node in region:
+            if node.premise:
+                queue.append(node)
+                continue
+            for j in node.justs or ():
+                missing[j] = count = sum(1 for s in distinct_supports(j) if s in region)
+                if count == 0:
+                    queue.append(node)
+        founded: set[Node] = set()
+        while queue:
+            node = queue.popleft()
+            self._spend()
+            if node in founded:
+                continue
+            founded.add(node)
+            for j in node.uses or ():
+                left = missing.get(j)
+                if left is not None:
+                    missing[j] = left - 1
+                    if left == 1:
+                        queue.append(j.conclusion)
+        for node in sorted(region - founded, key=lambda n: n.handle):
+            if by_handle.get(node.handle) is node:
+                self._delete(tx, node, "unsupported")
+        tx.unfounded = []
 
     def _closure(self, seeds: Collection[Node]) -> list[Node]:
         """Seeds plus everything whose belief can depend on them."""

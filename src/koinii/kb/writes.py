@@ -83,6 +83,7 @@ class Transaction:
         "dead_justs",
         "old_belief",
         "seeds",
+        "unfounded",
         "fire",
         "new_rules",
         "masks",
@@ -109,6 +110,7 @@ class Transaction:
         self.dead_justs: dict[int, Justification] = {}
         self.old_belief: dict[Node, tuple[bool, bool, bool]] = {}
         self.seeds: set[Node] = set()  # where belief may have changed
+        self.unfounded: list[Node] = []  # derived nodes that lost a support but not all
         self.fire: list[Node] = []  # new nodes the rules must see
         self.new_rules: list[Node] = []
         self.masks: list[tuple[Node, bool]] = []  # (mask, added?)
@@ -602,6 +604,7 @@ class Writes(State):
         self._set(tx, node, "premise", False)
         if node.justs:
             tx.seeds.add(node)
+            tx.unfounded.append(node)  # its derivations may all rest on itself
         else:
             self._delete(tx, node, "retracted")
 
