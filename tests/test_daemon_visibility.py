@@ -45,7 +45,8 @@ def test_the_start_up_line_says_where_what_as_what_and_for_whom(start_daemon, ba
     line = first_line(daemon)
     assert line.startswith(f"koinii serve: listening on {daemon.url} (pid {daemon.proc.pid})")
     table = daemon.args[daemon.args.index("--tokens") + 1]
-    assert f"store {daemon.db} ({'postgresql' if backend == 'postgres' else 'sqlite'})" in line
+    kind = "postgresql" if backend == "postgres" else "sqlite"
+    assert f"store {daemon.db} ({kind}, built from its rows in " in line
     assert "· writer ·" in line
     assert f"tokens {table} (2 principal(s); SIGHUP reloads it)" in line
 

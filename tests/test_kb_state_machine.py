@@ -3,8 +3,10 @@
 A hypothesis state machine drives one SQLite store through asserts of facts and rules
 (some with a repeated antecedent, the shape that once crashed `retract`), masks
 `(except (sentexHandle N))`, genlCx edges, retracts of any handle it has seen, and
-reopens. Invariants: nothing but `koinii.Refused` is ever raised, and reopening the
-store (a rebuild from its records) gives back exactly the KB that was in memory, and the
+reopens, with checkpoints taken between them. Invariants: nothing but `koinii.Refused`
+is ever raised; reopening the store gives back exactly the KB that was in memory, and
+opening it from its checkpoint plus the rows written since holds exactly what a rebuild
+from the rows holds, structure for structure (kb/checkpoint.py); and the
 KB equals one built afresh from its premises alone — edges first, then the rest in
 order — which places every firing with the whole hierarchy in view: the incremental
 re-placement a genlCx edge triggers (`Firing._replace`) must end where it would.
@@ -16,7 +18,7 @@ import contextlib
 import shutil
 import tempfile
 
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -73,6 +75,70 @@ def _reading(kb: koinii.KB) -> set:
         else:
             out.add((node.full_text, node.context, node.premise, node.believed))
     return out
+
+
+def _internals(kb: koinii.KB) -> dict:
+    """Every structure the engine keeps, by handle: what a checkpoint restores and a
+    rebuild builds, so the two can be compared part for part."""
+
+    def handles(nodes) -> list:
+        return sorted(n.handle for n in nodes)
+
+    def ids(justifications) -> list:
+        return sorted(j.id for j in justifications or ())
+
+    index = kb._index
+    nodes = {
+        h: (
+            n.full_text,
+            n.context,
+            n.premise,
+            n.strength,
+            n.creator,
+            n.created,
+            n.extra,
+            (n.believed, n.mono, n.defeated),
+            ids(n.justs),
+            ids(n.uses),
+        )
+        for h, n in index.by_handle.items()
+    }
+    justifications = {
+        j.id: (j.conclusion.handle, j.rule.handle, tuple(a.handle for a in j.antecedents))
+        for n in index.by_handle.values()
+        for j in n.justs or ()
+    }
+    # (a functor's entry, and its argument tables, outlive its last node: left out)
+    functors = {
+        f.name: (
+            handles(fi.nodes),
+            [
+                {repr(k): handles(b if isinstance(b, set) else [b]) for k, b in args.items()}
+                for args in fi.args
+                if args
+            ],
+        )
+        for f, fi in index.by_functor.items()
+        if fi.nodes
+    }
+    return {
+        "nodes": nodes,
+        "justifications": justifications,
+        "by_atom": {t: handles(b if isinstance(b, set) else [b]) for t, b in index.by_atom.items()},
+        "functors": functors,
+        "per_context": index.per_context,
+        "two_sided": index.two_sided,
+        "edges": kb._hierarchy._parents,
+        "rules": handles(kb._rules),
+        "by_literal": {
+            k: sorted((n.handle, i) for n, i in v) for k, v in kb._rules_by_literal.items()
+        },
+        "masks": {h: handles(v) for h, v in kb._masks.items()},
+        "carriers": {f: handles(v) for f, v in kb._carriers.items()},
+        "referrers": {h: handles(v) for h, v in kb._referrers.items()},
+        "next_handle": kb._next_handle,
+        "seq": kb.seq,
+    }
 
 
 def _rebuilt(kb: koinii.KB) -> koinii.KB:
@@ -184,11 +250,27 @@ class KBMachine(RuleBasedStateMachine):
             self.kb.edit(remove=chosen)
 
     @rule()
+    def checkpoint(self) -> None:
+        self.kb.checkpoint()
+
+    @rule()
     def reopen(self) -> None:
         before = _snapshot(self.kb, self.top)
         self.kb.close()
+        rebuilt = koinii.open_kb(self.path, checkpoints=False)
+        try:
+            from_rows = _internals(rebuilt)
+        finally:
+            rebuilt.close()
         self.kb = koinii.open_kb(self.path)
+        opened = self.kb.opened
+        event(
+            f"reopened from {opened['from']}"
+            + (", with a tail" if opened.get("tail_sentexes") else "")
+        )
         assert _snapshot(self.kb, self.top) == before
+        assert _internals(self.kb) == from_rows
+        self.kb.checkpoint()  # what follows is the next reopen's tail
 
     @invariant()
     def belief_is_consistent(self) -> None:

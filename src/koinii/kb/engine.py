@@ -10,10 +10,11 @@ them — `KB`, assembled from the rooms that each own one concern:
 | `search` | ranked full-text `search` and the `vocabulary` in use |
 | `clashes` | contradictions, conflicts and functional clashes |
 | `watching` | the feed as the KB offers it: watch, replay, unwatch |
+| `checkpoint` | the state kept in a file beside the store, and opening from it |
 
-`state.State` declares the structures they share. This module keeps the lifecycle (open,
-rebuild, close), the budgets and the writer's health, the domain record tables, and
-attribution.
+`state.State` declares the structures they share. This module keeps the lifecycle (open
+— from a checkpoint, or by a rebuild — and close), the budgets and the writer's health,
+the domain record tables, and attribution.
 
 Invariants kept here:
 - One `RLock` serialises everything, so a KB may be shared between threads; callbacks
@@ -27,6 +28,7 @@ Invariants kept here:
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import threading
 import time
@@ -35,6 +37,7 @@ from typing import Any
 
 from koinii.errors import Refused
 from koinii.kb.budget import Budget
+from koinii.kb.checkpoint import KEEP_EVERY_S, Checkpoints
 from koinii.kb.clashes import Clashes
 from koinii.kb.contexts import Hierarchy
 from koinii.kb.feed import Feed, Routed
@@ -56,7 +59,7 @@ from koinii.kb.writes import _PRINCIPAL, Transaction, Writes, _collector_paused
 from koinii.terms import Sym, parse
 
 
-class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching):
+class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoints):
     """A knowledge base over one store. Open one with `koinii.open_kb`."""
 
     def __init__(
@@ -68,17 +71,12 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching):
         query_budget_s: float | None = None,
         write_budget_s: float | None = None,
         clock: Callable[[], int] | None = None,
+        checkpoints: bool = True,
     ) -> None:
         self._store = store
         self._clock = clock or _now  # epoch ms for `created` stamps and the change log
         self._lock = threading.RLock()
-        self._index = Index()
-        self._hierarchy = Hierarchy()
-        self._rules: dict[Node, Rule] = {}
-        self._rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]] = {}
-        self._masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
-        self._carriers: dict[Sym, list[Node]] = {}  # functor -> its carriesClaim declarations
-        self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it
+        self._fresh_state()
         self._feed = Feed()
         self._commit_listeners: dict[int, Callable[[int, str], Any]] = {}
         self._tx: Transaction | None = None
@@ -92,7 +90,21 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching):
         self._budget: Budget | None = None  # the running operation's (see `budget`)
         self._shipped: frozenset[int] = frozenset()  # see `mark_shipped`
         self._search_vectors = None  # made at the first hybrid search (search.py)
-        self._rebuild()
+        self._checkpoints = checkpoints
+        self._checkpoint_seq: int | None = None  # see checkpoint.py
+        self._checkpoint_at = -KEEP_EVERY_S
+        self._changed_rows = 0
+        self._open()
+
+    def _fresh_state(self) -> None:
+        """Empty indexes: what a new store starts from, and a rebuild starts again from."""
+        self._index = Index()
+        self._hierarchy = Hierarchy()
+        self._rules: dict[Node, Rule] = {}
+        self._rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]] = {}
+        self._masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
+        self._carriers: dict[Sym, list[Node]] = {}  # functor -> its carriesClaim declarations
+        self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it
 
     @property
     def location(self) -> str:
@@ -104,10 +116,16 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching):
         as the store read it back from its connection (e.g. SQLite's PRAGMA synchronous)."""
         return dict(self._store.durability)
 
-    def _rebuild(self) -> None:
-        """Build indexes and belief from the store's records, in one pass, no re-checks."""
+    def _open(self) -> None:
+        """Take the state from the store's checkpoint and the rows written since, or else
+        build it from the rows (checkpoint.py)."""
         with _collector_paused():
-            self._rebuild_from(self._store.load())
+            if not self._open_from_checkpoint():
+                started = time.perf_counter()
+                self._rebuild_from(self._store.load())
+                seconds = round(time.perf_counter() - started, 3)
+                self._opened = {"from": "rows", "seconds": seconds}
+            _settled_as_old()
 
     def _rebuild_from(self, loaded: Any) -> None:
         self._next_handle = loaded.next_handle
@@ -147,6 +165,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching):
             if not self._closed:
                 try:
                     self.commit_group()
+                    self._checkpoint_at_close()
                 finally:
                     self._closed = True
                     self._store.close()
@@ -239,6 +258,21 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching):
         return _PRINCIPAL.get()
 
 
+def _settled_as_old() -> None:
+    """Put what the open just built among the collector's oldest objects, unscanned.
+
+    Built with the collector paused, the whole KB sits in its youngest generation: the
+    first collections after the open would scan all of it, twice (to the middle
+    generation, then the oldest) — over a second each at a million facts, in the first
+    requests a daemon answers. Freezing and unfreezing moves every tracked object to the
+    oldest generation in constant time. Skipped where the program froze objects itself
+    (unfreezing would undo that).
+    """
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
+
+
 def _now() -> int:
     return time.time_ns() // 1_000_000
 
@@ -250,14 +284,23 @@ def open_kb(location: Any = None, **options: Any) -> KB:
     over from the current writer instead of refusing), `create` (default True; False
     refuses `no-such-store` where no store exists yet), `max_depth`, `max_derivations`,
     `query_budget_s`, `write_budget_s` (seconds an operation may run; None: unbounded),
-    `clock` (a function returning epoch ms, for `created` stamps).
+    `clock` (a function returning epoch ms, for `created` stamps), `checkpoints`
+    (default True: an SQLite store is opened from its checkpoint and the rows written
+    since, and one is left at close; False: always rebuilt from the rows, docs/engine.md).
     The shipped vocabulary (CxCore) is loaded into a new store; loading is idempotent.
     """
     from koinii.kb.vocab import install
 
     engine_opts = {
         k: options.pop(k)
-        for k in ("max_depth", "max_derivations", "query_budget_s", "write_budget_s", "clock")
+        for k in (
+            "max_depth",
+            "max_derivations",
+            "query_budget_s",
+            "write_budget_s",
+            "clock",
+            "checkpoints",
+        )
         if k in options
     }
     if location is not None and isinstance(location, os.PathLike):

@@ -10,6 +10,7 @@ the engine can change belief by accident.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any
 
 from koinii.terms import Sym, Term, show
@@ -58,7 +59,7 @@ class Node:
         self.handle = handle
         self.atom = atom
         self.text = text
-        self.context = context
+        self.context = intern(context)  # a few contexts, a million nodes: one str each
         self.positive = positive
         self.premise = premise
         self.strength = strength

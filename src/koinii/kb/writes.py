@@ -668,6 +668,10 @@ class Writes(State):
             )
         )
         self._seq = seq
+        # what a restart from the last checkpoint would replay (checkpoint.py)
+        self._changed_rows += (
+            len(upserts) + len(tx.deleted) + len(tx.new_justs) + len(tx.dead_justs)
+        )
         return seq
 
     def transact(

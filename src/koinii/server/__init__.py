@@ -59,8 +59,15 @@ def startup_line(url: str, kb: KB, tokens: TokenTable | None, standby: bool) -> 
     else:
         who = f"tokens {tokens.path} ({tokens.count} principal(s); SIGHUP reloads it)"
     backend = kb.durability.get("backend", "memory")
+    opened = kb.opened
+    if opened["from"] == "checkpoint":
+        tail = opened["tail_sentexes"] + opened["tail_justifications"]
+        how = f"opened from its checkpoint at seq {opened['seq']} + {tail} row(s) written since"
+    else:
+        how = "built from its rows"
     return (
-        f"listening on {url} (pid {os.getpid()}) · store {kb.location} ({backend}) · {role} · {who}"
+        f"listening on {url} (pid {os.getpid()}) · store {kb.location} ({backend}, {how} in "
+        f"{opened['seconds']:g} s) · {role} · {who}"
     )
 
 
@@ -139,8 +146,13 @@ def serve(
     # The daemon holds its whole KB in memory, a heap that mostly grows. With the
     # collector's default thresholds every few thousand writes brought a full collection
     # that rescans all of it: a tenth of a write's CPU under load (benchmarks/wire.py).
-    # Young objects are still collected often; the old generation, seldom.
+    # Young objects are still collected often; the old generation, seldom. And what the
+    # open built is frozen: never scanned again (a full collection over a million facts
+    # stalled every client for over a second), nor copied page by page into the forked
+    # readers and checkpoint writers by a scan. Its sentexes are still freed when they go
+    # (a deleted node is unlinked from what it held, so none is left in a cycle).
     gc.set_threshold(2_000, 10, 100)
+    gc.freeze()
 
     shown_host = f"[{host}]" if ":" in host else host
     url = f"http://{shown_host}:{sock.getsockname()[1]}"

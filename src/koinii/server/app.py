@@ -897,6 +897,7 @@ def build_app(
     answering to `hosts` (default: the loopback names)."""
     daemon = Daemon(kb, tokens, limits or Limits(), hosts)
     durability = kb.durability
+    opened = kb.opened  # from a checkpoint or from the rows, and how long it took
     ranking = semantic.ranking_of(None)  # the searches' default (the model loads when used)
 
     def guarded(page: Callable[[], Response]) -> Callable[[Request], Awaitable[Response]]:
@@ -924,6 +925,7 @@ def build_app(
                 "durability": durability,
                 "ranking": ranking,
                 "parked": daemon.subs.parked,
+                "opened": opened,
             }
         )
 
@@ -963,6 +965,10 @@ def build_app(
                 daemon.flush()
                 kb.compact_log(daemon.limits.log_retention)
             kb.index_for_search(limit=SEARCH_CATCH_UP)  # a bounded slice of the loop
+            try:  # when due, and no group open: a forked child writes it, the loop goes on
+                kb.keep_checkpoint()
+            except Exception:  # the rows are the truth: a restart rebuilds from them
+                log.exception("could not write the checkpoint")
 
     async def watch_writer() -> None:
         while daemon.lost is None:

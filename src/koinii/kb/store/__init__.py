@@ -54,6 +54,18 @@ class LogEntry:
 
 
 @dataclass
+class Tail:
+    """What a store holds that a checkpoint taken at a seq does not (kb/checkpoint.py):
+    the rows written after it (new or changed), and how many rows written at or before
+    it are still stored (fewer than the checkpoint holds: some were deleted since)."""
+
+    sentexes: list[SentexRow]
+    justifications: list[JustificationRow]
+    sentexes_before: int
+    justifications_before: int
+
+
+@dataclass
 class Loaded:
     """Everything `load()` returns; the engine rebuilds itself from it."""
 
@@ -113,6 +125,29 @@ class Store(Protocol):
     def catch_up(self, limit: int | None = None) -> int:
         """Bring the search structure up to date with the index rows (at most `limit`
         of them; `search` does it all first anyway); returns how many it added."""
+
+    # Where this store's checkpoint lives (kb/checkpoint.py); None: it keeps none, and
+    # the six methods below are never called.
+    checkpoint_path: str | None
+
+    def head(self) -> tuple[int, int]:
+        """(next_handle, seq): the handle high-water mark and the last durable seq."""
+
+    def identity(self) -> int:
+        """The random id the store was given when it was made: a checkpoint names it."""
+
+    def mark(self, seq: int) -> int | None:
+        """A fingerprint of the change-log entry at `seq` (None: there is none), which
+        tells one history from another that reached the same seq."""
+
+    def tail(self, seq: int) -> Tail:
+        """The rows written after `seq`, and the counts of those written at or before it."""
+
+    def handles_written_upto(self, seq: int) -> set[int]:
+        """The handles of the stored sentexes last written at or before `seq`."""
+
+    def justifications_written_upto(self, seq: int) -> set[int]:
+        """The ids of the stored justifications written at or before `seq`."""
 
     def save_next_handle(self, next_handle: int) -> None:
         """Persist the handle high-water mark after a rolled-back write."""

@@ -28,6 +28,7 @@ class MemoryStore:
     location = ":memory:"
     durability = {"backend": "memory"}  # nothing survives the process
     lost = None  # nothing to lose: the process is the store
+    checkpoint_path = None  # nothing to open again
 
     def check_writer(self) -> None:
         return None

@@ -74,6 +74,16 @@ _MIGRATIONS = [
     """,
     # 2: the full-text index over sentexes, backfilled from the rows already stored
     lambda conn: _backfill(conn),
+    # 3: the seq that last wrote each row, and the store's own random id (as on SQLite)
+    """
+    ALTER TABLE sentex ADD COLUMN IF NOT EXISTS written BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE justification ADD COLUMN IF NOT EXISTS written BIGINT NOT NULL DEFAULT 0;
+    CREATE INDEX IF NOT EXISTS sentex_written ON sentex (written);
+    CREATE INDEX IF NOT EXISTS justification_written ON justification (written);
+    INSERT INTO koinii_meta (key, value)
+        VALUES ('store_id', floor(random() * 9.0e18)::bigint)
+        ON CONFLICT (key) DO NOTHING;
+    """,
 ]
 
 _PLACEHOLDER = re.compile(r"\?")
@@ -103,6 +113,7 @@ class PostgresRecords:
 
 
 class PostgresStore(SQLStore):
+    checkpoint_path = None  # not kept yet: a server has no file beside the store
     _index_sql = fulltext.POSTGRES_INDEX
     _unindex_sql = fulltext.POSTGRES_UNINDEX
 

@@ -15,6 +15,7 @@ cannot carry is repaired as it is read (`_extra`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
@@ -24,19 +25,30 @@ import orjson
 
 from koinii.errors import Refused
 from koinii.kb import values
-from koinii.kb.store import Commit, JustificationRow, Loaded, LogEntry, SentexRow, fulltext
+from koinii.kb.store import (
+    Commit,
+    JustificationRow,
+    Loaded,
+    LogEntry,
+    SentexRow,
+    Tail,
+    fulltext,
+)
 
 log = logging.getLogger("koinii.store")
 
+# `written` is the seq of the write that last wrote the row (a group's: its last write's),
+# by which a checkpoint taken at a seq finds what was written after it (kb/checkpoint.py).
 UPSERT_SENTEX = (
     "INSERT INTO sentex (handle, context, positive, text, premise, strength, creator, created, "
-    "extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (handle) DO UPDATE SET "
+    "extra, written) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (handle) DO UPDATE SET "
     "premise = excluded.premise, strength = excluded.strength, creator = excluded.creator, "
-    "extra = excluded.extra"
+    "extra = excluded.extra, written = excluded.written"
 )
 INSERT_JUSTIFICATION = (
-    "INSERT INTO justification (id, conclusion, rule, antecedents) VALUES (?, ?, ?, ?)"
+    "INSERT INTO justification (id, conclusion, rule, antecedents, written) VALUES (?, ?, ?, ?, ?)"
 )
+SENTEX_COLUMNS = "handle, context, positive, text, premise, strength, creator, created, extra"
 INSERT_CHANGE = "INSERT INTO change_log (seq, op, at, next_handle, diff) VALUES (?, ?, ?, ?, ?)"
 SET_META = (
     "INSERT INTO koinii_meta (key, value) VALUES (?, ?) "
@@ -81,7 +93,7 @@ class SQLStore:
         row = self._run("SELECT value FROM koinii_meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else default
 
-    def load(self) -> Loaded:
+    def head(self) -> tuple[int, int]:
         last = self._run(
             "SELECT seq, next_handle FROM change_log ORDER BY seq DESC LIMIT 1"
         ).fetchone()
@@ -89,20 +101,69 @@ class SQLStore:
         next_handle = max(self._meta("next_handle", 1), last[1] if last else 1, top + 1)
         seq = max(self._meta("seq", 0), last[0] if last else 0)
         self._last_seq = seq
-        sentexes = [
+        return next_handle, seq
+
+    def load(self) -> Loaded:
+        next_handle, seq = self.head()
+        return Loaded(
+            self._sentex_rows("", ()),
+            self._justification_rows("", ()),
+            next_handle,
+            seq,
+            self.floor(),
+        )
+
+    def _sentex_rows(self, where: str, params: tuple) -> list[SentexRow]:
+        return [
             SentexRow(h, c, bool(p), t, bool(pr), s, cr, cd, _extra(h, x) if x else None)
             for h, c, p, t, pr, s, cr, cd, x in self._run(
-                "SELECT handle, context, positive, text, premise, strength, creator, "
-                "created, extra FROM sentex ORDER BY handle"
+                f"SELECT {SENTEX_COLUMNS} FROM sentex {where} ORDER BY handle", params
             ).fetchall()
         ]
-        justifications = [
+
+    def _justification_rows(self, where: str, params: tuple) -> list[JustificationRow]:
+        return [
             JustificationRow(i, c, r, tuple(json.loads(a)))
             for i, c, r, a in self._run(
-                "SELECT id, conclusion, rule, antecedents FROM justification ORDER BY id"
+                f"SELECT id, conclusion, rule, antecedents FROM justification {where} ORDER BY id",
+                params,
             ).fetchall()
         ]
-        return Loaded(sentexes, justifications, next_handle, seq, self.floor())
+
+    # --- what a checkpoint needs (kb/checkpoint.py) ---------------------------------
+
+    def identity(self) -> int:
+        return self._meta("store_id", 0)
+
+    def mark(self, seq: int) -> int | None:
+        row = self._run(
+            "SELECT at, next_handle, diff FROM change_log WHERE seq = ?", (seq,)
+        ).fetchone()
+        if row is None:
+            return None
+        at, next_handle, diff = row
+        digest = hashlib.blake2b(f"{at} {next_handle} {diff}".encode(), digest_size=8)
+        return int.from_bytes(digest.digest(), "big") >> 1  # fits a signed 64-bit column
+
+    def tail(self, seq: int) -> Tail:
+        with self._translated("reading the rows written since the checkpoint"):
+            count = "SELECT count(*) FROM {} WHERE written <= ?"
+            return Tail(
+                self._sentex_rows("WHERE written > ?", (seq,)),
+                self._justification_rows("WHERE written > ?", (seq,)),
+                self._run(count.format("sentex"), (seq,)).fetchone()[0],
+                self._run(count.format("justification"), (seq,)).fetchone()[0],
+            )
+
+    def handles_written_upto(self, seq: int) -> set[int]:
+        with self._translated("reading the rows written before the checkpoint"):
+            rows = self._run("SELECT handle FROM sentex WHERE written <= ?", (seq,))
+            return {handle for (handle,) in rows}
+
+    def justifications_written_upto(self, seq: int) -> set[int]:
+        with self._translated("reading the rows written before the checkpoint"):
+            rows = self._run("SELECT id FROM justification WHERE written <= ?", (seq,))
+            return {id for (id,) in rows}
 
     def changes(self, since: int, limit: int) -> list[LogEntry]:
         with self._translated("reading the change log"):
@@ -176,15 +237,16 @@ class SQLStore:
         takes its latest state, and deletes follow upserts — handles and justification
         ids are never reused, so nothing deleted comes back later in the same group.
         """
+        written = commits[-1].entry.seq
         if len(commits) == 1:
             upserts = commits[0].upserts
         else:
             latest = {n.handle: n for c in commits for n in c.upserts}
             upserts = list(latest.values())
         if len(upserts) == 1:  # the common write: one statement, not a batch
-            self._run(UPSERT_SENTEX, _sentex_params(upserts[0], self._flag))
+            self._run(UPSERT_SENTEX, _sentex_params(upserts[0], self._flag, written))
         elif upserts:
-            self._run_many(UPSERT_SENTEX, [_sentex_params(n, self._flag) for n in upserts])
+            self._run_many(UPSERT_SENTEX, [_sentex_params(n, self._flag, written) for n in upserts])
         self._index(upserts)  # the full-text rows of the new sentexes, in the same transaction
         deletes = [(h,) for c in commits for h in c.deletes]
         if deletes:
@@ -196,6 +258,7 @@ class SQLStore:
                 j.conclusion.handle,
                 j.rule.handle,
                 json.dumps([a.handle for a in j.antecedents]),
+                written,
             )
             for c in commits
             for j in c.new_justifications
@@ -281,7 +344,9 @@ class SQLStore:
 
     def import_core(self, loaded: Loaded, log: list[tuple], meta: dict[str, int]) -> None:
         with self._translated("the import"), self._transaction():
-            self._run_many(UPSERT_SENTEX, [_sentex_params(r, self._flag) for r in loaded.sentexes])
+            self._run_many(
+                UPSERT_SENTEX, [_sentex_params(r, self._flag, 0) for r in loaded.sentexes]
+            )
             rows = fulltext.rows_of_text((r.handle, r.text) for r in loaded.sentexes)
             for statement in self._index_sql:
                 self._run_many(statement, rows)
@@ -289,7 +354,7 @@ class SQLStore:
             self._run_many(
                 INSERT_JUSTIFICATION,
                 [
-                    (j.id, j.conclusion, j.rule, json.dumps(list(j.antecedents)))
+                    (j.id, j.conclusion, j.rule, json.dumps(list(j.antecedents)), 0)
                     for j in loaded.justifications
                 ],
             )
@@ -325,7 +390,7 @@ def _log_row(commit: Commit) -> tuple:
     return (entry.seq, entry.op, entry.at, commit.next_handle, encoded)
 
 
-def _sentex_params(row: Any, flag: Callable[[bool], Any]) -> tuple:
+def _sentex_params(row: Any, flag: Callable[[bool], Any], written: int) -> tuple:
     """The sentex columns of a Node or a SentexRow, in UPSERT_SENTEX's order."""
     return (
         row.handle,
@@ -337,4 +402,5 @@ def _sentex_params(row: Any, flag: Callable[[bool], Any]) -> tuple:
         row.creator,
         row.created,
         json.dumps(row.extra) if row.extra else None,
+        written,
     )

@@ -63,7 +63,24 @@ _MIGRATIONS = [
     fulltext.sqlite_backfill,
     # 4: the FTS5 index over them (filled at the first search)
     fulltext.sqlite_fts,
+    # 5: the seq that last wrote each row, and the store's own id (kb/checkpoint.py)
+    lambda db: _written_and_identity(db),
 ]
+
+
+def _written_and_identity(db: sqlite3.Connection) -> None:
+    """Each sentex and justification row records the seq of the write that last wrote it,
+    so a checkpoint's tail is found by an index; the store gets a random id, which a
+    checkpoint names. (Idempotent: a store set back to an older schema keeps its rows.)"""
+    for table in ("sentex", "justification"):
+        columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if "written" not in columns:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN written INTEGER NOT NULL DEFAULT 0")
+        db.execute(f"CREATE INDEX IF NOT EXISTS {table}_written ON {table} (written)")
+    db.execute(
+        "INSERT OR IGNORE INTO koinii_meta (key, value) "
+        "VALUES ('store_id', random() & 9223372036854775807)"
+    )
 
 
 _LEVELS = {0: "off", 1: "normal", 2: "full", 3: "extra"}  # PRAGMA synchronous's answers
@@ -77,6 +94,7 @@ class SQLiteStore(SQLStore):
 
     def __init__(self, path: str, *, synchronous: str = "normal", create: bool = True) -> None:
         self.location = os.path.realpath(path)
+        self.checkpoint_path = self.location + ".checkpoint"  # kb/checkpoint.py
         if not create and not os.path.isfile(self.location):
             raise no_such_store(str(path))
         self._lock_file = _take_writer_lock(self.location)

@@ -1,0 +1,580 @@
+"""Opening a store without rebuilding it: the engine's in-memory state kept in a
+checkpoint file beside the store, read back with the rows written since.
+
+Rebuilding the indexes and belief from the rows costs time in proportion to the store
+(16 s at a million facts); unpickling the state those rows built costs a fraction of it.
+A checkpoint is a cache of that state, never the truth — the rows stay the truth:
+
+- It is used only when it names this store (the store's random id), the change-log entry
+  at its seq is this store's own (a fingerprint, so a copy of the store that went its own
+  way is not mistaken for it), the code that wrote it is this code (a fingerprint of the
+  modules whose objects it holds, and of how belief is labelled), and its bytes are
+  whole (length and CRC). Anything else — or any error reading it — is a rebuild from
+  the rows, exactly as without it.
+- It holds the durable state at its seq and nothing else: it is taken between writes,
+  with no group commit open.
+- What was written after it is applied on top from the rows: each row records the seq
+  of the write that last wrote it (`written`), so the rows after the checkpoint are found
+  by an index, and what was deleted since is what the checkpoint holds and the store
+  no longer does. Belief is then labelled again over everything those rows can reach
+  (`_closure`), or everywhere when they change the hierarchy, a mask or a carrier.
+  Reopening from a checkpoint equals a rebuild (tests/test_checkpoint.py holds it so,
+  over random histories and under kill -9).
+- Writing one never holds the writer long: `checkpoint(wait=False)` forks (twice, so
+  nothing is left to reap) and the child writes a temporary file, syncs it and renames
+  it over the old one; a child killed midway leaves the old checkpoint whole.
+
+The file is a pickle: it is read only from beside the store, with the store file's own
+permissions, by an unpickler that admits only the engine's own classes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copyreg
+import gc
+import hashlib
+import importlib
+import io
+import json
+import logging
+import os
+import pathlib
+import pickle
+import signal
+import threading
+import time
+import zlib
+from typing import Any
+
+import koinii
+from koinii.errors import Refused
+from koinii.kb.index import Index
+from koinii.kb.rules import CARRIES_CLAIM, EXCEPT, GENL_CX
+from koinii.kb.sentex import Justification, Node
+from koinii.kb.state import State
+from koinii.terms import Sym, parse
+
+log = logging.getLogger("koinii.kb")
+
+MAGIC = b"koinii checkpoint\n"
+FORMAT = 1
+# Below this many sentexes a rebuild takes under a quarter of a second: no file is
+# written at close, nor kept up by the daemon (an explicit `checkpoint()` still writes).
+KEEP_FROM = 20_000
+# The daemon keeps the checkpoint up once this share of the store's rows changed since
+# the last one (so a restart after a crash replays at most about that much), and
+# at most this often: writing one costs a core for seconds on a big store.
+KEEP_AFTER_SHARE = 0.1
+KEEP_EVERY_S = 60.0
+# A background writer that has not finished in this long is stuck (a lock a thread of
+# the parent held at the fork): the alarm ends it, and the old checkpoint stays.
+CHILD_LIMIT_S = 600
+
+# The modules whose objects a checkpoint holds, or whose code decided its belief labels:
+# a change to any of them makes older checkpoints unusable (they are rebuilt, not read).
+_LAYOUT_MODULES = (
+    "koinii.terms",
+    "koinii.kb.sentex",
+    "koinii.kb.index",
+    "koinii.kb.contexts",
+    "koinii.kb.rules",
+    "koinii.kb.maintenance",
+    "koinii.kb.checkpoint",
+)
+_ADMITTED = {
+    ("koinii.kb.checkpoint", "_begin_nodes"),
+    ("koinii.kb.checkpoint", "_next_node"),
+    ("koinii.kb.checkpoint", "_symbol"),
+    ("koinii.kb.checkpoint", "_index"),
+    ("koinii.kb.sentex", "Justification"),
+    ("koinii.kb.index", "FunctorIndex"),
+    ("koinii.kb.contexts", "Hierarchy"),
+    ("koinii.kb.rules", "Rule"),
+    ("koinii.terms", "Var"),
+}
+
+
+class Checkpoints(State):
+    """Writing the checkpoint, and opening from it (see the module docstring)."""
+
+    _checkpoints: bool  # read and write checkpoints at all (open_kb's `checkpoints`)
+    _checkpoint_seq: int | None  # the seq of the checkpoint on disk, as far as we know
+    _checkpoint_at: float  # monotonic time of the last one written in the background
+    _changed_rows: int  # rows written since that checkpoint (writes counts them)
+    _opened: dict[str, Any]
+
+    @property
+    def opened(self) -> dict[str, Any]:
+        """How this KB was opened: `{"from": "rows" | "checkpoint", "seconds", …}`, and
+        for a checkpoint its `seq` and the `tail_sentexes` / `tail_justifications`
+        rows written after it that were applied on top."""
+        return dict(self._opened)
+
+    def checkpoint(self, *, wait: bool = True) -> dict[str, Any] | None:
+        """Write this store's checkpoint now, so the next open reads it instead of
+        rebuilding from the rows. With `wait=False` a forked child writes it and this
+        returns at once (None); else `{path, seq, bytes, seconds}` (None: nothing to keep
+        yet, or the change log compacted past the last write). Kept only beside an
+        SQLite file (`checkpoint-unsupported` otherwise), between writes (`group-open`
+        inside a group commit). The KB also writes one at close, on a store big enough to
+        gain from it, and the daemon keeps it up as the store changes."""
+        with self._lock:
+            self._outside_group("writing a checkpoint")
+            path = self._store.checkpoint_path
+            if path is None or not self._checkpoints:
+                raise Refused(
+                    "checkpoint-unsupported",
+                    f"{self._store.location} keeps no checkpoint: one is kept beside an "
+                    "SQLite file opened with checkpoints on (the default)",
+                    {"location": self._store.location},
+                )
+            header = self._checkpoint_header()
+            if header is None:  # nothing written yet, or the log compacted past the last write
+                return None
+            if wait:
+                started = time.perf_counter()
+                size = _write(path, header, self._checkpoint_state())
+                self._checkpoint_seq, self._changed_rows = self._seq, 0
+                return {
+                    "path": path,
+                    "seq": header["seq"],
+                    "bytes": size,
+                    "seconds": time.perf_counter() - started,
+                }
+            if not hasattr(os, "fork"):
+                self.checkpoint(wait=True)
+                return None
+            _in_grandchild(lambda: _write(path, header, self._checkpoint_state()))
+            self._checkpoint_seq, self._changed_rows = self._seq, 0
+            self._checkpoint_at = time.monotonic()
+            return None
+
+    def keep_checkpoint(self) -> bool:
+        """Write the checkpoint in the background if it is due: a store of at least
+        KEEP_FROM sentexes, KEEP_AFTER_SHARE of its rows changed since the last one, and
+        KEEP_EVERY_S since the last background one. For a long-running writer's idle
+        moments (the daemon's housekeeping); returns whether one was started."""
+        with self._lock:
+            stored = len(self._index.by_handle)
+            if (
+                not self._checkpoints
+                or self._store.checkpoint_path is None
+                or self._group is not None
+                or stored < KEEP_FROM
+                or self._changed_rows < KEEP_AFTER_SHARE * stored
+                or time.monotonic() - self._checkpoint_at < KEEP_EVERY_S
+            ):
+                return False
+            self.checkpoint(wait=False)
+            return True
+
+    def _checkpoint_at_close(self) -> None:
+        """At close: leave a checkpoint for the next open, if it would gain from one."""
+        if (
+            self._checkpoints
+            and self._store.checkpoint_path is not None
+            and self._seq != self._checkpoint_seq
+            and len(self._index.by_handle) >= KEEP_FROM
+        ):
+            try:
+                self.checkpoint(wait=False)
+            except Exception:  # the rows are the truth: the next open rebuilds from them
+                log.exception("could not write the checkpoint of %s", self._store.location)
+
+    def _checkpoint_header(self) -> dict[str, Any] | None:
+        mark = self._store.mark(self._seq)
+        if mark is None:
+            return None
+        return {
+            "format": FORMAT,
+            "layout": _layout(),
+            "store": self._store.identity(),
+            "seq": self._seq,
+            "mark": mark,
+            "next_handle": self._next_handle,
+            "next_just": self._next_just,
+        }
+
+    def _checkpoint_state(self) -> tuple:
+        # The nodes come first (their fields as columns, then the nodes), with nothing that
+        # refers to another node, so every later reference to one is shallow: a chain of
+        # justifications pickled through the nodes would recurse its length.
+        nodes = list(self._index.by_handle.values())
+        links = [(n, n.justs, n.uses) for n in nodes if n.justs is not None or n.uses is not None]
+        return (
+            _Columns(nodes),
+            nodes,
+            links,
+            self._index,
+            self._hierarchy,
+            self._rules,
+            self._rules_by_literal,
+            self._masks,
+            self._carriers,
+            self._referrers,
+        )
+
+    # --- opening ---------------------------------------------------------------------
+
+    def _open_from_checkpoint(self) -> bool:
+        """Take the state from the checkpoint and the rows written after it; False (and
+        nothing changed) when there is no usable checkpoint."""
+        path = self._store.checkpoint_path
+        if path is None or not self._checkpoints:
+            return False
+        started = time.perf_counter()
+        try:
+            header, payload = _read(path)
+        except FileNotFoundError:
+            return False
+        except (OSError, ValueError) as exc:
+            log.warning("checkpoint %s is unreadable (%s): rebuilding from the rows", path, exc)
+            return False
+        why = self._unusable(header)
+        if why is not None:
+            log.info("checkpoint %s not used (%s): rebuilding from the rows", path, why)
+            return False
+        try:
+            state = _unpickled(payload)
+            del payload
+            tail = self._restore(header, state)
+        except Exception as exc:
+            log.warning("checkpoint %s could not be applied (%s): rebuilding", path, exc)
+            self._fresh_state()
+            return False
+        self._checkpoint_seq = header["seq"]
+        self._changed_rows = tail[0] + tail[1]
+        self._opened = {
+            "from": "checkpoint",
+            "seconds": round(time.perf_counter() - started, 3),
+            "seq": header["seq"],
+            "tail_sentexes": tail[0],
+            "tail_justifications": tail[1],
+        }
+        return True
+
+    def _unusable(self, header: dict[str, Any]) -> str | None:
+        """Why this checkpoint cannot serve this store, or None."""
+        if header.get("format") != FORMAT or header.get("layout") != _layout():
+            return "written by another version of Koinii"
+        if header.get("store") != self._store.identity():
+            return "taken of another store"
+        _, seq = self._store.head()
+        if header["seq"] > seq:
+            return "ahead of the store (an older copy of it was put back)"
+        if self._store.mark(header["seq"]) != header["mark"]:
+            return "the store's history differs at its seq, or was compacted past it"
+        return None
+
+    def _restore(self, header: dict[str, Any], state: tuple) -> tuple[int, int]:
+        """Take `state`, then apply the rows written after it; (sentexes, justifications)
+        applied."""
+        (_, nodes, links, index, hierarchy, rules, by_literal, masks, carriers, referrers) = state
+        if type(index) is not Index or len(nodes) != header["sentexes"]:
+            raise ValueError("the checkpoint's state is not the one its header describes")
+        index.by_handle = {node.handle: node for node in nodes}
+        for node, justs, uses in links:
+            node.justs, node.uses = justs, uses
+        self._index, self._hierarchy = index, hierarchy
+        self._rules, self._rules_by_literal = rules, by_literal
+        self._masks, self._carriers, self._referrers = masks, carriers, referrers
+        next_handle, self._seq = self._store.head()
+        self._next_handle = max(next_handle, header["next_handle"])
+        self._next_just = header["next_just"]
+        if self._seq == header["seq"]:
+            return 0, 0
+        return self._apply_tail(header)
+
+    def _apply_tail(self, header: dict[str, Any]) -> tuple[int, int]:
+        """Bring the checkpoint's state up to the rows: drop what was deleted since, change
+        what was rewritten, add what is new, and label belief again where that reaches."""
+        seq = header["seq"]
+        store = self._store
+        tail = store.tail(seq)
+        by_handle = self._index.by_handle
+        seeds: list[Node] = []
+        structural = False
+
+        changed = [row for row in tail.sentexes if row.handle in by_handle]
+        if tail.sentexes_before + len(changed) != len(by_handle):
+            kept = store.handles_written_upto(seq)
+            kept.update(row.handle for row in changed)
+            gone = [node for handle, node in by_handle.items() if handle not in kept]
+        else:
+            gone = []
+        if tail.justifications or tail.justifications_before != header["justifications"]:
+            kept_ids = store.justifications_written_upto(seq)
+            for node in list(by_handle.values()):
+                for j in list(node.justs or ()):
+                    if j.id not in kept_ids:  # deleted since (or its id given out again)
+                        self._detach(j)
+                        seeds.append(j.conclusion)
+        for node in gone:
+            for j in list(node.justs or ()) + list(node.uses or ()):
+                self._detach(j)
+            self._unlink_quiet(node)
+            structural = structural or _structural(node)
+            seeds.extend(self._index.same_atom(node.text))
+        for row in changed:
+            node = by_handle[row.handle]
+            node.premise, node.strength = row.premise, row.strength
+            node.creator, node.extra = row.creator, row.extra
+            structural = structural or _structural(node)
+            seeds.append(node)
+        for row in tail.sentexes:
+            if row.handle in by_handle:
+                continue
+            node = Node(
+                row.handle,
+                parse(row.text),
+                row.text,
+                row.context,
+                row.positive,
+                row.premise,
+                row.strength,
+                row.creator,
+                row.created,
+                row.extra,
+            )
+            self._link_quiet(node)
+            structural = structural or _structural(node)
+            seeds.append(node)
+        for jrow in tail.justifications:
+            j = Justification(
+                jrow.id,
+                by_handle[jrow.conclusion],
+                by_handle[jrow.rule],
+                tuple(by_handle[h] for h in jrow.antecedents),
+            )
+            self._attach(j)
+            seeds.append(j.conclusion)
+            self._next_just = max(self._next_just, jrow.id + 1)
+        if structural:
+            self._relabel(list(by_handle.values()), None)
+        elif seeds:
+            self._relabel(self._closure(seeds), None)
+        return len(tail.sentexes) + len(gone), len(tail.justifications)
+
+
+def _structural(node: Node) -> bool:
+    """Does this node change what contexts see, what is masked, or what is carried?"""
+    return node.atom[0] in (GENL_CX, EXCEPT, CARRIES_CLAIM)
+
+
+# --- the file ---------------------------------------------------------------------------
+
+
+# Reading a checkpoint is mostly making a million nodes and half a million symbols, each
+# in one call, its fields set once, no name checked again (each was checked when it was
+# first written). A node's fields are written as columns, one list per field, before the
+# nodes, and each node is then made from the next row: were they each node's own tuple
+# of arguments, the unpickler's memo would hold a million of those until the end, and
+# the heap would stay that much bigger than a rebuild's.
+_FIELDS = Node.__slots__[:10] + ("believed", "mono", "defeated")
+_reading = threading.Lock()  # one checkpoint read at a time: the rows below are its
+_next_row: Any = None
+
+
+class _Columns:
+    def __init__(self, nodes: list[Node]) -> None:
+        self.columns = tuple([getattr(n, f) for n in nodes] for f in _FIELDS)
+
+
+def _begin_nodes(columns: tuple[list, ...]) -> None:
+    global _next_row
+    _next_row = zip(*columns).__next__
+
+
+def _next_node() -> Node:
+    (
+        handle,
+        atom,
+        text,
+        context,
+        positive,
+        premise,
+        strength,
+        creator,
+        created,
+        extra,
+        believed,
+        mono,
+        defeated,
+    ) = _next_row()
+    node = _new(Node)
+    node.handle, node.atom, node.text, node.context = handle, atom, text, context
+    node.positive, node.premise, node.strength = positive, premise, strength
+    node.creator, node.created, node.extra = creator, created, extra
+    node.justs = node.uses = None
+    node.believed, node.mono, node.defeated = believed, mono, defeated
+    return node
+
+
+_new = object.__new__
+
+
+def _symbol(name: str) -> Sym:
+    return Sym._interned.get(name) or Sym._intern(name)
+
+
+def _index(by_atom: dict, by_functor: dict, per_context: dict, two_sided: set) -> Index:
+    """An Index from a checkpoint; `by_handle` is filled from the nodes (their own handle
+    objects as keys, not a second million ints)."""
+    index = Index()
+    index.by_atom, index.by_functor = by_atom, by_functor
+    index.per_context, index.two_sided = per_context, two_sided
+    return index
+
+
+class _Pickler(pickle.Pickler):
+    dispatch_table = copyreg.dispatch_table.copy()
+    dispatch_table[_Columns] = lambda c: (_begin_nodes, (c.columns,))
+    dispatch_table[Node] = lambda node: (_next_node, ())
+    dispatch_table[Justification] = lambda j: (
+        Justification,
+        (j.id, j.conclusion, j.rule, j.antecedents),
+    )
+    dispatch_table[Sym] = lambda symbol: (_symbol, (symbol.name,))
+    dispatch_table[Index] = lambda ix: (
+        _index,
+        (ix.by_atom, ix.by_functor, ix.per_context, ix.two_sided),
+    )
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _ADMITTED:
+            raise pickle.UnpicklingError(f"a checkpoint holds no {module}.{name}")
+        return super().find_class(module, name)
+
+
+def _layout() -> str:
+    """A fingerprint of this Koinii's checkpoint layout: its version and the source of
+    the modules whose objects a checkpoint holds (a development checkout changes them
+    without a new version number)."""
+    global _LAYOUT
+    if _LAYOUT is None:
+        digest = hashlib.blake2b(koinii.__version__.encode(), digest_size=16)
+        for name in _LAYOUT_MODULES:
+            digest.update(name.encode())
+            source = importlib.import_module(name).__file__
+            with contextlib.suppress(OSError, TypeError):
+                digest.update(pathlib.Path(source).read_bytes())  # type: ignore[arg-type]
+        _LAYOUT = digest.hexdigest()
+    return _LAYOUT
+
+
+_LAYOUT: str | None = None
+
+
+def _write(path: str, header: dict[str, Any], state: tuple) -> int:
+    """Pickle `state` to `path` whole or not at all: a temporary file, synced, renamed
+    (and the temporary files of writers that died midway removed)."""
+    nodes, links = state[1], state[2]
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
+    payload = buffer.getbuffer()
+    header = {
+        **header,
+        "sentexes": len(nodes),
+        "justifications": sum(len(justs) for _, justs, _ in links if justs is not None),
+        "length": len(payload),
+        "crc": zlib.crc32(payload),
+    }
+    _remove_abandoned(path)
+    store_file = path.removesuffix(".checkpoint")
+    try:
+        mode = os.stat(store_file).st_mode & 0o777
+    except OSError:
+        mode = 0o600
+    temporary = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(MAGIC)
+            file.write(json.dumps(header).encode() + b"\n")
+            file.write(payload)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return len(MAGIC) + len(payload)
+
+
+def _unpickled(payload: bytes) -> Any:
+    global _next_row
+    with _reading:
+        try:
+            return _Unpickler(io.BytesIO(payload)).load()
+        finally:
+            _next_row = None
+
+
+def _remove_abandoned(path: str) -> None:
+    """Remove the temporary files of checkpoint writers no longer alive."""
+    folder, name = os.path.split(path)
+    for entry in os.listdir(folder or "."):
+        pid = entry.removeprefix(name + ".").removesuffix(".tmp")
+        if entry.endswith(".tmp") and entry.startswith(name + ".") and pid.isdigit():
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(folder, entry))
+            except PermissionError:
+                pass  # alive, and someone else's
+
+
+def _read(path: str) -> tuple[dict[str, Any], bytes]:
+    """The header and payload of the checkpoint at `path`; ValueError if not whole."""
+    with open(path, "rb") as file:
+        if file.read(len(MAGIC)) != MAGIC:
+            raise ValueError("not a Koinii checkpoint")
+        header = json.loads(file.readline())
+        if not isinstance(header, dict) or not _HEADER.issubset(header):
+            raise ValueError("its header is not a checkpoint's")
+        payload = file.read()
+    if len(payload) != header["length"] or zlib.crc32(payload) != header["crc"]:
+        raise ValueError("cut short or damaged")
+    return header, payload
+
+
+_HEADER = {"format", "layout", "store", "seq", "mark", "next_handle", "next_just"} | {
+    "sentexes",
+    "justifications",
+    "length",
+    "crc",
+}
+
+
+def _in_grandchild(work: Any) -> None:
+    """Run `work()` in a grandchild process and return at once. The child forks and
+    leaves, so the grandchild belongs to init and nothing is left for us to reap. The
+    grandchild keeps no file the parent opened — above all not the store's writer lock,
+    which would otherwise stay held after the parent closed the store — nor its signal
+    wake-up and handlers, and leaves with `os._exit`, so no destructor of the parent's
+    objects runs twice."""
+    pid = os.fork()
+    if pid:
+        os.waitpid(pid, 0)  # the child leaves at once
+        return
+    try:
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        if os.fork() == 0:
+            signal.set_wakeup_fd(-1)
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.alarm(CHILD_LIMIT_S)
+            gc.disable()  # reading the heap must not copy it page by page
+            code = 0
+            try:
+                work()
+            except BaseException:
+                code = 1
+            os._exit(code)
+    finally:
+        os._exit(0)
