@@ -97,3 +97,15 @@ def test_one_batch_or_many_writes_give_the_same_belief(ops, rnd):
                     (s.text, s.context, s.strength) for s in kb.sentexes_matching(pattern, "?c")
                 )
     assert got == expected[0]
+
+
+def test_what_an_edge_lets_a_rule_derive_fires_the_rule_again():
+    # The edge lets CxC see CxA: re-placing the transitive rule's firings derives
+    # (r Ann Ann) at CxC, which fires the rule again with (r Bob Ann) at CxA — as it does
+    # when the edge comes before the rule. (Found by the test above.)
+    facts = [("(r Ann Bob)", "CxC", "default"), ("(r Bob Ann)", "CxA", "default")]
+    rule = ("(implies (and (r ?x ?y) (r ?y ?z)) (r ?x ?z))", "CxA", "default")
+    edge = ("(genlCx CxC CxA)", "CxUniverse", "default")
+    edge_last, edge_first = outcome([*facts, rule, edge]), outcome([*facts, edge, rule])
+    assert edge_last == edge_first
+    assert ("(r Bob Ann)", "CxC") in edge_last[1]  # derived there, beside the premise

@@ -55,6 +55,11 @@ class Firing(State):
                 solve(self._index, list(rule.antecedents), {}, accept_all, self._budget)
             ):
                 self._conclude(tx, rule_node, rule, binding, antecedents)
+        self._fire_new(tx)
+
+    def _fire_new(self, tx: Transaction) -> None:
+        """Semi-naive forward chaining from the new nodes alone (`tx.fire`), until no
+        firing makes another."""
         queue = tx.fire
         carriers = self._carriers
         while queue:

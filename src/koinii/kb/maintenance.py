@@ -225,6 +225,8 @@ class Maintenance(State):
                 self._fire(tx)
             if tx.edges:
                 self._replace(tx)
+                if derives:  # what the re-placed firings derived may fire in turn
+                    self._fire_new(tx)
             if tx.unfounded:
                 self._delete_unfounded(tx)
             if tx.seeds:
