@@ -160,6 +160,14 @@ def pg_location(postgres, schemas: list[str]) -> str:
     return f"{PG_ADMIN}?options=-csearch_path%3D{schema}"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache_of_our_own(tmp_path_factory):
+    """The machine's cache, where PostgreSQL stores keep their checkpoints
+    (kb/checkpoint.py), is a folder of the test run's own: nothing is left in ~/.cache,
+    and no run reads another's."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(request):
     return request.param

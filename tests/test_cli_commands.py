@@ -83,6 +83,17 @@ def test_status_tells_health_seq_counts_backend_and_writer(source, team):
     text = koinii_("status", *source)
     assert text.exit_code == 0 and f"seq {report['seq']}" in text.stdout
     assert "backend=sqlite" in text.stdout and report["role"] in text.stdout
+    assert report["opened"]["from"] == "rows" and "built from its rows, in " in text.stdout
+
+
+def test_status_says_a_store_opened_from_its_checkpoint(tmp_path):
+    path = str(tmp_path / "team.db")
+    with koinii.open_kb(path) as kb:
+        kb.assert_("(usesDatabase ProdCluster Postgres)", "CxShared")
+        seq = kb.checkpoint()["seq"]
+        kb.assert_("(runsOn Postgres Debian)", "CxShared")
+    text = koinii_("status", "--db", path)
+    assert f"opened from its checkpoint at seq {seq} + 1 row(s) since, in " in text.stdout
 
 
 # --- retract and withdraw ---------------------------------------------------------------

@@ -50,6 +50,8 @@ def status_command(as_json, url, token, db) -> None:
             durability = " ".join(f"{k}={v}" for k, v in report["durability"].items())
             click.echo(f"  seq {report['seq']}, Koinii {report['version']}, {durability}")
             click.echo("  " + ", ".join(f"{n:,} {what}" for what, n in report["counts"].items()))
+            if report.get("opened"):
+                click.echo(f"  {_how_opened(report['opened'])}")
         else:
             click.echo(f"  {report['error']['kind']}: {report['error']['message']}")
     if not report["ok"]:
@@ -61,6 +63,7 @@ def _status(store: Any) -> dict[str, Any]:
         lost = store.check_writer()
         health: dict[str, Any] = {"ok": lost is None, "version": koinii.__version__}
         health["durability"] = store.durability
+        health["opened"] = store.opened
         if lost is not None:
             health["error"] = lost.to_dict()
         source, role = store.location, "in-process writer"
@@ -76,6 +79,15 @@ def _status(store: Any) -> dict[str, Any]:
     report["backend"] = report["durability"].get("backend")
     report["counts"] = counts
     return report
+
+
+def _how_opened(opened: dict[str, Any]) -> str:
+    if opened["from"] == "checkpoint":
+        rows = opened["tail_sentexes"] + opened["tail_justifications"]
+        how = f"opened from its checkpoint at seq {opened['seq']} + {rows:,} row(s) since"
+    else:
+        how = "built from its rows"
+    return f"{how}, in {opened['seconds']:g} s"
 
 
 # --- load -------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Opening a store without rebuilding it: the engine's in-memory state kept in a
-checkpoint file beside the store, read back with the rows written since.
+checkpoint file — beside an SQLite store, in the machine's cache for a PostgreSQL one —
+read back with the rows written since.
 
 Rebuilding the indexes and belief from the rows costs time in proportion to the store
 (16 s at a million facts); unpickling the state those rows built costs a fraction of it.
@@ -24,8 +25,9 @@ A checkpoint is a cache of that state, never the truth — the rows stay the tru
   nothing is left to reap) and the child writes a temporary file, syncs it and renames
   it over the old one; a child killed midway leaves the old checkpoint whole.
 
-The file is a pickle: it is read only from beside the store, with the store file's own
-permissions, by an unpickler that admits only the engine's own classes.
+The file is a pickle: it is written with the store file's own permissions (0600 in a
+cache folder of 0700), and read by an unpickler that admits only the engine's own
+classes.
 """
 
 from __future__ import annotations
@@ -115,10 +117,11 @@ class Checkpoints(State):
         """Write this store's checkpoint now, so the next open reads it instead of
         rebuilding from the rows. With `wait=False` a forked child writes it and this
         returns at once (None); else `{path, seq, bytes, seconds}` (None: nothing to keep
-        yet, or the change log compacted past the last write). Kept only beside an
-        SQLite file (`checkpoint-unsupported` otherwise), between writes (`group-open`
-        inside a group commit). The KB also writes one at close, on a store big enough to
-        gain from it, and the daemon keeps it up as the store changes."""
+        yet, or the change log compacted past the last write). Kept beside an SQLite
+        file, or for a PostgreSQL store in this machine's cache (`checkpoint-unsupported`
+        in memory), between writes (`group-open` inside a group commit). The KB also
+        writes one at close, on a store big enough to gain from it, and the daemon keeps
+        it up as the store changes."""
         with self._lock:
             self._outside_group("writing a checkpoint")
             path = self._store.checkpoint_path
@@ -126,7 +129,8 @@ class Checkpoints(State):
                 raise Refused(
                     "checkpoint-unsupported",
                     f"{self._store.location} keeps no checkpoint: one is kept beside an "
-                    "SQLite file opened with checkpoints on (the default)",
+                    "SQLite file, or for a PostgreSQL store in this machine's cache, when "
+                    "opened with checkpoints on (the default)",
                     {"location": self._store.location},
                 )
             header = self._checkpoint_header()
@@ -160,6 +164,7 @@ class Checkpoints(State):
             if (
                 not self._checkpoints
                 or self._store.checkpoint_path is None
+                or self._store.lost is not None
                 or self._group is not None
                 or stored < KEEP_FROM
                 or self._changed_rows < KEEP_AFTER_SHARE * stored
@@ -174,6 +179,7 @@ class Checkpoints(State):
         if (
             self._checkpoints
             and self._store.checkpoint_path is not None
+            and self._store.lost is None  # a writer that lost its role keeps nothing
             and self._seq != self._checkpoint_seq
             and len(self._index.by_handle) >= KEEP_FROM
         ):
@@ -482,6 +488,7 @@ def _write(path: str, header: dict[str, Any], state: tuple) -> int:
         "length": len(payload),
         "crc": zlib.crc32(payload),
     }
+    os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
     _remove_abandoned(path)
     store_file = path.removesuffix(".checkpoint")
     try:

@@ -285,8 +285,9 @@ def open_kb(location: Any = None, **options: Any) -> KB:
     refuses `no-such-store` where no store exists yet), `max_depth`, `max_derivations`,
     `query_budget_s`, `write_budget_s` (seconds an operation may run; None: unbounded),
     `clock` (a function returning epoch ms, for `created` stamps), `checkpoints`
-    (default True: an SQLite store is opened from its checkpoint and the rows written
-    since, and one is left at close; False: always rebuilt from the rows, docs/engine.md).
+    (default True: a store is opened from its checkpoint and the rows written since, and
+    one is left at close; False: always rebuilt from the rows, docs/engine.md),
+    `checkpoint_dir` (PostgreSQL: where this machine keeps it; see `open_store`).
     The shipped vocabulary (CxCore) is loaded into a new store; loading is idempotent.
     """
     from koinii.kb.vocab import install

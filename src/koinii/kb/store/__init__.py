@@ -196,6 +196,7 @@ def open_store(
     synchronous: str = "normal",
     standby: bool = False,
     create: bool = True,
+    checkpoint_dir: str | None = None,
 ) -> Store:
     """None → memory; `postgresql://…` → PostgreSQL; anything else → an SQLite file.
 
@@ -205,6 +206,9 @@ def open_store(
     `create=False`: refuse (`no-such-store`) a location that holds no store yet, instead
     of making an empty one — for what only reads, where a typo must not look like an
     empty store.
+    `checkpoint_dir` (PostgreSQL): the folder where this machine keeps the store's
+    checkpoint (kb/checkpoint.py; default `$XDG_CACHE_HOME/koinii`, else
+    `~/.cache/koinii`). An SQLite store keeps its checkpoint beside its file.
     """
     if synchronous not in SYNCHRONOUS:
         raise Refused(
@@ -220,7 +224,13 @@ def open_store(
     if location.startswith(("postgresql://", "postgres://")):
         from koinii.kb.store.postgres import PostgresStore
 
-        return PostgresStore(location, standby=standby, create=create, synchronous=synchronous)
+        return PostgresStore(
+            location,
+            standby=standby,
+            create=create,
+            synchronous=synchronous,
+            checkpoint_dir=checkpoint_dir,
+        )
     from koinii.kb.store.sqlite import SQLiteStore
 
     return SQLiteStore(location, synchronous=synchronous, create=create)

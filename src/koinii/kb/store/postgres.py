@@ -34,6 +34,7 @@ other than `public`.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -113,7 +114,6 @@ class PostgresRecords:
 
 
 class PostgresStore(SQLStore):
-    checkpoint_path = None  # not kept yet: a server has no file beside the store
     _index_sql = fulltext.POSTGRES_INDEX
     _unindex_sql = fulltext.POSTGRES_UNINDEX
 
@@ -125,6 +125,7 @@ class PostgresStore(SQLStore):
         poll_s: float = 0.5,
         create: bool = True,
         synchronous: str = "normal",
+        checkpoint_dir: str | None = None,
     ) -> None:
         import psycopg  # imported here: SQLite users need not install it
 
@@ -156,6 +157,12 @@ class PostgresStore(SQLStore):
                 "synchronous_commit": self._conn.execute("SHOW synchronous_commit").fetchone()[0],
                 "fsync": self._conn.execute("SHOW fsync").fetchone()[0],
             }
+            # A server has no folder beside the store: this machine keeps the checkpoint
+            # in its cache, named by the store's id (a standby here takes it over too).
+            folder = checkpoint_dir or os.path.join(
+                os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "koinii"
+            )
+            self.checkpoint_path = os.path.join(folder, f"postgresql-{self.identity()}.checkpoint")
         except BaseException:
             self._conn.close()
             raise
