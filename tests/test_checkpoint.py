@@ -334,7 +334,7 @@ WRITER = textwrap.dedent(
 
 @pytest.mark.parametrize("round_", range(3))
 def test_a_store_killed_at_any_point_opens_from_its_checkpoint_as_a_rebuild_would(
-    new_location, round_
+    new_location, round_, caplog
 ):
     path = new_location()
     rng = random.Random(round_)
@@ -358,7 +358,9 @@ def test_a_store_killed_at_any_point_opens_from_its_checkpoint_as_a_rebuild_woul
             child.stdout.close()
             child.stderr.close()
         _wait_for_the_lock(path)
-        opened, held = _opened(path)
+        with caplog.at_level(logging.INFO, logger="koinii.kb"):
+            opened, held = _opened(path)
+        assert "checkpoint" not in caplog.text  # none passed over: each whole, and ours
         assert held["seq"] >= acknowledged
         assert held == _rebuilt(path), opened
     assert _opened(path)[0]["from"] == "checkpoint"

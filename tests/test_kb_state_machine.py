@@ -181,6 +181,7 @@ class KBMachine(RuleBasedStateMachine):
         self.kb = koinii.open_kb(self.path)
         self.handles: list[int] = []
         self.top = self.kb.stats()["sentexes"] + 64  # the shipped vocabulary, and room
+        self.checkpointed = False
 
     def teardown(self) -> None:
         self.kb.close()
@@ -251,7 +252,7 @@ class KBMachine(RuleBasedStateMachine):
 
     @rule()
     def checkpoint(self) -> None:
-        self.kb.checkpoint()
+        self.checkpointed = self.kb.checkpoint() is not None or self.checkpointed
 
     @rule()
     def reopen(self) -> None:
@@ -264,13 +265,15 @@ class KBMachine(RuleBasedStateMachine):
             rebuilt.close()
         self.kb = koinii.open_kb(self.path)
         opened = self.kb.opened
+        if self.checkpointed:  # never a silent rebuild where a checkpoint serves
+            assert opened["from"] == "checkpoint", opened
         event(
             f"reopened from {opened['from']}"
             + (", with a tail" if opened.get("tail_sentexes") else "")
         )
         assert _snapshot(self.kb, self.top) == before
         assert _internals(self.kb) == from_rows
-        self.kb.checkpoint()  # what follows is the next reopen's tail
+        self.checkpointed = self.kb.checkpoint() is not None  # the next reopen's tail follows
 
     @invariant()
     def belief_is_consistent(self) -> None:

@@ -316,8 +316,8 @@ class Checkpoints(State):
                     if j.id not in kept_ids:  # deleted since (or its id given out again)
                         self._detach(j)
                         seeds.append(j.conclusion)
-        for node in gone:
-            for j in list(node.justs or ()) + list(node.uses or ()):
+        for node in gone:  # what of theirs is still attached (their rows went with them)
+            for j in dict.fromkeys([*(node.justs or ()), *(node.uses or ())]):
                 self._detach(j)
             self._unlink_quiet(node)
             structural = structural or _structural(node)
