@@ -6,6 +6,7 @@ milliseconds, not one millisecond from another."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import threading
@@ -13,8 +14,9 @@ import time
 
 import pytest
 
+import koinii
 from koinii import Refused
-from tests.conftest import refused
+from tests.conftest import Daemon, refused
 
 CROSS_RULE = "(implies (and (s ?x) (s ?y)) (t ?x ?y))"  # n facts derive n² conclusions
 
@@ -166,3 +168,22 @@ def test_a_budget_ms_out_of_range_is_bad_option(daemon, connect):
     with client.budget(10**6), pytest.raises(Refused) as caught:
         client.query("(p ?x)", "CxA")
     assert caught.value.kind == "bad-option"
+
+
+def test_a_daemon_killed_during_a_long_read_leaves_its_store_free_at_once(tmp_path):
+    # The read runs in a forked child, which keeps none of the daemon's files: not the
+    # store's writer lock, which would keep the store locked until the read's budget ran
+    # out, long after the daemon it belonged to was gone.
+    daemon = Daemon(str(tmp_path / "team.db"), []).start()
+    client = daemon.client(timeout=60)
+    _grid(client)
+
+    def long_read() -> None:
+        with client.budget(3.0), contextlib.suppress(Exception):
+            client.query(JOIN, "CxA")
+
+    threading.Thread(target=long_read, daemon=True).start()
+    time.sleep(1.0)  # in its child by now, which reads on for two seconds more
+    daemon.kill()
+    with koinii.open_kb(daemon.db):  # was refused store-locked: the child held the lock
+        pass

@@ -15,7 +15,10 @@ Invariants:
   lock is held in it.
 - The child touches nothing it shares with the parent — no store connection, socket,
   loop or signal wake-up fd — it computes, writes its answer to the pipe, and leaves with
-  `os._exit`. Its collector is off, so reading does not copy the heap by rescanning it.
+  `os._exit`. It keeps no file of the parent's open but its pipe: the store's writer
+  lock, held on, would keep a daemon killed meanwhile from starting again until the
+  read's budget ran out. Its collector is off, so reading does not copy the heap by
+  rescanning it.
 - At most `CHILDREN` at once (more wait their turn, off the loop); a child that outlives
   its budget by `GRACE_S` is killed, and `close` kills any left at shutdown.
 """
@@ -111,7 +114,8 @@ def _child(read: Callable[[], Any], r: int, w: int) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
         gc.disable()
-        os.close(r)
+        os.closerange(3, w)  # the pipe's read end, the store's lock, the sockets: all but w
+        os.closerange(w + 1, os.sysconf("SC_OPEN_MAX"))
         try:
             answer: dict[str, Any] = {"result": read()}
         except Refused as refusal:
