@@ -53,9 +53,9 @@ import koinii
 from koinii.errors import Refused
 from koinii.kb.index import Index
 from koinii.kb.rules import CARRIES_CLAIM, EXCEPT, GENL_CX
-from koinii.kb.sentex import Justification, Node
+from koinii.kb.sentex import Justification, Node, justification_of, node_of
 from koinii.kb.state import State
-from koinii.terms import Sym, parse
+from koinii.terms import Sym
 
 log = logging.getLogger("koinii.kb")
 
@@ -331,28 +331,12 @@ class Checkpoints(State):
         for row in tail.sentexes:
             if row.handle in by_handle:
                 continue
-            node = Node(
-                row.handle,
-                parse(row.text),
-                row.text,
-                row.context,
-                row.positive,
-                row.premise,
-                row.strength,
-                row.creator,
-                row.created,
-                row.extra,
-            )
+            node = node_of(row)
             self._link_quiet(node)
             structural = structural or _structural(node)
             seeds.append(node)
         for jrow in tail.justifications:
-            j = Justification(
-                jrow.id,
-                by_handle[jrow.conclusion],
-                by_handle[jrow.rule],
-                tuple(by_handle[h] for h in jrow.antecedents),
-            )
+            j = justification_of(jrow, by_handle)
             self._attach(j)
             seeds.append(j.conclusion)
             self._next_just = max(self._next_just, jrow.id + 1)

@@ -49,14 +49,11 @@ from koinii.kb.rules import (
     Rule,
 )
 from koinii.kb.search import Search
-from koinii.kb.sentex import (
-    Justification,
-    Node,
-)
+from koinii.kb.sentex import Node, justification_of, node_of
 from koinii.kb.store import Store, open_store
 from koinii.kb.watching import Watching
 from koinii.kb.writes import _PRINCIPAL, Transaction, Writes, _collector_paused
-from koinii.terms import Sym, parse
+from koinii.terms import Sym
 
 
 class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoints):
@@ -132,30 +129,11 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         self._seq = loaded.seq
         index_link = self._link_quiet
         for row in loaded.sentexes:
-            atom = parse(row.text)
-            node = Node(
-                row.handle,
-                atom,
-                row.text,
-                row.context,
-                row.positive,
-                row.premise,
-                row.strength,
-                row.creator,
-                row.created,
-                row.extra,
-            )
-            index_link(node)
+            index_link(node_of(row))
         by_handle = self._index.by_handle
         top = 0
         for jrow in loaded.justifications:
-            j = Justification(
-                jrow.id,
-                by_handle[jrow.conclusion],
-                by_handle[jrow.rule],
-                tuple(by_handle[h] for h in jrow.antecedents),
-            )
-            self._attach(j)
+            self._attach(justification_of(jrow, by_handle))
             top = max(top, jrow.id)
         self._next_just = top + 1
         self._relabel(list(by_handle.values()), None)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from sys import intern
 from typing import Any
 
-from koinii.terms import Sym, Term, show
+from koinii.terms import Sym, Term, parse, show
 
 NOT = Sym("not")
 DEFAULT, MONOTONIC = 0, 1
@@ -110,6 +110,33 @@ class Justification:
     def supports(self) -> tuple[Node, ...]:
         """What the conclusion rests on: the rule and the antecedents."""
         return (self.rule, *self.antecedents)
+
+
+def node_of(row: Any) -> Node:
+    """The Node of a stored sentex row (a store's `SentexRow`): its sentence parsed back
+    from its canonical text, nothing checked again (it was checked when it was written)."""
+    return Node(
+        row.handle,
+        parse(row.text),
+        row.text,
+        row.context,
+        row.positive,
+        row.premise,
+        row.strength,
+        row.creator,
+        row.created,
+        row.extra,
+    )
+
+
+def justification_of(row: Any, by_handle: dict[int, Node]) -> Justification:
+    """The Justification of a stored row (a `JustificationRow`), over the nodes it names."""
+    return Justification(
+        row.id,
+        by_handle[row.conclusion],
+        by_handle[row.rule],
+        tuple(by_handle[h] for h in row.antecedents),
+    )
 
 
 @dataclass(frozen=True)
