@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
+import koinii
 from koinii.channel import join, wire
+from koinii.kb import semantic
 from koinii.sessions import Introspection, SessionStore
 from tests.conftest import refused
 
@@ -184,3 +186,68 @@ def test_koinii_search_ranks_by_meaning_and_says_so_and_ranking_lexical_opts_out
     assert lexical.returncode == 0 and "nothing CxTeam sees matches" in lexical.stdout
     bad = koinii_cli(*search, "--ranking", "fuzzy")
     assert bad.returncode == 2 and "fuzzy" in bad.stderr  # click names the choices
+
+
+# --- kept in the checkpoint ------------------------------------------------------------------
+
+
+def _embedded(monkeypatch) -> list[int]:
+    """How many texts each embedding from now on is of."""
+    calls: list[int] = []
+    embed = semantic.embed
+
+    def counted(texts):
+        calls.append(len(texts))
+        return embed(texts)
+
+    monkeypatch.setattr(semantic, "embed", counted)
+    return calls
+
+
+def test_a_reopened_store_searches_by_meaning_without_embedding_its_sentences_again(
+    tmp_path, monkeypatch
+):
+    path = str(tmp_path / "team.db")
+    with koinii.open_kb(path) as kb:
+        kb.assert_(AUTH, TEAM)
+        kb.assert_("(officeLocation Team Berlin)", TEAM)
+        kb.index_for_search()  # every sentence embedded
+        kb.checkpoint()
+        later = kb.assert_("(cacheBackend Staging Redis7)", TEAM)  # written after it
+    calls = _embedded(monkeypatch)
+    with koinii.open_kb(path) as kb:
+        assert kb.opened["from"] == "checkpoint" and kb.opened["vectors"] >= 2
+        [hit] = kb.search("how do clients authenticate", TEAM)
+        assert hit.sentex.text == AUTH and hit.matched == "meaning"
+        assert calls == [1, 1]  # the search's own words, and the one sentence written since
+        assert later in {h.sentex.handle for h in kb.search("which cache does staging use", TEAM)}
+
+
+def test_vectors_of_another_model_are_left_and_made_again(tmp_path, monkeypatch):
+    path = str(tmp_path / "team.db")
+    with koinii.open_kb(path) as kb:
+        kb.assert_(AUTH, TEAM)
+        kb.index_for_search()
+        kb.checkpoint()
+    monkeypatch.setattr(semantic, "model_identity", lambda: "another model")
+    with koinii.open_kb(path) as kb:
+        assert kb.opened["from"] == "checkpoint" and kb.opened["vectors"] == 0
+        [hit] = kb.search("how do clients authenticate", TEAM)  # embedded again
+        assert hit.sentex.text == AUTH
+
+
+def test_a_checkpoint_whose_vectors_are_damaged_is_not_used(tmp_path, caplog):
+    path = str(tmp_path / "team.db")
+    with koinii.open_kb(path) as kb:
+        kb.assert_(AUTH, TEAM)
+        kb.index_for_search()
+        kb.checkpoint()
+    with open(path + ".checkpoint", "r+b") as file:  # a byte of the last vector
+        file.seek(-3, 2)
+        byte = file.read(1)
+        file.seek(-3, 2)
+        file.write(bytes([byte[0] ^ 0xFF]))
+    with koinii.open_kb(path) as kb:
+        assert kb.opened["from"] == "rows"
+        assert kb.search("how do clients authenticate", TEAM)[0].sentex.text == AUTH
+    assert "its vectors are damaged" in caplog.text

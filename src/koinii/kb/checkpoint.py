@@ -21,6 +21,10 @@ A checkpoint is a cache of that state, never the truth — the rows stay the tru
   (`_closure`), or everywhere when they change the hierarchy, a mask or a carrier.
   Reopening from a checkpoint equals a rebuild (tests/test_checkpoint.py holds it so,
   over random histories and under kill -9).
+- The search's vectors (semantic.py), where there are any, follow the pickle as raw
+  arrays with their own CRC, and are read back only under the same model; a key no
+  longer stored is skipped by the search as ever, and what was written since is
+  embedded as it is searched.
 - Writing one never holds the writer long: `checkpoint(wait=False)` forks (twice, so
   nothing is left to reap) and the child writes a temporary file, syncs it and renames
   it over the old one; a child killed midway leaves the old checkpoint whole.
@@ -51,6 +55,7 @@ from typing import Any
 
 import koinii
 from koinii.errors import Refused
+from koinii.kb import semantic
 from koinii.kb.index import Index
 from koinii.kb.rules import CARRIES_CLAIM, EXCEPT, GENL_CX
 from koinii.kb.sentex import Justification, Node, justification_of, node_of
@@ -109,8 +114,8 @@ class Checkpoints(State):
     @property
     def opened(self) -> dict[str, Any]:
         """How this KB was opened: `{"from": "rows" | "checkpoint", "seconds", …}`, and
-        for a checkpoint its `seq` and the `tail_sentexes` / `tail_justifications`
-        rows written after it that were applied on top."""
+        for a checkpoint its `seq`, the `tail_sentexes` / `tail_justifications` rows
+        written after it that were applied on top, and the search `vectors` it kept."""
         return dict(self._opened)
 
     def checkpoint(self, *, wait: bool = True) -> dict[str, Any] | None:
@@ -138,7 +143,7 @@ class Checkpoints(State):
                 return None
             if wait:
                 started = time.perf_counter()
-                size = _write(path, header, self._checkpoint_state())
+                size = _write(path, header, self._checkpoint_state(), self._search_vectors)
                 self._checkpoint_seq, self._changed_rows = self._seq, 0
                 return {
                     "path": path,
@@ -149,7 +154,8 @@ class Checkpoints(State):
             if not hasattr(os, "fork"):
                 self.checkpoint(wait=True)
                 return None
-            _in_grandchild(lambda: _write(path, header, self._checkpoint_state()))
+            state, vectors = self._checkpoint_state, self._search_vectors
+            _in_grandchild(lambda: _write(path, header, state(), vectors))
             self._checkpoint_seq, self._changed_rows = self._seq, 0
             self._checkpoint_at = time.monotonic()
             return None
@@ -231,7 +237,7 @@ class Checkpoints(State):
             return False
         started = time.perf_counter()
         try:
-            header, payload = _read(path)
+            header, payload, vectors = _read(path)
         except FileNotFoundError:
             return False
         except (OSError, ValueError) as exc:
@@ -249,6 +255,7 @@ class Checkpoints(State):
             log.warning("checkpoint %s could not be applied (%s): rebuilding", path, exc)
             self._fresh_state()
             return False
+        self._search_vectors = vectors  # what was written since is embedded as it is searched
         self._checkpoint_seq = header["seq"]
         self._changed_rows = tail[0] + tail[1]
         self._opened = {
@@ -257,6 +264,7 @@ class Checkpoints(State):
             "seq": header["seq"],
             "tail_sentexes": tail[0],
             "tail_justifications": tail[1],
+            "vectors": 0 if vectors is None else len(vectors.arrays()[0]),
         }
         return True
 
@@ -458,9 +466,11 @@ def _layout() -> str:
 _LAYOUT: str | None = None
 
 
-def _write(path: str, header: dict[str, Any], state: tuple) -> int:
-    """Pickle `state` to `path` whole or not at all: a temporary file, synced, renamed
-    (and the temporary files of writers that died midway removed)."""
+def _write(path: str, header: dict[str, Any], state: tuple, vectors: Any = None) -> int:
+    """Pickle `state` to `path`, and the search's `vectors` after it as raw arrays (a
+    gigabyte at a million sentexes: pickled, it would be copied twice more), whole or not
+    at all: a temporary file, synced, renamed (and the temporary files of writers that
+    died midway removed)."""
     nodes, links = state[1], state[2]
     buffer = io.BytesIO()
     _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
@@ -472,6 +482,15 @@ def _write(path: str, header: dict[str, Any], state: tuple) -> int:
         "length": len(payload),
         "crc": zlib.crc32(payload),
     }
+    sections: tuple = ()
+    if vectors is not None:
+        sections = vectors.arrays()
+        header["vectors"] = {
+            "model": semantic.model_identity(),
+            "top": vectors.top,
+            "count": len(sections[0]),
+            "crc": zlib.crc32(sections[1], zlib.crc32(sections[0])),
+        }
     os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
     _remove_abandoned(path)
     store_file = path.removesuffix(".checkpoint")
@@ -486,6 +505,8 @@ def _write(path: str, header: dict[str, Any], state: tuple) -> int:
             file.write(MAGIC)
             file.write(json.dumps(header).encode() + b"\n")
             file.write(payload)
+            for section in sections:
+                file.write(section.data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)
@@ -493,7 +514,7 @@ def _write(path: str, header: dict[str, Any], state: tuple) -> int:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    return len(MAGIC) + len(payload)
+    return len(MAGIC) + len(payload) + sum(section.nbytes for section in sections)
 
 
 def _unpickled(payload: bytes) -> Any:
@@ -520,18 +541,31 @@ def _remove_abandoned(path: str) -> None:
                 pass  # alive, and someone else's
 
 
-def _read(path: str) -> tuple[dict[str, Any], bytes]:
-    """The header and payload of the checkpoint at `path`; ValueError if not whole."""
+def _read(path: str) -> tuple[dict[str, Any], bytes, Any]:
+    """The header, payload and search vectors (None: none kept, or not of the model this
+    process has) of the checkpoint at `path`; ValueError if not whole."""
     with open(path, "rb") as file:
         if file.read(len(MAGIC)) != MAGIC:
             raise ValueError("not a Koinii checkpoint")
         header = json.loads(file.readline())
         if not isinstance(header, dict) or not _HEADER.issubset(header):
             raise ValueError("its header is not a checkpoint's")
-        payload = file.read()
-    if len(payload) != header["length"] or zlib.crc32(payload) != header["crc"]:
-        raise ValueError("cut short or damaged")
-    return header, payload
+        payload = file.read(header["length"])
+        if len(payload) != header["length"] or zlib.crc32(payload) != header["crc"]:
+            raise ValueError("cut short or damaged")
+        kept = header.get("vectors")
+        if not kept or not semantic.installed() or kept["model"] != semantic.model_identity():
+            return header, payload, None
+        import numpy
+
+        keys = numpy.empty(kept["count"], dtype=numpy.int64)
+        rows = numpy.empty((kept["count"], semantic.DIMENSIONS), dtype=numpy.float32)
+        for array in (keys, rows):
+            if file.readinto(memoryview(array).cast("B")) != array.nbytes:
+                raise ValueError("its vectors are cut short")
+        if zlib.crc32(rows, zlib.crc32(keys)) != kept["crc"]:
+            raise ValueError("its vectors are damaged")
+    return header, payload, semantic.Vectors.restored(kept["top"], keys, rows)
 
 
 _HEADER = {"format", "layout", "store", "seq", "mark", "next_handle", "next_just"} | {

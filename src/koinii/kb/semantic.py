@@ -25,6 +25,7 @@ Invariants:
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import threading
 from collections.abc import Iterator, Sequence
@@ -68,6 +69,12 @@ def ranking_of(ranking: Any) -> str:
     if ranking == "hybrid":
         _embedder()  # refuses, saying how to install it, when it is missing
     return str(ranking)
+
+
+def model_identity() -> str:
+    """What makes the vectors: the model's package, its version and the width kept. A
+    checkpoint's vectors are used only under the same (kb/checkpoint.py)."""
+    return f"wordllama {importlib.metadata.version('wordllama')} {DIMENSIONS}"
 
 
 def embed(texts: Sequence[str]) -> Any:
@@ -145,6 +152,18 @@ class Vectors:
         for part in parts:
             for i in part[np.argsort(-scores[part], kind="stable")]:
                 yield int(self._keys[i]), float(scores[i])
+
+    def arrays(self) -> tuple[Any, Any]:
+        """(keys, rows): the vectors as two contiguous arrays, for a checkpoint."""
+        self._join()
+        return self._keys, self._rows
+
+    @classmethod
+    def restored(cls, top: int, keys: Any, rows: Any) -> Vectors:
+        """Vectors read back from a checkpoint: every key up to `top` was offered."""
+        vectors = cls()
+        vectors._keys, vectors._rows, vectors.top = keys, rows, top
+        return vectors
 
     def _join(self) -> None:
         if self._pending:
