@@ -22,6 +22,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zlib
 
 import pytest
 
@@ -182,7 +183,7 @@ def test_nothing_but_the_engines_own_classes_is_unpickled(tmp_path, caplog):
     with open(file, "rb") as f:
         magic, header = f.read(len(checkpoint.MAGIC)), json.loads(f.readline())
     payload = pickle.dumps(Hostile())
-    header.update(length=len(payload), crc=__import__("zlib").crc32(payload))
+    header.update(length=len(payload), crc=zlib.crc32(payload))
     with open(file, "wb") as f:
         f.write(magic + json.dumps(header).encode() + b"\n" + payload)
     with caplog.at_level(logging.WARNING, logger="koinii.kb"):

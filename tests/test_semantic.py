@@ -223,12 +223,18 @@ def test_a_reopened_store_searches_by_meaning_without_embedding_its_sentences_ag
         assert later in {h.sentex.handle for h in kb.search("which cache does staging use", TEAM)}
 
 
-def test_vectors_of_another_model_are_left_and_made_again(tmp_path, monkeypatch):
+def _checkpointed(tmp_path) -> str:
+    """A store whose checkpoint holds the vectors of what it stores; its location."""
     path = str(tmp_path / "team.db")
     with koinii.open_kb(path) as kb:
         kb.assert_(AUTH, TEAM)
         kb.index_for_search()
         kb.checkpoint()
+    return path
+
+
+def test_vectors_of_another_model_are_left_and_made_again(tmp_path, monkeypatch):
+    path = _checkpointed(tmp_path)
     monkeypatch.setattr(semantic, "model_identity", lambda: "another model")
     with koinii.open_kb(path) as kb:
         assert kb.opened["from"] == "checkpoint" and kb.opened["vectors"] == 0
@@ -237,11 +243,7 @@ def test_vectors_of_another_model_are_left_and_made_again(tmp_path, monkeypatch)
 
 
 def test_a_checkpoint_whose_vectors_are_damaged_is_not_used(tmp_path, caplog):
-    path = str(tmp_path / "team.db")
-    with koinii.open_kb(path) as kb:
-        kb.assert_(AUTH, TEAM)
-        kb.index_for_search()
-        kb.checkpoint()
+    path = _checkpointed(tmp_path)
     with open(path + ".checkpoint", "r+b") as file:  # a byte of the last vector
         file.seek(-3, 2)
         byte = file.read(1)
