@@ -276,6 +276,14 @@ class KBMachine(RuleBasedStateMachine):
         self.checkpointed = self.kb.checkpoint() is not None  # the next reopen's tail follows
 
     @invariant()
+    def every_label_is_what_a_full_relabel_gives(self) -> None:
+        # a write labels only the region it can reach, or none (`_labelled_as_grown`)
+        nodes = list(self.kb._index.by_handle.values())
+        labels = [(n.believed, n.mono, n.defeated) for n in nodes]
+        self.kb._relabel(nodes, None)
+        assert [(n.believed, n.mono, n.defeated) for n in nodes] == labels
+
+    @invariant()
     def belief_is_consistent(self) -> None:
         # a derived sentex is believed only if one of its justifications is whole
         for handle in self.handles:

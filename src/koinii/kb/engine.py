@@ -28,7 +28,6 @@ Invariants kept here:
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import threading
 import time
@@ -36,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from koinii.errors import Refused
+from koinii.kb import collector
 from koinii.kb.budget import Budget
 from koinii.kb.checkpoint import KEEP_EVERY_S, Checkpoints
 from koinii.kb.clashes import Clashes
@@ -52,7 +52,7 @@ from koinii.kb.search import Search
 from koinii.kb.sentex import Node, justification_of, node_of
 from koinii.kb.store import Store, open_store
 from koinii.kb.watching import Watching
-from koinii.kb.writes import _PRINCIPAL, Transaction, Writes, _collector_paused
+from koinii.kb.writes import _PRINCIPAL, Transaction, Writes
 from koinii.terms import Sym
 
 
@@ -116,13 +116,12 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
     def _open(self) -> None:
         """Take the state from the store's checkpoint and the rows written since, or else
         build it from the rows (checkpoint.py)."""
-        with _collector_paused():
+        with collector.paused():
             if not self._open_from_checkpoint():
                 started = time.perf_counter()
                 self._rebuild_from(self._store.load())
                 seconds = round(time.perf_counter() - started, 3)
                 self._opened = {"from": "rows", "seconds": seconds}
-            _settled_as_old()
 
     def _rebuild_from(self, loaded: Any) -> None:
         self._next_handle = loaded.next_handle
@@ -234,21 +233,6 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         """The principal the writes now running are attributed to (`attributed_to`), if
         any: a domain that keeps its own records (sessions) records it as their owner."""
         return _PRINCIPAL.get()
-
-
-def _settled_as_old() -> None:
-    """Put what the open just built among the collector's oldest objects, unscanned.
-
-    Built with the collector paused, the whole KB sits in its youngest generation: the
-    first collections after the open would scan all of it, twice (to the middle
-    generation, then the oldest) — over a second each at a million facts, in the first
-    requests a daemon answers. Freezing and unfreezing moves every tracked object to the
-    oldest generation in constant time. Skipped where the program froze objects itself
-    (unfreezing would undo that).
-    """
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
 
 
 def _now() -> int:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from koinii.errors import Refused
 from koinii.kb import checks
-from koinii.kb.index import accept_all, match, solve
+from koinii.kb.joins import Derivation, every_firing
 from koinii.kb.rules import (
     NOT_DERIVABLE,
     Rule,
@@ -33,7 +33,7 @@ from koinii.kb.sentex import (
     Node,
 )
 from koinii.kb.state import State
-from koinii.terms import QUOTE, Sym, Var, show
+from koinii.terms import QUOTE, Sym, show
 
 if TYPE_CHECKING:
     from koinii.kb.writes import Transaction
@@ -46,75 +46,92 @@ class Firing(State):
 
     def _fire(self, tx: Transaction) -> None:
         """Semi-naive forward chaining from the new rules and the new nodes (and the
-        claims the new nodes carry)."""
+        claims the new nodes carry).
+
+        Each firing is made once, by the last of its new parts to fire: a new rule is
+        joined with every stored node but those still waiting to fire (`tx.fire`), and a
+        new node, when its turn comes, with the stored nodes but those still waiting —
+        so no firing is found twice, and none is looked for among the justifications a
+        conclusion holds already.
+        """
         for rule_node in tx.new_rules:
             if self._index.by_handle.get(rule_node.handle) is not rule_node:
                 continue
             rule = self._rules[rule_node]
-            for binding, antecedents in list(
-                solve(self._index, list(rule.antecedents), {}, accept_all, self._budget)
-            ):
-                self._conclude(tx, rule_node, rule, binding, antecedents)
+            firings = every_firing(rule.joins, rule.antecedents, self._index, tx.fire, self._budget)
+            self._conclude(tx, rule_node, rule, firings)
         self._fire_new(tx)
 
     def _fire_new(self, tx: Transaction) -> None:
-        """Semi-naive forward chaining from the new nodes alone (`tx.fire`), until no
-        firing makes another."""
-        queue = tx.fire
-        carriers = self._carriers
-        while queue:
-            node = queue.pop()
-            if self._index.by_handle.get(node.handle) is not node:
+        """Semi-naive forward chaining from the new nodes alone (`tx.fire`, an ordered set
+        of the nodes waiting to fire), until no firing makes another."""
+        waiting = tx.fire
+        index = self._index
+        by_handle = index.by_handle
+        rules, by_literal, carriers = self._rules, self._rules_by_literal, self._carriers
+        while waiting:
+            node = waiting.popitem()[0]
+            if by_handle.get(node.handle) is not node:
                 continue
-            if carriers and node.atom[0] in carriers:
-                for declaration in carriers[node.atom[0]]:
+            functor = node.atom[0]
+            if carriers and functor in carriers:
+                for declaration in carriers[functor]:
                     self._carry(tx, declaration, node)
-            for rule_node, i in list(self._rules_by_literal.get((node.atom[0], node.positive), ())):
-                rule = self._rules[rule_node]
-                binding = match(rule.antecedents[i][1], node.atom, {})
-                if binding is None:
-                    continue
-                others = [lit for k, lit in enumerate(rule.antecedents) if k != i]
-                joined = solve(self._index, others, binding, accept_all, self._budget)
-                for full, rest in list(joined):
-                    antecedents = rest[:i] + (node,) + rest[i:]
-                    self._conclude(tx, rule_node, rule, full, antecedents)
+            for rule_node, i in by_literal.get((functor, node.positive), ()):
+                rule = rules[rule_node]
+                firings = rule.joins[i].firings(index, node, waiting, self._budget)
+                if firings:
+                    self._conclude(tx, rule_node, rule, firings)
 
     def _conclude(
         self,
         tx: Transaction,
         rule_node: Node,
         rule: Rule,
-        binding: dict,
-        antecedents: tuple[Node, ...],
-    ) -> Collection[str]:
-        """Derive the rule's conclusion for one firing; returns where it is placed."""
-        self._spend()
-        contexts = {rule_node.context, *(a.context for a in antecedents)}
-        placements = self._hierarchy.maximal_common_descendants(contexts)
-        if not placements:
-            return ()  # reported by violations()
-        positive, pattern = rule.consequent
-        atom = _substitute(pattern, binding)
-        try:
-            text = show(atom)
-        except Refused as refusal:
-            raise Refused(
-                "derivation-limit",
-                f"a rule derived a sentence past the limits: {refusal.message}",
-                {"rule": rule_node.handle},
-            ) from None
-        if self._speaks_for_another(atom, rule_node.creator, placements, tx):
-            return ()  # reported by violations()
-        self._derive(tx, rule_node, atom, positive, text, placements, antecedents)
-        return placements
+        firings: list[Derivation],
+        placed: set[tuple[tuple[Node, ...], str]] | None = None,
+    ) -> None:
+        """Derive the conclusions of the rule's `firings` (each: the conclusion's atom
+        and the antecedents), each placed in the most general contexts that see the rule
+        and every antecedent. `placed` is for a re-placement: the firings may have been
+        made before, so a justification held already is not added again, and each
+        firing's (antecedents, context) placed is added to it."""
+        spend = self._spend
+        hierarchy = self._hierarchy
+        home = rule_node.context
+        positive = rule.consequent[0]
+        for atom, antecedents in firings:
+            spend()
+            placements: Collection[str] = (home,)
+            for a in antecedents:
+                if a.context != home:  # else the rule's context sees them all
+                    contexts = {home, *(a.context for a in antecedents)}
+                    placements = hierarchy.maximal_common_descendants(contexts)
+                    break
+            if not placements:
+                continue  # reported by violations()
+            try:
+                text = show(atom)
+            except Refused as refusal:
+                raise Refused(
+                    "derivation-limit",
+                    f"a rule derived a sentence past the limits: {refusal.message}",
+                    {"rule": rule_node.handle},
+                ) from None
+            if self._speaks_for_another(atom, rule_node.creator, placements, tx):
+                continue  # reported by violations()
+            for ctx in placements:
+                self._derive(tx, rule_node, atom, positive, text, ctx, antecedents, placed)
 
     def _speaks_for_another(
         self, atom: tuple, author: str | None, placements: Collection[str], tx: Transaction | None
     ) -> bool:
         """Would deriving `atom` put words in another's mouth: is it a speech act (where
         it would be placed) whose speaker is not `author`?"""
-        if SPEECH_ACT not in self._index.by_functor or len(atom) < 2:
+        declared = self._index.by_functor.get(SPEECH_ACT)
+        if declared is None or not declared.args or atom[0] not in declared.args[0]:
+            return False  # (an argument table's key for a symbol is the symbol)
+        if len(atom) < 2:
             return False
         speaker = atom[1]
         if type(speaker) is Sym and author is not None and speaker.name == author:
@@ -171,9 +188,7 @@ class Firing(State):
                 f"{show(entry.atom[1])}: an answer's claim speaks only for its author",
                 {"sentence": node.full_text, "claim": show(content[1])},
             )
-        self._derive(
-            tx, declaration, entry.atom, entry.positive, entry.text, (node.context,), (node,)
-        )
+        self._derive(tx, declaration, entry.atom, entry.positive, entry.text, node.context, (node,))
 
     def _derive(
         self,
@@ -182,55 +197,69 @@ class Firing(State):
         atom: tuple,
         positive: bool,
         text: str,
-        placements: Collection[str],
+        ctx: str,
         antecedents: tuple[Node, ...],
+        placed: set[tuple[tuple[Node, ...], str]] | None = None,
     ) -> None:
-        """Justify `atom` (with `positive`) in each placement by `rule_node` from
-        `antecedents`, creating the derived node where none is stored yet."""
-        depth = 1 + max((tx.depth.get(a, 0) for a in antecedents), default=0)
-        for ctx in placements:
-            node = self._index.find(text, ctx, positive)
-            if node is None:
-                node = tx.limbo.pop((text, ctx, positive), None)
-                if node is not None:
-                    self._link_quiet(node)
-                    tx.undo.append(lambda n=node: self._unlink_quiet(n))
-                    tx.fire.append(node)
-                else:
-                    if depth > self.max_depth:
-                        raise Refused(
-                            "derivation-limit",
-                            f"derivations chained deeper than {self.max_depth} in one write",
-                            {"limit": self.max_depth, "rule": rule_node.handle},
-                        )
-                    node = Node(
-                        self._next_handle,
-                        atom,
-                        text,
-                        ctx,
-                        positive,
-                        False,
-                        DEFAULT,
-                        None,
-                        self._clock(),
-                        None,
-                    )
-                    self._next_handle += 1
-                    self._link(tx, node)
-                    tx.depth[node] = depth
-            elif any(
-                j.rule is rule_node and j.antecedents == antecedents for j in node.justs or ()
-            ):
-                continue
-            tx.derivations += 1
-            if tx.derivations > self.max_derivations:
-                raise Refused(
-                    "derivation-limit",
-                    f"one write derived more than {self.max_derivations} conclusions",
-                    {"limit": self.max_derivations},
-                )
-            self._add_just(tx, Justification(self._next_just, node, rule_node, antecedents))
-            self._next_just += 1
+        """Justify `atom` (with `positive`) in `ctx` by `rule_node` from `antecedents`,
+        making the derived node if none is stored yet (`placed`: see `_conclude`)."""
+        node = self._index.find(text, ctx, positive)
+        if node is None:
+            node = tx.limbo.pop((text, ctx, positive), None)
+            if node is not None:
+                self._link_quiet(node)
+                tx.undo.append((self._unlink_quiet, node))
+                tx.fire[node] = None
+            else:
+                node = self._derived_node(tx, rule_node, atom, text, ctx, positive, antecedents)
+        elif placed is not None and any(
+            j.rule is rule_node and j.antecedents == antecedents for j in node.justs or ()
+        ):
+            placed.add((antecedents, ctx))
+            return
+        if placed is not None:
+            placed.add((antecedents, ctx))
+        tx.derivations += 1
+        if tx.derivations > self.max_derivations:
+            raise Refused(
+                "derivation-limit",
+                f"one write derived more than {self.max_derivations} conclusions",
+                {"limit": self.max_derivations},
+            )
+        self._add_just(tx, Justification(self._next_just, node, rule_node, antecedents))
+        self._next_just += 1
+
+    def _derived_node(
+        self,
+        tx: Transaction,
+        rule_node: Node,
+        atom: tuple,
+        text: str,
+        ctx: str,
+        positive: bool,
+        antecedents: tuple[Node, ...],
+    ) -> Node:
+        """A new derived node, one step deeper than its deepest antecedent made in this
+        write (refused `derivation-limit` past `max_depth`)."""
+        depths = tx.depth
+        depth = 0
+        for a in antecedents:
+            d = depths.get(a, 0)
+            if d > depth:
+                depth = d
+        if depth >= self.max_depth:
+            raise Refused(
+                "derivation-limit",
+                f"derivations chained deeper than {self.max_depth} in one write",
+                {"limit": self.max_depth, "rule": rule_node.handle},
+            )
+        node = Node(
+            self._next_handle, atom, text, ctx, positive, False, DEFAULT, None, tx.now, None
+        )
+        self._next_handle += 1
+        self._link(tx, node)
+        depths[node] = depth + 1
+        return node
 
     def _replace(self, tx: Transaction) -> None:
         """After genlCx edges changed: re-place what the change can move, and only that.
@@ -280,11 +309,9 @@ class Firing(State):
     def _refire(self, tx: Transaction, rule_node: Node, rule: Rule) -> None:
         """Every firing of the rule placed anew; its justifications elsewhere dropped."""
         placed: set[tuple[tuple[Node, ...], str]] = set()
-        for binding, antecedents in list(
-            solve(self._index, list(rule.antecedents), {}, accept_all, self._budget)
-        ):
-            for ctx in self._conclude(tx, rule_node, rule, binding, antecedents):
-                placed.add((antecedents, ctx))
+        # (what the re-placements before this one derived waits to fire, as new nodes do)
+        firings = every_firing(rule.joins, rule.antecedents, self._index, tx.fire, self._budget)
+        self._conclude(tx, rule_node, rule, firings, placed)
         for j in list(rule_node.uses or ()):
             if j.rule is rule_node and (j.antecedents, j.conclusion.context) not in placed:
                 self._unjustify(tx, j)
@@ -326,9 +353,9 @@ class Firing(State):
         for node in list(self._index.by_handle.values()):
             if not node.premise:
                 self._unlink_quiet(node)
-                tx.undo.append(lambda n=node: self._link_quiet(n))
+                tx.undo.append((self._link_quiet, node))
                 tx.limbo[(node.text, node.context, node.positive)] = node
-        tx.fire = [n for n in self._index.by_handle.values() if n not in self._rules]
+        tx.fire = dict.fromkeys(n for n in self._index.by_handle.values() if n not in self._rules)
         tx.new_rules = list(self._rules)
         self._fire(tx)
         for node in tx.limbo.values():
@@ -349,13 +376,12 @@ class Firing(State):
         with self._lock:
             out = []
             for rule_node, rule in self._rules.items():
-                for binding, antecedents in solve(
-                    self._index, list(rule.antecedents), {}, accept_all, self._budget
+                for atom, antecedents in every_firing(
+                    rule.joins, rule.antecedents, self._index, (), self._budget
                 ):
                     contexts = {rule_node.context, *(a.context for a in antecedents)}
                     placements = self._hierarchy.maximal_common_descendants(contexts)
-                    positive, pattern = rule.consequent
-                    atom = _substitute(pattern, binding)
+                    positive = rule.consequent[0]
                     if not placements:
                         reason = "no-context"
                     elif self._speaks_for_another(atom, rule_node.creator, placements, None):
@@ -373,14 +399,3 @@ class Firing(State):
                     )
             out.sort(key=lambda v: (v["rule"], v["antecedents"]))
             return out
-
-
-def _substitute(pattern: Any, binding: dict) -> Any:
-    cls = type(pattern)
-    if cls is Var:
-        return binding[pattern]
-    if cls is tuple:
-        if pattern[0] is QUOTE:
-            return pattern
-        return tuple([_substitute(x, binding) for x in pattern])
-    return pattern

@@ -198,9 +198,12 @@ class Index:
 
     def link(self, node: Node) -> None:
         self.by_handle[node.handle] = node
-        _add(self.by_atom, node.text, node)
-        if type(self.by_atom[node.text]) is set:
-            self._recheck_sides(node.text)
+        text = node.text
+        if text in self.by_atom:
+            _add(self.by_atom, text, node)
+            self._recheck_sides(text)
+        else:
+            self.by_atom[text] = node
         atom = node.atom
         findex = self.by_functor.get(atom[0])
         if findex is None:
@@ -210,7 +213,17 @@ class Index:
         while len(args) < len(atom) - 1:
             args.append({})
         for position in range(1, len(atom)):
-            _add(args[position - 1], key(atom[position]), node)
+            value = atom[position]
+            # (`_add`, and `key` for a symbol, the commonest argument, without the calls)
+            k = value if type(value) is Sym else key(value)
+            table = args[position - 1]
+            bucket = table.get(k)
+            if bucket is None:
+                table[k] = node
+            elif type(bucket) is set:
+                bucket.add(node)
+            else:
+                table[k] = {bucket, node}
         self.per_context[node.context] = self.per_context.get(node.context, 0) + 1
 
     def unlink(self, node: Node) -> None:
@@ -238,8 +251,14 @@ class Index:
 
     def find(self, text: str, context: str, positive: bool) -> Node | None:
         """The stored node with this atom text, context and polarity, if any."""
-        for node in members(self.by_atom.get(text)):
-            if node.context == context and node.positive == positive:
+        bucket = self.by_atom.get(text)
+        if bucket is None:
+            return None
+        if type(bucket) is not set:
+            found = bucket.context == context and bucket.positive is positive
+            return bucket if found else None
+        for node in bucket:
+            if node.context == context and node.positive is positive:
                 return node
         return None
 

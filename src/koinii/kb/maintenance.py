@@ -15,7 +15,7 @@ Invariants:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from koinii.kb.index import members
@@ -130,14 +130,14 @@ class Maintenance(State):
 
     def _link(self, tx: Transaction, node: Node) -> None:
         self._link_quiet(node)
-        tx.undo.append(lambda: self._unlink_quiet(node))
+        tx.undo.append((self._unlink_quiet, node))
         tx.added[node.handle] = node
         tx.seeds.add(node)
         self._note_structure(tx, node, added=True)
 
     def _unlink(self, tx: Transaction, node: Node) -> None:
         self._unlink_quiet(node)
-        tx.undo.append(lambda: self._link_quiet(node))
+        tx.undo.append((self._link_quiet, node))
         self._note_structure(tx, node, added=False)
 
     def _note_structure(self, tx: Transaction, node: Node, added: bool) -> None:
@@ -155,13 +155,19 @@ class Maintenance(State):
             if added:
                 tx.new_rules.append(node)
         elif added:
-            tx.fire.append(node)
+            tx.fire[node] = None
 
     def _attach(self, j: Justification) -> None:
         concl = j.conclusion
         concl.justs = _joined(concl.justs, j)
         for support in distinct_supports(j):
-            support.uses = _joined(support.uses, j)
+            uses = support.uses
+            if uses is None:  # (the commonest cases of `_joined`, without the call)
+                support.uses = [j]
+            elif type(uses) is dict:
+                uses[j] = None
+            else:
+                support.uses = _joined(uses, j)
 
     def _detach(self, j: Justification) -> None:
         concl = j.conclusion
@@ -169,15 +175,16 @@ class Maintenance(State):
         for support in distinct_supports(j):
             support.uses = _parted(support.uses, j)
 
+    # A write's justifications are not undo-logged one by one: what it attached is
+    # `tx.new_justs`, what it detached of those stored before it is `tx.dead_justs`, and
+    # undoing it detaches the one and attaches the other (writes.py, `_undo`).
     def _add_just(self, tx: Transaction, j: Justification) -> None:
         self._attach(j)
-        tx.undo.append(lambda: self._detach(j))
         tx.new_justs[j.id] = j
         tx.seeds.add(j.conclusion)
 
     def _drop_just(self, tx: Transaction, j: Justification) -> None:
         self._detach(j)
-        tx.undo.append(lambda: self._attach(j))
         if tx.new_justs.pop(j.id, None) is None:
             tx.dead_justs[j.id] = j
             tx.removed_justifications += 1
@@ -229,9 +236,51 @@ class Maintenance(State):
                     self._fire_new(tx)
             if tx.unfounded:
                 self._delete_unfounded(tx)
-            if tx.seeds:
-                self._relabel(self._closure(tx.seeds), tx)
+            if tx.seeds and not self._labelled_as_grown(tx):
+                self._relabel(self._closure(tx.seeds, tx.added), tx)
         tx.changes = self._changes(tx)
+
+    def _labelled_as_grown(self, tx: Transaction) -> bool:
+        """Label a write that only added, without the fixed point, where that is sure to
+        give what `_relabel` would; True if it did.
+
+        The commonest big write only adds: facts loaded, a rule asserted and its
+        conclusions derived. When it removed, detached, rewrote and masked nothing,
+        changed no edge, and no premise it made is monotonic, nothing it made has a
+        contrary stored, and no mask is stored: then every node it made is believed,
+        and no node stored before it changes — provided every node stored before it
+        that its justifications rest on or conclude is believed. By induction on the
+        order the write made them: each node it made was made by a firing of nodes
+        stored before it (believed) or made earlier in the write (believed, and not
+        monotonic: a firing is new only with a new part, and a part that is not
+        monotonic makes nothing monotonic); so no defeat changes either. Otherwise,
+        False, and `_relabel` decides.
+        """
+        if (
+            self._masks
+            or tx.deleted
+            or tx.dead_justs
+            or tx.touched
+            or tx.masks
+            or tx.edges
+            or tx.unfounded
+        ):
+            return False
+        added = tx.added
+        two_sided = self._index.two_sided
+        spend = self._spend
+        for node in added.values():
+            spend()
+            if (node.premise and node.strength == MONOTONIC) or node.text in two_sided:
+                return False
+        for j in tx.new_justs.values():
+            spend()
+            for node in (j.rule, j.conclusion, *j.antecedents):
+                if not node.believed and node.handle not in added:
+                    return False
+        for node in added.values():
+            node.believed, node.mono, node.defeated = True, False, False
+        return True
 
     def _delete_unfounded(self, tx: Transaction) -> None:
         """Delete the derived nodes this write left with no well-founded support: every
@@ -281,13 +330,16 @@ class Maintenance(State):
                 self._delete(tx, node, "unsupported")
         tx.unfounded = []
 
-    def _closure(self, seeds: Collection[Node]) -> list[Node]:
-        """Seeds plus everything whose belief can depend on them."""
+    def _closure(self, seeds: Collection[Node], made: Collection[int] = ()) -> set[Node]:
+        """Seeds plus everything whose belief can depend on them. `made`: the handles of
+        nodes a write made, whose dependents are seeds already (every justification
+        resting on one is new, and a new justification's conclusion is a seed)."""
         by_handle = self._index.by_handle
+        two_sided = self._index.two_sided
         if len(seeds) == 1:  # the common write: one new node nothing rests on yet
             (node,) = seeds
-            if not node.uses and node.text not in self._index.two_sided:
-                return [node] if by_handle.get(node.handle) is node else []
+            if not node.uses and node.text not in two_sided:
+                return {node} if by_handle.get(node.handle) is node else set()
         seen: set[Node] = set()
         stack = [n for n in seeds if by_handle.get(n.handle) is n]
         while stack:
@@ -295,56 +347,54 @@ class Maintenance(State):
             if node in seen:
                 continue
             seen.add(node)
-            for j in node.uses or ():
-                stack.append(j.conclusion)
-            if node.text in self._index.two_sided:
+            if node.uses and node.handle not in made:
+                stack.extend([j.conclusion for j in node.uses])
+            if node.text in two_sided:
                 stack.extend(self._index.same_atom(node.text))
-        return list(seen)
+        return seen
 
-    def _relabel(self, nodes: list[Node], tx: Transaction | None) -> None:
+    def _relabel(self, nodes: Collection[Node], tx: Transaction | None) -> None:
         """Recompute belief for `nodes` (a set closed under dependence).
 
         Stratum 1: monotonic support (premises held monotonic, rules and antecedents all
         monotonic). Then defeat: a node without monotonic support is defeated by a
         monotonic contrary that some common context sees unmasked. Stratum 2: support at
         any strength for the undefeated. Least fixed points, so arrival order is moot.
+        A write keeps the old labels of the nodes that were stored before it (to undo it,
+        and to tell what changed); a node it made had none.
         """
-        if len(nodes) == 1 and not nodes[0].justs and nodes[0].text not in self._index.two_sided:
-            # the common write: one sentex nothing rests on, with no contrary: no fixed
-            # point to find (a region of one has no consequents, or they would be in it)
-            node = nodes[0]
-            if tx is not None:
-                tx.old_belief.setdefault(node, (node.believed, node.mono, node.defeated))
-            node.believed = node.premise
-            node.mono = node.premise and node.strength == MONOTONIC
-            node.defeated = False
-            return
-        region = set(nodes)
-        old = {n: (n.believed, n.mono, n.defeated) for n in nodes}
         if tx is not None:
-            for n, flags in old.items():
-                tx.old_belief.setdefault(n, flags)
+            added, old_belief = tx.added, tx.old_belief
+            for n in nodes:
+                if n not in old_belief and n.handle not in added:
+                    old_belief[n] = (n.believed, n.mono, n.defeated)
+        region = nodes if type(nodes) is set else set(nodes)
+        if len(region) == 1:
+            (node,) = region
+            if not node.justs and node.text not in self._index.two_sided:
+                # the common write: one sentex nothing rests on, with no contrary: no
+                # fixed point to find (a region of one has no consequents, or they
+                # would be in it)
+                node.believed = node.premise
+                node.mono = node.premise and node.strength == MONOTONIC
+                node.defeated = False
+                return
         for n in nodes:
             n.believed = n.mono = n.defeated = False
         masks = self._masks
 
         def unmasked(j: Justification) -> bool:
-            if not masks:
-                return True
             ctx = j.conclusion.context
             return not any(self._masked_at(s, ctx) for s in j.supports())
 
+        valid = unmasked if masks else None
         # stratum 1: monotonic
-        self._propagate(
-            region,
-            [n for n in nodes if n.premise and n.strength == MONOTONIC],
-            lambda s: s.mono,
-            "mono",
-            unmasked,
-        )
+        starts = [n for n in nodes if n.premise and n.strength == MONOTONIC]
+        self._propagate(region, starts, True, valid)
         # defeat
+        two_sided = self._index.two_sided
         for n in nodes:
-            if not n.mono and n.text in self._index.two_sided:
+            if not n.mono and n.text in two_sided:
                 n.defeated = any(
                     other.mono
                     and other.positive is not n.positive
@@ -352,45 +402,83 @@ class Maintenance(State):
                     for other in self._index.same_atom(n.text)
                 )
         # stratum 2: any strength
+        starts = []
         for n in nodes:
             if n.mono:
                 n.believed = True
-        self._propagate(
-            region,
-            [n for n in nodes if not n.believed and n.premise and not n.defeated],
-            lambda s: s.believed,
-            "believed",
-            unmasked,
-            skip=lambda n: n.defeated,
-        )
+            elif n.premise and not n.defeated:
+                starts.append(n)
+        self._propagate(region, starts, False, valid)
 
-    def _propagate(self, region, starts, holds, flag, valid, skip=lambda n: False) -> None:
+    def _propagate(
+        self,
+        region: set[Node],
+        starts: list[Node],
+        mono: bool,
+        valid: Callable[[Justification], bool] | None,
+    ) -> None:
+        """One stratum's least fixed point over `region`, from `starts`: a node's flag
+        (`mono`, else `believed`) is set once one of its valid justifications has every
+        support holding it. Counting: each justification waits for as many supports as
+        do not hold the flag yet, and the last of them to get it queues the conclusion.
+        A defeated node gets no flag in stratum 2."""
         missing: dict[Justification, int] = {}
-        for n in region:
-            if getattr(n, flag) or skip(n):
-                continue
-            for j in n.justs or ():
-                count = sum(1 for s in distinct_supports(j) if not holds(s))
-                missing[j] = count
-                if count == 0 and valid(j):
-                    starts.append(n)
+        if mono:
+            # a justification whose rule can never be monotonic (the commonest case: a
+            # default rule) can make nothing monotonic: it is not counted at all
+            possible: dict[Node, bool] = {}
+            for n in region:
+                for j in n.justs or ():
+                    rule = j.rule
+                    can = possible.get(rule)
+                    if can is None:
+                        can = possible[rule] = rule.mono or (
+                            rule in region
+                            and (bool(rule.justs) or (rule.premise and rule.strength == MONOTONIC))
+                        )
+                    if not can:
+                        continue
+                    count = 0
+                    for s in distinct_supports(j):
+                        if not s.mono:
+                            count += 1
+                    missing[j] = count
+                    if not count and (valid is None or valid(j)):
+                        starts.append(n)
+        else:
+            for n in region:
+                if n.believed or n.defeated:
+                    continue
+                for j in n.justs or ():
+                    count = 0
+                    for s in distinct_supports(j):
+                        if not s.believed:
+                            count += 1
+                    missing[j] = count
+                    if not count and (valid is None or valid(j)):
+                        starts.append(n)
         queue = deque(starts)
-        spend = self._spend
+        budget = self._budget
+        tick = budget.tick if budget is not None else None
         while queue:
             n = queue.popleft()
-            spend()
-            if getattr(n, flag) or skip(n):
-                continue
-            setattr(n, flag, True)
-            if flag == "mono":
+            if tick is not None:
+                tick()
+            if mono:
+                if n.mono:
+                    continue
+                n.mono = n.believed = True
+            else:
+                if n.believed or n.defeated:
+                    continue
                 n.believed = True
             for j in n.uses or ():
-                concl = j.conclusion
-                if concl not in region or getattr(concl, flag) or j not in missing:
+                left = missing.get(j)
+                if left is None:  # not waiting: its conclusion is outside, or settled
                     continue
-                missing[j] -= 1
-                if missing[j] == 0 and valid(j) and not skip(concl):
-                    queue.append(concl)
+                missing[j] = left - 1
+                if left == 1 and (valid is None or valid(j)):
+                    queue.append(j.conclusion)
 
     def _masked_at(self, node: Node, ctx: str) -> bool:
         """Is `node` hidden at `ctx` by a mask stored in a context `ctx` sees?"""
@@ -415,9 +503,14 @@ class Maintenance(State):
 def distinct_supports(j: Justification) -> tuple[Node, ...]:
     """What `j` rests on, each node once. A rule like (and (likes ?x ?y) (likes ?y ?x))
     over (likes Cat Cat) has the node twice among its antecedents, but rests on it once:
-    a node's `uses` holds each justification once, and counts it once."""
-    supports = j.supports()
-    return supports if len(supports) <= 2 else tuple(dict.fromkeys(supports))
+    a node's `uses` holds each justification once, and counts it once. (The rule is
+    never among the antecedents: no antecedent can match a rule sentence.)"""
+    antecedents = j.antecedents
+    if len(antecedents) == 1:
+        return (j.rule, antecedents[0])
+    if len(antecedents) == 2 and antecedents[0] is not antecedents[1]:
+        return (j.rule, antecedents[0], antecedents[1])
+    return tuple(dict.fromkeys((j.rule, *antecedents)))
 
 
 # A node's `justs` and `uses` are None, a list, or — past this many — a dict used as an

@@ -8,9 +8,9 @@ exactly one kind of conclusion.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from koinii.errors import Refused
+from koinii.kb import joins
+from koinii.kb.index import Literal
 from koinii.kb.sentex import NOT
 from koinii.terms import CONNECTIVES, QUOTE, Sym, Term, Var, show, unsupported_connective, variables
 
@@ -26,12 +26,20 @@ RESERVED = frozenset({NOT, AND, IMPLIES, GENL_CX, EXCEPT, SENTEX_HANDLE, QUOTE})
 NOT_DERIVABLE = frozenset({NOT, AND, IMPLIES, GENL_CX, EXCEPT, SENTEX_HANDLE, QUOTE})
 
 
-@dataclass(frozen=True)
 class Rule:
-    """A stored rule: antecedent literals and one consequent literal."""
+    """A stored rule: antecedent literals and one consequent literal, with one prepared
+    join per antecedent (joins.py). Pickled as its literals alone: the joins are made
+    again when it is read back."""
 
-    antecedents: tuple[tuple[bool, tuple], ...]  # (positive, atom pattern)
-    consequent: tuple[bool, tuple]
+    __slots__ = ("antecedents", "consequent", "joins")
+
+    def __init__(self, antecedents: tuple[Literal, ...], consequent: Literal) -> None:
+        self.antecedents = antecedents  # (positive, atom pattern) each
+        self.consequent = consequent
+        self.joins = joins.prepare(antecedents, consequent)
+
+    def __reduce__(self) -> tuple:
+        return (Rule, (self.antecedents, self.consequent))
 
 
 def literal(term: Term, what: str) -> tuple[bool, tuple]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import gc
 import json
 import logging
 import os
@@ -21,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb import checks, values
+from koinii.kb import checks, collector, values
 from koinii.kb.checks import Entry
 from koinii.kb.feed import Change, Routed
 from koinii.kb.maintenance import ARITY
@@ -75,6 +74,7 @@ class Transaction:
 
     __slots__ = (
         "op",
+        "now",
         "undo",
         "added",
         "deleted",
@@ -100,9 +100,11 @@ class Transaction:
         "records_result",
     )
 
-    def __init__(self, op: str) -> None:
+    def __init__(self, op: str, now: int) -> None:
         self.op = op
-        self.undo: list[Callable[[], None]] = []
+        self.now = now  # epoch ms: the `created` stamp of what this write stores
+        # the undo log: (function, *arguments) steps, run last first to undo the write
+        self.undo: list[tuple[Any, ...]] = []
         self.added: dict[int, Node] = {}  # nodes created in this tx
         self.deleted: dict[int, tuple[Node, str]] = {}  # pre-existing, gone
         self.touched: set[Node] = set()  # pre-existing, rows changed
@@ -111,7 +113,7 @@ class Transaction:
         self.old_belief: dict[Node, tuple[bool, bool, bool]] = {}
         self.seeds: set[Node] = set()  # where belief may have changed
         self.unfounded: list[Node] = []  # derived nodes that lost a support but not all
-        self.fire: list[Node] = []  # new nodes the rules must see
+        self.fire: dict[Node, None] = {}  # new nodes waiting to fire (an ordered set)
         self.new_rules: list[Node] = []
         self.masks: list[tuple[Node, bool]] = []  # (mask, added?)
         self.full = False  # a claim-carrying declaration changed: recompute everything
@@ -148,7 +150,7 @@ class Writes(State):
             opts = {}  # the common write: nothing to check
         else:
             opts = {"strength": strength, "creator": creator, "provenance": provenance}
-        with self._lock, self._bounded(self.write_budget_s, "the write"), _collector_paused():
+        with self._lock, self._bounded(self.write_budget_s, "the write"), collector.paused():
             tx = self._begin("assert")
             try:
                 handles = self._add(tx, sentence, context, opts)
@@ -166,7 +168,7 @@ class Writes(State):
         was stored once — a retract sent again after it landed — from a typo).
         """
         handle = checked_handle(handle)
-        with self._lock, self._bounded(self.write_budget_s, "the write"), _collector_paused():
+        with self._lock, self._bounded(self.write_budget_s, "the write"), collector.paused():
             tx = self._begin("retract")
             try:
                 self._remove(tx, handle)
@@ -185,7 +187,7 @@ class Writes(State):
         with (
             self._lock,
             self._bounded(self.write_budget_s, "the write"),
-            _collector_paused(),
+            collector.paused(),
         ):
             tx = self._begin("edit")
             try:
@@ -209,7 +211,7 @@ class Writes(State):
     ) -> list[dict[str, Any]]:
         """Dry run of `edit`: every problem of the batch, judged against the KB as it is."""
         problems: list[dict[str, Any]] = []
-        with self._lock, self._bounded(self.write_budget_s, "the dry run"), _collector_paused():
+        with self._lock, self._bounded(self.write_budget_s, "the dry run"), collector.paused():
             next_handle, next_just = self._next_handle, self._next_just
             tx = self._begin("check")
             try:
@@ -315,7 +317,7 @@ class Writes(State):
                 "a write started while another was in progress on this thread",
                 {},
             )
-        self._tx = Transaction(op)
+        self._tx = Transaction(op, self._clock())
         return self._tx
 
     def _finish(self, tx: Transaction, result: Any, want_seq: bool = False) -> Any:
@@ -412,8 +414,14 @@ class Writes(State):
                 self._store.save_next_handle(self._next_handle)
 
     def _undo(self, tx: Transaction) -> None:
+        """Undo a write: its steps, last first; then its justifications, which touch no
+        other structure: detach those it attached, attach again those it detached."""
         for step in reversed(tx.undo):
-            step()
+            step[0](*step[1:])
+        for j in reversed(tx.new_justs.values()):
+            self._detach(j)
+        for j in tx.dead_justs.values():
+            self._attach(j)
         for node, (believed, mono, defeated) in tx.old_belief.items():
             node.believed, node.mono, node.defeated = believed, mono, defeated
         self._tx = None
@@ -422,6 +430,7 @@ class Writes(State):
         handles = []
         for where, items in (("add", add), ("remove", remove)):
             for i, item in enumerate(_listed(items, where)):
+                self._spend()
                 try:
                     if where == "add":
                         handles.append(self._add_entry(tx, item))
@@ -506,7 +515,7 @@ class Writes(State):
             True,
             strength,
             creator,
-            self._clock(),
+            tx.now,
             extra,
         )
         self._next_handle += 1
@@ -569,7 +578,7 @@ class Writes(State):
     def _set(self, tx: Transaction, node: Node, attr: str, value: Any) -> None:
         old = getattr(node, attr)
         setattr(node, attr, value)
-        tx.undo.append(lambda: setattr(node, attr, old))
+        tx.undo.append((setattr, node, attr, old))
         if node.handle not in tx.added:
             tx.touched.add(node)
 
@@ -611,8 +620,12 @@ class Writes(State):
     def _changes(self, tx: Transaction) -> tuple[list[Change], list[Change]]:
         added: list[Change] = []
         removed: list[Change] = []
+        by_handle = self._index.by_handle
+        for node in tx.added.values():  # made by this write: believed now, or not at all
+            if node.believed and by_handle.get(node.handle) is node:
+                added.append(_change(node))
         for node, (was, _, _) in tx.old_belief.items():
-            gone = node.handle in tx.deleted or node.handle not in self._index.by_handle
+            gone = node.handle in tx.deleted or node.handle not in by_handle
             if gone:
                 continue
             if node.believed and not was:
@@ -690,7 +703,7 @@ class Writes(State):
         entry, or none of it does), and returns `(records' result, Edited)`. The write
         always takes a seq; `summary` is what the change log says it changed.
         """
-        with self._lock, self._bounded(self.write_budget_s, "the write"), _collector_paused():
+        with self._lock, self._bounded(self.write_budget_s, "the write"), collector.paused():
             self._outside_group("a domain write")
             tx = self._begin(op)
             try:
@@ -703,26 +716,6 @@ class Writes(State):
                 raise
             edited = Edited(handles, tx.removed_sentexes, tx.removed_justifications, seq)
             return tx.records_result, edited
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Pause Python's cyclic garbage collector for the span of one write.
-
-    A write allocates (nodes, justifications, undo steps), and every full collection the
-    allocations trigger rescans the whole KB: retracting a rule's 30,000 conclusions took
-    four times as long with the collector running, about a third of a bulk load's time
-    went to it, and both grow with the KB. Nothing a write keeps is garbage; what it
-    drops is collected once the collector resumes.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _placed(line: int, column: int, kind: str, message: str) -> dict[str, Any]:
