@@ -326,6 +326,19 @@ def test_runaway_rules_are_refused_not_hung(kb):
     assert texts(kb, "(num ?x)") == []
 
 
+def test_a_runaway_write_is_undone_whole_what_it_removed_and_derived_too(kb):
+    kb.assert_("(implies (likes ?x ?y) (knows ?x ?y))", "CxA")
+    likes = kb.assert_("(likes Cat Dog)", "CxA")
+    [knows] = kb.sentexes_matching("(knows Cat Dog)", "CxA")
+    explained, seq = kb.why(knows.handle), kb.seq
+    runaway = [("(implies (num ?x) (num (SuccFn ?x)))", "CxA"), ("(num Zero)", "CxA")]
+    with pytest.raises(Refused) as refusal:
+        kb.edit(add=runaway, remove=[likes])  # the removal cascades before the runaway
+    assert refusal.value.kind == "derivation-limit"
+    assert kb.why(knows.handle) == explained and kb.believed(knows.handle)
+    assert texts(kb, "(num ?x)") == [] and kb.seq == seq
+
+
 def test_edges_to_and_from_a_context_replace_its_placements(kb):
     kb.assert_("(implies (dog ?x) (mammal ?x))", "CxRules")
     kb.assert_("(dog Muffet)", "CxFacts")

@@ -228,6 +228,39 @@ class KBMachine(RuleBasedStateMachine):
     def edge(self, edge) -> None:
         self._write(lambda: self.kb.assert_(edge, "CxUniverse"))
 
+    @rule(
+        data=st.data(),
+        ctx=st.sampled_from(CONTEXTS),
+        extra=st.lists(
+            st.one_of(
+                st.sampled_from(RULES + EDGES),
+                st.builds("(likes {} {})".format, st.sampled_from(NAMES), st.sampled_from(NAMES)),
+            ),
+            max_size=3,
+        ),
+    )
+    def a_refused_write_changes_nothing(self, data, ctx, extra) -> None:
+        # a chain that runs past the depth limit, with whatever else the write did:
+        # derivations, deletions, edges, all undone
+        removes = (
+            data.draw(st.lists(st.sampled_from(self.handles), max_size=2)) if self.handles else []
+        )
+        adds = [(s, "CxUniverse" if s.startswith("(genlCx") else ctx) for s in extra]
+        adds += [
+            ("(implies (likes ?x ?y) (likes ?y (GiftFn ?x)))", ctx),
+            ("(likes Cat Dog)", ctx),
+        ]
+        before = _internals(self.kb)
+        try:
+            self.kb.edit(add=adds, remove=removes)
+        except koinii.Refused as refusal:
+            event(f"refused {refusal.kind}")
+        else:
+            raise AssertionError("a chain past the depth limit was not refused")
+        after = _internals(self.kb)
+        before.pop("next_handle"), after.pop("next_handle")  # (consumed handles stay so)
+        assert after == before
+
     @rule()
     def compare_with_a_rebuild_from_premises(self) -> None:
         fresh = _rebuilt(self.kb)

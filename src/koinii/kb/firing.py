@@ -208,7 +208,8 @@ class Firing(State):
             node = tx.limbo.pop((text, ctx, positive), None)
             if node is not None:
                 self._link_quiet(node)
-                tx.undo.append((self._unlink_quiet, node))
+                if node.handle not in tx.added:  # (what the write made is not logged)
+                    tx.undo.append((self._unlink_quiet, node))
                 tx.fire[node] = None
             else:
                 node = self._derived_node(tx, rule_node, atom, text, ctx, positive, antecedents)
@@ -353,7 +354,8 @@ class Firing(State):
         for node in list(self._index.by_handle.values()):
             if not node.premise:
                 self._unlink_quiet(node)
-                tx.undo.append((self._link_quiet, node))
+                if node.handle not in tx.added:  # (what the write made is not logged)
+                    tx.undo.append((self._link_quiet, node))
                 tx.limbo[(node.text, node.context, node.positive)] = node
         tx.fire = dict.fromkeys(n for n in self._index.by_handle.values() if n not in self._rules)
         tx.new_rules = list(self._rules)

@@ -128,16 +128,19 @@ class Maintenance(State):
             if not carriers:
                 del self._carriers[atom[1]]
 
+    # What a write made is not undo-logged node by node either: it is `tx.added`, and
+    # undoing the write unlinks what is still there (writes.py, `_undo`).
     def _link(self, tx: Transaction, node: Node) -> None:
+        """Link a node this write made."""
         self._link_quiet(node)
-        tx.undo.append((self._unlink_quiet, node))
         tx.added[node.handle] = node
         tx.seeds.add(node)
         self._note_structure(tx, node, added=True)
 
     def _unlink(self, tx: Transaction, node: Node) -> None:
         self._unlink_quiet(node)
-        tx.undo.append((self._link_quiet, node))
+        if node.handle not in tx.added:  # (one this write made is gone for good)
+            tx.undo.append((self._link_quiet, node))
         self._note_structure(tx, node, added=False)
 
     def _note_structure(self, tx: Transaction, node: Node, added: bool) -> None:
@@ -175,17 +178,20 @@ class Maintenance(State):
         for support in distinct_supports(j):
             support.uses = _parted(support.uses, j)
 
-    # A write's justifications are not undo-logged one by one: what it attached is
-    # `tx.new_justs`, what it detached of those stored before it is `tx.dead_justs`, and
-    # undoing it detaches the one and attaches the other (writes.py, `_undo`).
+    # Nor are its justifications: what it attached is `tx.new_justs` (less those it
+    # detached again, `tx.dropped`: a justification made by this write has an id from
+    # `tx.first_just` on), what it detached of those stored before it is `tx.dead_justs`,
+    # and undoing it detaches the one and attaches the other.
     def _add_just(self, tx: Transaction, j: Justification) -> None:
         self._attach(j)
-        tx.new_justs[j.id] = j
+        tx.new_justs.append(j)
         tx.seeds.add(j.conclusion)
 
     def _drop_just(self, tx: Transaction, j: Justification) -> None:
         self._detach(j)
-        if tx.new_justs.pop(j.id, None) is None:
+        if j.id >= tx.first_just:
+            tx.dropped.add(j.id)
+        else:
             tx.dead_justs[j.id] = j
             tx.removed_justifications += 1
         tx.seeds.add(j.conclusion)
@@ -260,6 +266,7 @@ class Maintenance(State):
             self._masks
             or tx.deleted
             or tx.dead_justs
+            or tx.dropped
             or tx.touched
             or tx.masks
             or tx.edges
@@ -273,7 +280,7 @@ class Maintenance(State):
             spend()
             if (node.premise and node.strength == MONOTONIC) or node.text in two_sided:
                 return False
-        for j in tx.new_justs.values():
+        for j in tx.new_justs:
             spend()
             for node in (j.rule, j.conclusion, *j.antecedents):
                 if not node.believed and node.handle not in added:

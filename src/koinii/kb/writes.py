@@ -79,7 +79,9 @@ class Transaction:
         "added",
         "deleted",
         "touched",
+        "first_just",
         "new_justs",
+        "dropped",
         "dead_justs",
         "old_belief",
         "seeds",
@@ -100,16 +102,18 @@ class Transaction:
         "records_result",
     )
 
-    def __init__(self, op: str, now: int) -> None:
+    def __init__(self, op: str, now: int, first_just: int) -> None:
         self.op = op
         self.now = now  # epoch ms: the `created` stamp of what this write stores
+        self.first_just = first_just  # the id of the first justification it makes
         # the undo log: (function, *arguments) steps, run last first to undo the write
         self.undo: list[tuple[Any, ...]] = []
-        self.added: dict[int, Node] = {}  # nodes created in this tx
+        self.added: dict[int, Node] = {}  # nodes created in this tx (and still stored)
         self.deleted: dict[int, tuple[Node, str]] = {}  # pre-existing, gone
         self.touched: set[Node] = set()  # pre-existing, rows changed
-        self.new_justs: dict[int, Justification] = {}
-        self.dead_justs: dict[int, Justification] = {}
+        self.new_justs: list[Justification] = []  # attached, in order
+        self.dropped: set[int] = set()  # ids of new justifications detached again
+        self.dead_justs: dict[int, Justification] = {}  # pre-existing, detached
         self.old_belief: dict[Node, tuple[bool, bool, bool]] = {}
         self.seeds: set[Node] = set()  # where belief may have changed
         self.unfounded: list[Node] = []  # derived nodes that lost a support but not all
@@ -317,7 +321,7 @@ class Writes(State):
                 "a write started while another was in progress on this thread",
                 {},
             )
-        self._tx = Transaction(op, self._clock())
+        self._tx = Transaction(op, self._clock(), self._next_just)
         return self._tx
 
     def _finish(self, tx: Transaction, result: Any, want_seq: bool = False) -> Any:
@@ -414,11 +418,17 @@ class Writes(State):
                 self._store.save_next_handle(self._next_handle)
 
     def _undo(self, tx: Transaction) -> None:
-        """Undo a write: its steps, last first; then its justifications, which touch no
-        other structure: detach those it attached, attach again those it detached."""
+        """Undo a write: its steps, last first; then the nodes it made and still holds
+        are unlinked, and its justifications, which touch no other structure, detached
+        (those it attached) or attached again (those it detached). (Nodes link and
+        unlink in any order: each structure holds a node independently of the others.)"""
         for step in reversed(tx.undo):
             step[0](*step[1:])
-        for j in reversed(tx.new_justs.values()):
+        by_handle = self._index.by_handle
+        for node in reversed(tx.added.values()):
+            if by_handle.get(node.handle) is node:  # (not waiting in limbo: see firing.py)
+                self._unlink_quiet(node)
+        for j in reversed(_kept(tx)):
             self._detach(j)
         for j in tx.dead_justs.values():
             self._attach(j)
@@ -657,7 +667,8 @@ class Writes(State):
             upserts.extend(
                 n for n in tx.touched if n.handle not in tx.deleted and n.handle not in tx.added
             )
-        changed = upserts or tx.deleted or tx.new_justs or tx.dead_justs or added or removed
+        new_justs = _kept(tx)
+        changed = upserts or tx.deleted or new_justs or tx.dead_justs or added or removed
         if not changed and tx.records is None:
             return None
         seq = self._seq + 1
@@ -675,16 +686,14 @@ class Writes(State):
                 self._next_handle,
                 upserts,
                 list(tx.deleted),
-                list(tx.new_justs.values()),
+                new_justs,
                 list(tx.dead_justs),
                 tx.records,
             )
         )
         self._seq = seq
         # what a restart from the last checkpoint would replay (checkpoint.py)
-        self._changed_rows += (
-            len(upserts) + len(tx.deleted) + len(tx.new_justs) + len(tx.dead_justs)
-        )
+        self._changed_rows += len(upserts) + len(tx.deleted) + len(new_justs) + len(tx.dead_justs)
         return seq
 
     def transact(
@@ -716,6 +725,13 @@ class Writes(State):
                 raise
             edited = Edited(handles, tx.removed_sentexes, tx.removed_justifications, seq)
             return tx.records_result, edited
+
+
+def _kept(tx: Transaction) -> list[Justification]:
+    """The justifications the write made and kept (not detached again)."""
+    if not tx.dropped:
+        return tx.new_justs
+    return [j for j in tx.new_justs if j.id not in tx.dropped]
 
 
 def _placed(line: int, column: int, kind: str, message: str) -> dict[str, Any]:

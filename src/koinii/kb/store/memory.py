@@ -1,7 +1,8 @@
 """The in-memory store: nothing outlives the process.
 
 The engine's own nodes are the records, so this store keeps only what the engine does
-not: the change log (bounded: the newest `retain` entries) for `changes(since)` tails,
+not: the change log (bounded: the newest `retain` entries, each as its JSON text, as the
+other stores keep it) for `changes(since)` tails,
 and the domain record tables (wraps, sessions) in an in-memory SQLite database, so the
 domains run the same SQL whatever the store.
 
@@ -21,7 +22,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb.store import Commit, Loaded, LogEntry, SQLiteRecords, fulltext, migrate_records
+from koinii.kb.store import (
+    Commit,
+    Loaded,
+    LogEntry,
+    SQLiteRecords,
+    decoded_entry,
+    encoded_diff,
+    fulltext,
+    migrate_records,
+)
 
 
 class MemoryStore:
@@ -34,7 +44,7 @@ class MemoryStore:
         return None
 
     def __init__(self, retain: int = 10_000) -> None:
-        self._log: deque[LogEntry] = deque(maxlen=retain)
+        self._log: deque[tuple[int, str, int, str]] = deque(maxlen=retain)
         self._floor = 0
         self._records = sqlite3.connect(
             ":memory:", isolation_level=None, check_same_thread=False, factory=SQLiteRecords
@@ -67,8 +77,9 @@ class MemoryStore:
             if unindexed.pop(handle, None) is None:
                 self._unindexed_deletes.append((handle,))
         if len(self._log) == self._log.maxlen:
-            self._floor = self._log[0].seq
-        self._log.append(commit.entry)
+            self._floor = self._log[0][0]
+        entry = commit.entry
+        self._log.append((entry.seq, entry.op, entry.at, encoded_diff(entry)))
         return result
 
     # Nothing here is durable, so a group commit has nothing to do.
@@ -131,9 +142,9 @@ class MemoryStore:
 
     def changes(self, since: int, limit: int) -> list[LogEntry]:
         out = []
-        for entry in self._log:
-            if entry.seq > since:
-                out.append(entry)
+        for seq, op, at, diff in self._log:
+            if seq > since:
+                out.append(decoded_entry(seq, op, at, diff))
                 if len(out) >= limit:
                     break
         return out
@@ -144,7 +155,7 @@ class MemoryStore:
     def compact(self, keep: int) -> int:
         dropped = max(0, len(self._log) - keep)
         for _ in range(dropped):
-            self._floor = self._log.popleft().seq
+            self._floor = self._log.popleft()[0]
         return dropped
 
     def close(self) -> None:
