@@ -37,7 +37,7 @@ class Event:
     removed: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class Change:
     """One change as the engine knows it: the public dict plus the atom to match."""
 

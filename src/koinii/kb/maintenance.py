@@ -282,7 +282,11 @@ class Maintenance(State):
                 return False
         for j in tx.new_justs:
             spend()
-            for node in (j.rule, j.conclusion, *j.antecedents):
+            if not j.rule.believed and j.rule.handle not in added:
+                return False
+            if not j.conclusion.believed and j.conclusion.handle not in added:
+                return False
+            for node in j.antecedents:
                 if not node.believed and node.handle not in added:
                     return False
         for node in added.values():
