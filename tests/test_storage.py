@@ -401,6 +401,24 @@ def test_a_since_below_the_compacted_floor_is_too_old(tmp_path, location):
         assert [e["seq"] for e in recent["entries"]] == [kb.seq - 1, kb.seq]
 
 
+def test_an_in_memory_log_keeps_a_bounded_number_of_changes():
+    from koinii.kb.engine import KB
+    from koinii.kb.store.memory import MemoryStore
+
+    def kept(since: int) -> list[int]:
+        return [e["seq"] for e in kb.changes(since)["entries"]]
+
+    kb = KB(MemoryStore(retain_changes=5))
+    big = kb.edit(add=[(f"(person Z{i})", "CxA") for i in range(7)]).seq
+    assert kept(0) == [big]  # the newest entry stays, whatever its size
+    first = kb.edit(add=[(f"(person A{i})", "CxA") for i in range(3)]).seq
+    assert kb.changes(0)["too_old"] is True and kept(big) == [first]
+    second = kb.edit(add=[(f"(person B{i})", "CxA") for i in range(2)]).seq
+    assert kept(big) == [first, second]  # 5 changes
+    kb.assert_("(person C0)", "CxA")  # 6: the oldest entry goes
+    assert kb.changes(big)["too_old"] is True and kept(first) == [second, second + 1]
+
+
 def test_compaction_survives_a_reopen_and_keeps_the_seq(tmp_path):
     path = tmp_path / "kb.sqlite"
     with koinii.open_kb(path) as kb:

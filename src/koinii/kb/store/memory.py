@@ -1,8 +1,9 @@
 """The in-memory store: nothing outlives the process.
 
 The engine's own nodes are the records, so this store keeps only what the engine does
-not: the change log (bounded: the newest `retain` entries, each as its JSON text, as the
-other stores keep it) for `changes(since)` tails,
+not: the change log (bounded: the newest `retain` entries and at most `retain_changes`
+changes in all, each entry as its JSON text, as the other stores keep it; a bulk load
+does not keep a copy of every sentence it loaded) for `changes(since)` tails,
 and the domain record tables (wraps, sessions) in an in-memory SQLite database, so the
 domains run the same SQL whatever the store.
 
@@ -43,8 +44,10 @@ class MemoryStore:
     def check_writer(self) -> None:
         return None
 
-    def __init__(self, retain: int = 10_000) -> None:
-        self._log: deque[tuple[int, str, int, str]] = deque(maxlen=retain)
+    def __init__(self, retain: int = 10_000, retain_changes: int = 100_000) -> None:
+        self._log: deque[tuple[int, str, int, str, int]] = deque()  # …, its changes
+        self._retain, self._retain_changes = retain, retain_changes
+        self._logged = 0  # changes the log holds
         self._floor = 0
         self._records = sqlite3.connect(
             ":memory:", isolation_level=None, check_same_thread=False, factory=SQLiteRecords
@@ -76,10 +79,11 @@ class MemoryStore:
         for handle in commit.deletes:
             if unindexed.pop(handle, None) is None:
                 self._unindexed_deletes.append((handle,))
-        if len(self._log) == self._log.maxlen:
-            self._floor = self._log[0][0]
         entry = commit.entry
-        self._log.append((entry.seq, entry.op, entry.at, encoded_diff(entry)))
+        changes = len(entry.added) + len(entry.removed)
+        self._log.append((entry.seq, entry.op, entry.at, encoded_diff(entry), changes))
+        self._logged += changes
+        self._compact(self._retain, self._retain_changes)
         return result
 
     # Nothing here is durable, so a group commit has nothing to do.
@@ -142,7 +146,7 @@ class MemoryStore:
 
     def changes(self, since: int, limit: int) -> list[LogEntry]:
         out = []
-        for seq, op, at, diff in self._log:
+        for seq, op, at, diff, _ in self._log:
             if seq > since:
                 out.append(decoded_entry(seq, op, at, diff))
                 if len(out) >= limit:
@@ -153,9 +157,15 @@ class MemoryStore:
         return self._floor
 
     def compact(self, keep: int) -> int:
-        dropped = max(0, len(self._log) - keep)
-        for _ in range(dropped):
-            self._floor = self._log.popleft()[0]
+        return self._compact(keep, None)
+
+    def _compact(self, keep: int, changes: int | None) -> int:
+        """Drop the oldest entries past the newest `keep`, and (but for the newest one)
+        past `changes` changes in all; returns how many went."""
+        log, dropped = self._log, 0
+        while len(log) > keep or (changes is not None and self._logged > changes and len(log) > 1):
+            seq, _, _, _, count = log.popleft()
+            self._floor, self._logged, dropped = seq, self._logged - count, dropped + 1
         return dropped
 
     def close(self) -> None:
