@@ -24,8 +24,10 @@ Sections
             conclusion per instance asserted and retracted, and a write refused
             ``derivation-limit`` (its total time against the run it undid)
     reads   a point query, a 5-context query, a 3-way join, a 10,000-row result
-    feed    one write heard by 1, 10 and 100 watchers of a daemon, against PostgreSQL
-            LISTEN/NOTIFY with as many listeners (skipped, saying so, without PostgreSQL)
+    feed    one write heard by 1, 10 and 100 watchers of a daemon, each a stream
+            (`Client.stream`: a line per write, no request per event), against
+            PostgreSQL LISTEN/NOTIFY with as many listeners (skipped, saying so, without
+            PostgreSQL)
     rules   the inheritance closure (subclass transitivity and instance inheritance) of a
             taxonomy, against owlrl (RDFS closure over rdflib) and reasonable (OWL 2 RL,
             in Rust): time, peak RSS growth, and the conclusions checked equal
@@ -640,14 +642,13 @@ def wait_for_health(client: koinii.Client, child: subprocess.Popen) -> None:
 
 @contextlib.contextmanager
 def koinii_watcher(url: str, token: str) -> Iterator[Callable[[], list[int]]]:
+    """A watcher of the daemon's stream (`Client.stream`): no request per event."""
     with koinii.connect(url, token=token, timeout=10) as client:
         subscription = client.watch()
-        cursor = subscription["cursor"]
+        stream = client.stream(subscription["token"], subscription["cursor"])
 
         def receive() -> list[int]:
-            nonlocal cursor
-            reply = client.poll(subscription["token"], cursor, wait_ms=1000)
-            cursor = reply["cursor"]
+            reply = next(stream)
             now = time.time_ns()
             return [
                 now - int(entry["sentence"].rstrip(")").rsplit(" ", 1)[1])
@@ -655,7 +656,10 @@ def koinii_watcher(url: str, token: str) -> Iterator[Callable[[], list[int]]]:
                 for entry in event.added
             ]
 
-        yield receive
+        try:
+            yield receive
+        finally:
+            stream.close()
 
 
 @contextlib.contextmanager

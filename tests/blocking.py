@@ -47,6 +47,8 @@ class Blocking:
             return self._loop.run(value)
         if inspect.iscoroutinefunction(value):
             return lambda *args, **kwargs: self._loop.run(value(*args, **kwargs))
+        if inspect.isasyncgenfunction(value):
+            return lambda *args, **kwargs: Iterated(value(*args, **kwargs), self._loop)
         return value
 
     def close(self) -> None:
@@ -57,6 +59,27 @@ class Blocking:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Iterated:
+    """An async iterator (`AsyncClient.stream`) iterated as if blocking: each step runs
+    on the loop; `close()` closes it there."""
+
+    def __init__(self, iterator: Any, loop: Loop) -> None:
+        self._iterator = iterator
+        self._loop = loop
+
+    def __iter__(self) -> Iterated:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            return self._loop.run(self._iterator.__anext__())
+        except StopAsyncIteration:
+            raise StopIteration from None
+
+    def close(self) -> None:
+        self._loop.run(self._iterator.aclose())
 
 
 class Medium:

@@ -365,13 +365,17 @@ def test_one_token_cannot_take_another_principals_subscription_slots(on_sqlite):
     assert boreas.poll(boreas.watch()["token"], 0)["events"] == []
 
 
-def test_an_agent_cannot_see_poll_or_drop_another_agents_subscription(on_sqlite):
+def test_an_agent_cannot_see_poll_stream_or_drop_another_agents_subscription(on_sqlite):
     team = on_sqlite(principals=TEAM)
     atlas, boreas = team.client("AgentAtlas"), team.client("AgentBoreas")
     mine = boreas.watch("(usesDb ?c ?d)", "CxBoreas")["token"]
     [listed] = atlas.watchers()
     assert listed["token"] is None and listed["principal"] == "AgentBoreas"
-    for attack in (lambda: atlas.unwatch(mine), lambda: atlas.poll(mine, 0)):
+    for attack in (
+        lambda: atlas.unwatch(mine),
+        lambda: atlas.poll(mine, 0),
+        lambda: next(atlas.stream(mine, 0)),
+    ):
         assert refused(attack).kind == "koinii/foreign-subscription"
     boreas.assert_("(usesDb ProdCluster Postgres)", "CxBoreas")
     assert len(boreas.poll(mine, 0)["events"]) == 1

@@ -1,7 +1,7 @@
 """SIGTERM with consumers attached: every parked wait answers at once with a normal reply,
 in-flight writes finish, the writer lock is released, and the daemon exits within 2 s
 with no traceback in its log; a restart right after opens the store (docs/daemon.md,
-stopping). Real daemon processes, real consumers (`koinii tail`, long polls)."""
+stopping). Real daemon processes, real consumers (`koinii tail`, long polls, a stream)."""
 
 from __future__ import annotations
 
@@ -45,13 +45,15 @@ def test_sigterm_with_consumers_attached_answers_them_and_exits_within_2s(start_
         text=True,
     )
     try:
+        streamed = client.watch(goal="(done ?x)", ctx="CxA")
         waits = [
             _in_thread(lambda: daemon.client().changes(since=seq, wait_ms=20_000)),
             _in_thread(lambda: daemon.client().poll(sub["token"], 0, wait_ms=20_000)),
             _in_thread(lambda: daemon.client().invoke("wraps.wait", timeout_s=20)),
+            _in_thread(lambda: list(daemon.client().stream(streamed["token"], 0))),
         ]
         # every consumer is parked: the daemon holds their requests
-        assert wait_until(lambda: len(client.watchers()) == 1 and _parked(daemon) >= 4)
+        assert wait_until(lambda: len(client.watchers()) == 2 and _parked(daemon) >= 5)
         acknowledged: list[int] = []
         writers = [
             threading.Thread(target=_write, args=(daemon, n, acknowledged)) for n in range(2)
@@ -73,10 +75,11 @@ def test_sigterm_with_consumers_attached_answers_them_and_exits_within_2s(start_
     assert code == 0
     assert took < 2.0, took
     assert "Traceback" not in log and "CancelledError" not in log, log
-    changes, poll, wraps = (w.get("result") for w in waits)
+    changes, poll, wraps, stream = (w.get("result") for w in waits)
     assert changes is not None and changes["too_old"] is False  # a normal reply
     assert poll is not None and poll["events"] == [] and poll["cursor"] == 0 and not poll["lagged"]
     assert wraps == []
+    assert stream == [{"events": [], "cursor": 0, "lagged": 0}]  # its first line, then its end
     assert all(w["at"] - sent < 2.0 for w in waits)
 
     # the lock is free at once: a restart right after opens the same store, holding

@@ -1,5 +1,5 @@
-"""The wire feed: rings, cursors, lag, long polls, reaping, caps, the durable tail (wire.md §3),
-over the blocking client and the asyncio one alike (the `connect` fixture)."""
+"""The wire feed: rings, cursors, lag, long polls, streams, reaping, caps, the durable tail
+(wire.md §3), over the blocking client and the asyncio one alike (the `connect` fixture)."""
 
 import asyncio
 import json
@@ -12,6 +12,7 @@ import koinii
 from koinii import Refused
 from koinii.server import build_app
 from koinii.wire import API
+from tests.conftest import wait_until
 
 
 @pytest.fixture
@@ -101,6 +102,100 @@ def test_unwatch_wakes_a_parked_poll_with_unknown_subscription(daemon, client):
     assert outcome["kind"] == "unknown-subscription"
     assert outcome["at"] - unwatched_at < 1.0
     assert client.unwatch(sub["token"]) is False
+
+
+# --- streams: one line per write, on a connection held open ---------------------------
+
+
+def test_a_stream_writes_each_event_as_it_lands(daemon, client):
+    sub = client.watch(goal="(item ?x)", ctx="CxA")
+    stream = client.stream(sub["token"], 0)
+    try:
+        assert next(stream) == {"events": [], "cursor": 0, "lagged": 0}  # open: at once
+        writer = daemon.client()
+        for i in range(3):
+            written = time.monotonic()
+            writer.assert_(f"(item Thing{i})", "CxA")
+            writer.assert_(f"(other Thing{i})", "CxA")  # matches nothing: no line
+            line = next(stream)
+            assert time.monotonic() - written < 1.0
+            assert line["cursor"] == i + 1 and line["lagged"] == 0
+            [event] = line["events"]
+            assert event.added[0]["bindings"] == {"?x": koinii.Sym(f"Thing{i}")}
+    finally:
+        stream.close()
+
+
+def test_a_stream_starts_after_its_cursor_and_says_what_fell_off_the_ring(client):
+    sub = client.watch(max_events=4)
+    for i in range(6):
+        client.assert_(f"(item Thing{i})", "CxA")
+    stream = client.stream(sub["token"], 1)
+    try:
+        first = next(stream)
+    finally:
+        stream.close()
+    assert first["cursor"] == 6 and first["lagged"] == 1  # events 0 and 1 went; 1 was read
+    assert [e.added[0]["sentence"] for e in first["events"]] == [
+        f"(item Thing{i})" for i in range(2, 6)
+    ]
+
+
+def test_unwatch_ends_a_stream_and_a_closed_stream_lets_its_wait_go(daemon, client):
+    sub = client.watch()
+    stream = client.stream(sub["token"], 0)
+    next(stream)
+    assert wait_until(lambda: daemon.client().health()["parked"] == 1)
+    threading.Timer(0.3, lambda: daemon.client().unwatch(sub["token"])).start()
+    assert list(stream) == []  # ended, not failed
+    other = client.watch()
+    stream = client.stream(other["token"], 0)
+    next(stream)
+    assert wait_until(lambda: daemon.client().health()["parked"] == 1)
+    stream.close()  # the client goes: the daemon lets the stream's wait go at once
+    assert wait_until(lambda: daemon.client().health()["parked"] == 0)
+
+
+def test_a_stream_of_no_subscription_or_past_its_events_is_refused(client):
+    with pytest.raises(Refused) as refusal:
+        next(client.stream("no-such-token", 0))
+    assert refusal.value.kind == "unknown-subscription"
+    sub = client.watch()
+    for cursor in (-1, 1):
+        with pytest.raises(Refused) as refusal:
+            next(client.stream(sub["token"], cursor))
+        assert refusal.value.kind == "bad-cursor"
+
+
+def test_a_streamed_subscription_is_not_reaped(start_daemon, connect):
+    daemon = start_daemon("--reap-after", "0.5")
+    client = connect(daemon)
+    sub = client.watch()
+    stream = client.stream(sub["token"], 0)
+    try:
+        next(stream)
+        time.sleep(1.5)  # three reaping periods, with no poll
+        daemon.client().assert_("(item Thing)", "CxA")
+        assert next(stream)["cursor"] == 1
+    finally:
+        stream.close()
+
+
+def test_a_quiet_stream_says_it_is_there(kb, monkeypatch):
+    """Every STREAM_KEEPALIVE_S with no events, a line of none (in-process, with the
+    keepalive shortened: a real one is 15 s)."""
+    from koinii.server import subscriptions
+
+    monkeypatch.setattr(subscriptions, "STREAM_KEEPALIVE_S", 0.05)
+    app = build_app(kb)
+    daemon = app.state.daemon
+
+    async def scenario() -> list[bytes]:
+        token = daemon.subs.watch(None, None, None)["token"]
+        lines = daemon.subs.stream(token, 0)
+        return [await anext(lines) for _ in range(3)]
+
+    assert asyncio.run(scenario()) == [b'{"events":[],"cursor":0,"lagged":0}\n'] * 3
 
 
 @pytest.mark.parametrize(

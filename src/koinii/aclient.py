@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -98,6 +98,24 @@ class _Transport:
             return response.content
         except httpx.HTTPError as exc:
             raise Unavailable(f"cannot reach the daemon at {self.url}: {exc!r}") from exc
+
+    async def stream(
+        self, path: str, payload: bytes, extra_wait: float
+    ) -> AsyncIterator[tuple[int, bytes]]:
+        """A reply that stays open: its status and whole body when it is not 200 (a
+        refusal), else its lines as they come, until it ends."""
+        timeout = httpx.Timeout(self.timeout + extra_wait)
+        try:
+            async with self._http.stream(
+                "POST", self._url(path), content=payload, timeout=timeout
+            ) as response:
+                if response.status_code != 200:
+                    yield response.status_code, await response.aread()
+                    return
+                async for line in response.aiter_lines():
+                    yield 200, line.encode("utf-8")
+        except httpx.HTTPError as exc:
+            raise Unavailable(f"lost the stream from the daemon at {self.url}: {exc!r}") from exc
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -270,6 +288,19 @@ class AsyncClient:
     async def poll(self, token: str, cursor: int, wait_ms: int = 0) -> Polled:
         """Events after `cursor`: `{events: [Event…], cursor, lagged}` (long-polls `wait_ms`)."""
         return await self._run(protocol.poll(token, cursor, wait_ms))
+
+    async def stream(self, token: str, cursor: int = 0) -> AsyncIterator[Polled]:
+        """`Client.stream`, as an async iterator: a `Polled` at once, then one for each
+        write the subscription matches (or every 15 s, empty), until it is dropped. It
+        holds a connection of the pool while it runs; `aclose()` it (or leave `async
+        for`) to let it go."""
+        call = protocol.stream(token, cursor)
+        payload, extra_wait = call.request(None)
+        route = self._transport.where.route(call.op)
+        async for status, raw in self._transport.stream(route, payload, extra_wait):
+            if status != 200:
+                call.outcome(self.url, status, raw)  # raises the refusal
+            yield protocol.line(self.url, raw)
 
     async def unwatch(self, token: str) -> bool:
         return await self._run(protocol.unwatch(token))

@@ -23,6 +23,7 @@ from koinii.kb import Edited, Event, Hit, Retracted, Sentex
 from koinii.terms import Sym, Term, show
 from koinii.wire import (
     API,
+    STREAM_KEEPALIVE_S,
     decode_bindings,
     decode_edited,
     decode_event,
@@ -197,6 +198,14 @@ class Call(Generic[T]):
         if not isinstance(error, dict) or "kind" not in error:
             raise Unavailable(f"the daemon answered {status} without a Koinii reply")
         raise Refused(error["kind"], error.get("message", ""), error.get("data") or {})
+
+
+def line(url: str, raw: bytes) -> Polled:
+    """One line of a `stream`: a poll's reply, bare (the open stream is the success)."""
+    try:
+        return _events(json.loads(raw))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise Unavailable(f"the daemon at {url} streamed a line that is no poll reply") from exc
 
 
 def budget_ms(seconds: float | None) -> int | None:
@@ -405,6 +414,12 @@ def watch(
 def poll(token: str, cursor: int, wait_ms: int) -> Call[Polled]:
     fields = {"token": token, "cursor": cursor, "wait_ms": wait_ms}
     return Call("poll", fields, _events, _long(wait_ms))
+
+
+def stream(token: str, cursor: int) -> Call[Polled]:
+    """A subscription's stream: each line it writes decodes as a poll's reply
+    (`line`), and a read waits past the client's timeout for the keepalive."""
+    return Call("stream", {"token": token, "cursor": cursor}, _events, STREAM_KEEPALIVE_S)
 
 
 def unwatch(token: str) -> Call[bool]:

@@ -16,6 +16,9 @@ from koinii.kb import Edited, Event, Hit, Retracted, Sentex, values
 from koinii.terms import parse, show
 
 API = "/v1"  # the prefix of every operation route
+# A `stream` with no events writes a line of none this often, so a client knows the
+# daemon is there (and waits for a line at most this long past its timeout).
+STREAM_KEEPALIVE_S = 15.0
 log = logging.getLogger("koinii.wire")
 _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 

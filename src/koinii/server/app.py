@@ -282,6 +282,15 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
         },
         "events after the cursor",
     ),
+    "stream": (
+        {
+            "token": ("string", True, "the subscription token"),
+            "cursor": ("integer", True, "events consumed so far"),
+        },
+        "the events after the cursor as they come: a line of JSON (a poll's reply) at "
+        "once, then one per write that matches (or every 15 s: none), until the "
+        "subscription is dropped",
+    ),
     "unwatch": ({"token": ("string", True, "the subscription token")}, "drop a subscription"),
     "watchers": ({}, "the live subscriptions"),
     "changes": (
@@ -695,6 +704,9 @@ class Daemon:
     async def op_poll(self, caller: Caller, body: dict[str, Any]) -> Any:
         return await self.subs.poll(body["token"], body["cursor"], body.get("wait_ms"), caller)
 
+    def op_stream(self, caller: Caller, body: dict[str, Any]) -> Any:
+        return _Stream(self.subs.stream(body["token"], body["cursor"], caller))
+
     def op_unwatch(self, caller: Caller, body: dict[str, Any]) -> Any:
         return self.subs.unwatch(body["token"], caller)
 
@@ -774,7 +786,43 @@ class _Reply(JSONResponse):
         return render(content)
 
 
+class _Stream:
+    """A reply that stays open (the `stream` operation): its lines written as they come,
+    as NDJSON, until they end — or the client goes, which ends them too: its wait is
+    released at once, not at the next event (uvicorn drops writes to a closed
+    connection without a word, so the disconnect is listened for)."""
+
+    HEADERS = [(b"content-type", b"application/x-ndjson"), (b"cache-control", b"no-store")]
+
+    def __init__(self, lines: AsyncIterator[bytes]) -> None:
+        self.lines = lines
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.HEADERS})
+        writing = asyncio.ensure_future(self._write(send))
+        listening = asyncio.ensure_future(_disconnect(receive))
+        try:
+            await asyncio.wait({writing, listening}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (writing, listening):
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, OSError):
+                await writing
+
+    async def _write(self, send: Any) -> None:
+        async for line in self.lines:
+            await send({"type": "http.response.body", "body": line, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _disconnect(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
 def _reply(result: Any) -> Response:
+    if type(result) is _Stream:
+        return result  # type: ignore[return-value]  (an ASGI reply of its own)
     if type(result) is RawJSON:
         return Response(b'{"ok":true,"result":' + result + b"}", media_type="application/json")
     return _Reply({"ok": True, "result": result})
@@ -1093,6 +1141,12 @@ def openapi_document() -> dict[str, Any]:
         }
         if required:
             body_schema["required"] = required
+        answers = responses()
+        if op == "stream":  # the one reply that stays open: a poll's reply per line
+            answers["200"] = {
+                "description": "a poll's reply per line, as the events come",
+                "content": {"application/x-ndjson": {"schema": {"type": "object"}}},
+            }
         paths[path] = {
             "post": {
                 "operationId": op,
@@ -1101,7 +1155,7 @@ def openapi_document() -> dict[str, Any]:
                     "required": True,
                     "content": {"application/json": {"schema": body_schema}},
                 },
-                "responses": responses(),
+                "responses": answers,
             }
         }
     return {

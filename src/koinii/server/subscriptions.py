@@ -1,4 +1,4 @@
-"""The wire feed: per-subscription rings, cursors, long polls, reaping (wire.md §3).
+"""The wire feed: per-subscription rings, cursors, long polls, streams, reaping (wire.md §3).
 
 A callback cannot cross the wire, so for each subscription the daemon keeps the newest
 `max_events` events in a ring and the client advances a cursor that counts events
@@ -20,6 +20,11 @@ A callback cannot cross the wire, so for each subscription the daemon keeps the 
   one token cannot take the slots another principal needs.
 - Once `stop_waiting` has run (the daemon is stopping) nothing parks: every parked wait
   is woken and answers what it has, a normal reply, and every later one answers at once.
+- A stream is a long poll that never ends: one line (a poll's reply) at once, then one
+  line whenever events arrive, or every `STREAM_KEEPALIVE_S` with none; it ends when its
+  subscription is dropped or the daemon stops, and while it is open its subscription
+  is never reaped. The daemon writes each waiting stream one line per write: no request
+  to parse, no reply to frame, as a poll after each event costs.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import asyncio
 import secrets
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +41,7 @@ from koinii.errors import Refused
 from koinii.kb import KB, Event
 from koinii.operations import Caller
 from koinii.terms import parse, show
-from koinii.wire import RawJSON, encode_event, render
+from koinii.wire import STREAM_KEEPALIVE_S, RawJSON, encode_event, render
 
 MAX_WAIT_MS = 30_000
 QUOTA = 64  # subscriptions one principal may hold (Limits.subscriptions_per_principal)
@@ -55,6 +61,7 @@ class Subscription:
     last_poll: float = field(default_factory=time.monotonic)
     waiters: set[asyncio.Future] = field(default_factory=set)
     alive: bool = True
+    streams: int = 0  # streams open on it (see `Subscriptions.stream`)
 
     def push(self, encoded: bytes) -> None:
         self.ring.append(encoded)
@@ -174,12 +181,7 @@ class Subscriptions:
     ) -> RawJSON:
         sub = self._get(token, caller)
         sub.last_poll = time.monotonic()
-        if type(cursor) is not int or cursor < 0 or cursor > sub.delivered:
-            raise Refused(
-                "bad-cursor",
-                f"cursor must be an integer from 0 to {sub.delivered} (events delivered so far)",
-                {"cursor": repr(cursor), "delivered": sub.delivered},
-            )
+        _check_cursor(sub, cursor)
         wait_ms = check_wait(wait_ms)
         if cursor == sub.delivered and wait_ms > 0:
             await self._park(sub.waiters, wait_ms / 1000)
@@ -191,6 +193,29 @@ class Subscriptions:
                 )
             sub.last_poll = time.monotonic()
         return sub.reply(cursor)
+
+    def stream(self, token: Any, cursor: Any, caller: Caller | None = None) -> AsyncIterator[bytes]:
+        """The subscription's events from `cursor` on, as lines of JSON — each a poll's
+        reply — for as long as it lives (see the module docstring). Checked here, before
+        the first line: a refusal is an ordinary reply, not a stream."""
+        sub = self._get(token, caller)
+        _check_cursor(sub, cursor)
+        return self._lines(sub, cursor)
+
+    async def _lines(self, sub: Subscription, cursor: int) -> AsyncIterator[bytes]:
+        sub.streams += 1
+        try:
+            while True:
+                sub.last_poll = time.monotonic()
+                yield sub.reply(cursor) + b"\n"  # the events since the last line, or none
+                cursor = sub.delivered
+                if not sub.alive or self.stopping:
+                    return
+                await self._park(sub.waiters, STREAM_KEEPALIVE_S)
+                if not sub.alive or (self.stopping and cursor == sub.delivered):
+                    return  # (stopping: what came meanwhile is still written first)
+        finally:
+            sub.streams -= 1
 
     def unwatch(self, token: Any, caller: Caller | None = None) -> bool:
         sub = self._subs.get(token) if isinstance(token, str) else None
@@ -227,7 +252,9 @@ class Subscriptions:
         """Drop subscriptions nobody polled for `idle_s`; returns their tokens."""
         now = time.monotonic()
         idle = [
-            t for t, s in self._subs.items() if not s.waiters and now - s.last_poll > self.idle_s
+            t
+            for t, s in self._subs.items()
+            if not s.waiters and not s.streams and now - s.last_poll > self.idle_s
         ]
         for token in idle:
             self.unwatch(token)
@@ -307,6 +334,15 @@ class Subscriptions:
         for token in list(self._subs):
             self.unwatch(token)
         self._wake(self._tail_waiters)
+
+
+def _check_cursor(sub: Subscription, cursor: Any) -> None:
+    if type(cursor) is not int or cursor < 0 or cursor > sub.delivered:
+        raise Refused(
+            "bad-cursor",
+            f"cursor must be an integer from 0 to {sub.delivered} (events delivered so far)",
+            {"cursor": repr(cursor), "delivered": sub.delivered},
+        )
 
 
 def _may_use(caller: Caller, sub: Subscription) -> bool:
