@@ -192,6 +192,30 @@ def test_the_in_memory_store_searches_alike():
         assert texts(kb.search("prod cluster", TEAM)) == ["(postgresMajorVersion ProdCluster 17)"]
 
 
+def test_the_in_memory_store_indexes_what_is_stored_after_much_churn():
+    with koinii.open_kb() as kb:
+        kept = kb.edit(add=[(f"(hostOf Service{i} Machine{i})", TEAM) for i in range(3000)])
+        # most of them go before any search: the notes are swept of them, not indexed
+        kb.edit(remove=kept.handles[:2950])
+        late = kb.assert_("(hostOf ServiceLate MachineLate)", TEAM)
+        stored = [f"(hostOf Service{i} Machine{i})" for i in range(2950, 3000)]
+        stored.append("(hostOf ServiceLate MachineLate)")
+        assert sorted(texts(kb.search("service", TEAM, limit=100))) == sorted(stored)
+        kb.retract(kept.handles[-1])  # indexed since the search before: unindexed
+        assert len(kb.search("service", TEAM, limit=100)) == 50
+
+        def indexed() -> set[int]:  # the index holds exactly what is stored, no more
+            kb.search("service", TEAM)
+            rows = kb._store._records.execute("SELECT handle FROM sentex_words")
+            sentexes = {handle: kb.sentex(handle) for (handle,) in rows}
+            return {h for h, s in sentexes.items() if s is None or s.context == TEAM}
+
+        assert indexed() == {*kept.handles[2950:-1], late}
+        few = kb.edit(add=[(f"(hostOf Spare{i} Machine{i})", TEAM) for i in range(5)]).handles
+        kb.edit(remove=few[:3])  # a few go: struck from the notes, no sweep
+        assert indexed() == {*kept.handles[2950:-1], late, *few[3:]}
+
+
 # --- over the wire: a real daemon, agents with their own tokens -------------------------
 
 

@@ -9,10 +9,12 @@ domains run the same SQL whatever the store.
 
 The full-text index is the SQLite store's own (`fulltext`: the same FTS5 table, words and
 ranking) in that in-memory database, so a search answers alike on every store. Nothing
-here is durable, so it is kept lazily: a commit only notes the sentexes it added and
-deleted (a dict entry each: in-memory writes stay as cheap as they were), and the next
-search indexes them first. Invariant: after `_catch_up`, the index holds exactly the
-stored sentexes (handles are never reused, so a noted add and delete simply cancel).
+here is durable, so it is kept lazily: a commit only notes the sentexes it added (the
+nodes, in handle order: a list entry each) and deleted, and the next search indexes
+them first. Invariant: after `_catch_up`, the index holds exactly the stored sentexes.
+Handles are never reused and only grow, so a deleted handle above the last search's is
+one noted since and never indexed: it is struck from the notes (`_struck`), not
+unindexed; the notes are swept of the struck when those grow to half of them.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ class MemoryStore:
     def check_writer(self) -> None:
         return None
 
-    def __init__(self, retain: int = 10_000, retain_changes: int = 100_000) -> None:
+    def __init__(self, retain: int = 10_000, retain_changes: int = 10_000) -> None:
         self._log: deque[tuple[int, str, int, str, int]] = deque()  # …, its changes
         self._retain, self._retain_changes = retain, retain_changes
         self._logged = 0  # changes the log holds
@@ -52,10 +54,12 @@ class MemoryStore:
         self._records = sqlite3.connect(
             ":memory:", isolation_level=None, check_same_thread=False, factory=SQLiteRecords
         )
-        self._unindexed: dict[int, Any] = {}  # handle -> atom, added since the last search
-        self._unindexed_deletes: list[tuple[int]] = []
+        self._unindexed: list[Any] = []  # the nodes added since the last search
+        self._struck: set[int] = set()  # of those, the handles deleted since
+        self._unindexed_deletes: list[tuple[int]] = []  # indexed before, deleted since
         self._indexed = False  # the index tables exist (made at the first search)
         self._noted_top = 0  # the highest handle noted for the index
+        self._indexed_top = 0  # the highest handle noted before the last search
 
     def load(self) -> Loaded:
         return Loaded([], [], next_handle=1, seq=0, floor=0)
@@ -70,15 +74,19 @@ class MemoryStore:
             except BaseException:
                 self._records.execute("ROLLBACK")
                 raise
-        unindexed, top = self._unindexed, self._noted_top
-        for node in commit.upserts:
-            if node.handle > top:  # new: indexed once (fulltext's invariant)
-                unindexed[node.handle] = node.atom
-                if node.handle > self._noted_top:
-                    self._noted_top = node.handle
+        top = self._noted_top
+        new = [node for node in commit.upserts if node.handle > top]  # indexed once
+        if new:
+            self._unindexed.extend(new)
+            self._noted_top = max(n.handle for n in new)
         for handle in commit.deletes:
-            if unindexed.pop(handle, None) is None:
+            if handle > self._indexed_top:
+                self._struck.add(handle)
+            else:
                 self._unindexed_deletes.append((handle,))
+        if len(self._struck) > 1024 and 2 * len(self._struck) > len(self._unindexed):
+            self._unindexed = [n for n in self._unindexed if n.handle not in self._struck]
+            self._struck = set()
         entry = commit.entry
         changes = len(entry.added) + len(entry.removed)
         self._log.append((entry.seq, entry.op, entry.at, encoded_diff(entry), changes))
@@ -109,7 +117,7 @@ class MemoryStore:
     def catch_up(self, limit: int | None = None) -> int:
         """Index what the writes since the last search noted (all of it: in memory it
         is cheap, and there is no transaction per commit to spare)."""
-        noted = len(self._unindexed)
+        noted = len(self._unindexed) - len(self._struck)
         self._catch_up()
         return noted
 
@@ -122,8 +130,11 @@ class MemoryStore:
             if self._unindexed_deletes:  # each was added to FTS5 at an earlier search
                 for statement in fulltext.SQLITE_UNINDEX:
                     db.executemany(statement, self._unindexed_deletes)
-            if self._unindexed:
-                rows = [fulltext.row(h, atom) for h, atom in self._unindexed.items()]
+            struck = self._struck
+            rows = [
+                fulltext.row(n.handle, n.atom) for n in self._unindexed if n.handle not in struck
+            ]
+            if rows:
                 db.executemany(fulltext.INSERT_WORDS, rows)
                 db.executemany(fulltext.SQLITE_FTS_ADD, rows)
             db.execute("COMMIT")
@@ -131,7 +142,8 @@ class MemoryStore:
             db.execute("ROLLBACK")
             raise
         self._indexed = True
-        self._unindexed = {}
+        self._indexed_top = self._noted_top
+        self._unindexed, self._struck = [], set()
         self._unindexed_deletes = []
 
     def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
