@@ -85,8 +85,11 @@ class Maintenance(State):
         self._index.link(node)
         atom = node.atom
         functor = atom[0]
-        for handle in _handles_in(atom):
-            self._referrers.setdefault(handle, set()).add(node)
+        for arg in atom:
+            if type(arg) is tuple:  # (a flat atom, the commonest, names no handle)
+                for handle in _handles_in(atom):
+                    self._referrers.setdefault(handle, set()).add(node)
+                break
         if functor is GENL_CX:
             self._hierarchy.add_edge(atom[1].name, atom[2].name)
         elif functor is EXCEPT:
@@ -275,13 +278,13 @@ class Maintenance(State):
             return False
         added = tx.added
         two_sided = self._index.two_sided
-        spend = self._spend
+        tick = self._budget.tick if self._budget is not None else _no_tick
         for node in added.values():
-            spend()
+            tick()
             if (node.premise and node.strength == MONOTONIC) or node.text in two_sided:
                 return False
         for j in tx.new_justs:
-            spend()
+            tick()
             if not j.rule.believed and j.rule.handle not in added:
                 return False
             if not j.conclusion.believed and j.conclusion.handle not in added:
@@ -509,6 +512,10 @@ class Maintenance(State):
         if plain:
             return bool(common)
         return any(not self._masked_at(a, c) and not self._masked_at(b, c) for c in common)
+
+
+def _no_tick() -> None:
+    """The budget's tick where the operation has no budget."""
 
 
 def distinct_supports(j: Justification) -> tuple[Node, ...]:

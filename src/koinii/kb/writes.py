@@ -439,8 +439,10 @@ class Writes(State):
     def _apply_batch(self, tx: Transaction, add: Sequence[Any], remove: Sequence[Any]) -> list[Any]:
         handles = []
         for where, items in (("add", add), ("remove", remove)):
+            budget = self._budget
             for i, item in enumerate(_listed(items, where)):
-                self._spend()
+                if budget is not None:
+                    budget.tick()
                 try:
                     if where == "add":
                         handles.append(self._add_entry(tx, item))
@@ -548,14 +550,18 @@ class Writes(State):
                 f"{entry.text} would make a cycle: {atom[2].name} already sees {atom[1].name}",
                 {"sentence": entry.text},
             )
-        if ARITY not in self._index.by_functor:  # the common case: nothing declares arity
+        declarations = self._index.by_functor.get(ARITY)
+        if declarations is None or not declarations.args:  # nothing declares an arity
             return
+        declared_for = declarations.args[0]  # by predicate (a symbol's key is the symbol)
         atoms = (
             [atom]
             if entry.rule is None
             else [a for _, a in entry.rule.antecedents] + [entry.rule.consequent[1]]
         )
         for a in atoms:
+            if a[0] not in declared_for:  # the common case: no arity declared for it
+                continue
             declared = self._declared_arity(a[0], entry.context, tx)
             if declared is not None and declared != len(a) - 1:
                 raise Refused(
