@@ -96,12 +96,20 @@ class Firing(State):
         and every antecedent. `placed` is for a re-placement: the firings may have been
         made before, so a justification held already is not added again, and each
         firing's (antecedents, context) placed is added to it."""
-        spend = self._spend
+        budget = self._budget
         hierarchy = self._hierarchy
         home = rule_node.context
-        positive = rule.consequent[0]
+        positive, pattern = rule.consequent
+        # Whether a conclusion speaks for another is asked only where its functor is a
+        # speech act somewhere; what these firings make are all of that functor, and
+        # declare it one only if it is `speechAct` itself: then each is asked.
+        speech = self._index.by_functor.get(SPEECH_ACT)
+        ask = pattern[0] is SPEECH_ACT or (
+            speech is not None and bool(speech.args) and pattern[0] in speech.args[0]
+        )
         for atom, antecedents in firings:
-            spend()
+            if budget is not None:
+                budget.tick()
             placements: Collection[str] = (home,)
             for a in antecedents:
                 if a.context != home:  # else the rule's context sees them all
@@ -118,7 +126,7 @@ class Firing(State):
                     f"a rule derived a sentence past the limits: {refusal.message}",
                     {"rule": rule_node.handle},
                 ) from None
-            if self._speaks_for_another(atom, rule_node.creator, placements, tx):
+            if ask and self._speaks_for_another(atom, rule_node.creator, placements, tx):
                 continue  # reported by violations()
             for ctx in placements:
                 self._derive(tx, rule_node, atom, positive, text, ctx, antecedents, placed)
