@@ -45,9 +45,11 @@ def paused() -> Iterator[None]:
     try:
         yield
     finally:
-        gc.enable()
+        # asked before the collector resumes: once it has, the next allocation (asking,
+        # say) would set off the very scan of everything young that settling spares
         if gc.get_count()[0] > SETTLE_FROM:
             settled_as_old()
+        gc.enable()
 
 
 def settled_as_old() -> None:
