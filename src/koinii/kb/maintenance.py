@@ -278,13 +278,15 @@ class Maintenance(State):
             return False
         added = tx.added
         two_sided = self._index.two_sided
-        tick = self._budget.tick if self._budget is not None else _no_tick
+        budget = self._budget
         for node in added.values():
-            tick()
+            if budget is not None:
+                budget.tick()
             if (node.premise and node.strength == MONOTONIC) or node.text in two_sided:
                 return False
         for j in tx.new_justs:
-            tick()
+            if budget is not None:
+                budget.tick()
             if not j.rule.believed and j.rule.handle not in added:
                 return False
             if not j.conclusion.believed and j.conclusion.handle not in added:
@@ -512,10 +514,6 @@ class Maintenance(State):
         if plain:
             return bool(common)
         return any(not self._masked_at(a, c) and not self._masked_at(b, c) for c in common)
-
-
-def _no_tick() -> None:
-    """The budget's tick where the operation has no budget."""
 
 
 def distinct_supports(j: Justification) -> tuple[Node, ...]:
