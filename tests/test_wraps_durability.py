@@ -91,7 +91,9 @@ def test_every_acknowledged_wrap_survives_kill_9_of_an_in_process_writer(new_loc
     acknowledged = [child.stdout.readline().strip() for _ in range(200)]
     child.send_signal(signal.SIGKILL)
     child.wait(10)
-    with koinii.open_kb(location) as kb:
+    # PostgreSQL lets the dead writer's lock go once its session sees the socket closed,
+    # which may be a moment after the process is gone: wait for it (SQLite's goes at once)
+    with koinii.open_kb(location, standby=True) as kb:
         stored = {w["wrap_id"] for w in WrapQueue(kb).get_unprocessed_wraps()}
         assert set(acknowledged) <= stored
         # the store is usable afterwards: the next write takes the next seq
