@@ -102,6 +102,25 @@ def test_a_kept_goal_is_not_used_for_a_term_python_calls_equal_of_another_type(k
         assert kb.query((level, t, value), "CxA") == [{"?t": tank} for _ in found]
 
 
+def test_sentences_python_calls_equal_are_stored_apart(kb):
+    # the index keys a sentex by its atom, except where a float or a bool inside would
+    # make it equal to another: 1 == 1.0 == True, -0.0 == 0.0, at any depth
+    level, tank, f = koinii.Sym("level"), koinii.Sym("Tank"), koinii.Sym("LevelFn")
+    values = [1, 1.0, True, 0.0, -0.0, "1", (f, 1), (f, 1.0), (f, True)]
+    handles = [kb.assert_((level, tank, value), "CxA") for value in values]
+    assert len(set(handles)) == len(values)
+    assert [kb.assert_((level, tank, value), "CxA") for value in values] == handles
+    negated = kb.assert_((koinii.Sym("not"), (level, tank, 1.0)), "CxA")
+    [clash] = kb.contradictions()
+    assert clash["handles"] == sorted([handles[1], negated])
+    assert kb.argue((level, tank, 1.0), "CxA") == "contradiction"
+    assert kb.argue((level, tank, 1), "CxA") == "true"
+    assert kb.argue((level, tank, (f, 1.0)), "CxA") == "true"
+    kb.retract(handles[0])
+    assert kb.argue((level, tank, 1), "CxA") == "unknown"
+    assert kb.argue((level, tank, True), "CxA") == "true"
+
+
 def test_minus_zero_and_zero_stay_two_goals_for_argue(kb):
     kb.assert_("(reading Gauge -0.0)", "CxA")
     reading, gauge = koinii.Sym("reading"), koinii.Sym("Gauge")
@@ -324,6 +343,18 @@ def test_runaway_rules_are_refused_not_hung(kb):
         kb.assert_("(num Zero)", "CxA")
     assert refusal.value.kind == "derivation-limit"
     assert texts(kb, "(num ?x)") == []
+
+
+def test_a_conclusion_past_the_text_limit_is_refused_whole(kb):
+    # each symbol fits a sentence; a rule's conclusion holding two does not
+    name = "L" + "o" * (koinii.terms.MAX_TEXT // 2)
+    kb.assert_("(implies (and (long ?x) (long ?y)) (pair ?x ?y))", "CxA")
+    seq = kb.seq
+    with pytest.raises(Refused) as refusal:
+        kb.assert_(f"(long {name})", "CxA")
+    assert refusal.value.kind == "derivation-limit"
+    assert "limit is" in refusal.value.message
+    assert texts(kb, "(long ?x)") == [] and kb.seq == seq
 
 
 def test_a_runaway_write_is_undone_whole_what_it_removed_and_derived_too(kb):

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import koinii
+from koinii.kb.index import members
 
 CONTEXTS = ["CxA", "CxB", "CxC"]
 EDGES = ["(genlCx CxB CxA)", "(genlCx CxC CxB)", "(genlCx CxC CxA)", "(genlCx CxA CxC)"]
@@ -113,7 +114,7 @@ def _internals(kb: koinii.KB) -> dict:
         f.name: (
             handles(fi.nodes),
             [
-                {repr(k): handles(b if isinstance(b, set) else [b]) for k, b in args.items()}
+                {repr(k): handles(members(b)) for k, b in args.items()}
                 for args in fi.args
                 if args
             ],
@@ -124,7 +125,7 @@ def _internals(kb: koinii.KB) -> dict:
     return {
         "nodes": nodes,
         "justifications": justifications,
-        "by_atom": {t: handles(b if isinstance(b, set) else [b]) for t, b in index.by_atom.items()},
+        "by_atom": {t: handles(members(b)) for t, b in index.by_atom.items()},
         "functors": functors,
         "per_context": index.per_context,
         "two_sided": index.two_sided,
@@ -166,7 +167,7 @@ def _rebuilt(kb: koinii.KB) -> koinii.KB:
         target = kb._index.by_handle.get(mask.atom[1][1])
         if target is None or target.atom[0] is mask.atom[0]:
             continue
-        found = fresh._index.find(target.text, target.context, target.positive)
+        found = fresh._index.find(target.key, target.context, target.positive)
         fresh.assert_(
             f"(except (sentexHandle {found.handle}))", mask.context, strength=strength(mask)
         )

@@ -329,7 +329,7 @@ class Checkpoints(State):
                 self._detach(j)
             self._unlink_quiet(node)
             structural = structural or _structural(node)
-            seeds.extend(self._index.same_atom(node.text))
+            seeds.extend(self._index.same_atom(node.key))
         for row in changed:
             node = by_handle[row.handle]
             node.premise, node.strength = row.premise, row.strength
@@ -388,7 +388,7 @@ def _next_node() -> Node:
     (
         handle,
         atom,
-        text,
+        key,
         context,
         positive,
         premise,
@@ -401,7 +401,7 @@ def _next_node() -> Node:
         defeated,
     ) = _next_row()
     node = _new(Node)
-    node.handle, node.atom, node.text, node.context = handle, atom, text, context
+    node.handle, node.atom, node.key, node.context = handle, atom, key, context
     node.positive, node.premise, node.strength = positive, premise, strength
     node.creator, node.created, node.extra = creator, created, extra
     node.justs = node.uses = None

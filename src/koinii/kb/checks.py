@@ -24,7 +24,7 @@ from koinii.kb.rules import (
     compile_rule,
     split,
 )
-from koinii.kb.sentex import MAX_HANDLE, NOT
+from koinii.kb.sentex import MAX_HANDLE, NOT, key_of
 from koinii.terms import (
     CONNECTIVES,
     QUOTE,
@@ -53,6 +53,11 @@ class Entry:
     rule: Rule | None = None
     split: bool = False  # one of the rules a conjunctive consequent was split into
     handles: list[int] = field(default_factory=list)  # ground (sentexHandle N) inside
+
+    @property
+    def key(self) -> tuple | str:
+        """The atom's key in the index (`sentex.key_of`)."""
+        return key_of(self.atom, self.text)
 
 
 def to_term(sentence: Term | str) -> Term:

@@ -13,9 +13,7 @@ from typing import Any
 
 from koinii.kb import checks
 from koinii.kb.index import same
-from koinii.kb.sentex import (
-    Node,
-)
+from koinii.kb.sentex import Node, text_of_key
 from koinii.kb.state import State
 from koinii.terms import Sym, show
 
@@ -36,11 +34,11 @@ class Clashes(State):
         with self._lock:
             visible = None if ctx_name is None else self._acceptor(ctx_name)
             groups: list[list[Node]] = []
-            for text in sorted(self._index.two_sided):
+            for key in sorted(self._index.two_sided, key=text_of_key):
                 self._spend()
                 nodes = [
                     n
-                    for n in self._index.same_atom(text)
+                    for n in self._index.same_atom(key)
                     if n.believed
                     and n.mono == monotonic
                     and (visible is None or visible(n, {}) is not None)

@@ -26,12 +26,7 @@ from koinii.kb.rules import (
     NOT_DERIVABLE,
     Rule,
 )
-from koinii.kb.sentex import (
-    DEFAULT,
-    NOT,
-    Justification,
-    Node,
-)
+from koinii.kb.sentex import DEFAULT, NOT, Justification, Node, key_of
 from koinii.kb.state import State
 from koinii.terms import QUOTE, Sym, show
 
@@ -119,7 +114,7 @@ class Firing(State):
             if not placements:
                 continue  # reported by violations()
             try:
-                text = show(atom)
+                key = key_of(atom)
             except Refused as refusal:
                 raise Refused(
                     "derivation-limit",
@@ -129,7 +124,7 @@ class Firing(State):
             if ask and self._speaks_for_another(atom, rule_node.creator, placements, tx):
                 continue  # reported by violations()
             for ctx in placements:
-                self._derive(tx, rule_node, atom, positive, text, ctx, antecedents, placed)
+                self._derive(tx, rule_node, atom, positive, key, ctx, antecedents, placed)
 
     def _speaks_for_another(
         self, atom: tuple, author: str | None, placements: Collection[str], tx: Transaction | None
@@ -196,7 +191,7 @@ class Firing(State):
                 f"{show(entry.atom[1])}: an answer's claim speaks only for its author",
                 {"sentence": node.full_text, "claim": show(content[1])},
             )
-        self._derive(tx, declaration, entry.atom, entry.positive, entry.text, node.context, (node,))
+        self._derive(tx, declaration, entry.atom, entry.positive, entry.key, node.context, (node,))
 
     def _derive(
         self,
@@ -204,23 +199,23 @@ class Firing(State):
         rule_node: Node,
         atom: tuple,
         positive: bool,
-        text: str,
+        key: tuple | str,
         ctx: str,
         antecedents: tuple[Node, ...],
         placed: set[tuple[tuple[Node, ...], str]] | None = None,
     ) -> None:
         """Justify `atom` (with `positive`) in `ctx` by `rule_node` from `antecedents`,
         making the derived node if none is stored yet (`placed`: see `_conclude`)."""
-        node = self._index.find(text, ctx, positive)
+        node = self._index.find(key, ctx, positive)
         if node is None:
-            node = tx.limbo.pop((text, ctx, positive), None)
+            node = tx.limbo.pop((key, ctx, positive), None)
             if node is not None:
                 self._link_quiet(node)
                 if node.handle not in tx.added:  # (what the write made is not logged)
                     tx.undo.append((self._unlink_quiet, node))
                 tx.fire[node] = None
             else:
-                node = self._derived_node(tx, rule_node, atom, text, ctx, positive, antecedents)
+                node = self._derived_node(tx, rule_node, atom, key, ctx, positive, antecedents)
         elif placed is not None and any(
             j.rule is rule_node and j.antecedents == antecedents for j in node.justs or ()
         ):
@@ -243,7 +238,7 @@ class Firing(State):
         tx: Transaction,
         rule_node: Node,
         atom: tuple,
-        text: str,
+        key: tuple | str,
         ctx: str,
         positive: bool,
         antecedents: tuple[Node, ...],
@@ -263,7 +258,7 @@ class Firing(State):
                 {"limit": self.max_depth, "rule": rule_node.handle},
             )
         node = Node(
-            self._next_handle, atom, text, ctx, positive, False, DEFAULT, None, tx.now, None
+            self._next_handle, atom, key, ctx, positive, False, DEFAULT, None, tx.now, None
         )
         self._next_handle += 1
         self._link(tx, node)
@@ -300,8 +295,8 @@ class Firing(State):
                     for declaration in list(declarations):
                         self._recarry(tx, declaration, node)
         index = self._index
-        for text in index.two_sided:
-            tx.seeds.update(index.same_atom(text))
+        for key in index.two_sided:
+            tx.seeds.update(index.same_atom(key))
         for handle in self._masks:
             target = index.by_handle.get(handle)
             if target is not None:
@@ -364,7 +359,7 @@ class Firing(State):
                 self._unlink_quiet(node)
                 if node.handle not in tx.added:  # (what the write made is not logged)
                     tx.undo.append((self._link_quiet, node))
-                tx.limbo[(node.text, node.context, node.positive)] = node
+                tx.limbo[(node.key, node.context, node.positive)] = node
         tx.fire = dict.fromkeys(n for n in self._index.by_handle.values() if n not in self._rules)
         tx.new_rules = list(self._rules)
         self._fire(tx)

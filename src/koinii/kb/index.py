@@ -5,8 +5,10 @@ only writers and are inverses). Index keys tell apart values Python calls equal
 (`1`, `1.0`, `True`), so `(p 1)` and `(p true)` never meet in a bucket; `same` is the
 type-aware equality that matching uses for the same reason.
 
-Buckets hold a single Node until a second arrives, then a set: most (functor, position,
-value) keys name one sentex, and a set per key would cost ~200 bytes each.
+A bucket holds a single Node until a second arrives, then a tuple, and past SMALL a set:
+most (functor, position, value) keys name one sentex or a few, and a set costs ~200 bytes
+with two members and ~700 with eight, a tuple 56 and 104. (A tuple is also safe to
+iterate while the bucket changes: a change makes a new one.)
 """
 
 from __future__ import annotations
@@ -141,30 +143,48 @@ def matcher(pattern: Any, binding: dict[Var, Any]) -> Callable[[Any], dict[Var, 
     return matched
 
 
+SMALL = 16  # the most members a bucket holds as a tuple
+
+
 def _add(table: dict, k: Any, node: Node) -> None:
     bucket = table.get(k)
     if bucket is None:
         table[k] = node
-    elif type(bucket) is set:
-        bucket.add(node)
     else:
-        table[k] = {bucket, node}
+        table[k] = _with(bucket, node)
+
+
+def _with(bucket: Any, node: Node) -> Any:
+    """`bucket` (not empty) with `node` added."""
+    cls = type(bucket)
+    if cls is set:
+        bucket.add(node)
+        return bucket
+    if cls is tuple:
+        return bucket + (node,) if len(bucket) < SMALL else {*bucket, node}
+    return (bucket, node)
 
 
 def _discard(table: dict, k: Any, node: Node) -> None:
     bucket = table.get(k)
     if bucket is node:
         del table[k]
-    elif type(bucket) is set:
+        return
+    cls = type(bucket)
+    if cls is tuple:
+        rest = tuple(n for n in bucket if n is not node)
+        table[k] = rest[0] if len(rest) == 1 else rest
+    elif cls is set:
         bucket.discard(node)
-        if len(bucket) == 1:
-            table[k] = next(iter(bucket))
+        if len(bucket) <= SMALL // 2:  # (not at SMALL: a bucket at the edge would flip)
+            table[k] = tuple(bucket)
 
 
 def members(bucket: Any) -> Iterable[Node]:
     if bucket is None:
         return ()
-    if type(bucket) is set:
+    cls = type(bucket)
+    if cls is set or cls is tuple:
         return bucket
     return (bucket,)
 
@@ -172,7 +192,8 @@ def members(bucket: Any) -> Iterable[Node]:
 def size(bucket: Any) -> int:
     if bucket is None:
         return 0
-    return len(bucket) if type(bucket) is set else 1
+    cls = type(bucket)
+    return len(bucket) if cls is set or cls is tuple else 1
 
 
 class FunctorIndex:
@@ -190,20 +211,21 @@ class Index:
 
     def __init__(self) -> None:
         self.by_handle: dict[int, Node] = {}
-        self.by_atom: dict[str, Any] = {}  # atom text -> bucket (both polarities, all contexts)
+        self.by_atom: dict[Any, Any] = {}  # atom key -> bucket (both polarities, all contexts)
         self.by_functor: dict[Sym, FunctorIndex] = {}
         self.per_context: dict[str, int] = {}
-        # atom texts stored with both polarities: where negation clashes can be
-        self.two_sided: set[str] = set()
+        # atom keys stored with both polarities: where negation clashes can be
+        self.two_sided: set[Any] = set()
 
     def link(self, node: Node) -> None:
         self.by_handle[node.handle] = node
-        text = node.text
-        if text in self.by_atom:
-            _add(self.by_atom, text, node)
-            self._recheck_sides(text)
+        k = node.key
+        bucket = self.by_atom.get(k)
+        if bucket is None:
+            self.by_atom[k] = node
         else:
-            self.by_atom[text] = node
+            self.by_atom[k] = _with(bucket, node)
+            self._recheck_sides(k)
         atom = node.atom
         findex = self.by_functor.get(atom[0])
         if findex is None:
@@ -218,19 +240,14 @@ class Index:
             k = value if type(value) is Sym else key(value)
             table = args[position - 1]
             bucket = table.get(k)
-            if bucket is None:
-                table[k] = node
-            elif type(bucket) is set:
-                bucket.add(node)
-            else:
-                table[k] = {bucket, node}
+            table[k] = node if bucket is None else _with(bucket, node)
         self.per_context[node.context] = self.per_context.get(node.context, 0) + 1
 
     def unlink(self, node: Node) -> None:
         del self.by_handle[node.handle]
-        _discard(self.by_atom, node.text, node)
-        if node.text in self.two_sided:
-            self._recheck_sides(node.text)
+        _discard(self.by_atom, node.key, node)
+        if node.key in self.two_sided:
+            self._recheck_sides(node.key)
         atom = node.atom
         findex = self.by_functor[atom[0]]
         findex.nodes.discard(node)
@@ -242,19 +259,19 @@ class Index:
         else:
             del self.per_context[node.context]
 
-    def _recheck_sides(self, text: str) -> None:
-        polarities = {n.positive for n in members(self.by_atom.get(text))}
+    def _recheck_sides(self, k: Any) -> None:
+        polarities = {n.positive for n in members(self.by_atom.get(k))}
         if len(polarities) == 2:
-            self.two_sided.add(text)
+            self.two_sided.add(k)
         else:
-            self.two_sided.discard(text)
+            self.two_sided.discard(k)
 
-    def find(self, text: str, context: str, positive: bool) -> Node | None:
-        """The stored node with this atom text, context and polarity, if any."""
-        bucket = self.by_atom.get(text)
+    def find(self, k: Any, context: str, positive: bool) -> Node | None:
+        """The stored node with this atom key (`key_of`), context and polarity, if any."""
+        bucket = self.by_atom.get(k)
         if bucket is None:
             return None
-        if type(bucket) is not set:
+        if type(bucket) is Node:
             found = bucket.context == context and bucket.positive is positive
             return bucket if found else None
         for node in bucket:
@@ -262,8 +279,9 @@ class Index:
                 return node
         return None
 
-    def same_atom(self, text: str) -> Iterable[Node]:
-        return members(self.by_atom.get(text))
+    def same_atom(self, k: Any) -> Iterable[Node]:
+        """The stored nodes of the atom with key `k`, both polarities, every context."""
+        return members(self.by_atom.get(k))
 
     def candidates(self, pattern: tuple, binding: dict[Var, Any]) -> Iterable[Node]:
         """The smallest indexed superset of the nodes that can match `pattern`."""

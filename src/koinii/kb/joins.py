@@ -228,7 +228,7 @@ class _Flat:
             found = findex.args[q - 1].get(key(value))
             if found is None:
                 return []
-            size = len(found) if type(found) is set else 1
+            size = len(found) if type(found) is not Node else 1
             if size < smallest:
                 bucket, smallest = found, size
         tick = budget.tick if budget is not None else None

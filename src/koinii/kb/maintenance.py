@@ -63,7 +63,7 @@ class Maintenance(State):
             else:
                 tx.deleted[node.handle] = (node, why)
             tx.removed_sentexes += 1
-            tx.seeds.update(self._index.same_atom(node.text))
+            tx.seeds.update(self._index.same_atom(node.key))
             for j in list(node.uses or ()):
                 self._drop_just(tx, j)
                 concl = j.conclusion
@@ -169,7 +169,7 @@ class Maintenance(State):
         for support in distinct_supports(j):
             uses = support.uses
             if uses is None:  # (the commonest cases of `_joined`, without the call)
-                support.uses = [j]
+                support.uses = (j,)
             elif type(uses) is dict:
                 uses[j] = None
             else:
@@ -282,7 +282,7 @@ class Maintenance(State):
         for node in added.values():
             if budget is not None:
                 budget.tick()
-            if (node.premise and node.strength == MONOTONIC) or node.text in two_sided:
+            if (node.premise and node.strength == MONOTONIC) or node.key in two_sided:
                 return False
         for j in tx.new_justs:
             if budget is not None:
@@ -354,7 +354,7 @@ class Maintenance(State):
         two_sided = self._index.two_sided
         if len(seeds) == 1:  # the common write: one new node nothing rests on yet
             (node,) = seeds
-            if not node.uses and node.text not in two_sided:
+            if not node.uses and node.key not in two_sided:
                 return {node} if by_handle.get(node.handle) is node else set()
         seen: set[Node] = set()
         stack = [n for n in seeds if by_handle.get(n.handle) is n]
@@ -365,8 +365,8 @@ class Maintenance(State):
             seen.add(node)
             if node.uses and node.handle not in made:
                 stack.extend([j.conclusion for j in node.uses])
-            if node.text in two_sided:
-                stack.extend(self._index.same_atom(node.text))
+            if node.key in two_sided:
+                stack.extend(self._index.same_atom(node.key))
         return seen
 
     def _relabel(self, nodes: Collection[Node], tx: Transaction | None) -> None:
@@ -387,7 +387,7 @@ class Maintenance(State):
         region = nodes if type(nodes) is set else set(nodes)
         if len(region) == 1:
             (node,) = region
-            if not node.justs and node.text not in self._index.two_sided:
+            if not node.justs and node.key not in self._index.two_sided:
                 # the common write: one sentex nothing rests on, with no contrary: no
                 # fixed point to find (a region of one has no consequents, or they
                 # would be in it)
@@ -410,12 +410,12 @@ class Maintenance(State):
         # defeat
         two_sided = self._index.two_sided
         for n in nodes:
-            if not n.mono and n.text in two_sided:
+            if not n.mono and n.key in two_sided:
                 n.defeated = any(
                     other.mono
                     and other.positive is not n.positive
                     and self._clash_visible(n, other)
-                    for other in self._index.same_atom(n.text)
+                    for other in self._index.same_atom(n.key)
                 )
         # stratum 2: any strength
         starts = []
@@ -529,29 +529,27 @@ def distinct_supports(j: Justification) -> tuple[Node, ...]:
     return tuple(dict.fromkeys((j.rule, *antecedents)))
 
 
-# A node's `justs` and `uses` are None, a list, or — past this many — a dict used as an
-# ordered set: most nodes have one or two (a list is a quarter of a dict's size), but a
-# rule's `uses` or a popular conclusion's `justs` can hold many thousands, and removing
-# one from a list is a search (retracting a rule's conclusions, one by one, was quadratic).
+# A node's `justs` and `uses` are None, a tuple, or — past this many — a dict used as an
+# ordered set: most nodes have one or two (a tuple of two is 56 bytes, a list 104, a dict
+# 232), but a rule's `uses` or a popular conclusion's `justs` can hold many thousands,
+# and removing one from a sequence is a search (retracting a rule's conclusions, one by
+# one, was quadratic). A tuple is also safe to iterate while the node's set changes.
 _SET_FROM = 16
 
 
-def _joined(items: list | dict | None, j: Justification) -> list | dict:
+def _joined(items: tuple | dict | None, j: Justification) -> tuple | dict:
     if items is None:
-        return [j]
-    if type(items) is list:
-        items.append(j)
-        return dict.fromkeys(items) if len(items) > _SET_FROM else items
+        return (j,)
+    if type(items) is tuple:
+        return items + (j,) if len(items) < _SET_FROM else dict.fromkeys((*items, j))
     items[j] = None
     return items
 
 
-def _parted(items: list | dict, j: Justification) -> list | dict | None:
-    if type(items) is list:
-        if items[-1] is j:  # an undo detaches in the reverse order of attaching
-            items.pop()
-        else:
-            items.remove(j)
+def _parted(items: tuple | dict, j: Justification) -> tuple | dict | None:
+    if type(items) is tuple:
+        # an undo detaches in the reverse order of attaching
+        items = items[:-1] if items[-1] is j else tuple(x for x in items if x is not j)
     else:
         del items[j]
     return items or None

@@ -17,11 +17,7 @@ from koinii.kb import checks
 from koinii.kb.contexts import EVERYTHING
 from koinii.kb.index import accept_all, key, match, same, solve
 from koinii.kb.rules import AND, literal
-from koinii.kb.sentex import (
-    MAX_HANDLE,
-    Node,
-    Sentex,
-)
+from koinii.kb.sentex import MAX_HANDLE, Node, Sentex, key_of
 from koinii.kb.state import State
 from koinii.kb.store import LogEntry
 from koinii.terms import Sym, Var, brief, is_ground, parse, show, variables
@@ -223,7 +219,8 @@ class Reads(State):
             raise Refused("not-ground", "argue takes a ground sentence", {"sentence": text})
         with self._lock:
             accept = self._acceptor(ctx_name)
-            sides = {n.positive for n in self._index.same_atom(text) if accept(n, {}) is not None}
+            found = self._index.same_atom(key_of(atom, text))
+            sides = {n.positive for n in found if accept(n, {}) is not None}
         if len(sides) == 2:
             return "contradiction"
         if not sides:

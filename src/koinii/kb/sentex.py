@@ -1,7 +1,7 @@
 """Sentexes as the engine holds them (`Node`, `Justification`) and as readers see them.
 
-A `Node` is the one in-memory record of a stored sentex: the positive atom, its canonical
-text, the context, polarity, whether it was asserted (a premise) and with what strength,
+A `Node` is the one in-memory record of a stored sentex: the positive atom, its key (see
+`key_of`), the context, polarity, whether it was asserted (a premise) and with what strength,
 its provenance, the justifications that derive it, and the belief flags the labeller
 keeps. Readers never get a Node: they get a frozen `Sentex` snapshot, so nothing outside
 the engine can change belief by accident.
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from sys import intern
 from typing import Any
 
-from koinii.terms import Sym, Term, parse, show
+from koinii.terms import MAX_TEXT, Sym, Term, parse, show
 
 NOT = Sym("not")
 DEFAULT, MONOTONIC = 0, 1
@@ -22,13 +22,48 @@ STRENGTH_NAMES = ("default", "monotonic")
 MAX_HANDLE = 2**63 - 1  # handles live in a store's signed 64-bit column
 
 
+def key_of(atom: tuple, text: str | None = None) -> tuple | str:
+    """What tells `atom` apart from every other atom, as a dict key: the atom itself, or
+    its canonical text (`text`, or shown here) where it holds a float or a bool — Python
+    calls `1`, `1.0` and `True` equal, so `(p 1)` and `(p 1.0)` would be one tuple key
+    and are two sentences. A node keeps its key, not its text: the tuple is there anyway,
+    a text is ~70 more bytes a sentex (and is shown again when asked for).
+
+    Refuses (kind `shape`) an atom past the limits, as `show` does: a rule's conclusion is
+    built from bound values and checked here."""
+    if text is not None:  # (shown, so within the limits)
+        return atom if _plain(atom) else text
+    length = len(atom)
+    for x in atom:
+        if type(x) is not Sym:
+            text = show(atom)
+            return atom if _plain(atom) else text
+        length += len(x.name)
+    if length > MAX_TEXT:  # (symbol names are ASCII: their length is their bytes)
+        show(atom)  # refuses, saying how long
+    return atom
+
+
+def text_of_key(key: tuple | str) -> str:
+    """The canonical text of the atom whose key (`key_of`) is `key`."""
+    return key if type(key) is str else show(key)
+
+
+def _plain(term: tuple) -> bool:
+    for x in term:
+        cls = type(x)
+        if cls is float or cls is bool or (cls is tuple and not _plain(x)):
+            return False
+    return True
+
+
 class Node:
     """One stored sentex (engine-internal, mutable, identity-hashed)."""
 
     __slots__ = (
         "handle",
         "atom",  # the sentence without `not`
-        "text",  # canonical text of `atom`
+        "key",  # `key_of(atom)`: the atom, or its canonical text
         "context",
         "positive",
         "premise",  # asserted by a writer (else it exists only by derivation)
@@ -36,7 +71,7 @@ class Node:
         "creator",
         "created",  # epoch ms
         "extra",  # other provenance fields, or None
-        "justs",  # justifications concluding this node: None, a list, or a dict (a set)
+        "justs",  # justifications concluding this node: None, a tuple, or a dict (a set)
         "uses",  # justifications this node is an antecedent (or the rule) of, likewise
         "believed",
         "mono",  # believed at monotonic strength
@@ -47,7 +82,7 @@ class Node:
         self,
         handle: int,
         atom: tuple,
-        text: str,
+        key: tuple | str,
         context: str,
         positive: bool,
         premise: bool,
@@ -58,7 +93,7 @@ class Node:
     ) -> None:
         self.handle = handle
         self.atom = atom
-        self.text = text
+        self.key = key
         self.context = intern(context)  # a few contexts, a million nodes: one str each
         self.positive = positive
         self.premise = premise
@@ -66,15 +101,21 @@ class Node:
         self.creator = creator
         self.created = created
         self.extra = extra
-        self.justs: list[Justification] | dict[Justification, None] | None = None
-        self.uses: list[Justification] | dict[Justification, None] | None = None
+        self.justs: tuple[Justification, ...] | dict[Justification, None] | None = None
+        self.uses: tuple[Justification, ...] | dict[Justification, None] | None = None
         self.believed = False
         self.mono = False
         self.defeated = False
 
     @property
+    def text(self) -> str:
+        """The canonical text of `atom`."""
+        return text_of_key(self.key)
+
+    @property
     def full_text(self) -> str:
-        return self.text if self.positive else "(not " + self.text + ")"
+        text = text_of_key(self.key)
+        return text if self.positive else "(not " + text + ")"
 
     @property
     def sentence(self) -> Term:
@@ -115,10 +156,11 @@ class Justification:
 def node_of(row: Any) -> Node:
     """The Node of a stored sentex row (a store's `SentexRow`): its sentence parsed back
     from its canonical text, nothing checked again (it was checked when it was written)."""
+    atom = parse(row.text)
     return Node(
         row.handle,
-        parse(row.text),
-        row.text,
+        atom,
+        key_of(atom, row.text),
         row.context,
         row.positive,
         row.premise,

@@ -92,6 +92,7 @@ class Transaction:
         "full",
         "edges",
         "limbo",
+        "texts",
         "depth",
         "derivations",
         "removed_sentexes",
@@ -122,7 +123,10 @@ class Transaction:
         self.masks: list[tuple[Node, bool]] = []  # (mask, added?)
         self.full = False  # a claim-carrying declaration changed: recompute everything
         self.edges: list[tuple[str, str]] = []  # genlCx edges added or removed: (sub, super)
-        self.limbo: dict[tuple[str, str, bool], Node] = {}
+        self.limbo: dict[tuple[Any, str, bool], Node] = {}  # by (key, context, polarity)
+        # canonical atom texts by handle, of what this write shows: a node keeps only its
+        # atom, and the text is wanted twice (the feed's change, the stored row)
+        self.texts: dict[int, str] = {}
         self.depth: dict[Node, int] = {}
         self.derivations = 0
         self.removed_sentexes = 0
@@ -131,6 +135,13 @@ class Transaction:
         self.records: Callable[[Any], Any] | None = None  # a domain write, same transaction
         self.summary: dict[str, Any] | None = None  # its brief, for the change log
         self.records_result: Any = None
+
+    def text(self, node: Node) -> str:
+        """`node.text`, shown once per write."""
+        text = self.texts.get(node.handle)
+        if text is None:
+            text = self.texts[node.handle] = node.text
+        return text
 
 
 class Writes(State):
@@ -512,7 +523,8 @@ class Writes(State):
         atom = entry.atom
         if atom[0] is GENL_CX:
             strength = MONOTONIC  # genlCx edges are always held monotonic
-        node = self._index.find(entry.text, entry.context, entry.positive)
+        key = entry.key
+        node = self._index.find(key, entry.context, entry.positive)
         if node is not None:
             self._strengthen(tx, node, strength)
             self._merge_provenance(tx, node, creator, extra)
@@ -521,7 +533,7 @@ class Writes(State):
         node = Node(
             self._next_handle,
             atom,
-            entry.text,
+            key,
             entry.context,
             entry.positive,
             True,
@@ -532,6 +544,7 @@ class Writes(State):
         )
         self._next_handle += 1
         self._link(tx, node)
+        tx.texts[node.handle] = entry.text
         return node.handle
 
     def _check_state(self, tx: Transaction, entry: Entry) -> None:
@@ -637,28 +650,30 @@ class Writes(State):
         added: list[Change] = []
         removed: list[Change] = []
         by_handle = self._index.by_handle
+        text = tx.text
         for node in tx.added.values():  # made by this write: believed now, or not at all
             if node.believed and by_handle.get(node.handle) is node:
-                added.append(_change(node))
+                added.append(_change(node, text(node)))
         for node, (was, _, _) in tx.old_belief.items():
             gone = node.handle in tx.deleted or node.handle not in by_handle
             if gone:
                 continue
             if node.believed and not was:
-                added.append(_change(node))
+                added.append(_change(node, text(node)))
             elif was and not node.believed:
-                removed.append(_change(node, "defeated" if node.defeated else "unsupported"))
+                why = "defeated" if node.defeated else "unsupported"
+                removed.append(_change(node, text(node), why))
         for node, why in tx.deleted.values():
             if tx.old_belief.get(node, (node.believed,))[0]:
-                removed.append(_change(node, why))
+                removed.append(_change(node, text(node), why))
         for mask, was_added in tx.masks:
             target = self._index.by_handle.get(mask.atom[1][1])
             if target is None or not target.believed:
                 continue
             if was_added and mask.handle in self._index.by_handle:
-                removed.append(_change(target, "excepted", mask.context))
+                removed.append(_change(target, text(target), "excepted", mask.context))
             elif not was_added and mask.handle not in self._index.by_handle:
-                added.append(_change(target, None, mask.context))
+                added.append(_change(target, text(target), None, mask.context))
         if len(added) > 1:
             added.sort(key=_by_handle)
         if len(removed) > 1:
@@ -695,6 +710,7 @@ class Writes(State):
                 new_justs,
                 list(tx.dead_justs),
                 tx.records,
+                tx.texts,
             )
         )
         self._seq = seq
@@ -782,10 +798,12 @@ def _by_handle(change: Change) -> int:
     return change.public["handle"]
 
 
-def _change(node: Node, reason: str | None = None, hidden_in: str | None = None) -> Change:
+def _change(
+    node: Node, text: str, reason: str | None = None, hidden_in: str | None = None
+) -> Change:
     public: dict[str, Any] = {
         "handle": node.handle,
-        "sentence": node.full_text,
+        "sentence": text if node.positive else "(not " + text + ")",
         "context": node.context,
     }
     if reason is not None:

@@ -110,6 +110,9 @@ class Commit:
     # A domain write (wraps, sessions): runs inside the same transaction, on the store's
     # record tables; its return value is commit()'s. Raising rolls everything back.
     records: Callable[[Any], Any] | None = None
+    # the canonical atom texts the write has shown already, by handle (a Node keeps only
+    # its atom): a row's text is taken from here where it is, else shown
+    texts: dict[int, str] = field(default_factory=dict)
 
 
 class Store(Protocol):

@@ -233,14 +233,20 @@ class SQLStore:
         """
         written = commits[-1].entry.seq
         if len(commits) == 1:
-            upserts = commits[0].upserts
+            upserts, texts = commits[0].upserts, commits[0].texts
         else:
             latest = {n.handle: n for c in commits for n in c.upserts}
             upserts = list(latest.values())
+            texts = {h: t for c in commits for h, t in c.texts.items()}
+        flag = self._flag
         if len(upserts) == 1:  # the common write: one statement, not a batch
-            self._run(UPSERT_SENTEX, _sentex_params(upserts[0], self._flag, written))
+            node = upserts[0]
+            self._run(UPSERT_SENTEX, _sentex_params(node, flag, written, texts.get(node.handle)))
         elif upserts:
-            self._run_many(UPSERT_SENTEX, [_sentex_params(n, self._flag, written) for n in upserts])
+            self._run_many(
+                UPSERT_SENTEX,
+                [_sentex_params(n, flag, written, texts.get(n.handle)) for n in upserts],
+            )
         self._index(upserts)  # the full-text rows of the new sentexes, in the same transaction
         deletes = [(h,) for c in commits for h in c.deletes]
         if deletes:
@@ -379,13 +385,16 @@ def _log_row(commit: Commit) -> tuple:
     return (entry.seq, entry.op, entry.at, commit.next_handle, encoded_diff(entry))
 
 
-def _sentex_params(row: Any, flag: Callable[[bool], Any], written: int) -> tuple:
-    """The sentex columns of a Node or a SentexRow, in UPSERT_SENTEX's order."""
+def _sentex_params(
+    row: Any, flag: Callable[[bool], Any], written: int, text: str | None = None
+) -> tuple:
+    """The sentex columns of a Node or a SentexRow (its `text` given, if known), in
+    UPSERT_SENTEX's order."""
     return (
         row.handle,
         row.context,
         flag(row.positive),
-        row.text,
+        row.text if text is None else text,
         flag(row.premise),
         row.strength,
         row.creator,
