@@ -113,11 +113,7 @@ def _internals(kb: koinii.KB) -> dict:
     functors = {
         f.name: (
             handles(fi.nodes),
-            [
-                {repr(k): handles(members(b)) for k, b in args.items()}
-                for args in fi.args
-                if args
-            ],
+            [{repr(k): handles(members(b)) for k, b in args.items()} for args in fi.args if args],
         )
         for f, fi in index.by_functor.items()
         if fi.nodes

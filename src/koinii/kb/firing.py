@@ -257,9 +257,7 @@ class Firing(State):
                 f"derivations chained deeper than {self.max_depth} in one write",
                 {"limit": self.max_depth, "rule": rule_node.handle},
             )
-        node = Node(
-            self._next_handle, atom, key, ctx, positive, False, DEFAULT, None, tx.now, None
-        )
+        node = Node(self._next_handle, atom, key, ctx, positive, False, DEFAULT, None, tx.now, None)
         self._next_handle += 1
         self._link(tx, node)
         depths[node] = depth + 1
