@@ -51,6 +51,7 @@ import signal
 import threading
 import time
 import zlib
+from itertools import chain, repeat
 from typing import Any
 
 import koinii
@@ -368,19 +369,40 @@ def _structural(node: Node) -> bool:
 # first written). A node's fields are written as columns, one list per field, before the
 # nodes, and each node is then made from the next row: were they each node's own tuple
 # of arguments, the unpickler's memo would hold a million of those until the end, and
-# the heap would stay that much bigger than a rebuild's.
+# the heap would stay that much bigger than a rebuild's. The `created` stamps are written
+# as runs of one value (a write's nodes share theirs) and read back by `itertools`, the
+# nodes of a run sharing one int as they did when written: read back one per node, they
+# were 32 more bytes a node than before the reopen.
 _FIELDS = Node.__slots__[:10] + ("believed", "mono", "defeated")
+_CREATED = _FIELDS.index("created")
 _reading = threading.Lock()  # one checkpoint read at a time: the rows below are its
 _next_row: Any = None
 
 
 class _Columns:
     def __init__(self, nodes: list[Node]) -> None:
-        self.columns = tuple([getattr(n, f) for n in nodes] for f in _FIELDS)
+        columns: list[Any] = [[getattr(n, f) for n in nodes] for f in _FIELDS]
+        columns[_CREATED] = _runs(columns[_CREATED])
+        self.columns = tuple(columns)
 
 
-def _begin_nodes(columns: tuple[list, ...]) -> None:
+def _runs(stamps: list[int]) -> tuple[list[int], list[int]]:
+    """`stamps` as runs of one value: (values, lengths)."""
+    values: list[int] = []
+    lengths: list[int] = []
+    for stamp in stamps:
+        if values and values[-1] == stamp:
+            lengths[-1] += 1
+        else:
+            values.append(stamp)
+            lengths.append(1)
+    return values, lengths
+
+
+def _begin_nodes(columns: tuple[Any, ...]) -> None:
     global _next_row
+    columns = list(columns)
+    columns[_CREATED] = chain.from_iterable(map(repeat, *columns[_CREATED]))
     _next_row = zip(*columns).__next__
 
 
