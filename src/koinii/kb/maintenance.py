@@ -28,6 +28,7 @@ from koinii.kb.rules import (
     compile_rule,
 )
 from koinii.kb.sentex import (
+    MANY,
     MONOTONIC,
     Justification,
     Node,
@@ -521,12 +522,12 @@ def distinct_supports(j: Justification) -> tuple[Node, ...]:
     over (likes Cat Cat) has the node twice among its antecedents, but rests on it once:
     a node's `uses` holds each justification once, and counts it once. (The rule is
     never among the antecedents: no antecedent can match a rule sentence.)"""
-    antecedents = j.antecedents
-    if len(antecedents) == 1:
-        return (j.rule, antecedents[0])
-    if len(antecedents) == 2 and antecedents[0] is not antecedents[1]:
-        return (j.rule, antecedents[0], antecedents[1])
-    return tuple(dict.fromkeys((j.rule, *antecedents)))
+    second = j.second
+    if second is None:
+        return (j.rule, j.first)
+    if second is not MANY and second is not j.first:
+        return (j.rule, j.first, second)
+    return tuple(dict.fromkeys((j.rule, *j.antecedents)))
 
 
 # A node's `justs` and `uses` are None, a tuple, or — past this many — a dict used as an
