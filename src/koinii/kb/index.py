@@ -207,7 +207,7 @@ class FunctorIndex:
 
 
 class Index:
-    """Stored nodes by handle, by atom text, by functor and argument, by context."""
+    """Stored nodes by handle, by atom key (`key_of`), by functor and argument, by context."""
 
     def __init__(self) -> None:
         self.by_handle: dict[int, Node] = {}
