@@ -208,7 +208,7 @@ class Firing(State):
         making the derived node if none is stored yet (`placed`: see `_conclude`)."""
         node = self._index.find(key, ctx, positive)
         if node is None:
-            node = tx.limbo.pop((key, ctx, positive), None)
+            node = tx.limbo.pop((key, ctx, positive), None) if tx.limbo else None
             if node is not None:
                 self._link_quiet(node)
                 if node.handle not in tx.added:  # (what the write made is not logged)
