@@ -142,9 +142,9 @@ class Justification:
 
     The antecedents are kept in two fields rather than a tuple of their own: a rule has
     one or two antecedents far more often than more, and a closure keeps hundreds of
-    thousands of justifications (a tuple is 72 more bytes each). `first` and `second`
-    are the two, or `second` is None for one; past two, `first` is the tuple of them
-    and `second` is MANY.
+    thousands of justifications (a tuple of their own is 72 bytes, one field more is 8).
+    `first` and `second` are the two, or `second` is None for one; past two, `first` is
+    the tuple of them and `second` is MANY.
     """
 
     __slots__ = ("id", "conclusion", "rule", "first", "second")
