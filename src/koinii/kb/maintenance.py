@@ -283,7 +283,9 @@ class Maintenance(State):
         for node in added.values():
             if budget is not None:
                 budget.tick()
-            if (node.premise and node.strength == MONOTONIC) or node.key in two_sided:
+            if (node.premise and node.strength == MONOTONIC) or (
+                two_sided and node.key in two_sided
+            ):
                 return False
         for j in tx.new_justs:
             if budget is not None:
@@ -366,7 +368,7 @@ class Maintenance(State):
             seen.add(node)
             if node.uses and node.handle not in made:
                 stack.extend([j.conclusion for j in node.uses])
-            if node.key in two_sided:
+            if two_sided and node.key in two_sided:
                 stack.extend(self._index.same_atom(node.key))
         return seen
 
@@ -410,7 +412,7 @@ class Maintenance(State):
         self._propagate(region, starts, True, valid)
         # defeat
         two_sided = self._index.two_sided
-        for n in nodes:
+        for n in nodes if two_sided else ():  # (a key is hashed to be looked for)
             if not n.mono and n.key in two_sided:
                 n.defeated = any(
                     other.mono
