@@ -442,9 +442,13 @@ class Daemon:
         every request gets the refusal, and the server is told to exit (non-zero)."""
         if self.lost is not None:
             return
+        # The check holds from when its probe was sent, not from when its answer was
+        # read: a daemon frozen between the two (a pause, a stopped process) reads an
+        # answer as old as the freeze, and must not take it for a fresh one.
+        started = self.loop.time() if self.loop is not None else None
         lost = self.kb.check_writer()
-        if self.loop is not None:
-            self.checked_at = self.loop.time()
+        if started is not None:
+            self.checked_at = started
         if lost is None:
             return
         self.lost = Refused(lost.kind, lost.message, lost.data)
