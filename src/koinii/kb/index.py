@@ -146,14 +146,6 @@ def matcher(pattern: Any, binding: dict[Var, Any]) -> Callable[[Any], dict[Var, 
 SMALL = 16  # the most members a bucket holds as a tuple
 
 
-def _add(table: dict, k: Any, node: Node) -> None:
-    bucket = table.get(k)
-    if bucket is None:
-        table[k] = node
-    else:
-        table[k] = _with(bucket, node)
-
-
 def _with(bucket: Any, node: Node) -> Any:
     """`bucket` (not empty) with `node` added."""
     cls = type(bucket)
@@ -236,7 +228,7 @@ class Index:
             args.append({})
         for position in range(1, len(atom)):
             value = atom[position]
-            # (`_add`, and `key` for a symbol, the commonest argument, without the calls)
+            # (`key` for a symbol, the commonest argument, without the call)
             k = value if type(value) is Sym else key(value)
             table = args[position - 1]
             bucket = table.get(k)

@@ -31,17 +31,16 @@ def key_of(atom: tuple, text: str | None = None) -> tuple | str:
 
     Refuses (kind `shape`) an atom past the limits, as `show` does: a rule's conclusion is
     built from bound values and checked here."""
-    if text is not None:  # (shown, so within the limits)
-        return atom if _plain(atom) else text
-    length = len(atom)
-    for x in atom:
-        if type(x) is not Sym:
-            text = show(atom)
-            return atom if _plain(atom) else text
-        length += len(x.name)
-    if length > MAX_TEXT:  # (symbol names are ASCII: their length is their bytes)
-        show(atom)  # refuses, saying how long
-    return atom
+    if text is None:  # not shown yet, so not checked against the limits either
+        length = len(atom)
+        for x in atom:
+            if type(x) is not Sym:
+                return key_of(atom, show(atom))
+            length += len(x.name)
+        if length > MAX_TEXT:  # (symbol names are ASCII: their length is their bytes)
+            show(atom)  # refuses, saying how long
+        return atom
+    return atom if _plain(atom) else text
 
 
 def text_of_key(key: tuple | str) -> str:
