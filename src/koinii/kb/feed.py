@@ -37,15 +37,48 @@ class Event:
     removed: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass(slots=True)
 class Change:
-    """One change as the engine knows it: the public dict plus the atom to match."""
+    """One change as the engine knows it: what its public dict says, and the atom to match.
 
-    public: dict[str, Any]
-    positive: bool
-    atom: tuple
-    context: str
-    hidden_in: str | None = None
+    The dict itself (`public`) is made when asked: a write that derives a quarter of a
+    million sentexes would otherwise hold a dict per change (twice a Change's size) from
+    labelling to commit, and the change log's encoding asks for one at a time.
+    """
+
+    __slots__ = ("handle", "text", "positive", "atom", "context", "reason", "hidden_in")
+
+    def __init__(
+        self,
+        handle: int,
+        text: str,  # the atom's canonical text (without `not`)
+        positive: bool,
+        atom: tuple,
+        context: str,
+        reason: str | None = None,
+        hidden_in: str | None = None,
+    ) -> None:
+        self.handle = handle
+        self.text = text
+        self.positive = positive
+        self.atom = atom
+        self.context = context
+        self.reason = reason
+        self.hidden_in = hidden_in
+
+    @property
+    def public(self) -> dict[str, Any]:
+        """`{handle, sentence, context}`, and `reason` / `hidden_in` where set (`Event`)."""
+        text = self.text
+        public: dict[str, Any] = {
+            "handle": self.handle,
+            "sentence": text if self.positive else "(not " + text + ")",
+            "context": self.context,
+        }
+        if self.reason is not None:
+            public["reason"] = self.reason
+        if self.hidden_in is not None:
+            public["hidden_in"] = self.hidden_in
+        return public
 
 
 @dataclass
@@ -151,10 +184,18 @@ class Feed:
 
 def _change_of(public: dict[str, Any]) -> Change:
     """A change as the change log holds it (its public dict), as the engine knew it."""
-    term = parse(public["sentence"])
+    sentence = public["sentence"]
+    term = parse(sentence)
     positive = term[0] is not NOT
-    return Change(public, positive, term if positive else term[1], public["context"],
-                  public.get("hidden_in"))  # fmt: skip
+    return Change(
+        public["handle"],
+        sentence if positive else sentence[len("(not ") : -1],  # canonical: one `(not X)`
+        positive,
+        term if positive else term[1],
+        public["context"],
+        public.get("reason"),
+        public.get("hidden_in"),
+    )
 
 
 def _filter(watcher: Watcher, seq: int, added, removed, up) -> Event | None:

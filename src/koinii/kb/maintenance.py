@@ -248,6 +248,11 @@ class Maintenance(State):
                 self._delete_unfounded(tx)
             if tx.seeds and not self._labelled_as_grown(tx):
                 self._relabel(self._closure(tx.seeds, tx.added), tx)
+        # derivation's and labelling's own tables are spent: let them go before the diff
+        # and the commit build theirs (a big write's peak memory is at its commit)
+        tx.depth.clear()
+        tx.fire.clear()
+        tx.seeds.clear()
         tx.changes = self._changes(tx)
 
     def _labelled_as_grown(self, tx: Transaction) -> bool:

@@ -697,8 +697,8 @@ class Writes(State):
             seq,
             tx.op,
             self._clock(),
-            [c.public for c in added],
-            [c.public for c in removed],
+            added,  # encoded a change at a time (store/__init__.py, encoded_diff)
+            removed,
             tx.summary,
         )
         tx.records_result = self._store.commit(
@@ -795,19 +795,10 @@ def _problem(refusal: Refused, where: str, index: int) -> dict[str, Any]:
 
 
 def _by_handle(change: Change) -> int:
-    return change.public["handle"]
+    return change.handle
 
 
 def _change(
     node: Node, text: str, reason: str | None = None, hidden_in: str | None = None
 ) -> Change:
-    public: dict[str, Any] = {
-        "handle": node.handle,
-        "sentence": text if node.positive else "(not " + text + ")",
-        "context": node.context,
-    }
-    if reason is not None:
-        public["reason"] = reason
-    if hidden_in is not None:
-        public["hidden_in"] = hidden_in
-    return Change(public, node.positive, node.atom, node.context, hidden_in)
+    return Change(node.handle, text, node.positive, node.atom, node.context, reason, hidden_in)

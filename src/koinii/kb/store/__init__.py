@@ -51,8 +51,10 @@ class LogEntry:
     seq: int
     op: str
     at: int  # epoch ms
-    added: list[dict[str, Any]]
-    removed: list[dict[str, Any]]
+    # each change's public dict (feed.py, `Event`) — or, in an entry being committed, the
+    # engine's `Change`s, each encoded as its dict (`encoded_diff`)
+    added: list[Any]
+    removed: list[Any]
     records: dict[str, Any] | None = None  # what a domain write changed, in brief
 
 
@@ -64,7 +66,16 @@ def encoded_diff(entry: LogEntry) -> str:
     diff: dict[str, Any] = {"added": entry.added, "removed": entry.removed}
     if entry.records is not None:
         diff["records"] = entry.records
-    return orjson.dumps(diff, option=orjson.OPT_NON_STR_KEYS).decode()
+    return orjson.dumps(diff, default=_public, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _public(change: Any) -> dict[str, Any]:
+    """A change that is not a dict yet: its dict, made as it is encoded and dropped after
+    (a write's quarter of a million changes are never all dicts at once)."""
+    try:
+        return change.public
+    except AttributeError:
+        raise TypeError(f"{type(change).__name__} is not a change") from None
 
 
 def decoded_entry(seq: int, op: str, at: int, diff: str | bytes) -> LogEntry:
