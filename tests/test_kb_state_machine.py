@@ -112,11 +112,13 @@ def _internals(kb: koinii.KB) -> dict:
     # (a functor's entry, and its argument tables, outlive its last node: left out)
     functors = {
         f.name: (
-            handles(fi.nodes),
+            handles(fi.every()),
+            dict(fi.arities),
+            handles(members(fi.bare)),
             [{repr(k): handles(members(b)) for k, b in args.items()} for args in fi.args if args],
         )
         for f, fi in index.by_functor.items()
-        if fi.nodes
+        if fi.count
     }
     return {
         "nodes": nodes,

@@ -222,8 +222,8 @@ class _Flat:
         # the candidates: the smallest bucket a probe names (every node of the functor
         # where nothing probes: a cross product)
         probes = [(q, atom[at] if at is not None else constant) for q, at, constant in self.probes]
-        bucket: Any = findex.nodes
-        smallest = len(bucket)
+        bucket: Any = None  # (every node of the functor)
+        smallest = findex.count
         for q, value in probes:
             found = findex.args[q - 1].get(key(value))
             if found is None:
@@ -236,7 +236,7 @@ class _Flat:
         first = self.position == 0
         skip_self = not first and not only_way  # node at both: the first antecedent's firing
         out: list[Derivation] = []
-        for candidate in members(bucket) if bucket is not findex.nodes else bucket:
+        for candidate in findex.every() if bucket is None else members(bucket):
             if tick is not None:
                 tick()
             if candidate.positive is not positive or candidate in waiting:

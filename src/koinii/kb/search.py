@@ -227,7 +227,7 @@ class Search(State):
             example: dict[str, Node] = {}
             for functor, findex in self._index.by_functor.items():
                 name = functor.name
-                for node in findex.nodes:
+                for node in findex.every():
                     self._spend()
                     if node.handle in shipped or accept(node, {}) is None:
                         continue
