@@ -113,7 +113,6 @@ def _internals(kb: koinii.KB) -> dict:
     functors = {
         f.name: (
             handles(fi.every()),
-            dict(fi.arities),
             handles(members(fi.bare)),
             [{repr(k): handles(members(b)) for k, b in args.items()} for args in fi.args if args],
         )

@@ -49,3 +49,32 @@ def test_a_pattern_with_a_compound_or_a_quotation_is_left_to_match():
     compound = (Sym("p"), (Sym("f"), Var("x")))
     assert matcher(quoted, {})(quoted) == {}
     assert matcher(compound, {})((Sym("p"), (Sym("f"), Sym("A")))) == {Var("x"): Sym("A")}
+
+
+ATOMS = ["(p)", "(p a)", "(p b)", "(p a b)", "(p b a)", "(q a)"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from(ATOMS)), max_size=24))
+def test_a_whole_functor_scan_finds_its_nodes_of_every_arity(steps):
+    """A functor's index keeps no set of all its nodes (index.py, `FunctorIndex`): a
+    pattern that binds nothing walks the first argument's table, and the nodes with no
+    argument are held apart. Whatever was added and retracted, the scan finds exactly
+    what is stored."""
+    import koinii
+
+    kb = koinii.open_kb(None)
+    stored: dict[str, int] = {}
+    for add, text in steps:
+        if add and text not in stored:
+            stored[text] = kb.assert_(text, "CxA")
+        elif not add and text in stored:
+            kb.retract(stored.pop(text))
+    findex = kb._index.by_functor.get(Sym("p"))
+    mine = {t for t in stored if t.startswith("(p")}
+    assert (findex.count if findex else 0) == len(mine)
+    if findex is not None:
+        assert sorted(n.handle for n in findex.every()) == sorted(stored[t] for t in mine)
+    for pattern, arity in (("(p)", 0), ("(p ?x)", 1), ("(p ?x ?y)", 2)):
+        found = {s.text for s in kb.sentexes_matching(pattern, "CxA")}
+        assert found == {t for t in mine if len(t[1:-1].split()) - 1 == arity}
