@@ -229,7 +229,8 @@ def test_a_writer_that_finds_another_writer_stops_serving_and_exits_non_zero(sch
 
 
 def _answer(call) -> str:
-    """What the old writer said: a refusal's kind, "gone", or (the failure) "answered"."""
+    """What the old writer said: a refusal's kind, "gone", or (the failure) "answered"
+    with the reply (its seq and how it was opened tell which daemon answered)."""
     try:
         reply = call()
     except Refused as refusal:
@@ -238,7 +239,7 @@ def _answer(call) -> str:
         return "gone"
     if isinstance(reply, dict) and reply.get("ok") is False:
         return reply["error"]["kind"]
-    return "answered"
+    return f"answered {reply!r}"
 
 
 def _sessions(postgres, app: str) -> int:
