@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import socket
@@ -17,10 +18,25 @@ import koinii
 from koinii.server.tokens import add_token
 
 
+# Each pytest-xdist worker hands out ports from a range of its own, below the kernel's
+# ephemeral range. A port the kernel called free (a bind to port 0) could be handed to
+# both workers before either daemon bound it: a test then talked to the other test's
+# daemon, which answered `/health` for it (`unauthorized`; an old writer that seemed to
+# answer after a takeover, when its standby had in fact failed to listen).
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+_PORTS = itertools.cycle(range(20_000 + 2_000 * _WORKER, 22_000 + 2_000 * _WORKER))
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port no daemon of this run holds now, and that no other worker hands out."""
+    while True:
+        port = next(_PORTS)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use, or its last connection still winding down
+            return port
 
 
 @dataclass
