@@ -106,6 +106,18 @@ class Node:
         self.mono = False
         self.defeated = False
 
+    # A node that a write added and left believed is that write's change as it stands
+    # (feed.py `Change`'s fields, with no reason and no mask): the commonest change by
+    # far, and a write deriving a quarter of a million sentexes would otherwise hold a
+    # Change and a shown text for each from labelling to commit.
+    reason = None
+    hidden_in = None
+
+    @property
+    def public(self) -> dict[str, Any]:
+        """The node as an added change: `{handle, sentence, context}` (`Event`)."""
+        return {"handle": self.handle, "sentence": self.full_text, "context": self.context}
+
     @property
     def text(self) -> str:
         """The canonical text of `atom`."""

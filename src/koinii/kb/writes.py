@@ -131,7 +131,7 @@ class Transaction:
         self.derivations = 0
         self.removed_sentexes = 0
         self.removed_justifications = 0
-        self.changes: tuple[list[Change], list[Change]] = ([], [])  # the belief diff
+        self.changes: tuple[list[Change | Node], list[Change]] = ([], [])  # the belief diff
         self.records: Callable[[Any], Any] | None = None  # a domain write, same transaction
         self.summary: dict[str, Any] | None = None  # its brief, for the change log
         self.records_result: Any = None
@@ -646,20 +646,20 @@ class Writes(State):
         else:
             self._delete(tx, node, "retracted")
 
-    def _changes(self, tx: Transaction) -> tuple[list[Change], list[Change]]:
-        added: list[Change] = []
+    def _changes(self, tx: Transaction) -> tuple[list[Change | Node], list[Change]]:
+        added: list[Change | Node] = []
         removed: list[Change] = []
         by_handle = self._index.by_handle
         text = tx.text
         for node in tx.added.values():  # made by this write: believed now, or not at all
             if node.believed and by_handle.get(node.handle) is node:
-                added.append(_change(node, text(node)))
+                added.append(node)  # its own change (sentex.py)
         for node, (was, _, _) in tx.old_belief.items():
             gone = node.handle in tx.deleted or node.handle not in by_handle
             if gone:
                 continue
             if node.believed and not was:
-                added.append(_change(node, text(node)))
+                added.append(node)
             elif was and not node.believed:
                 why = "defeated" if node.defeated else "unsupported"
                 removed.append(_change(node, text(node), why))
@@ -794,7 +794,7 @@ def _problem(refusal: Refused, where: str, index: int) -> dict[str, Any]:
     return {"kind": refusal.kind, "message": refusal.message, "in": where, "index": index}
 
 
-def _by_handle(change: Change) -> int:
+def _by_handle(change: Change | Node) -> int:
     return change.handle
 
 

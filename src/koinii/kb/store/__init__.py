@@ -52,21 +52,22 @@ class LogEntry:
     op: str
     at: int  # epoch ms
     # each change's public dict (feed.py, `Event`) — or, in an entry being committed, the
-    # engine's `Change`s, each encoded as its dict (`encoded_diff`)
+    # engine's `Change`s and added `Node`s, each encoded as its dict (`encoded_diff`)
     added: list[Any]
     removed: list[Any]
     records: dict[str, Any] | None = None  # what a domain write changed, in brief
 
 
-def encoded_diff(entry: LogEntry) -> str:
+def encoded_diff(entry: LogEntry) -> bytes:
     """What a log entry changed — added, removed, and a domain write's records — as the
-    stores keep it: JSON text (read back by `decoded_entry`). Every write encodes one, so
-    orjson (a tenth of json.dumps' time); a kept entry costs its text, not a dict per
-    change."""
+    stores keep it: JSON, UTF-8 (read back by `decoded_entry`; a SQL store's column takes
+    it decoded, the memory store keeps the bytes, not a second copy). Every write encodes
+    one, so orjson (a tenth of json.dumps' time); a kept entry costs its text, not a dict
+    per change."""
     diff: dict[str, Any] = {"added": entry.added, "removed": entry.removed}
     if entry.records is not None:
         diff["records"] = entry.records
-    return orjson.dumps(diff, default=_public, option=orjson.OPT_NON_STR_KEYS).decode()
+    return orjson.dumps(diff, default=_public, option=orjson.OPT_NON_STR_KEYS)
 
 
 def _public(change: Any) -> dict[str, Any]:

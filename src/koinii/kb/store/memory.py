@@ -47,7 +47,7 @@ class MemoryStore:
         return None
 
     def __init__(self, retain: int = 10_000, retain_changes: int = 10_000) -> None:
-        self._log: deque[tuple[int, str, int, str, int]] = deque()  # …, its changes
+        self._log: deque[tuple[int, str, int, bytes, int]] = deque()  # …, its changes
         self._retain, self._retain_changes = retain, retain_changes
         self._logged = 0  # changes the log holds
         self._floor = 0

@@ -382,7 +382,7 @@ def _extra(handle: int, text: str) -> dict[str, Any]:
 
 def _log_row(commit: Commit) -> tuple:
     entry = commit.entry
-    return (entry.seq, entry.op, entry.at, commit.next_handle, encoded_diff(entry))
+    return (entry.seq, entry.op, entry.at, commit.next_handle, encoded_diff(entry).decode())
 
 
 def _sentex_params(
