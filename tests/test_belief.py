@@ -345,6 +345,28 @@ def test_runaway_rules_are_refused_not_hung(kb):
     assert texts(kb, "(num ?x)") == []
 
 
+@pytest.mark.parametrize("max_depth, refused", [(3, True), (4, False)])
+def test_a_chain_of_derivations_is_counted_from_what_was_stored(new_location, max_depth, refused):
+    # (reach A B) is one step from the links, (reach A E) four: each step is counted,
+    # the first one too (the engine keeps only the depths past one)
+    rules = [
+        ("(implies (link ?x ?y) (reach ?x ?y))", "CxA"),
+        ("(implies (and (reach ?x ?y) (link ?y ?z)) (reach ?x ?z))", "CxA"),
+    ]
+    links = [(f"(link {a} {b})", "CxA") for a, b in zip("ABCD", "BCDE", strict=True)]
+    with koinii.open_kb(new_location(), max_depth=max_depth) as kb:
+        kb.edit(add=rules)
+        if refused:
+            with pytest.raises(Refused) as refusal:
+                kb.edit(add=links)
+            assert refusal.value.kind == "derivation-limit"
+            assert refusal.value.data["limit"] == max_depth
+            assert texts(kb, "(reach ?x ?y)") == []
+        else:
+            kb.edit(add=links)
+            assert "(reach A E)" in texts(kb, "(reach ?x ?y)")
+
+
 def test_a_conclusion_past_the_text_limit_is_refused_whole(kb):
     # each symbol fits a sentence; a rule's conclusion holding two does not
     name = "L" + "o" * (koinii.terms.MAX_TEXT // 2)

@@ -116,7 +116,8 @@ class Transaction:
         self.dropped: set[int] = set()  # ids of new justifications detached again
         self.dead_justs: dict[int, Justification] = {}  # pre-existing, detached
         self.old_belief: dict[Node, tuple[bool, bool, bool]] = {}
-        self.seeds: set[Node] = set()  # where belief may have changed
+        # where belief may have changed, besides what it made and what it justified
+        self.seeds: set[Node] = set()
         self.unfounded: list[Node] = []  # derived nodes that lost a support but not all
         self.fire: dict[Node, None] = {}  # new nodes waiting to fire (an ordered set)
         self.new_rules: list[Node] = []
