@@ -146,6 +146,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
                 finally:
                     self._closed = True
                     self._store.close()
+                    collector.release()  # what its writes froze is the collector's again
 
     def __enter__(self) -> KB:
         return self
