@@ -42,7 +42,8 @@ class Change:
 
     The dict itself (`public`) is made when asked: a write that derives a quarter of a
     million sentexes would otherwise hold a dict per change (twice a Change's size) from
-    labelling to commit, and the change log's encoding asks for one at a time.
+    labelling to commit, and the change log's encoding asks for one at a time. A node a
+    write added, with no reason, is its own change (it has these fields: sentex.py).
     """
 
     __slots__ = ("handle", "text", "positive", "atom", "context", "reason", "hidden_in")
