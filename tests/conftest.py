@@ -17,7 +17,6 @@ import pytest
 import koinii
 from koinii.server.tokens import add_token
 
-
 # Each pytest-xdist worker hands out ports from a range of its own, below the kernel's
 # ephemeral range. A port the kernel called free (a bind to port 0) could be handed to
 # both workers before either daemon bound it: a test then talked to the other test's

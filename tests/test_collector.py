@@ -21,3 +21,24 @@ def test_what_a_big_write_made_is_frozen_until_the_kb_closes(new_location):
     kb.close()
     assert gc.get_freeze_count() == 0
 
+
+def test_a_big_read_is_not_rescanned_by_the_collector_while_it_is_made(new_location):
+    with koinii.open_kb(new_location()) as kb:
+        a_big_write(kb)
+        collections = []
+        reading = False
+
+        def count(phase, info):
+            if reading and phase == "start":
+                collections.append(info["generation"])
+
+        gc.callbacks.append(count)
+        try:
+            reading = True
+            rows = kb.query("(instance ?i ?c)", "CxA")
+            matching = kb.sentexes_matching("(instance ?i ?c)", "CxA")
+            reading = False
+        finally:
+            gc.callbacks.remove(count)
+        assert len(rows) == len(matching) == FACTS
+        assert len(collections) <= 2  # one as each read resumes it (30 ran while they read)

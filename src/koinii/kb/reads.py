@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb import checks
+from koinii.kb import checks, collector
 from koinii.kb.contexts import EVERYTHING
 from koinii.kb.index import accept_all, key, match, same, solve
 from koinii.kb.rules import AND, literal
@@ -108,7 +108,7 @@ class Reads(State):
             raise Refused("shape", "sentexes_matching takes one pattern, not a conjunction", {})
         positive, atom = literals[0]
         ctx_name = checks.context_name(ctx, query=True)
-        with self._lock:
+        with self._lock, collector.paused(settle=False):
             out = []
             everything = ctx_name == EVERYTHING
             anywhere = ctx_name.startswith("?")
@@ -145,24 +145,31 @@ class Reads(State):
             raise Refused("bad-option", "limit must be a non-negative integer", {"option": "limit"})
         if limit == 0:
             return []
-        with self._lock, self._bounded(self.query_budget_s, "the query"):
-            admit, accept = self._sight(ctx_name)
-            seen: dict[tuple, dict[str, Any]] = {}
-            bound: list[Var] | None = None
-            for binding, _ in solve(self._index, literals, {}, accept, self._budget, admit):
-                if bound is None:  # every solution binds the same variables: key by them
-                    bound = list(binding)
-                k = tuple([key(binding[v]) for v in bound])
-                if k not in seen:
-                    seen[k] = {v.text: value for v, value in binding.items()}
-                    if limit is not None and len(seen) >= limit:
-                        break
-            results = list(seen.values())
-        if len(results) > 1:
-            order = [v.text for _, atom in literals for v in variables(atom)]
-            order = list(dict.fromkeys(order + ([ctx_name] if ctx_name.startswith("?") else [])))
-            results.sort(key=lambda solution: tuple([_text(solution[v]) for v in order]))
+        with collector.paused(settle=False):  # (an answer is made, and sorted, unscanned)
+            with self._lock, self._bounded(self.query_budget_s, "the query"):
+                results = self._solutions(literals, ctx_name, limit)
+            if len(results) > 1:
+                order = [v.text for _, atom in literals for v in variables(atom)]
+                order = list(
+                    dict.fromkeys(order + ([ctx_name] if ctx_name.startswith("?") else []))
+                )
+                results.sort(key=lambda solution: tuple([_text(solution[v]) for v in order]))
         return results
+
+    def _solutions(self, literals: list, ctx_name: str, limit: int | None) -> list[dict]:
+        """`query`'s distinct solutions, unsorted: the first `limit` found."""
+        admit, accept = self._sight(ctx_name)
+        seen: dict[tuple, dict[str, Any]] = {}
+        bound: list[Var] | None = None
+        for binding, _ in solve(self._index, literals, {}, accept, self._budget, admit):
+            if bound is None:  # every solution binds the same variables: key by them
+                bound = list(binding)
+            k = tuple([key(binding[v]) for v in bound])
+            if k not in seen:
+                seen[k] = {v.text: value for v, value in binding.items()}
+                if limit is not None and len(seen) >= limit:
+                    break
+        return list(seen.values())
 
     def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
         """What a read at `ctx` sees, as one test: `accept(node, binding)` returns the
