@@ -8,6 +8,7 @@ its results by content, so they do not depend on the order the knowledge arrived
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -108,7 +109,7 @@ class Reads(State):
             raise Refused("shape", "sentexes_matching takes one pattern, not a conjunction", {})
         positive, atom = literals[0]
         ctx_name = checks.context_name(ctx, query=True)
-        with self._lock, collector.paused(settle=False):
+        with self._lock:
             out = []
             everything = ctx_name == EVERYTHING
             anywhere = ctx_name.startswith("?")
@@ -145,31 +146,34 @@ class Reads(State):
             raise Refused("bad-option", "limit must be a non-negative integer", {"option": "limit"})
         if limit == 0:
             return []
-        with collector.paused(settle=False):  # (an answer is made, and sorted, unscanned)
+        paused = False  # the collector, once the answer is big (collector.READ_PAUSE_FROM)
+        try:
             with self._lock, self._bounded(self.query_budget_s, "the query"):
-                results = self._solutions(literals, ctx_name, limit)
+                admit, accept = self._sight(ctx_name)
+                seen: dict[tuple, dict[str, Any]] = {}
+                bound: list[Var] | None = None
+                for binding, _ in solve(self._index, literals, {}, accept, self._budget, admit):
+                    if bound is None:  # every solution binds the same variables: key by them
+                        bound = list(binding)
+                    k = tuple([key(binding[v]) for v in bound])
+                    if k not in seen:
+                        seen[k] = {v.text: value for v, value in binding.items()}
+                        if len(seen) == collector.READ_PAUSE_FROM and gc.isenabled():
+                            gc.disable()
+                            paused = True
+                        if limit is not None and len(seen) >= limit:
+                            break
+                results = list(seen.values())
             if len(results) > 1:
                 order = [v.text for _, atom in literals for v in variables(atom)]
                 order = list(
                     dict.fromkeys(order + ([ctx_name] if ctx_name.startswith("?") else []))
                 )
                 results.sort(key=lambda solution: tuple([_text(solution[v]) for v in order]))
+        finally:
+            if paused:
+                gc.enable()
         return results
-
-    def _solutions(self, literals: list, ctx_name: str, limit: int | None) -> list[dict]:
-        """`query`'s distinct solutions, unsorted: the first `limit` found."""
-        admit, accept = self._sight(ctx_name)
-        seen: dict[tuple, dict[str, Any]] = {}
-        bound: list[Var] | None = None
-        for binding, _ in solve(self._index, literals, {}, accept, self._budget, admit):
-            if bound is None:  # every solution binds the same variables: key by them
-                bound = list(binding)
-            k = tuple([key(binding[v]) for v in bound])
-            if k not in seen:
-                seen[k] = {v.text: value for v, value in binding.items()}
-                if limit is not None and len(seen) >= limit:
-                    break
-        return list(seen.values())
 
     def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
         """What a read at `ctx` sees, as one test: `accept(node, binding)` returns the
