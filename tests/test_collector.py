@@ -1,5 +1,6 @@
 """The engine and Python's cyclic collector (kb/collector.py): what a big write made is
-frozen, never rescanned by a full collection, and closing the KB gives it back."""
+frozen, never rescanned by a full collection, and closing the KB gives it back; a big
+answer is not rescanned while a query makes it."""
 
 import gc
 
