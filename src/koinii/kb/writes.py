@@ -125,8 +125,9 @@ class Transaction:
         self.full = False  # a claim-carrying declaration changed: recompute everything
         self.edges: list[tuple[str, str]] = []  # genlCx edges added or removed: (sub, super)
         self.limbo: dict[tuple[Any, str, bool], Node] = {}  # by (key, context, polarity)
-        # canonical atom texts by handle, of what this write shows: a node keeps only its
-        # atom, and the text is wanted twice (the feed's change, the stored row)
+        # canonical atom texts by handle, of what this write has shown (a sentence it
+        # checked, a removal's change): a node keeps only its atom, and the stored row
+        # takes the text from here (an added node's change shows its own: sentex.py)
         self.texts: dict[int, str] = {}
         self.depth: dict[Node, int] = {}
         self.derivations = 0
