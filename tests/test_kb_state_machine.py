@@ -114,6 +114,7 @@ def _internals(kb: koinii.KB) -> dict:
         f.name: (
             handles(fi.every()),
             handles(members(fi.bare)),
+            fi.negatives,
             [{repr(k): handles(members(b)) for k, b in args.items()} for args in fi.args if args],
         )
         for f, fi in index.by_functor.items()
@@ -122,7 +123,6 @@ def _internals(kb: koinii.KB) -> dict:
     return {
         "nodes": nodes,
         "justifications": justifications,
-        "by_atom": {t: handles(members(b)) for t, b in index.by_atom.items()},
         "functors": functors,
         "per_context": index.per_context,
         "two_sided": index.two_sided,
@@ -164,7 +164,7 @@ def _rebuilt(kb: koinii.KB) -> koinii.KB:
         target = kb._index.by_handle.get(mask.atom[1][1])
         if target is None or target.atom[0] is mask.atom[0]:
             continue
-        found = fresh._index.find(target.key, target.context, target.positive)
+        found = fresh._index.find(target.atom, target.key, target.context, target.positive)
         fresh.assert_(
             f"(except (sentexHandle {found.handle}))", mask.context, strength=strength(mask)
         )

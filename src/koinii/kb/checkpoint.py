@@ -330,7 +330,7 @@ class Checkpoints(State):
                 self._detach(j)
             self._unlink_quiet(node)
             structural = structural or _structural(node)
-            seeds.extend(self._index.same_atom(node.key))
+            seeds.extend(self._index.same_atom(node.atom, node.key))
         for row in changed:
             node = by_handle[row.handle]
             node.premise, node.strength = row.premise, row.strength
@@ -449,12 +449,11 @@ _interned = Sym._interned
 _set_name = Sym.__dict__["name"].__set__
 
 
-def _index(by_atom: dict, by_functor: dict, per_context: dict, two_sided: set) -> Index:
+def _index(by_functor: dict, per_context: dict, two_sided: dict) -> Index:
     """An Index from a checkpoint; `by_handle` is filled from the nodes (their own handle
     objects as keys, not a second million ints)."""
     index = Index()
-    index.by_atom, index.by_functor = by_atom, by_functor
-    index.per_context, index.two_sided = per_context, two_sided
+    index.by_functor, index.per_context, index.two_sided = by_functor, per_context, two_sided
     return index
 
 
@@ -469,7 +468,7 @@ class _Pickler(pickle.Pickler):
     dispatch_table[Sym] = lambda symbol: (_symbol, (symbol.name,))
     dispatch_table[Index] = lambda ix: (
         _index,
-        (ix.by_atom, ix.by_functor, ix.per_context, ix.two_sided),
+        (ix.by_functor, ix.per_context, ix.two_sided),
     )
 
 

@@ -34,11 +34,12 @@ class Clashes(State):
         with self._lock:
             visible = None if ctx_name is None else self._acceptor(ctx_name)
             groups: list[list[Node]] = []
-            for key in sorted(self._index.two_sided, key=text_of_key):
+            two_sided = self._index.two_sided
+            for key in sorted(two_sided, key=text_of_key):
                 self._spend()
                 nodes = [
                     n
-                    for n in self._index.same_atom(key)
+                    for n in self._index.same_atom(two_sided[key], key)
                     if n.believed
                     and n.mono == monotonic
                     and (visible is None or visible(n, {}) is not None)

@@ -206,7 +206,7 @@ class Firing(State):
     ) -> None:
         """Justify `atom` (with `positive`) in `ctx` by `rule_node` from `antecedents`,
         making the derived node if none is stored yet (`placed`: see `_conclude`)."""
-        node = self._index.find(key, ctx, positive)
+        node = self._index.find(atom, key, ctx, positive)
         if node is None:
             node = tx.limbo.pop((key, ctx, positive), None) if tx.limbo else None
             if node is not None:
@@ -299,8 +299,8 @@ class Firing(State):
                     for declaration in list(declarations):
                         self._recarry(tx, declaration, node)
         index = self._index
-        for key in index.two_sided:
-            tx.seeds.update(index.same_atom(key))
+        for key, atom in index.two_sided.items():
+            tx.seeds.update(index.same_atom(atom, key))
         for handle in self._masks:
             target = index.by_handle.get(handle)
             if target is not None:

@@ -1,7 +1,8 @@
 """The in-memory indexes over stored sentexes, and pattern matching against them.
 
 Invariant: a Node is in the indexes exactly while it is stored (`link` / `unlink` are the
-only writers and are inverses). Index keys tell apart values Python calls equal
+only writers and are inverses), and `two_sided` holds exactly the atoms stored with both
+polarities. Index keys tell apart values Python calls equal
 (`1`, `1.0`, `True`), so `(p 1)` and `(p true)` never meet in a bucket; `same` is the
 type-aware equality that matching uses for the same reason.
 
@@ -205,19 +206,40 @@ class FunctorIndex:
     It keeps no set of all its nodes: the first argument's table holds every node that
     has an argument, so a set beside it would hold each node twice (27-53 bytes a node,
     and a seventh of a reopen's time). A scan of the whole functor (`every`) walks that
-    table's buckets, and `bare` holds the nodes with no argument.
+    table's buckets, and `bare` holds the nodes with no argument. `negatives` counts its
+    negative nodes: while there are none, no atom of it can be stored with both polarities.
     """
 
-    __slots__ = ("count", "args", "bare")
+    __slots__ = ("count", "negatives", "args", "bare")
 
     def __init__(self) -> None:
-        self.count = 0
+        self.count = self.negatives = 0
         self.args: list[dict[Any, Any]] = []
         self.bare: Any = None  # a bucket: the nodes with no argument
 
     def every(self) -> Every:
         """Every node of this functor, counted without walking them."""
         return Every(self)
+
+    def narrowest(self, atom: tuple) -> Any:
+        """The smallest bucket holding every stored node of `atom` (None: there is none):
+        the first of its arguments' buckets that is not a set (at most SMALL nodes), else
+        the smallest set."""
+        arity = len(atom) - 1
+        if not arity:
+            return self.bare
+        args = self.args
+        if arity > len(args):
+            return None
+        best: Any = None
+        for position in range(arity):
+            value = atom[position + 1]
+            bucket = args[position].get(value if type(value) is Sym else key(value))
+            if type(bucket) is not set:
+                return bucket
+            if best is None or len(bucket) < len(best):
+                best = bucket
+        return best
 
 
 class Every:
@@ -249,29 +271,36 @@ class Every:
 
 
 class Index:
-    """Stored nodes by handle, by atom key (`key_of`), by functor and argument, by context."""
+    """Stored nodes by handle, by functor and argument, and counted by context.
+
+    There is no table by atom: the nodes of one atom (`same_atom`, `find`) are looked for
+    in its narrowest argument bucket (`FunctorIndex.narrowest`), which holds them all — at
+    a million facts a table by atom was 40 bytes a fact, and a fifth of a reopen's time.
+    """
 
     def __init__(self) -> None:
         self.by_handle: dict[int, Node] = {}
-        self.by_atom: dict[Any, Any] = {}  # atom key -> bucket (both polarities, all contexts)
         self.by_functor: dict[Sym, FunctorIndex] = {}
         self.per_context: dict[str, int] = {}
-        # atom keys stored with both polarities: where negation clashes can be
-        self.two_sided: set[Any] = set()
+        # atom key -> atom, for the atoms stored with both polarities: where negation
+        # clashes can be
+        self.two_sided: dict[Any, tuple] = {}
 
     def link(self, node: Node) -> None:
         self.by_handle[node.handle] = node
-        k = node.key
-        bucket = self.by_atom.get(k)
-        if bucket is None:
-            self.by_atom[k] = node
-        else:
-            self.by_atom[k] = _with(bucket, node)
-            self._recheck_sides(k)
         atom = node.atom
         findex = self.by_functor.get(atom[0])
         if findex is None:
             findex = self.by_functor[atom[0]] = FunctorIndex()
+        if not node.positive or findex.negatives:
+            if not node.positive:
+                findex.negatives += 1
+            k = node.key
+            if k not in self.two_sided and any(
+                n.key == k and n.positive is not node.positive
+                for n in members(findex.narrowest(atom))
+            ):
+                self.two_sided[k] = atom
         findex.count += 1
         arity = len(atom) - 1
         args = findex.args
@@ -290,12 +319,11 @@ class Index:
 
     def unlink(self, node: Node) -> None:
         del self.by_handle[node.handle]
-        _discard(self.by_atom, node.key, node)
-        if node.key in self.two_sided:
-            self._recheck_sides(node.key)
         atom = node.atom
         findex = self.by_functor[atom[0]]
         findex.count -= 1
+        if not node.positive:
+            findex.negatives -= 1
         if len(atom) == 1:
             findex.bare = _without(findex.bare, node)
         for position in range(1, len(atom)):
@@ -305,30 +333,34 @@ class Index:
             self.per_context[node.context] = left
         else:
             del self.per_context[node.context]
+        if node.key in self.two_sided:
+            polarities = {n.positive for n in self.same_atom(atom, node.key)}
+            if len(polarities) < 2:
+                del self.two_sided[node.key]
 
-    def _recheck_sides(self, k: Any) -> None:
-        polarities = {n.positive for n in members(self.by_atom.get(k))}
-        if len(polarities) == 2:
-            self.two_sided.add(k)
-        else:
-            self.two_sided.discard(k)
-
-    def find(self, k: Any, context: str, positive: bool) -> Node | None:
-        """The stored node with this atom key (`key_of`), context and polarity, if any."""
-        bucket = self.by_atom.get(k)
+    def find(self, atom: tuple, k: Any, context: str, positive: bool) -> Node | None:
+        """The stored node of `atom` (whose key, `key_of`, is `k`) in this context and
+        polarity, if any."""
+        findex = self.by_functor.get(atom[0])
+        if findex is None:
+            return None
+        bucket = findex.narrowest(atom)
         if bucket is None:
             return None
         if type(bucket) is Node:
-            found = bucket.context == context and bucket.positive is positive
+            found = bucket.key == k and bucket.context == context and bucket.positive is positive
             return bucket if found else None
         for node in bucket:
-            if node.context == context and node.positive is positive:
+            if node.context == context and node.positive is positive and node.key == k:
                 return node
         return None
 
-    def same_atom(self, k: Any) -> Iterable[Node]:
-        """The stored nodes of the atom with key `k`, both polarities, every context."""
-        return members(self.by_atom.get(k))
+    def same_atom(self, atom: tuple, k: Any) -> list[Node]:
+        """The stored nodes of `atom` (whose key is `k`), both polarities, every context."""
+        findex = self.by_functor.get(atom[0])
+        if findex is None:
+            return []
+        return [n for n in members(findex.narrowest(atom)) if n.key == k]
 
     def candidates(self, pattern: tuple, binding: dict[Var, Any]) -> Iterable[Node]:
         """The smallest indexed superset of the nodes that can match `pattern`."""

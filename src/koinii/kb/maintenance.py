@@ -64,7 +64,7 @@ class Maintenance(State):
             else:
                 tx.deleted[node.handle] = (node, why)
             tx.removed_sentexes += 1
-            tx.seeds.update(self._index.same_atom(node.key))
+            tx.seeds.update(self._index.same_atom(node.atom, node.key))
             for j in list(node.uses or ()):
                 self._drop_just(tx, j)
                 concl = j.conclusion
@@ -384,7 +384,7 @@ class Maintenance(State):
             if node.uses and node.handle not in made:
                 stack.extend([j.conclusion for j in node.uses])
             if two_sided and node.key in two_sided:
-                stack.extend(self._index.same_atom(node.key))
+                stack.extend(self._index.same_atom(node.atom, node.key))
         return seen
 
     def _relabel(self, nodes: Collection[Node], tx: Transaction | None) -> None:
@@ -433,7 +433,7 @@ class Maintenance(State):
                     other.mono
                     and other.positive is not n.positive
                     and self._clash_visible(n, other)
-                    for other in self._index.same_atom(n.key)
+                    for other in self._index.same_atom(n.atom, n.key)
                 )
         # stratum 2: any strength
         starts = []

@@ -230,7 +230,7 @@ class Reads(State):
             raise Refused("not-ground", "argue takes a ground sentence", {"sentence": text})
         with self._lock:
             accept = self._acceptor(ctx_name)
-            found = self._index.same_atom(key_of(atom, text))
+            found = self._index.same_atom(atom, key_of(atom, text))
             sides = {n.positive for n in found if accept(n, {}) is not None}
         if len(sides) == 2:
             return "contradiction"

@@ -526,7 +526,7 @@ class Writes(State):
         if atom[0] is GENL_CX:
             strength = MONOTONIC  # genlCx edges are always held monotonic
         key = entry.key
-        node = self._index.find(key, entry.context, entry.positive)
+        node = self._index.find(atom, key, entry.context, entry.positive)
         if node is not None:
             self._strengthen(tx, node, strength)
             self._merge_provenance(tx, node, creator, extra)
