@@ -78,3 +78,50 @@ def test_a_whole_functor_scan_finds_its_nodes_of_every_arity(steps):
     for pattern, arity in (("(p)", 0), ("(p ?x)", 1), ("(p ?x ?y)", 2)):
         found = {s.text for s in kb.sentexes_matching(pattern, "CxA")}
         assert found == {t for t in mine if len(t[1:-1].split()) - 1 == arity}
+
+
+HUB_ATOMS = [f"(q A{i} B{j})" for i in range(4) for j in range(4)] + ["(q A0)", "(q)"]
+HUB_CONTEXTS = ["CxA", "CxB", "CxC"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([True, True, True, False]),
+            st.booleans(),
+            st.sampled_from(HUB_CONTEXTS),
+            st.sampled_from(HUB_ATOMS),
+        ),
+        min_size=60,
+        max_size=200,
+    )
+)
+def test_an_atoms_nodes_are_found_through_its_arguments(steps):
+    """There is no table by atom (index.py, `Index`): an atom's nodes are found in its
+    narrowest argument bucket — here each argument's buckets often hold more than SMALL
+    nodes (a set). Whatever was added and retracted, in either polarity and context,
+    `find`, `same_atom` and the atoms stored with both polarities agree with a walk over
+    every stored node."""
+    import koinii
+
+    kb = koinii.open_kb(None)
+    stored: dict[tuple, int] = {}
+    for add, positive, ctx, text in steps:
+        step = (positive, ctx, text)
+        if add and step not in stored:
+            stored[step] = kb.assert_(text if positive else f"(not {text})", ctx)
+        elif not add and step in stored:
+            kb.retract(stored.pop(step))
+    index = kb._index
+    nodes = [n for n in index.by_handle.values() if n.atom[0] is Sym("q")]
+    for text in HUB_ATOMS:
+        atom = koinii.parse(text)
+        mine = {n.handle for n in nodes if n.atom == atom}
+        assert {n.handle for n in index.same_atom(atom, atom)} == mine
+        for positive in (True, False):
+            for ctx in HUB_CONTEXTS:
+                found = index.find(atom, atom, ctx, positive)
+                assert (found and found.handle) == stored.get((positive, ctx, text))
+        sides = {n.positive for n in nodes if n.atom == atom}
+        assert (atom in index.two_sided) == (sides == {True, False}), text
