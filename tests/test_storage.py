@@ -359,6 +359,31 @@ def test_changes_since_a_seq_lists_the_later_writes_with_their_belief_diff(tmp_p
         assert kb.changes(kb.seq)["entries"] == []
 
 
+@pytest.mark.parametrize("location", ["memory", "sqlite"])
+def test_an_entry_reads_as_it_was_written_whatever_changes_after(tmp_path, location):
+    """The memory store keeps an entry as the engine's changes and encodes it as it is
+    read (store/memory.py): what changes after the write — the caller's summary, the
+    sentex itself — must not show in it, as it does not in a SQL store's text."""
+    with koinii.open_kb(None if location == "memory" else tmp_path / "kb.sqlite") as kb:
+        summary = {"names": ["Alice"], "count": 1}
+        _, edited = kb.transact(
+            "test.write",
+            lambda db, handles: None,
+            add=[("(likes Alice Bob)", "CxA")],
+            summary=summary,
+        )
+        written = kb.changes(edited.seq - 1)["entries"]
+        summary["names"].append("Mallory")
+        summary["count"] = 2
+        kb.retract(edited.handles[0])
+        (entry,) = kb.changes(edited.seq - 1, limit=1)["entries"]
+        assert [entry] == written
+        assert entry["records"] == {"names": ["Alice"], "count": 1}
+        assert [(c["sentence"], c["context"]) for c in entry["added"]] == [
+            ("(likes Alice Bob)", "CxA")
+        ]
+
+
 def test_every_durable_write_has_the_next_seq(tmp_path):
     with koinii.open_kb(tmp_path / "kb.sqlite") as kb:
         seqs = [kb.seq]

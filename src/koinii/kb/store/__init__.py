@@ -61,9 +61,9 @@ class LogEntry:
 def encoded_diff(entry: LogEntry) -> bytes:
     """What a log entry changed — added, removed, and a domain write's records — as the
     stores keep it: JSON, UTF-8 (read back by `decoded_entry`; a SQL store's column takes
-    it decoded, the memory store keeps the bytes, not a second copy). Every write encodes
-    one, so orjson (a tenth of json.dumps' time); a kept entry costs its text, not a dict
-    per change."""
+    it decoded, the memory store encodes an entry as it is read). A SQL store encodes
+    every write, so orjson (a tenth of json.dumps' time); a kept entry costs its text, not
+    a dict per change."""
     diff: dict[str, Any] = {"added": entry.added, "removed": entry.removed}
     if entry.records is not None:
         diff["records"] = entry.records

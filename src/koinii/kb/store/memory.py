@@ -1,10 +1,9 @@
 """The in-memory store: nothing outlives the process.
 
 The engine's own nodes are the records, so this store keeps only what the engine does
-not: the change log (bounded: the newest `retain` entries and at most `retain_changes`
-changes in all, each entry as its JSON text, as the other stores keep it; a bulk load
-does not keep a copy of every sentence it loaded) for `changes(since)` tails,
-and the domain record tables (wraps, sessions) in an in-memory SQLite database, so the
+not: the change log for `changes(since)` tails (bounded: the newest `retain` entries, and
+at most `retain_changes` changes in all but for the newest entry), and the domain record
+tables (wraps, sessions) in an in-memory SQLite database, so the
 domains run the same SQL whatever the store.
 
 The full-text index is the SQLite store's own (`fulltext`: the same FTS5 table, words and
@@ -19,10 +18,13 @@ unindexed; the notes are swept of the struck when those grow to half of them.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
+
+import orjson
 
 from koinii.errors import Refused
 from koinii.kb.store import (
@@ -47,7 +49,7 @@ class MemoryStore:
         return None
 
     def __init__(self, retain: int = 10_000, retain_changes: int = 10_000) -> None:
-        self._log: deque[tuple[int, str, int, bytes, int]] = deque()  # …, its changes
+        self._log: deque[tuple[LogEntry, int]] = deque()  # (entry, how many changes)
         self._retain, self._retain_changes = retain, retain_changes
         self._logged = 0  # changes the log holds
         self._floor = 0
@@ -88,8 +90,11 @@ class MemoryStore:
             self._unindexed = [n for n in self._unindexed if n.handle not in self._struck]
             self._struck = set()
         entry = commit.entry
+        if entry.records is not None:  # (the caller's dict: kept as it was, as JSON keeps it)
+            records = orjson.loads(orjson.dumps(entry.records, option=orjson.OPT_NON_STR_KEYS))
+            entry = dataclasses.replace(entry, records=records)
         changes = len(entry.added) + len(entry.removed)
-        self._log.append((entry.seq, entry.op, entry.at, encoded_diff(entry), changes))
+        self._log.append((entry, changes))
         self._logged += changes
         self._compact(self._retain, self._retain_changes)
         return result
@@ -158,9 +163,9 @@ class MemoryStore:
 
     def changes(self, since: int, limit: int) -> list[LogEntry]:
         out = []
-        for seq, op, at, diff, _ in self._log:
-            if seq > since:
-                out.append(decoded_entry(seq, op, at, diff))
+        for entry, _ in self._log:
+            if entry.seq > since:
+                out.append(decoded_entry(entry.seq, entry.op, entry.at, encoded_diff(entry)))
                 if len(out) >= limit:
                     break
         return out
@@ -176,8 +181,8 @@ class MemoryStore:
         past `changes` changes in all; returns how many went."""
         log, dropped = self._log, 0
         while len(log) > keep or (changes is not None and self._logged > changes and len(log) > 1):
-            seq, _, _, _, count = log.popleft()
-            self._floor, self._logged, dropped = seq, self._logged - count, dropped + 1
+            entry, count = log.popleft()
+            self._floor, self._logged, dropped = entry.seq, self._logged - count, dropped + 1
         return dropped
 
     def close(self) -> None:
