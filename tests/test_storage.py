@@ -384,6 +384,37 @@ def test_an_entry_reads_as_it_was_written_whatever_changes_after(tmp_path, locat
         ]
 
 
+def test_a_sentence_of_symbols_given_as_terms_is_stored_with_its_text(tmp_path):
+    """A tuple of symbols is not shown as it is written (checks.py, `Entry`): the row
+    still gets its text, and one past the text limit is still refused whole."""
+    from koinii import Sym
+
+    path = tmp_path / "kb.sqlite"
+    likes = Sym("likes")
+    with koinii.open_kb(path) as kb:
+        seq = kb.seq
+        handles = kb.edit(
+            add=[
+                ((likes, Sym("Alice"), Sym("Bob")), "CxA"),
+                ((Sym("not"), (likes, Sym("Bob"), Sym("Carl"))), "CxA"),
+            ]
+        ).handles
+        near = "L" + "o" * (koinii.terms.MAX_TEXT // 2 - 8)  # two of them fit, three do not
+        kb.assert_((likes, Sym(near), Sym(near)), "CxA")
+        for sentence in [(likes, Sym(near), Sym(near), Sym(near)), f"(likes {near} {near} {near})"]:
+            with pytest.raises(koinii.Refused) as refusal:
+                kb.assert_(sentence, "CxA")
+            assert refusal.value.kind == "shape"
+            assert str(koinii.terms.MAX_TEXT) in refusal.value.message
+        assert kb.seq == seq + 2
+    with koinii.open_kb(path) as kb:
+        assert [kb.sentex(h).text for h in handles] == [
+            "(likes Alice Bob)",
+            "(not (likes Bob Carl))",
+        ]
+        assert len(kb.sentexes_matching("(likes ?x ?y)", "CxA")) == 2
+
+
 def test_every_durable_write_has_the_next_seq(tmp_path):
     with koinii.open_kb(tmp_path / "kb.sqlite") as kb:
         seqs = [kb.seq]

@@ -27,6 +27,7 @@ from koinii.kb.rules import (
 from koinii.kb.sentex import MAX_HANDLE, NOT, key_of
 from koinii.terms import (
     CONNECTIVES,
+    MAX_TEXT,
     QUOTE,
     Sym,
     Term,
@@ -44,20 +45,32 @@ from koinii.terms import (
 
 @dataclass
 class Entry:
-    """One sentence ready to store: polarity split off, canonical text computed."""
+    """One sentence ready to store: polarity split off, checked.
+
+    Its canonical text is shown when first asked for (`text`) where the atom is a tuple of
+    symbols given as terms — valid as it is, and keyed by itself — so that a bulk load of
+    terms into memory never shows them (a sixth of its time): a SQL store shows the text
+    for its row, from the node, as it writes it."""
 
     positive: bool
     atom: tuple
-    text: str
+    shown: str | None  # the atom's canonical text, if shown yet
     context: str
     rule: Rule | None = None
     split: bool = False  # one of the rules a conjunctive consequent was split into
     handles: list[int] = field(default_factory=list)  # ground (sentexHandle N) inside
 
     @property
+    def text(self) -> str:
+        """The atom's canonical text."""
+        if self.shown is None:
+            self.shown = show(self.atom)
+        return self.shown
+
+    @property
     def key(self) -> tuple | str:
         """The atom's key in the index (`sentex.key_of`)."""
-        return key_of(self.atom, self.text)
+        return self.atom if self.shown is None else key_of(self.atom, self.shown)
 
 
 def to_term(sentence: Term | str) -> Term:
@@ -114,14 +127,18 @@ def prepare(sentence: Term | str, context: Any) -> list[Entry]:
             {},
         )
     # a flat sentence is its own canonical text; showing any other also checks the shape
-    # limits of terms handed in as Python values
-    text = sentence if flat is not None else show(term)
+    # limits of terms handed in as Python values — but for a tuple of symbols, valid as it
+    # is, which is shown only when its text is asked for (`Entry`)
+    if flat is not None:
+        text = sentence
+    else:
+        text = None if _symbols_only(term) else show(term)
     positive = True
     while term[0] is NOT:
         if len(term) != 2 or type(term[1]) is not tuple:
             raise Refused("not-well-formed", "`not` takes exactly one sentence", {})
         positive, term = not positive, term[1]
-        text = ""
+        text = None if _symbols_only(term) else ""
     functor = term[0]
     if functor is IMPLIES:
         if not positive:
@@ -134,13 +151,25 @@ def prepare(sentence: Term | str, context: Any) -> list[Entry]:
             _walk(part, entry, top=True, in_rule=True)
             entries.append(entry)
         return entries
-    entry = Entry(positive, term, text or show(term), ctx)
+    entry = Entry(positive, term, show(term) if text == "" else text, ctx)
     _walk(term, entry, top=True, in_rule=False)
     if functor is GENL_CX:
         _check_genl_cx(entry)
     elif functor is EXCEPT:
         _check_except(entry)
     return [entry]
+
+
+def _symbols_only(term: Any) -> bool:
+    """Is `term` a tuple of symbols within the length of a sentence: valid as it is?"""
+    if type(term) is not tuple or not term:
+        return False
+    length = len(term) + 1  # the parentheses and the spaces between
+    for x in term:
+        if type(x) is not Sym:
+            return False
+        length += len(x.name)
+    return length <= MAX_TEXT
 
 
 _FUNCTORS: dict[tuple[Sym, int], bool] = {}

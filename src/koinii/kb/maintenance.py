@@ -86,11 +86,9 @@ class Maintenance(State):
         self._index.link(node)
         atom = node.atom
         functor = atom[0]
-        for arg in atom:
-            if type(arg) is tuple:  # (a flat atom, the commonest, names no handle)
-                for handle in _handles_in(atom):
-                    self._referrers.setdefault(handle, set()).add(node)
-                break
+        if tuple in map(type, atom):  # (a flat atom, the commonest, names no handle)
+            for handle in _handles_in(atom):
+                self._referrers.setdefault(handle, set()).add(node)
         if functor is GENL_CX:
             self._hierarchy.add_edge(atom[1].name, atom[2].name)
         elif functor is EXCEPT:

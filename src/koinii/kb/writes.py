@@ -490,8 +490,9 @@ class Writes(State):
         if type(sentence) is str and not sentence.isascii():
             values.check_text("sentence", sentence, nul=True)  # its NULs are stored escaped
         entries = checks.prepare(sentence, context)
-        handles = [self._store_entry(tx, e, strength, creator, extra) for e in entries]
-        return handles if entries[0].split else handles[0]
+        if not entries[0].split:  # (then it is the only one)
+            return self._store_entry(tx, entries[0], strength, creator, extra)
+        return [self._store_entry(tx, e, strength, creator, extra) for e in entries]
 
     @staticmethod
     def _write_options(opts: dict[str, Any]) -> tuple[int, str | None, dict | None]:
@@ -546,7 +547,8 @@ class Writes(State):
         )
         self._next_handle += 1
         self._link(tx, node)
-        tx.texts[node.handle] = entry.text
+        if entry.shown is not None:  # (else shown only if the store's row asks: `Entry`)
+            tx.texts[node.handle] = entry.shown
         return node.handle
 
     def _check_state(self, tx: Transaction, entry: Entry) -> None:
