@@ -73,11 +73,6 @@ class Entry:
         return self.atom if self.shown is None else key_of(self.atom, self.shown)
 
 
-def to_term(sentence: Term | str) -> Term:
-    """Text is parsed; a term is taken as is (and validated when shown)."""
-    return parse(sentence) if isinstance(sentence, str) else sentence
-
-
 _WRITABLE: dict[str, str] = {}  # context names already found writable (every write asks)
 
 
@@ -117,8 +112,11 @@ def context_name(context: Any, *, query: bool = False) -> str:
 
 def prepare(sentence: Term | str, context: Any) -> list[Entry]:
     """Check one written sentence; return what to store (several for a split rule)."""
-    flat = read_flat(sentence) if type(sentence) is str else None
-    term = flat if flat is not None else to_term(sentence)
+    if type(sentence) is str:
+        flat = read_flat(sentence)
+        term = parse(sentence) if flat is None else flat
+    else:
+        flat, term = None, sentence  # (checked as it is shown, or walked)
     ctx = context_name(context)
     if type(term) is not tuple:
         raise Refused(
@@ -189,6 +187,10 @@ def _functor_ok(functor: Sym, arity: int, nested: bool = False) -> bool:
     return found or (nested and is_function_name(functor.name))
 
 
+_CONNECTIVES = frozenset({NOT, AND, IMPLIES})  # (a set: `in` a tuple compares each)
+_OWN_SENTENCES = frozenset({GENL_CX, EXCEPT})
+
+
 def _walk(term: tuple, entry: Entry, *, top: bool, in_rule: bool) -> None:
     functor = term[0]
     arity = len(term) - 1
@@ -218,19 +220,20 @@ def _walk(term: tuple, entry: Entry, *, top: bool, in_rule: bool) -> None:
             )
         entry.handles.append(handle)
         return
-    if functor in (NOT, AND, IMPLIES) and not (top and in_rule):
+    connective = functor in _CONNECTIVES
+    if connective and not (top and in_rule):
         raise Refused(
             "not-well-formed",
             f"`{functor.name}` cannot appear inside a sentence",
             {"sentence": entry.text},
         )
-    if functor in (GENL_CX, EXCEPT) and not top:
+    if not top and functor in _OWN_SENTENCES:
         raise Refused(
             "not-well-formed",
             f"`{functor.name}` is a sentence of its own, not an argument",
             {"sentence": entry.text},
         )
-    if functor not in (NOT, AND, IMPLIES) and not _functor_ok(functor, arity, nested=not top):
+    if not connective and not _functor_ok(functor, arity, not top):
         name = functor.name
         if is_type_name(name):
             expected = "a type (snake_case) takes exactly one argument"
@@ -249,8 +252,8 @@ def _walk(term: tuple, entry: Entry, *, top: bool, in_rule: bool) -> None:
             f"{name!r} cannot be a functor here: {expected}",
             {"symbol": name, "role": "predicate", "arity": arity},
         )
-    structural = in_rule and functor in (AND, IMPLIES, NOT)
-    for arg in term[1:]:
+    structural = in_rule and connective
+    for arg in term:  # (the functor, a symbol, is neither)
         cls = type(arg)
         if cls is tuple:
             _walk(arg, entry, top=structural, in_rule=in_rule)
