@@ -158,7 +158,11 @@ class Maintenance(State):
         elif node in self._rules:
             if added:
                 tx.new_rules.append(node)
-        elif added:
+        elif added and (
+            (functor, node.positive) in self._rules_by_literal or functor in self._carriers
+        ):
+            # (a node no rule reads and no declaration carries makes nothing when it
+            # fires; a rule this write adds later joins it as any stored node)
             tx.fire[node] = None
 
     def _attach(self, j: Justification) -> None:
