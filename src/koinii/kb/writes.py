@@ -119,7 +119,7 @@ class Transaction:
         # where belief may have changed, besides what it made and what it justified
         self.seeds: set[Node] = set()
         self.unfounded: list[Node] = []  # derived nodes that lost a support but not all
-        self.fire: dict[Node, None] = {}  # new nodes waiting to fire (an ordered set)
+        self.fire: dict[Node, None] = {}  # new nodes a rule reads, waiting (an ordered set)
         self.new_rules: list[Node] = []
         self.masks: list[tuple[Node, bool]] = []  # (mask, added?)
         self.full = False  # a claim-carrying declaration changed: recompute everything
