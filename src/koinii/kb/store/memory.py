@@ -22,6 +22,7 @@ import dataclasses
 import sqlite3
 from collections import deque
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 import orjson
@@ -76,11 +77,10 @@ class MemoryStore:
             except BaseException:
                 self._records.execute("ROLLBACK")
                 raise
-        top = self._noted_top
-        new = [node for node in commit.upserts if node.handle > top]  # indexed once
-        if new:
-            self._unindexed.extend(new)
-            self._noted_top = max(n.handle for n in new)
+        top, noted = self._noted_top, len(self._unindexed)
+        self._unindexed.extend(node for node in commit.upserts if node.handle > top)  # once
+        if len(self._unindexed) > noted:
+            self._noted_top = max(n.handle for n in islice(self._unindexed, noted, None))
         for handle in commit.deletes:
             if handle > self._indexed_top:
                 self._struck.add(handle)
