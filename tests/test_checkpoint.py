@@ -380,3 +380,38 @@ def _wait_for_the_lock(path: str) -> None:
             if refusal.kind != "store-locked" or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+LONG_SYMBOLS = textwrap.dedent(
+    """
+    import sys
+    import koinii
+    from koinii import Sym
+    kb = koinii.open_kb(sys.argv[1])
+    assert kb.opened["from"] == "checkpoint", kb.opened
+    long = Sym(sys.argv[2])  # made by the checkpoint, not by this process
+    try:
+        kb.assert_((Sym("likes"), long, long, long), "CxA")
+    except koinii.Refused as refusal:
+        print(refusal.kind)
+    """
+)
+
+
+def test_a_symbol_read_from_the_checkpoint_counts_toward_the_text_limit(tmp_path):
+    """A tuple of symbols is measured by the longest symbol name made so far (terms.py,
+    `Sym.longest`), without reading each name: the symbols a reopen makes from the
+    checkpoint count too, or a sentence past the text limit would pass in memory."""
+    path = str(tmp_path / "kb.sqlite")
+    long = "L" + "o" * (koinii.terms.MAX_TEXT // 2 - 8)
+    with koinii.open_kb(path) as kb:
+        kb.assert_(f"(likes {long} {long})", "CxA")
+        kb.checkpoint()
+    done = subprocess.run(
+        [sys.executable, "-c", LONG_SYMBOLS, path, long],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "shape"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any, Union
 
@@ -117,11 +118,18 @@ def is_type_name(name: str) -> bool:
     return _TYPE.match(name) is not None
 
 
+_LONGEST_LOCK = threading.Lock()
+
+
 class Sym:
     """A symbol. Interned: `Sym("a") is Sym("a")`, and `Sym("a") != "a"`."""
 
     __slots__ = ("name", "__weakref__")
     _interned: dict[str, Sym] = {}
+    # The length of the longest name a symbol has had: n symbols show in at most
+    # n * (longest + 1) + 1 characters, known without reading each name (a bulk load's
+    # check of its sentences' length read a million names from all over memory).
+    longest = 0
     name: str
 
     def __new__(cls, name: str) -> Sym:
@@ -142,7 +150,14 @@ class Sym:
         pattern, which admits only symbol names)."""
         sym = object.__new__(cls)
         object.__setattr__(sym, "name", name)
+        if len(name) > cls.longest:
+            cls._note_length(name)
         return cls._interned.setdefault(name, sym)  # two threads interning at once: one wins
+
+    @classmethod
+    def _note_length(cls, name: str) -> None:
+        with _LONGEST_LOCK:  # (two threads at once: the longer one stays)
+            cls.longest = max(cls.longest, len(name))
 
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError("Sym is immutable")

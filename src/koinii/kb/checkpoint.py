@@ -441,6 +441,8 @@ def _symbol(name: str) -> Sym:
     if sym is None:
         sym = _new(Sym)
         _set_name(sym, name)  # (past Sym's own __setattr__, which refuses)
+        if len(name) > Sym.longest:
+            Sym._note_length(name)
         sym = _interned.setdefault(name, sym)  # two threads interning at once: one wins
     return sym
 

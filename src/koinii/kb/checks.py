@@ -160,14 +160,15 @@ def prepare(sentence: Term | str, context: Any) -> list[Entry]:
 
 def _symbols_only(term: Any) -> bool:
     """Is `term` a tuple of symbols within the length of a sentence: valid as it is?"""
-    if type(term) is not tuple or not term:
+    if type(term) is not tuple or not term or not _SYMBOL.issuperset(map(type, term)):
         return False
-    length = len(term) + 1  # the parentheses and the spaces between
-    for x in term:
-        if type(x) is not Sym:
-            return False
-        length += len(x.name)
-    return length <= MAX_TEXT
+    count = len(term)  # (the text adds the parentheses and the spaces between)
+    if count * (Sym.longest + 1) + 1 <= MAX_TEXT:  # (known without reading the names)
+        return True
+    return count + 1 + sum(len(x.name) for x in term) <= MAX_TEXT
+
+
+_SYMBOL = frozenset({Sym})
 
 
 _FUNCTORS: dict[tuple[Sym, int], bool] = {}
