@@ -126,6 +126,40 @@ def test_a_stream_writes_each_event_as_it_lands(daemon, client):
         stream.close()
 
 
+def test_a_stream_read_slowly_is_written_every_event_once_in_order(daemon):
+    """A watcher that stops reading until its connection's buffers are full (the
+    daemon's included: its writes then wait) is written what came meanwhile when it
+    reads again: every event once, in order, none skipped (a line once reported the
+    events written after it was built as sent, and they were never written)."""
+    import http.client
+    import socket
+
+    count, note = 240, "x" * 30_000  # 7 MB: past the socket buffers of both ends
+    with daemon.client() as writer:
+        sub = writer.watch(max_events=1024)
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before it connects
+        raw.connect(("127.0.0.1", daemon.port))
+        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30)
+        conn.sock = raw
+        body = json.dumps({"token": sub["token"], "cursor": 0})
+        conn.request("POST", f"{API}/stream", body, {"content-type": "application/json"})
+        reply = conn.getresponse()
+        try:
+            assert json.loads(reply.readline())["cursor"] == 0
+            for i in range(count):  # read nothing meanwhile
+                writer.assert_(f'(note Thing{i} "{note}")', "CxA")
+            numbers = []
+            while len(numbers) < count:
+                line = json.loads(reply.readline())
+                assert line["lagged"] == 0
+                numbers += [event["n"] for event in line["events"]]
+                assert line["cursor"] == len(numbers)
+        finally:
+            conn.close()
+    assert numbers == list(range(count))
+
+
 def test_a_stream_starts_after_its_cursor_and_says_what_fell_off_the_ring(client):
     sub = client.watch(max_events=4)
     for i in range(6):
@@ -192,10 +226,44 @@ def test_a_quiet_stream_says_it_is_there(kb, monkeypatch):
 
     async def scenario() -> list[bytes]:
         token = daemon.subs.watch(None, None, None)["token"]
-        lines = daemon.subs.stream(token, 0)
+        lines = daemon.subs.lines(daemon.subs.stream(token, 0))
         return [await anext(lines) for _ in range(3)]
 
     assert asyncio.run(scenario()) == [b'{"events":[],"cursor":0,"lagged":0}\n'] * 3
+
+
+def test_a_parked_stream_is_written_in_the_writes_own_pass(kb):
+    """A stream whose connection takes a line at once (chunks.WRITE_NOW) is written its
+    line as the write commits, no task woken (in-process: the pass is synchronous); a
+    line the connection cannot take goes by the stream's task, starting where the
+    written ones ended."""
+    daemon = build_app(kb).state.daemon
+    written: list[bytes] = []
+    taking = [True]
+
+    def write_now(line: bytes) -> bool:
+        if taking[0]:
+            written.append(line)
+        return taking[0]
+
+    async def scenario() -> None:
+        token = daemon.subs.watch(None, None, None)["token"]
+        lines = daemon.subs.lines(daemon.subs.stream(token, 0), write_now)
+        assert json.loads(await anext(lines))["cursor"] == 0  # the first: by the task
+        following = asyncio.ensure_future(anext(lines))
+        await asyncio.sleep(0)  # it parks
+        for i in range(2):
+            kb.assert_(f"(item Thing{i})", "CxA")
+            assert json.loads(written[-1])["cursor"] == i + 1  # no await since the write
+        assert not following.done()
+        taking[0] = False  # the connection's buffer is full
+        kb.assert_("(item Thing2)", "CxA")
+        line = json.loads(await asyncio.wait_for(following, 5))
+        assert [e["n"] for e in line["events"]] == [2] and line["cursor"] == 3
+        await lines.aclose()
+
+    asyncio.run(scenario())
+    assert [[e["n"] for e in json.loads(w)["events"]] for w in written] == [[0], [1]]
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ uvicorn until SIGTERM/SIGINT: then it stops accepting, answers every parked wait
 (a normal reply), lets in-flight requests finish, and closes the store — releasing the
 writer lock — before the process exits. SIGHUP reads the token table again, on the
 event loop, between requests (`TokenTable.reload`). Its connections are uvicorn's
-httptools protocol under the connection guards (guards.guarded_protocol).
+httptools protocol under the connection guards (guards.guarded_protocol), offering each
+reply a plain call that writes its next chunk (chunks.with_write_now: the feed's pass).
 
 Everything it tells an operator goes to stderr as lines beginning `koinii serve:`; the
 access log (uvicorn's, one line per request) only with `access_log`.
@@ -29,6 +30,7 @@ from collections.abc import Iterable
 from koinii.errors import Refused
 from koinii.kb import KB, open_kb
 from koinii.server.app import Limits, build_app
+from koinii.server.chunks import with_write_now
 from koinii.server.guards import Hosts, connection_cap, guarded_protocol
 from koinii.server.tokens import TokenTable
 
@@ -185,7 +187,9 @@ def serve(
         port=port,
         log_level=log_level,
         loop="auto",  # uvloop, where it is installed (pyproject.toml), else asyncio
-        http=guarded_protocol(connection_cap(limits.max_connections), limits.header_s),
+        http=with_write_now(
+            guarded_protocol(connection_cap(limits.max_connections), limits.header_s)
+        ),
         lifespan="on",
         # what is in flight when the stop begins finishes well within this (parked
         # waits answer at once, and nothing else runs longer than its budget)

@@ -50,9 +50,10 @@ from koinii.errors import Refused
 from koinii.kb import KB, semantic
 from koinii.operations import Operation, load_domains
 from koinii.server import access
+from koinii.server.chunks import WRITE_NOW
 from koinii.server.guards import Hosts, check_origin
 from koinii.server.snapshot import Snapshots
-from koinii.server.subscriptions import Subscriptions
+from koinii.server.subscriptions import Stream, Subscriptions
 from koinii.server.tokens import OPEN, Caller, TokenTable
 from koinii.wire import (
     API,
@@ -709,7 +710,7 @@ class Daemon:
         return await self.subs.poll(body["token"], body["cursor"], body.get("wait_ms"), caller)
 
     def op_stream(self, caller: Caller, body: dict[str, Any]) -> Any:
-        return _Stream(self.subs.stream(body["token"], body["cursor"], caller))
+        return _Stream(self.subs, self.subs.stream(body["token"], body["cursor"], caller))
 
     def op_unwatch(self, caller: Caller, body: dict[str, Any]) -> Any:
         return self.subs.unwatch(body["token"], caller)
@@ -794,16 +795,20 @@ class _Stream:
     """A reply that stays open (the `stream` operation): its lines written as they come,
     as NDJSON, until they end — or the client goes, which ends them too: its wait is
     released at once, not at the next event (uvicorn drops writes to a closed
-    connection without a word, so the disconnect is listened for)."""
+    connection without a word, so the disconnect is listened for). Most lines are not
+    sent here: the feed writes them in its pass, by the connection's `WRITE_NOW`."""
 
     HEADERS = [(b"content-type", b"application/x-ndjson"), (b"cache-control", b"no-store")]
 
-    def __init__(self, lines: AsyncIterator[bytes]) -> None:
-        self.lines = lines
+    def __init__(self, subs: Subscriptions, stream: Stream) -> None:
+        self.subs = subs
+        self.stream = stream
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.HEADERS})
-        writing = asyncio.ensure_future(self._write(send))
+        write_now = scope.get("extensions", {}).get(WRITE_NOW)
+        lines = self.subs.lines(self.stream, write_now)
+        writing = asyncio.ensure_future(self._write(lines, send))
         listening = asyncio.ensure_future(_disconnect(receive))
         try:
             await asyncio.wait({writing, listening}, return_when=asyncio.FIRST_COMPLETED)
@@ -813,8 +818,9 @@ class _Stream:
             with contextlib.suppress(asyncio.CancelledError, OSError):
                 await writing
 
-    async def _write(self, send: Any) -> None:
-        async for line in self.lines:
+    @staticmethod
+    async def _write(lines: AsyncIterator[bytes], send: Any) -> None:
+        async for line in lines:
             await send({"type": "http.response.body", "body": line, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 

@@ -25,6 +25,14 @@ A callback cannot cross the wire, so for each subscription the daemon keeps the 
   subscription is dropped or the daemon stops, and while it is open its subscription
   is never reaped. The daemon writes each waiting stream one line per write: no request
   to parse, no reply to frame, as a poll after each event costs.
+- A stream's line holds every event from its cursor to `delivered` as it is made, and
+  the cursor moves there before the line is sent (a send may wait for a slow reader:
+  what arrives meanwhile is the next line's). So every event is written once, in order.
+- One pass: a parked stream whose connection takes a line at once (`chunks.WRITE_NOW`)
+  waits in its subscription's `ready` list, and `_deliver` writes it its line as it
+  delivers the event, waking no task. One whose connection cannot take it (its buffer
+  full) leaves the list and is woken: its task sends the line by the ASGI `send`, which
+  waits for the drain, and parks in the list again after.
 """
 
 from __future__ import annotations
@@ -35,11 +43,13 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from koinii.errors import Refused
 from koinii.kb import KB, Event
 from koinii.operations import Caller
+from koinii.server.chunks import WriteNow
 from koinii.terms import parse, show
 from koinii.wire import STREAM_KEEPALIVE_S, RawJSON, encode_event, render
 
@@ -62,6 +72,7 @@ class Subscription:
     waiters: set[asyncio.Future] = field(default_factory=set)
     alive: bool = True
     streams: int = 0  # streams open on it (see `Subscriptions.stream`)
+    ready: list[Stream] = field(default_factory=list)  # parked, written in `_deliver`'s pass
 
     def push(self, encoded: bytes) -> None:
         self.ring.append(encoded)
@@ -73,7 +84,7 @@ class Subscription:
         """`{events, cursor, lagged}`, each event numbered `n` (its place in this feed)."""
         first = self.delivered - len(self.ring)
         skip = max(0, cursor - first)
-        events = list(self.ring)[skip:] if skip < len(self.ring) else []
+        events = list(islice(reversed(self.ring), len(self.ring) - skip))[::-1]
         lagged = max(0, (self.delivered - self.max_events) - cursor)
         start = first + skip
         numbered = b",".join(
@@ -82,6 +93,16 @@ class Subscription:
         return RawJSON(
             b'{"events":[%s],"cursor":%d,"lagged":%d}' % (numbered, self.delivered, lagged)
         )
+
+
+@dataclass(eq=False)
+class Stream:
+    """One open stream of a subscription: `cursor` is where its next line starts."""
+
+    sub: Subscription
+    cursor: int
+    write_now: WriteNow | None = None  # its connection's, when it offers one
+    waiters: set[asyncio.Future] = field(default_factory=set)  # while it is `ready`
 
 
 class Subscriptions:
@@ -194,25 +215,41 @@ class Subscriptions:
             sub.last_poll = time.monotonic()
         return sub.reply(cursor)
 
-    def stream(self, token: Any, cursor: Any, caller: Caller | None = None) -> AsyncIterator[bytes]:
-        """The subscription's events from `cursor` on, as lines of JSON — each a poll's
-        reply — for as long as it lives (see the module docstring). Checked here, before
-        the first line: a refusal is an ordinary reply, not a stream."""
+    def stream(self, token: Any, cursor: Any, caller: Caller | None = None) -> Stream:
+        """The subscription's events from `cursor` on, for `lines` to write (see the
+        module docstring). Checked here, before the first line: a refusal is an ordinary
+        reply, not a stream."""
         sub = self._get(token, caller)
         _check_cursor(sub, cursor)
-        return self._lines(sub, cursor)
+        return Stream(sub, cursor)
 
-    async def _lines(self, sub: Subscription, cursor: int) -> AsyncIterator[bytes]:
+    async def lines(
+        self, stream: Stream, write_now: WriteNow | None = None
+    ) -> AsyncIterator[bytes]:
+        """The lines of `stream`, as JSON, for the reply to send as they come — all but
+        the first, the keepalives and a slow reader's, which `_deliver` writes itself by
+        `write_now` (the connection's, when it offers one: `chunks.WRITE_NOW`)."""
+        sub = stream.sub
+        stream.write_now = write_now
         sub.streams += 1
         try:
             while True:
                 sub.last_poll = time.monotonic()
-                yield sub.reply(cursor) + b"\n"  # the events since the last line, or none
-                cursor = sub.delivered
+                line = sub.reply(stream.cursor) + b"\n"  # the events since the last, or none
+                stream.cursor = sub.delivered
+                yield line
                 if not sub.alive or self.stopping:
                     return
-                await self._park(sub.waiters, STREAM_KEEPALIVE_S)
-                if not sub.alive or (self.stopping and cursor == sub.delivered):
+                if write_now is None:
+                    await self._park(sub.waiters, STREAM_KEEPALIVE_S)
+                else:
+                    sub.ready.append(stream)
+                    try:
+                        await self._park(stream.waiters, STREAM_KEEPALIVE_S)
+                    finally:
+                        if stream in sub.ready:  # (not when a line could not go at once)
+                            sub.ready.remove(stream)
+                if not sub.alive or (self.stopping and stream.cursor == sub.delivered):
                     return  # (stopping: what came meanwhile is still written first)
         finally:
             sub.streams -= 1
@@ -231,7 +268,7 @@ class Subscriptions:
             del self._held[sub.principal]
         sub.alive = False
         self.kb.unwatch(sub.kb_token)
-        self._wake(sub.waiters)
+        self._wake_all(sub)
         return True
 
     def describe(self, caller: Caller | None = None) -> list[dict[str, Any]]:
@@ -299,6 +336,22 @@ class Subscriptions:
     def _deliver(self, sub: Subscription, event: Event) -> None:
         sub.push(self._encoded_for(sub, event))
         self._wake(sub.waiters)
+        if sub.ready:
+            self._write_ready(sub)
+
+    def _write_ready(self, sub: Subscription) -> None:
+        """The one pass: each stream of `sub` in `ready` is written its line here, at
+        once. One whose connection cannot take it now leaves the pass, woken: its task
+        sends the line when the connection drains (`lines`)."""
+        stalled = False
+        for stream in sub.ready:
+            if stream.write_now(sub.reply(stream.cursor) + b"\n"):  # type: ignore[misc]
+                stream.cursor = sub.delivered
+            else:
+                self._wake(stream.waiters)
+                stalled = True
+        if stalled:  # a woken stream's waiters are empty
+            sub.ready = [stream for stream in sub.ready if stream.waiters]
 
     def _encoded_for(self, sub: Subscription, event: Event) -> bytes:
         """The JSON of `event`, rendered once for every subscription with `sub`'s standing
@@ -311,6 +364,12 @@ class Subscriptions:
         if encoded is None:
             encoded = self._encoded[sub.query] = render(encode_event(event))
         return encoded
+
+    def _wake_all(self, sub: Subscription) -> None:
+        """Wake every wait on `sub`: its long polls and its streams, `ready` or not."""
+        self._wake(sub.waiters)
+        for stream in sub.ready:
+            self._wake(stream.waiters)
 
     def _wake(self, waiters: set[asyncio.Future]) -> None:
         for waiter in waiters:
@@ -325,7 +384,7 @@ class Subscriptions:
         stay until `close`, so a poll that arrives meanwhile answers normally too."""
         self.stopping = True
         for sub in self._subs.values():
-            self._wake(sub.waiters)
+            self._wake_all(sub)
         self._wake(self._tail_waiters)
 
     def close(self) -> None:
