@@ -2,10 +2,11 @@
 
 An ASGI application sends each chunk of a reply by awaiting `send`, so a write that a
 hundred streams are waiting for resumes a hundred tasks — each through the middleware's
-wrappers of `send` — for what is one `transport.write` each; on two cores that was two
-thirds of the daemon's work for the write. The daemon's connections (uvicorn's httptools
-protocol, `with_write_now`) offer each request, as the ASGI extension `WRITE_NOW`, a
-call that writes one chunk of its reply at once and says whether it could. Invariants:
+wrappers of `send` — for what is one `transport.write` each: 7.5 ms of the daemon's CPU
+for such a write on two cores, against 4.8 ms written in one pass. The daemon's
+connections (uvicorn's httptools protocol, `with_write_now`) offer each request, as the
+ASGI extension `WRITE_NOW`, a call that writes one chunk of its reply at once and says
+whether it could. Invariants:
 - A chunk is written only while the reply is open and chunked (its start sent, its end
   not), the client is connected, and the transport is not asking its writers to wait
   (its buffer past the high-water mark: a slow reader). Otherwise the call writes
