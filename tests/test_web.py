@@ -238,6 +238,39 @@ def test_a_move_reaches_an_open_page_within_a_second_of_the_write(team):
     assert arrived - wrote < 1.0
 
 
+def test_a_page_that_reads_slowly_is_sent_what_another_page_was_told_meanwhile(tmp_path):
+    """In-process, two pages' streams of one feed: while a slow page has not taken its
+    line, a write is told to the other page (the feed reads the log once, for both);
+    when the slow page reads on, that write's line comes next — not skipped, and not
+    held back until a later write or the heartbeat."""
+    import asyncio
+
+    from koinii.server import build_app
+    from koinii.server.web.live import LiveFeed
+
+    with koinii.open_kb(str(tmp_path / "live.db")) as kb:
+        atlas = channel.join(channel.local(kb), "CxTeam", "AgentAtlas")
+        feed = LiveFeed(build_app(kb).state.daemon, lambda line: line.context)
+
+        async def scenario() -> list[str]:
+            slow, quick = (feed.stream("CxTeam", kb.seq) for _ in range(2))
+            for page in (slow, quick):
+                await anext(page)  # `retry`: each is open
+            taking = [asyncio.ensure_future(anext(page)) for page in (slow, quick)]
+            await asyncio.sleep(0)  # both park
+            atlas.pose_query("(readyToShip BillingRelease)")
+            await asyncio.gather(*taking)  # both have the first line: the slow one stops
+            quick_next = asyncio.ensure_future(anext(quick))
+            await asyncio.sleep(0)
+            atlas.pose_query("(readyToShip PaymentsRelease)")
+            second = await asyncio.wait_for(quick_next, 5)  # told by the quick page's turn
+            late = await asyncio.wait_for(anext(slow), 5)
+            return [second, late]
+
+        second, late = asyncio.run(scenario())
+    assert second.startswith("id: ") and late == second
+
+
 def test_open_pages_share_one_feed_reader_and_take_no_subscription_slot(tmp_path):
     daemon = start(tmp_path, "--max-subscriptions", "1", "--max-subscriptions-per-principal", "1")
     try:

@@ -12,6 +12,9 @@ Invariants:
   listener reported (`committed`), never a write of a group still open.
 - The ring holds every line after `floor`, in seq order; a stream whose cursor is below
   it (a page left open for very long) is told `reload`, and reloads the page.
+- A stream's cursor moves only past what it has sent: to the seq told when it read the
+  ring, never to where another page's stream has told since — its sends may wait for a
+  page that reads slowly, and the lines told meanwhile are sent after.
 - A stream parks between writes on the daemon's commit wait (`Subscriptions.next_commit`),
   counted as parked like a long poll, so an open page does not make writes group-commit.
   The daemon's stop wakes those waits with nothing committed: a stream that wakes early
@@ -88,7 +91,9 @@ class LiveFeed:
         yield "retry: 1000\n\n"
         cursor = since
         while True:
+            before = self.committed
             self.catch_up()
+            told = self.seq  # this turn's lines end here
             lines = self.after(cursor, self.kb.context_up(channel))
             if lines is None:
                 yield "event: reload\ndata: behind\n\n"
@@ -96,8 +101,12 @@ class LiveFeed:
             for line, html in lines:
                 data = "".join(f"data: {part}\n" for part in html.splitlines())
                 yield f"id: {line.seq}\nevent: move\n{data}\n"
-            cursor = max(cursor, self.seq)
-            before, started = self.committed, loop.time()
+            # not `self.seq`: a send may have waited for a slow page while another page's
+            # stream told more, which this page has not been sent
+            cursor = max(cursor, told)
+            if self.committed != before or self.seq != told:
+                continue  # committed or told while these lines were sent: send it now
+            started = loop.time()
             await self.daemon.subs.next_commit(HEARTBEAT_S)
             if self.committed == before:
                 if loop.time() - started < HEARTBEAT_S * 0.9:
