@@ -710,7 +710,7 @@ class Daemon:
         return await self.subs.poll(body["token"], body["cursor"], body.get("wait_ms"), caller)
 
     def op_stream(self, caller: Caller, body: dict[str, Any]) -> Any:
-        return _Stream(self.subs, self.subs.stream(body["token"], body["cursor"], caller))
+        return _StreamReply(self.subs, self.subs.stream(body["token"], body["cursor"], caller))
 
     def op_unwatch(self, caller: Caller, body: dict[str, Any]) -> Any:
         return self.subs.unwatch(body["token"], caller)
@@ -791,7 +791,7 @@ class _Reply(JSONResponse):
         return render(content)
 
 
-class _Stream:
+class _StreamReply:
     """A reply that stays open (the `stream` operation): its lines written as they come,
     as NDJSON, until they end — or the client goes, which ends them too: its wait is
     released at once, not at the next event (uvicorn drops writes to a closed
@@ -831,7 +831,7 @@ async def _disconnect(receive: Any) -> None:
 
 
 def _reply(result: Any) -> Response:
-    if type(result) is _Stream:
+    if type(result) is _StreamReply:
         return result  # type: ignore[return-value]  (an ASGI reply of its own)
     if type(result) is RawJSON:
         return Response(b'{"ok":true,"result":' + result + b"}", media_type="application/json")
