@@ -29,22 +29,37 @@ WriteNow = Callable[[bytes], bool]
 
 def with_write_now(protocol: type) -> type:
     """`protocol` (uvicorn's httptools protocol, or a subclass) offering each request's
-    scope a `WriteNow` for its reply."""
+    scope a `WriteNow` for its reply — where its request cycle has the fields that say
+    what its `send` would do (`_FIELDS`); else none, and every chunk goes by `send`."""
 
     class Offering(protocol):  # type: ignore[misc, valid-type]
         def on_headers_complete(self) -> None:
             before = self.cycle
             super().on_headers_complete()
             cycle = self.cycle
-            if cycle is not before:  # a request began (an upgrade makes none)
+            if cycle is not before and _fits(cycle):  # a request began (not an upgrade)
                 cycle.scope.setdefault("extensions", {})[WRITE_NOW] = _writer(cycle)
 
     return Offering
 
 
+# What `write_now` reads of uvicorn's RequestResponseCycle, as its `send` does.
+_FIELDS = ("disconnected", "response_started", "response_complete", "chunked_encoding")
+_FITTING: dict[type, bool] = {}  # cycle type -> has the fields (asked once per type)
+
+
+def _fits(cycle: Any) -> bool:
+    fits = _FITTING.get(type(cycle))
+    if fits is None:
+        fits = _FITTING[type(cycle)] = all(hasattr(cycle, name) for name in _FIELDS) and (
+            hasattr(getattr(cycle, "flow", None), "write_paused")
+            and hasattr(getattr(cycle, "transport", None), "is_closing")
+        )
+    return fits
+
+
 def _writer(cycle: Any) -> WriteNow:
-    """The `WriteNow` of one request: `cycle` is uvicorn's RequestResponseCycle, whose
-    fields say what its `send` would do with a body chunk."""
+    """The `WriteNow` of one request's reply (`cycle`: uvicorn's RequestResponseCycle)."""
 
     def write_now(chunk: bytes) -> bool:
         if (
@@ -53,6 +68,7 @@ def _writer(cycle: Any) -> WriteNow:
             or cycle.response_complete
             or not cycle.chunked_encoding
             or cycle.flow.write_paused
+            or cycle.transport.is_closing()  # (writing to a closed one raises)
             or not chunk
         ):
             return False
