@@ -22,7 +22,6 @@ import dataclasses
 import sqlite3
 from collections import deque
 from collections.abc import Sequence
-from itertools import islice
 from typing import Any
 
 import orjson
@@ -77,10 +76,12 @@ class MemoryStore:
             except BaseException:
                 self._records.execute("ROLLBACK")
                 raise
-        top, noted = self._noted_top, len(self._unindexed)
+        top = self._noted_top
         self._unindexed.extend(node for node in commit.upserts if node.handle > top)  # once
-        if len(self._unindexed) > noted:
-            self._noted_top = max(n.handle for n in islice(self._unindexed, noted, None))
+        # every stored node made before this commit has a handle below `next_handle`,
+        # and is noted now or was before (not read off the notes: a commit's cost must
+        # not grow with the nodes noted since the last search)
+        self._noted_top = commit.next_handle - 1
         for handle in commit.deletes:
             if handle > self._indexed_top:
                 self._struck.add(handle)
