@@ -130,7 +130,8 @@ def test_a_stream_read_slowly_is_written_every_event_once_in_order(daemon):
     """A watcher that stops reading until its connection's buffers are full (the
     daemon's included: its writes then wait) is written what came meanwhile when it
     reads again: every event once, in order, none skipped (a line once reported the
-    events written after it was built as sent, and they were never written)."""
+    events written after it was built as sent, and they were never written) and none
+    held back (they once waited for the next write, or the 15 s keepalive)."""
     import http.client
     import socket
 
@@ -149,15 +150,19 @@ def test_a_stream_read_slowly_is_written_every_event_once_in_order(daemon):
             assert json.loads(reply.readline())["cursor"] == 0
             for i in range(count):  # read nothing meanwhile
                 writer.assert_(f'(note Thing{i} "{note}")', "CxA")
-            numbers = []
+            numbers, lines, reading = [], 0, time.monotonic()
             while len(numbers) < count:
                 line = json.loads(reply.readline())
                 assert line["lagged"] == 0
                 numbers += [event["n"] for event in line["events"]]
                 assert line["cursor"] == len(numbers)
+                lines += 1
+            took = time.monotonic() - reading
         finally:
             conn.close()
     assert numbers == list(range(count))
+    assert lines < count  # the reader fell behind: lines came to carry several events
+    assert took < 5.0  # (the keepalive is 15 s)
 
 
 def test_a_stream_starts_after_its_cursor_and_says_what_fell_off_the_ring(client):

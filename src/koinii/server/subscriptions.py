@@ -27,7 +27,8 @@ A callback cannot cross the wire, so for each subscription the daemon keeps the 
   to parse, no reply to frame, as a poll after each event costs.
 - A stream's line holds every event from its cursor to `delivered` as it is made, and
   the cursor moves there before the line is sent (a send may wait for a slow reader:
-  what arrives meanwhile is the next line's). So every event is written once, in order.
+  what arrives meanwhile is the next line's, written as soon as that send is done). So
+  every event is written once, in order, and none waits for a later one.
 - One pass: a parked stream whose connection takes a line at once (`chunks.WRITE_NOW`)
   waits in its subscription's `ready` list, and `_deliver` writes it its line as it
   delivers the event, waking no task. One whose connection cannot take it (its buffer
@@ -240,6 +241,8 @@ class Subscriptions:
                 yield line
                 if not sub.alive or self.stopping:
                     return
+                if stream.cursor < sub.delivered:
+                    continue  # more came while that line waited for a slow reader: at once
                 if write_now is None:
                     await self._park(sub.waiters, STREAM_KEEPALIVE_S)
                 else:
