@@ -1,11 +1,12 @@
 """The web view over real HTTP against real daemon processes: who may look (a token
 once, then a session cookie that opens the view and never the API), the transport
 guards, the live stream (one feed reader, no subscription slot, within a second of a
-write, ended by a stop), and every bad input a named refusal. The pages in a real
-browser are tests/test_web_browser.py."""
+write, ended by a stop; and, in-process, a slow page missing nothing), and every bad
+input a named refusal. The pages in a real browser are tests/test_web_browser.py."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import threading
 import time
@@ -15,7 +16,9 @@ import pytest
 import koinii
 from koinii import channel
 from koinii.kb import semantic
+from koinii.server import build_app
 from koinii.server.web import graph, moves
+from koinii.server.web.live import LiveFeed
 from koinii.sessions import SessionStore
 from koinii.wraps import Coordinators, wrap_session
 from tests.conftest import Daemon
@@ -243,11 +246,6 @@ def test_a_page_that_reads_slowly_is_sent_what_another_page_was_told_meanwhile(t
     line, a write is told to the other page (the feed reads the log once, for both);
     when the slow page reads on, that write's line comes next — not skipped, and not
     held back until a later write or the heartbeat."""
-    import asyncio
-
-    from koinii.server import build_app
-    from koinii.server.web.live import LiveFeed
-
     with koinii.open_kb(str(tmp_path / "live.db")) as kb:
         atlas = channel.join(channel.local(kb), "CxTeam", "AgentAtlas")
         feed = LiveFeed(build_app(kb).state.daemon, lambda line: line.context)
