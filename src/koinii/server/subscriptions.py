@@ -227,9 +227,10 @@ class Subscriptions:
     async def lines(
         self, stream: Stream, write_now: WriteNow | None = None
     ) -> AsyncIterator[bytes]:
-        """The lines of `stream`, as JSON, for the reply to send as they come — all but
-        the first, the keepalives and a slow reader's, which `_deliver` writes itself by
-        `write_now` (the connection's, when it offers one: `chunks.WRITE_NOW`)."""
+        """The lines of `stream` that its reply sends, as JSON: every line, or — given
+        its connection's `write_now` (`chunks.WRITE_NOW`) — only the first, the
+        keepalives and those the connection could not take at once; `_deliver` writes
+        the rest itself as the writes commit."""
         sub = stream.sub
         stream.write_now = write_now
         sub.streams += 1
