@@ -77,6 +77,19 @@ def model_identity() -> str:
     return f"wordllama {importlib.metadata.version('wordllama')} {DIMENSIONS}"
 
 
+def load() -> None:
+    """Load the model now, where the extra is installed (else nothing). It takes a third
+    of a second or more, holding the interpreter: a daemon calls this in a thread as it
+    starts, so that its first embedding, on its event loop, does not hold every request
+    that long."""
+    if installed():
+        _embedder()
+
+
+def loaded() -> bool:
+    return _model is not None
+
+
 def embed(texts: Sequence[str]) -> Any:
     """The unit-length vectors of `texts` (a float32 array, one row each)."""
     return _embedder().embed(list(texts), norm=True)

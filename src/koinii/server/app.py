@@ -1015,6 +1015,11 @@ def build_app(
         return response
 
     async def housekeeping() -> None:
+        # The embedding model (where installed) loads in a thread: loaded by the first
+        # embedding, on the loop, it would hold every request for a third of a second
+        # or more. Until it is in, what is written waits to be indexed (a search
+        # catches up itself).
+        model = asyncio.create_task(asyncio.to_thread(semantic.load))
         while True:
             await asyncio.sleep(max(0.05, min(10.0, daemon.limits.idle_s / 10)))
             for token in daemon.subs.reap():
@@ -1022,7 +1027,8 @@ def build_app(
             if daemon.limits.log_retention is not None:
                 daemon.flush()
                 kb.compact_log(daemon.limits.log_retention)
-            kb.index_for_search(limit=SEARCH_CATCH_UP)  # a bounded slice of the loop
+            if model.done():
+                kb.index_for_search(limit=SEARCH_CATCH_UP)  # a bounded slice of the loop
             try:  # when due, and no group open: a forked child writes it, the loop goes on
                 kb.keep_checkpoint()
             except Exception:  # the rows are the truth: a restart rebuilds from them
