@@ -91,6 +91,8 @@ RESULT_READS = 5  # the large result is read this many times; the median rate co
 # each into a fresh store, and the median rate counts: one load moved by a third between
 # runs of the same code. Bytes per fact are read after the first, and the reads timed on it.
 LOAD_AGAIN_UPTO = 200_000
+# The reopen's 2 s is issue 21's for a million facts; past one, its 15 % of the load.
+REOPEN_2S_UPTO = 1_000_000
 WATCHERS = (1, 10, 100)
 QUICK_WATCHERS = (1, 3)
 FEED_EVENTS = 60
@@ -743,14 +745,21 @@ def fan_out(watchers: Sequence[tuple], send: Callable[[int], Any]) -> list[float
     """One watcher per item of `watchers` — `("koinii", url, token)` or `("notify",)` —
     as threads, WATCHERS_PER_PROCESS to a process (so no one process's interpreter is
     what is measured), then FEED_EVENTS paced sends: every watcher's latencies in ms,
-    each watcher's first five events left out (they warm up)."""
+    each watcher's first five events left out (they warm up). No watcher lets go of its
+    connection until every one has heard every event: the first to leave would otherwise
+    take the machine's time (its close, its process's exit, the daemon's unwatch) from
+    those still waiting for the last event, whose every late hearing was the table's
+    p99 at 100 watchers."""
     groups = [
         watchers[k : k + WATCHERS_PER_PROCESS]
         for k in range(0, len(watchers), WATCHERS_PER_PROCESS)
     ]
     ready = SPAWN.Barrier(len(groups) + 1, timeout=120)
     results = SPAWN.Queue()
-    children = [SPAWN.Process(target=_watch_group, args=(g, ready, results)) for g in groups]
+    release = SPAWN.Event()
+    children = [
+        SPAWN.Process(target=_watch_group, args=(g, ready, results, release)) for g in groups
+    ]
     for child in children:
         child.start()
     try:
@@ -769,6 +778,7 @@ def fan_out(watchers: Sequence[tuple], send: Callable[[int], Any]) -> list[float
                 raise RuntimeError(value)
             heard.extend(value)
     finally:
+        release.set()
         for child in children:
             child.join(10)
             if child.is_alive():
@@ -779,10 +789,13 @@ def fan_out(watchers: Sequence[tuple], send: Callable[[int], Any]) -> list[float
     return [ns / 1e6 for h in heard for ns in h[5:]]
 
 
-def _watch_group(watchers: Sequence[tuple], ready: Any, results: Any) -> None:
-    """In a child process: a thread per watcher; each hears FEED_EVENTS events."""
+def _watch_group(watchers: Sequence[tuple], ready: Any, results: Any, release: Any) -> None:
+    """In a child process: a thread per watcher; each hears FEED_EVENTS events, then
+    holds its connection until `release` (every process has reported)."""
     heard: list[list[int]] = [[] for _ in watchers]
     started = threading.Barrier(len(watchers) + 1, timeout=60)
+    finished = [threading.Event() for _ in watchers]
+    leave = threading.Event()
     failures: list[str] = []
 
     def watch(k: int) -> None:
@@ -794,11 +807,15 @@ def _watch_group(watchers: Sequence[tuple], ready: Any, results: Any) -> None:
                 deadline = time.monotonic() + 60
                 while len(heard[k]) < FEED_EVENTS and time.monotonic() < deadline:
                     heard[k].extend(receive())
+                finished[k].set()
+                leave.wait(120)
         except threading.BrokenBarrierError:
             pass  # another watcher failed: its error is the one reported
         except BaseException as exc:
             failures.append(repr(exc))
             started.abort()
+        finally:
+            finished[k].set()
 
     threads = [threading.Thread(target=watch, args=(k,), daemon=True) for k in range(len(watchers))]
     for t in threads:
@@ -810,9 +827,13 @@ def _watch_group(watchers: Sequence[tuple], ready: Any, results: Any) -> None:
         ready.abort()
         return
     ready.wait()
+    for event in finished:
+        event.wait()
+    results.put(("error", failures[0]) if failures else ("ok", heard))
+    release.wait(120)
+    leave.set()
     for t in threads:
         t.join()
-    results.put(("error", failures[0]) if failures else ("ok", heard))
 
 
 # ================================================================ rules
@@ -1023,8 +1044,9 @@ def size_table(size: int, k: dict[str, Any], o: dict[str, Any], health: float) -
             k["reopen_s"],
             o["reopen_s"],
             f3,
-            "<= 2 and <= 15% of load",
-            k["reopen_s"] <= min(2.0, 0.15 * size / k["durable_rate"]),
+            "<= 15% of load, <= 2 at 1M" if size <= REOPEN_2S_UPTO else "<= 15% of load",
+            k["reopen_s"] <= 0.15 * size / k["durable_rate"]
+            and (size > REOPEN_2S_UPTO or k["reopen_s"] <= 2.0),
         ),
         Row(
             f"  after a crash, {k['crash_tail']:,} rows written since, s",
