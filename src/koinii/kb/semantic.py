@@ -86,10 +86,6 @@ def load() -> None:
         _embedder()
 
 
-def loaded() -> bool:
-    return _model is not None
-
-
 def embed(texts: Sequence[str]) -> Any:
     """The unit-length vectors of `texts` (a float32 array, one row each)."""
     return _embedder().embed(list(texts), norm=True)
