@@ -44,6 +44,19 @@ def test_a_write_under_a_cross_product_rule_is_stopped_at_its_budget(kb):
     assert kb.stats() == before  # rolled back whole
 
 
+def test_a_dry_run_of_a_batch_too_big_for_its_budget_says_so_and_stops_there(kb):
+    before = kb.stats()
+    batch = [(f"(note Item{i} Part{i % 7})", "CxB") for i in range(60_000)]
+    started = time.monotonic()
+    with kb.budget(0.05):
+        problems = kb.check_edit(add=batch)
+    [problem] = problems
+    assert problem["kind"] == "budget-exhausted" and problem["in"] == "add"
+    assert problem["index"] < len(batch) - 1  # stopped where it ran out, the rest unjudged
+    assert time.monotonic() - started < 1.0  # not the seconds judging 60,000 entries takes
+    assert kb.stats() == before
+
+
 def test_a_limit_bounds_the_work_of_a_query(kb):
     _grid(kb)
     with kb.budget(0.05):

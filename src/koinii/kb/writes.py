@@ -231,16 +231,21 @@ class Writes(State):
         with self._lock, self._bounded(self.write_budget_s, "the dry run"), collector.paused():
             next_handle, next_just = self._next_handle, self._next_just
             tx = self._begin("check")
+            budget = self._budget
             try:
                 for where, items in (("add", add), ("remove", remove)):
                     for i, item in enumerate(_listed(items, where)):
                         try:
+                            if budget is not None:
+                                budget.tick()  # (a batch too big for one write is told so)
                             if where == "add":
                                 self._add_entry(tx, item)
                             else:
                                 self._remove(tx, checked_handle(item), top=True)
                         except Refused as refusal:
                             problems.append(_problem(refusal, where, i))
+                            if refusal.kind == "budget-exhausted":  # the rest is not judged
+                                return problems
                 if not problems:
                     try:
                         self._settle(tx)
