@@ -18,7 +18,7 @@ from koinii import channel
 from koinii.kb import semantic
 from koinii.server import build_app
 from koinii.server.web import graph, moves
-from koinii.server.web.live import LiveFeed
+from koinii.server.web.live import RING, LiveFeed
 from koinii.sessions import SessionStore
 from koinii.wraps import Coordinators, wrap_session
 from tests.conftest import Daemon
@@ -267,6 +267,39 @@ def test_a_page_that_reads_slowly_is_sent_what_another_page_was_told_meanwhile(t
 
         second, late = asyncio.run(scenario())
     assert second.startswith("id: ") and late == second
+
+
+def test_the_feed_tells_no_more_than_its_ring_can_keep_nor_what_came_before_a_page(tmp_path):
+    """What the feed tells on the loop is bounded by its ring, not by the writes: a bulk
+    load written while no page followed is not told when a page opens after it (it held
+    every request 3.5 s at 55,000 sentences), and a write with more changes than the
+    ring holds is not told to a page that follows (it reloads, as it did)."""
+    with koinii.open_kb(str(tmp_path / "live.db")) as kb:
+        atlas = channel.join(channel.local(kb), "CxTeam", "AgentAtlas")
+        rendered: list = []
+        feed = LiveFeed(build_app(kb).state.daemon, lambda line: rendered.append(line) or "x")
+        bulk = [(f"(note Item{i} Part{i % 7})", "CxTeam") for i in range(RING + 1000)]
+
+        async def scenario() -> list[str]:
+            with kb.budget(30):
+                kb.edit(add=bulk)  # nobody follows
+            page = feed.stream("CxTeam", kb.seq)  # opened after it
+            await anext(page)  # `retry`
+            waiting = asyncio.ensure_future(anext(page))
+            await asyncio.sleep(0)
+            told_then = len(feed.ring)
+            atlas.pose_query("(readyToShip BillingRelease)")
+            move = await asyncio.wait_for(waiting, 5)
+            waiting = asyncio.ensure_future(anext(page))
+            await asyncio.sleep(0)
+            with kb.budget(30):
+                kb.edit(add=[(f"(note More{i} Part{i % 7})", "CxTeam") for i in range(RING + 1)])
+            reload = await asyncio.wait_for(waiting, 5)
+            return [told_then, move, reload, len(feed.ring)]
+
+        told_then, move, reload, told_after = asyncio.run(scenario())
+    assert told_then == 0 and move.startswith("id: ") and len(rendered) == 1
+    assert reload == "event: reload\ndata: behind\n\n" and told_after == 0
 
 
 def test_open_pages_share_one_feed_reader_and_take_no_subscription_slot(tmp_path):

@@ -3,9 +3,17 @@
 Every open page holds a server-sent-events stream (`LiveFeed.stream`). None of them
 takes a subscription: the feed follows the durable change log itself, once for all of
 them — after each commit, the first stream to wake reads the new entries, the narrator
-tells them and the lines are rendered once into a shared ring; each stream then sends
-the lines of its own channel after its own cursor. So a hundred open pages cost one log
-read and one rendering per write, and no agent's subscription quota or slot.
+tells them into a shared ring, and each stream then sends the lines of its own channel
+after its own cursor, each line rendered once, when a stream first sends it. So a
+hundred open pages cost one log read and one telling per write, and no agent's
+subscription quota or slot.
+
+What the feed tells on the loop is bounded by the ring, not by the writes: it tells no
+write whose lines the ring could not keep (the newest RING changes are told, what came
+before them is skipped, and a page behind them reloads, as it would have), and a feed
+nobody followed starts at the page that opens it, not at what was written meanwhile (a
+page open after a bulk load of 55,000 sentences held every request 3.5 s, telling
+lines no page was to see).
 
 Invariants:
 - Only what is durable is told: the feed reads the log up to the last seq a commit
@@ -44,7 +52,8 @@ class LiveFeed:
         self.render = render
         self.narrator = Narrator(self.kb)
         self.seq = self.floor = self.committed = self.kb.seq
-        self.ring: deque[tuple[Line, str]] = deque(maxlen=RING)
+        self.ring: deque[list] = deque(maxlen=RING)  # [line, its html once rendered]
+        self.following = 0  # streams open
         self.kb.on_commit(self._committed)
 
     def _committed(self, seq: int, op: str) -> None:
@@ -54,34 +63,45 @@ class LiveFeed:
         """Tell what the log holds after `seq`, up to `committed` (once per write,
         however many streams ask)."""
         if self.committed - self.seq > BEHIND:  # nobody was following: start near the end
-            self.ring.clear()
-            self.seq = self.floor = self.committed - BEHIND
+            self._skip_to(self.committed - BEHIND)
         while self.seq < self.committed:
             reply = self.kb.changes(since=self.seq, limit=1000)
             if reply["too_old"]:
-                self.ring.clear()
-                self.seq = self.floor = reply["floor"]
+                self._skip_to(reply["floor"])
                 continue
             entries = [e for e in reply["entries"] if e["seq"] <= self.committed]
             if not entries:
                 break
-            for entry in entries:
+            kept = _newest(entries, RING)
+            dropped = len(entries) - len(kept)
+            if dropped:  # their lines would leave the ring as the newest came in
+                self._skip_to(entries[dropped - 1]["seq"])
+            for entry in kept:
                 for line in told(self.narrator, entry):
                     if len(self.ring) == self.ring.maxlen:
                         self.floor = self.ring[0][0].seq
-                    self.ring.append((line, self.render(line)))
+                    self.ring.append([line, None])
             self.seq = entries[-1]["seq"]
+
+    def _skip_to(self, seq: int) -> None:
+        """Follow on from `seq`, telling nothing before it: a stream behind it reloads."""
+        if seq > self.seq:
+            self.ring.clear()
+            self.seq = self.floor = seq
 
     def after(self, cursor: int, visible: frozenset[str]) -> list[tuple[Line, str]] | None:
         """The rendered lines after seq `cursor` in `visible` contexts; None when the
         ring no longer reaches back to `cursor`."""
         if cursor < self.floor:
             return None
-        return [
-            (line, html)
-            for line, html in self.ring
-            if line.seq > cursor and line.context in visible
-        ]
+        out = []
+        for item in self.ring:
+            line = item[0]
+            if line.seq > cursor and line.context in visible:
+                if item[1] is None:
+                    item[1] = self.render(line)
+                out.append((line, item[1]))
+        return out
 
     async def stream(self, channel: str, since: int) -> AsyncIterator[str]:
         """The server-sent events of one page: each new line of `channel` after `since`
@@ -90,6 +110,18 @@ class LiveFeed:
         loop = asyncio.get_running_loop()
         yield "retry: 1000\n\n"
         cursor = since
+        if not self.following:  # nobody followed: nothing before this page is wanted
+            self._skip_to(min(since, self.committed))
+        self.following += 1
+        try:
+            async for event in self._events(channel, cursor, loop):
+                yield event
+        finally:
+            self.following -= 1
+
+    async def _events(
+        self, channel: str, cursor: int, loop: asyncio.AbstractEventLoop
+    ) -> AsyncIterator[str]:
         while True:
             before = self.committed
             self.catch_up()
@@ -112,3 +144,16 @@ class LiveFeed:
                 if loop.time() - started < HEARTBEAT_S * 0.9:
                     return  # woken with nothing committed: the daemon is stopping
                 yield ": ping\n\n"
+
+
+def _newest(entries: list[dict], most: int) -> list[dict]:
+    """The newest of `entries` (seq order) whose changes number at most `most` together:
+    the lines of those before them could not all stay in a ring of `most` lines."""
+    count, start = 0, len(entries)
+    while start:
+        changes = entries[start - 1]
+        count += len(changes["added"]) + len(changes["removed"])
+        if count > most:
+            break
+        start -= 1
+    return entries[start:]
