@@ -57,6 +57,14 @@ def test_a_dry_run_of_a_batch_too_big_for_its_budget_says_so_and_stops_there(kb)
     assert kb.stats() == before
 
 
+def test_the_violations_read_spends_its_budget_as_it_goes(kb):
+    kb.edit(add=[(f"(p Item{i})", "CxA") for i in range(30_000)])
+    kb.assert_("(implies (p ?x) (q ?x))", "CxA")  # a rule of one antecedent: no join
+    with kb.budget(0.01):
+        assert refused(kb.violations).kind == "budget-exhausted"
+    assert kb.violations() == []
+
+
 def test_a_limit_bounds_the_work_of_a_query(kb):
     _grid(kb)
     with kb.budget(0.05):

@@ -398,6 +398,7 @@ class Firing(State):
                 for atom, antecedents in every_firing(
                     rule.joins, rule.antecedents, self._index, (), self._budget
                 ):
+                    self._spend()
                     contexts = {rule_node.context, *(a.context for a in antecedents)}
                     placements = self._hierarchy.maximal_common_descendants(contexts)
                     positive = rule.consequent[0]

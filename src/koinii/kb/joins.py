@@ -56,6 +56,8 @@ def every_firing(
     join = joins[position]
     out: list[Derivation] = []
     for node in list(index.candidates(pattern, {})):
+        if budget is not None:
+            budget.tick()  # (a rule of one antecedent joins nothing that would)
         if node.positive is positive and node not in waiting:
             out.extend(join.firings(index, node, waiting, budget, only_way=True))
     return out
