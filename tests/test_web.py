@@ -19,6 +19,7 @@ from koinii.kb import semantic
 from koinii.server import build_app
 from koinii.server.web import graph, moves
 from koinii.server.web.live import RING, LiveFeed
+from koinii.server.web.reads import WAITING, invoker, wraps_page
 from koinii.sessions import SessionStore
 from koinii.wraps import Coordinators, wrap_session
 from tests.conftest import Daemon
@@ -195,6 +196,26 @@ def test_wraps_are_shown_per_coordinator_unprocessed_then_processed(tmp_path):
         assert coord.context == "CxCoord"
     finally:
         daemon.kill()
+
+
+def test_the_wraps_page_reads_out_only_the_wraps_it_shows(tmp_path):
+    """A long queue is counted, and its oldest WAITING shown: each wrap shown is read out
+    sentence by sentence, and 2,000 of them were an 8.5 MB page that held the daemon."""
+    with koinii.open_kb(str(tmp_path / "wraps.db")) as kb:
+        ling = channel.join(channel.local(kb), "CxHive", "AgentLing")
+        for i in range(WAITING + 5):
+            wrap_session(
+                ling,
+                session_id=f"session:ling{i}",
+                parent_session_id="session:coord",
+                project_id="hive",
+                notes=[f"note {i}"],
+            )
+        [group] = wraps_page(kb)["groups"]
+        queue = [w["wrap_id"] for w in invoker(kb)("wraps.list")]  # the oldest first
+    assert group["unprocessed_count"] == len(queue) == WAITING + 5
+    assert [w["wrap_id"] for w in group["unprocessed"]] == queue[:WAITING]
+    assert all(w["entries"][0]["kind"] == "note" for w in group["unprocessed"])
 
 
 def test_sessions_are_listed_searched_with_highlights_and_read_when_introspection_is_on(
