@@ -68,8 +68,8 @@ class Templates:
             trim_blocks=True,
             lstrip_blocks=True,
             # They ship in the package and never change under a running daemon: checked
-            # for a change at every render, each line of the live feed cost a stat()
-            # of its template file (most of a 5,000-sentence write's second on the loop)
+            # for a change at every render, each line of the live feed cost a stat() of
+            # its template file, on the loop
             auto_reload=False,
         )
         self.env.filters.update(colour=agent_colour, clock=clock, iso=iso)
