@@ -216,6 +216,7 @@ def test_a_reaped_subscription_resumes_from_the_last_event_it_delivered(start_da
 
     sub = boreas.subscribe("(queries ?a ?q)", "CxDeploy", slow, wait_ms=100, on_error=errors.append)
     atlas.pose_query("Q1")  # the callback holds the loop past the reaping age
+    assert wait_until(lambda: seen, timeout=10)  # (else one poll may bring Q2 with Q1)
     atlas.pose_query("Q2")  # written while nobody polls: replayed on resume
     assert wait_until(lambda: not boreas.store.watchers(), timeout=10)  # reaped
     gate.set()
