@@ -151,8 +151,8 @@ def _newest(entries: list[dict], most: int) -> list[dict]:
     the lines of those before them could not all stay in a ring of `most` lines."""
     count, start = 0, len(entries)
     while start:
-        changes = entries[start - 1]
-        count += len(changes["added"]) + len(changes["removed"])
+        entry = entries[start - 1]
+        count += len(entry["added"]) + len(entry["removed"])
         if count > most:
             break
         start -= 1
