@@ -143,8 +143,10 @@ def test_koinii_tail_follows_across_restarts(service):
         text=True,
     )
     try:
-        time.sleep(1.0)  # tail has started and is parked
         client = service.client()
+        # tail has started, read where the log is, and parked its long poll (were the
+        # daemon down before then, it would refuse to start, as a reader with no seq)
+        assert wait_until(lambda: client.health()["parked"], timeout=20)
         client.assert_("(item Before)", "CxA")
         service.restart_by(signal.SIGTERM)
         service.client().assert_("(item BetweenRestarts)", "CxA")
