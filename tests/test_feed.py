@@ -133,3 +133,63 @@ def test_callbacks_run_on_the_writers_thread_after_the_write_is_durable(tmp_path
     [(thread, entries)] = seen
     assert thread == threading.current_thread().name
     assert entries[0]["added"][0]["sentence"] == "(color Sky Blue)"
+
+
+# Each kind of standing query: everything; a context; a goal; a negated goal in a context;
+# a goal with a variable context.
+STANDING = [
+    (None, None),
+    (None, "CxTeam"),
+    ("(usesDatabase ?s ?d)", None),
+    ("(not (open ?door))", "CxTeam"),
+    ("(usesDatabase ?s Postgres)", "?where"),
+]
+
+
+def _history(kb) -> list[int]:
+    """Writes of every kind of change — added, derived, retracted, unsupported, defeated,
+    masked, negated, out of view — and of none, each followed by its seq."""
+    seqs = []
+
+    def wrote(_=None):
+        seqs.append(kb.seq)
+
+    wrote(kb.assert_("(implies (usesDatabase ?s ?d) (dependsOn ?s ?d))", "CxA"))
+    pg = kb.assert_("(usesDatabase Billing Postgres)", "CxA")
+    wrote()
+    wrote(kb.edit(add=[("(usesDatabase Search Elastic)", "CxA"), ("(open Door)", "CxA")]))
+    wrote(kb.assert_("(usesDatabaseNot Billing Postgres)", "CxA"))  # a longer predicate
+    wrote(kb.assert_("(usesDatabase Ledger Postgres)", "CxElsewhere"))  # out of CxTeam's view
+    wrote(kb.assert_("(not (open Door))", "CxA", strength="monotonic"))
+    wrote(kb.assert_(f"(except (sentexHandle {pg}))", "CxA"))
+    wrote(kb.retract(pg))
+    wrote(kb.assert_("(usesDatabase Billing MySQL)", "CxA"))
+    wrote(kb.edit(add=[]))  # changes nothing
+    wrote(kb.assert_("(usesDatabase Billing MySQL)", "CxA"))  # nor does this
+    return seqs
+
+
+def test_a_resumed_watch_receives_exactly_what_a_live_one_did(kb):
+    kb.assert_("(genlCx CxTeam CxA)", "CxUniverse")
+    live = {query: [] for query in STANDING}
+    for (goal, ctx), events in live.items():
+        kb.watch(events.append, goal, ctx)
+    seqs = _history(kb)
+    for (goal, ctx), events in live.items():
+        assert events, (goal, ctx)
+        for since in [seqs[0] - 1, *seqs]:
+            resumed: list = []
+            kb.unwatch(kb.watch(resumed.append, goal, ctx, since=since))
+            assert resumed == [e for e in events if e.seq > since], (goal, ctx, since)
+
+
+def test_a_resumed_watch_with_a_goal_parses_only_the_changes_of_its_predicate(kb, monkeypatch):
+    from koinii.kb import feed
+
+    kb.edit(add=[(f"(p{k} X{i})", "CxA") for i in range(20) for k in range(5)])
+    parsed: list[str] = []
+    monkeypatch.setattr(feed, "parse", lambda text: parsed.append(text) or koinii.parse(text))
+    events: list = []
+    kb.watch(events.append, "(p1 ?x)", since=0)
+    assert len(events[0].added) == 20
+    assert parsed and all(text.startswith("(p1 ") for text in parsed)

@@ -34,6 +34,21 @@ def test_300_writes_against_a_256_ring_lag_44_then_0(client):
     assert again == {"events": [], "cursor": 300, "lagged": 0}
 
 
+def test_a_subscription_resumed_past_its_ring_starts_with_its_newest_and_counts_the_rest(
+    client,
+):
+    since = client.seq
+    handles = [client.assert_(f"(item Thing{i})", "CxA") for i in range(12)]
+    client.assert_("(other Thing)", "CxA")  # not the goal's
+    sub = client.watch("(item ?x)", "CxA", max_events=5, since=since)
+    reply = client.poll(sub["token"], 0)
+    assert [e.added[0]["handle"] for e in reply["events"]] == handles[-5:]
+    assert reply["cursor"] == 12 and reply["lagged"] == 7
+    later = client.assert_("(item Later)", "CxA")
+    [event] = client.poll(sub["token"], 12)["events"]
+    assert event.added[0]["handle"] == later
+
+
 def test_every_event_carries_the_global_seq(client):
     sub = client.watch()
     h = client.assert_("(item Thing)", "CxA")
@@ -235,6 +250,27 @@ def test_a_quiet_stream_says_it_is_there(kb, monkeypatch):
         return [await anext(lines) for _ in range(3)]
 
     assert asyncio.run(scenario()) == [b'{"events":[],"cursor":0,"lagged":0}\n'] * 3
+
+
+def test_a_resumed_subscription_encodes_only_what_its_ring_keeps(kb, monkeypatch):
+    """A resume replays up to ten thousand writes on the daemon's loop: the events that
+    would fall off the ring at once are counted, not rendered (in-process)."""
+    from koinii.server import subscriptions
+
+    encoded: list = []
+    encode = subscriptions.encode_event
+    monkeypatch.setattr(subscriptions, "encode_event", lambda e: encoded.append(e) or encode(e))
+    daemon = build_app(kb).state.daemon
+    since = kb.seq
+    for i in range(40):
+        kb.assert_(f"(item Thing{i})", "CxA")
+    sub = daemon.subs.watch(None, None, 5, since=since)
+    assert len(encoded) == 5
+    reply = json.loads(asyncio.run(daemon.subs.poll(sub["token"], 0, 0)))
+    assert [e["added"][0]["sentence"] for e in reply["events"]] == [
+        f"(item Thing{i})" for i in range(35, 40)
+    ]
+    assert reply["cursor"] == 40 and reply["lagged"] == 35
 
 
 def test_a_parked_stream_is_written_in_the_writes_own_pass(kb):

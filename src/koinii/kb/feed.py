@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koinii.kb.index import match
-from koinii.kb.sentex import NOT
 from koinii.terms import Sym, Var, parse
 
 log = logging.getLogger("koinii.feed")
@@ -142,14 +141,27 @@ class Feed:
 
     def replay(self, token: int, entries: list[Any], up) -> None:
         """Deliver to watcher `token` the events of change-log `entries` (oldest first),
-        routed as a live write would be (a resuming watch)."""
+        routed as a live write would be (a resuming watch).
+
+        Thousands of writes are replayed at once, holding the writer meanwhile, so no
+        more is made of a logged change than its watcher needs: one its standing query
+        cannot match by its text (`_plausible`) is passed over, a sentence is parsed only
+        for a goal to match, and a watcher of everything is handed the log's own dicts.
+        """
         watcher = self._watchers[token]
+        if watcher.literal is None and watcher.context is None:
+            for entry in entries:
+                self.deliver([(watcher, Event(entry.seq, entry.added, entry.removed))])
+            return
+        plausible = _plausible(watcher.literal)
+        parsed = watcher.literal is not None
         for entry in entries:
-            added = [_change_of(p) for p in entry.added]
-            removed = [_change_of(p) for p in entry.removed]
-            event = _filter(watcher, entry.seq, added, removed, up)
-            if event is not None:
-                self.deliver([(watcher, event)])
+            added = [_change_of(p, parsed) for p in entry.added if plausible(p["sentence"])]
+            removed = [_change_of(p, parsed) for p in entry.removed if plausible(p["sentence"])]
+            if added or removed:
+                event = _filter(watcher, entry.seq, added, removed, up)
+                if event is not None:
+                    self.deliver([(watcher, event)])
 
     def deliver(self, routed: Routed) -> None:
         """Call each routed watcher that is still registered, in order."""
@@ -183,20 +195,37 @@ class Feed:
             self._delivering = False
 
 
-def _change_of(public: dict[str, Any]) -> Change:
-    """A change as the change log holds it (its public dict), as the engine knew it."""
+def _change_of(public: dict[str, Any], parsed: bool) -> Change:
+    """A change as the change log holds it (its public dict), as the engine knew it; its
+    atom is parsed from the sentence only if `parsed` (else None: nothing will match it)."""
     sentence = public["sentence"]
-    term = parse(sentence)
-    positive = term[0] is not NOT
+    positive = not sentence.startswith("(not ")
+    text = sentence if positive else sentence[len("(not ") : -1]  # canonical: one `(not X)`
     return Change(
         public["handle"],
-        sentence if positive else sentence[len("(not ") : -1],  # canonical: one `(not X)`
+        text,
         positive,
-        term if positive else term[1],
+        parse(text) if parsed else None,
         public["context"],
         public.get("reason"),
         public.get("hidden_in"),
     )
+
+
+def _plausible(literal: tuple[bool, tuple] | None) -> Callable[[str], bool]:
+    """A test of a change's canonical text that every change `literal` matches passes:
+    its polarity and predicate (`(usesDatabase ?s ?d)` matches only sentences that begin
+    `(usesDatabase `; a goal's functor is always a symbol)."""
+    if literal is None:
+        return _anything
+    positive, pattern = literal
+    head = ("(" if positive else "(not (") + pattern[0].name
+    ends = len(head)
+    return lambda text: text.startswith(head) and text[ends] in " )"
+
+
+def _anything(text: str) -> bool:
+    return True
 
 
 def _filter(watcher: Watcher, seq: int, added, removed, up) -> Event | None:

@@ -81,6 +81,12 @@ class Subscription:
         if len(self.ring) > self.max_events:
             self.ring.popleft()
 
+    def replayed(self, events: list[Event]) -> None:
+        """Start with the events a resuming watch replayed (up to ten thousand writes'):
+        only those the ring keeps are encoded, the rest counted as delivered."""
+        self.ring.extend(render(encode_event(event)) for event in events[-self.max_events :])
+        self.delivered = len(events)
+
     def reply(self, cursor: int) -> RawJSON:
         """`{events, cursor, lagged}`, each event numbered `n` (its place in this feed)."""
         first = self.delivered - len(self.ring)
@@ -171,11 +177,20 @@ class Subscriptions:
         if isinstance(goal, list) and len(goal) == 1:
             goal = goal[0]  # a conjunction of one literal is that literal
         sub = Subscription(secrets.token_urlsafe(16), goal, context, size, principal)
+        replayed: list[Event] | None = None if since is None else []
+
+        def deliver(event: Event) -> None:
+            if replayed is None:
+                self._deliver(sub, event)
+            else:  # (the replay, while `kb.watch` runs)
+                replayed.append(event)
+
         # The engine validates goal and context; the subscription starts exactly here,
         # between two writes, because the loop runs one operation at a time.
-        sub.kb_token = self.kb.watch(
-            lambda event: self._deliver(sub, event), goal=goal, ctx=context, since=since
-        )
+        sub.kb_token = self.kb.watch(deliver, goal=goal, ctx=context, since=since)
+        if replayed:
+            sub.replayed(replayed)
+        replayed = None
         sub.query = (None if goal is None else show(parse(goal)), context)
         self._subs[sub.token] = sub
         self._held[principal] = held + 1
