@@ -6,6 +6,7 @@ milliseconds, not one millisecond from another."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
 import json
@@ -162,8 +163,37 @@ def test_a_long_read_runs_off_the_loop_while_everyone_else_is_served(daemon):
         took = time.monotonic() - started
     assert caught.kind == "budget-exhausted"
     assert 1.5 < took < 4.0  # it ran to its budget, and was stopped there
-    assert len(prober.times) > 50 and prober.worst < 0.25, prober.worst  # nobody waited on it
+    # Nobody waited on it: held, the loop would make the prober wait the read's 2 s. (Not
+    # much tighter: this machine stalls an idle daemon's round trip 0.1-0.25 s at times.)
+    assert len(prober.times) > 50 and prober.worst < 0.5, prober.worst
     assert client.health()["ok"] is True
+
+
+def test_a_long_reads_answer_comes_back_whole_from_its_snapshot(daemon):
+    client = daemon.client(timeout=60)
+    _grid(client)
+    with client.budget(5.0):  # 64,000 rows: past the loop's slice, done in a snapshot
+        rows = client.query(["(r ?a ?b)", "(r ?b ?c)"], "CxA")
+    assert len(rows) == 40**3
+    assert {(str(r["?a"]), str(r["?c"])) for r in rows} == {
+        (f"N{i}", f"N{j}") for i in range(40) for j in range(40)
+    }
+
+
+def test_a_snapshots_answer_is_spliced_into_the_reply_as_the_child_rendered_it():
+    """Never decoded and encoded again on the loop: 200,000 rows took 0.45 s of it."""
+    from koinii.server.snapshot import Snapshots
+    from koinii.wire import RawJSON, render
+
+    answer = {"rows": [{"?x": "Ünïcode"}] * 1000, "seq": 7}
+    got = asyncio.run(Snapshots().run(lambda: answer, 5.0))
+    assert type(got) is RawJSON and got == render(answer)
+
+    def refuses():
+        raise Refused("shape", "no", {"at": 1})
+
+    caught = refused(lambda: asyncio.run(Snapshots().run(refuses, 5.0)))
+    assert (caught.kind, caught.message, caught.data) == ("shape", "no", {"at": 1})
 
 
 def test_a_write_past_its_budget_is_refused_and_holds_nobody(daemon):
@@ -176,7 +206,9 @@ def test_a_write_past_its_budget_is_refused_and_holds_nobody(daemon):
             caught = refused(lambda: client.edit(add=[(f"(s M{i})", "CxB") for i in range(400)]))
             assert caught.kind == "budget-exhausted"
             assert time.monotonic() - started < 1.0
-    assert prober.worst < 0.25, prober.worst
+    # (unbounded, each attack held everyone > 10 s; bounded, one budget and its rollback,
+    # stretched on a busy machine: benchmarks/resilience.py measures it closely)
+    assert prober.worst < 0.5, prober.worst
     after = client.stats()
     assert after["sentexes"] - before["sentexes"] == len(prober.times)  # only the probes
 
