@@ -394,12 +394,17 @@ def test_watchers_share_one_copy_of_each_event(on_sqlite):
     filler = "x" * 180  # 3,000 sentences: a 0.6 MB edit
 
     def growth_of_an_edit(ctx: str) -> int:
+        # A search of what is written waits for the search's model, which the daemon loads
+        # in a thread as it starts (80 MiB), and indexes all that is not yet indexed:
+        # neither then grows the daemon while the edit is measured.
+        assert client.search("seed note", "CxA")
         before = rss_mib(daemon.proc.pid)
         with client.budget(10):  # a bulk load: the operator gives it time
             client.edit(add=[(f'(note Thing{i} "{filler}")', ctx) for i in range(3000)])
         client.stats()  # delivered by now: events go out before the writer's reply
         return rss_mib(daemon.proc.pid) - before
 
+    client.assert_('(note Seed "a seed note")', "CxA")
     client.watch()
     alone = growth_of_an_edit("CxA")  # the store's own growth, with one watcher
     tokens = [client.watch()["token"] for _ in range(150)]
