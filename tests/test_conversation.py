@@ -72,6 +72,18 @@ def test_a_pattern_question_is_stored_as_a_ground_fact_whose_variables_are_data(
     assert asked["?q"][1][2] is Var("version")
 
 
+def test_the_questions_come_in_windows_newest_first_and_bad_windows_are_refused(team):
+    atlas = team["Atlas"]
+    asked = [atlas.pose_query(f"(versionOf Service{i} ?v)") for i in range(5)]
+    assert [q["handle"] for q in atlas.queries(limit=2)] == asked[3:]
+    assert [q["handle"] for q in atlas.queries(limit=2, before=asked[3])] == asked[1:3]
+    assert [q["handle"] for q in atlas.queries()] == asked
+    for bad in ({"limit": 0}, {"limit": "2"}, {"before": -1}, {"before": 2.5}):
+        refusal = unchanged(team.store, lambda b=bad: atlas.queries(**b))
+        # (the wire refuses a value of the wrong JSON type before the read runs)
+        assert refusal.kind in ("bad-option", "bad-request"), bad
+
+
 def test_not_ground_still_guards_claims(team):
     refusal = unchanged(team.store, lambda: team["Atlas"].assert_(VERSION))
     assert refusal.kind == "not-ground"

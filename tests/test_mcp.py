@@ -191,6 +191,24 @@ def test_every_read_is_one_object_and_an_empty_one_says_so(daemon):
     assert query == {"solutions": [], "count": 0, "note": query["note"]} and query["note"]
 
 
+def test_questions_come_in_windows_and_say_where_the_older_ones_start(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            asked = [
+                (await lead.ask(question=f"(usesDatabase Svc{i} ?db)"))["handle"] for i in range(5)
+            ]
+            first = await lead.questions(limit=2)
+            second = await lead.questions(limit=2, before=first["older"])
+            third = await lead.questions(limit=2, before=second["older"])
+            return asked, first, second, third, await lead.questions()
+
+    asked, first, second, third, everything = play(script)
+    assert [q["handle"] for q in first["questions"]] == asked[3:]
+    assert [q["handle"] for q in second["questions"]] == asked[1:3]
+    assert [q["handle"] for q in third["questions"]] == asked[:1] and "older" not in third
+    assert [q["handle"] for q in everything["questions"]] == asked and "older" not in everything
+
+
 def test_a_ground_query_that_holds_says_true(daemon):
     async def script():
         async with mcp_agent(daemon, "AgentLead") as lead:

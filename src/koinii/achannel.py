@@ -164,8 +164,10 @@ class Agent:
     async def open_queries(self) -> list[dict[str, Any]]:
         return await _off_loop(self.moves.open_queries)
 
-    async def queries(self, state: str | None = None) -> list[dict[str, Any]]:
-        return await _off_loop(self.moves.queries, state)
+    async def queries(
+        self, state: str | None = None, *, limit: int | None = None, before: int | None = None
+    ) -> list[dict[str, Any]]:
+        return await _off_loop(self.moves.queries, state, limit=limit, before=before)
 
     async def thread(self, handle: int) -> dict[str, Any]:
         return await _off_loop(self.moves.thread, handle)

@@ -620,10 +620,14 @@ class Agent:
         each with its state and answer count (conversation.questions)."""
         return self.queries("unsettled")
 
-    def queries(self, state: str | None = None) -> list[dict[str, Any]]:
+    def queries(
+        self, state: str | None = None, *, limit: int | None = None, before: int | None = None
+    ) -> list[dict[str, Any]]:
         """This channel's questions, oldest first, with their state; `state` filters:
-        open, answered, contested, settled, closed, unsettled (the first three), all."""
-        return self._read("conversation.questions", state=state)
+        open, answered, contested, settled, closed, unsettled (the first three), all.
+        With `limit`, only the newest `limit` of them, asked before the handle `before`
+        if given (conversation.questions)."""
+        return self._read("conversation.questions", state=state, limit=limit, before=before)
 
     def thread(self, handle: int) -> dict[str, Any]:
         """A claim or question with everything said about it, in one read

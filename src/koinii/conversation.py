@@ -486,11 +486,15 @@ def _thread(kb: KB, handle: Any = None, channel: Any = None) -> dict[str, Any]:
     fields={
         **_CHANNEL,
         "state": ("string", False, "open | answered | contested | settled | closed | unsettled"),
+        "limit": ("integer", False, "only the newest this many of them"),
+        "before": ("integer", False, "only those asked before this handle (an older window)"),
     },
     summary="the channel's questions, each with its state and answer count",
 )
-def _questions(kb: KB, channel: Any = None, state: Any = None) -> list[dict[str, Any]]:
-    return questions(kb, channel, state)
+def _questions(
+    kb: KB, channel: Any = None, state: Any = None, limit: Any = None, before: Any = None
+) -> list[dict[str, Any]]:
+    return questions(kb, channel, state, limit=limit, before=before)
 
 
 @operation(

@@ -128,6 +128,9 @@ DisputeState = Literal["open", "notified", "stale", "resolved", "all"]
 Stance = Literal["for", "against"]
 MAX_WAIT_S = 120.0
 MAX_TOLD = 100  # changes per reply; the cursor says where the next read starts
+# Questions per reply: a long channel's whole list would fill a model's context; `older`
+# says where the window before starts.
+MAX_LISTED = 100
 
 
 def refusal_text(error: KoiniiError) -> tuple[str, str, dict[str, Any]]:
@@ -379,12 +382,20 @@ def build_server(
         return agent.thread(handle)
 
     @tool
-    def questions(state: QuestionState = "unsettled") -> dict[str, Any]:
-        """The channel's questions with their state and answer count, oldest first.
-        Default: the unsettled ones (open, answered or contested).
-        Example: questions() or questions(state="all"). Returns {questions, count}."""
-        found = agent.queries(state)
-        return _listed("questions", found, f"no {state} questions on {channel}")
+    def questions(
+        state: QuestionState = "unsettled", limit: int = 50, before: int | None = None
+    ) -> dict[str, Any]:
+        """The channel's questions with their state and answer count, oldest first: the
+        newest `limit` of them. Default: the unsettled ones (open, answered or contested).
+        Example: questions() or questions(state="all"). Returns {questions, count}, and
+        `older` when there are more: questions(before=older) lists the ones before."""
+        window = min(max(limit, 1), MAX_LISTED)
+        found = agent.queries(state, limit=window + 1, before=before)
+        older = {}
+        if len(found) > window:  # (one more than asked: there are older ones)
+            found = found[1:]
+            older = {"older": found[0]["handle"]}
+        return _listed("questions", found, f"no {state} questions on {channel}", **older)
 
     @tool
     def disputes(state: DisputeState = "all") -> dict[str, Any]:
