@@ -8,6 +8,9 @@ as the writer from a memory the store has moved past (docs/scaling.md, a lost co
   keeps serving with every acknowledged write.
 - A writer that comes back to find another writer (the lock taken, the seq moved on)
   answers nothing more from memory: 503 `writer-lost`, then exits non-zero.
+- Whoever takes a daemon's store over writes nothing until the daemon's lease (how long
+  it answers from memory after a check) has run out; a daemon that stopped cleanly
+  leaves no lease to wait for.
 """
 
 from __future__ import annotations
@@ -226,6 +229,41 @@ def test_a_writer_that_finds_another_writer_stops_serving_and_exits_non_zero(sch
         writer.proc.send_signal(signal.SIGCONT)
         writer.kill()
         standby.kill()
+
+
+def test_a_writer_that_takes_over_waits_out_the_old_daemons_lease(schema, postgres):
+    app = f"koinii_{uuid.uuid4().hex[:8]}"
+    writer = Daemon(_dsn(schema, app=app), []).start()
+    try:
+        old = writer.client()
+        old.assert_("(wrote Before)", "CxA")
+        writer.proc.send_signal(signal.SIGSTOP)  # its last check was a moment ago
+        assert _terminate(postgres, app) == 1
+        # an embedded writer takes the store over at once, and writes: not before the old
+        # daemon's lease has run out, so that daemon checks before it answers again
+        with koinii.open_kb(_dsn(schema), standby=True) as kb:
+            moved = kb.assert_("(wrote Elsewhere)", "CxA")
+            writer.proc.send_signal(signal.SIGCONT)
+            assert _answer(old.health) in ("writer-lost", "gone")
+            assert _answer(lambda: old.sentex(moved)) in ("writer-lost", "gone")
+        assert _stopped(writer) != 0
+    finally:
+        writer.proc.send_signal(signal.SIGCONT)
+        writer.kill()
+
+
+def test_a_daemon_that_stops_cleanly_leaves_no_lease_to_wait_for(schema, postgres):
+    daemon = Daemon(_dsn(schema), []).start()
+    assert _lease_marks(postgres, schema) == 2  # its lease, and whose it is
+    daemon.client().assert_("(wrote Before)", "CxA")
+    assert daemon.stop() == 0
+    assert _lease_marks(postgres, schema) == 0
+
+
+def _lease_marks(postgres, schema: str) -> int:
+    return postgres.execute(
+        f"SELECT count(*) FROM {schema}.koinii_meta WHERE key IN ('lease_holder', 'lease_ms')"
+    ).fetchone()[0]
 
 
 def _answer(call) -> str:

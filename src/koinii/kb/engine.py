@@ -187,6 +187,14 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         with self._lock:
             return None if self._closed else self._store.check_writer()
 
+    def hold_lease(self, seconds: float) -> None:
+        """Say in the store that this KB's daemon answers from memory for up to `seconds`
+        after each `check_writer`: a writer that takes the store over while the daemon may
+        still be answering waits that long before it writes (Store.hold_lease)."""
+        with self._lock:
+            self._refuse_if_lost()
+            self._store.hold_lease(seconds)
+
     def _refuse_if_lost(self) -> None:
         lost = self._store.lost
         if lost is not None:

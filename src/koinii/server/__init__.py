@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 from koinii.errors import Refused
 from koinii.kb import KB, open_kb
-from koinii.server.app import Limits, build_app
+from koinii.server.app import WRITER_LEASE_S, Limits, build_app
 from koinii.server.chunks import with_write_now
 from koinii.server.guards import Hosts, connection_cap, guarded_protocol
 from koinii.server.tokens import TokenTable
@@ -135,6 +135,8 @@ def serve(
         if standby:
             say(f"standby: took over, now the writer of {kb.location}")
         try:
+            # and waits out the lease of a daemon that may still answer (a freeze, a cut)
+            kb.hold_lease(WRITER_LEASE_S)
             sock = listen(host, port)
         except Refused:
             kb.close()

@@ -26,8 +26,9 @@ Invariants:
   on — every operation and `/health` answer 503 with that refusal — and exits non-zero.
   It is checked every `WRITER_CHECK_S`, after any refusal that may mean it, and before
   any request when the last check is older than `WRITER_LEASE_S` (a daemon that was
-  frozen checks before it answers anything from memory). The lease is shorter than a
-  standby's takeover (it polls the lock every 0.5 s, then loads the store).
+  frozen checks before it answers anything from memory). The daemon leaves the lease in
+  the store as it starts (`KB.hold_lease`): a writer that takes the store over while it
+  may still be answering writes nothing until the lease has run out.
 """
 
 from __future__ import annotations

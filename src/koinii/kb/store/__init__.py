@@ -218,6 +218,13 @@ class Store(Protocol):
     # commit landed: the refusal (`writer-lost`, `outcome-unknown`) every write then gets.
     lost: Any
 
+    def hold_lease(self, seconds: float) -> None:
+        """Mark the store as served by a daemon that answers from memory for up to
+        `seconds` after it last made sure it is the writer (PostgreSQL; nothing to do where
+        the writer lock cannot pass to another process while this one lives). A writer that
+        takes the lock while another's mark is there writes nothing until `seconds` after:
+        that daemon may be frozen or cut off, and still answering. A clean close clears it."""
+
     def check_writer(self) -> Any:
         """Make sure this store is still the writer (PostgreSQL: the connection is alive
         and holds the writer lock, else reconnect, retake the lock and check that the

@@ -48,6 +48,9 @@ class MemoryStore:
     def check_writer(self) -> None:
         return None
 
+    def hold_lease(self, seconds: float) -> None:
+        pass
+
     def __init__(self, retain: int = 10_000, retain_changes: int = 10_000) -> None:
         self._log: deque[tuple[LogEntry, int]] = deque()  # (entry, how many changes)
         self._retain, self._retain_changes = retain, retain_changes

@@ -26,6 +26,10 @@ Invariants:
   of that fails it is no longer the writer (`lost`, kind `writer-lost`): every write is
   refused from then on, and the daemon stops serving. It never writes or answers as the
   writer from a memory the store has moved past.
+- Between its checks a daemon answers reads from memory, for a lease (`hold_lease`) whose
+  length it leaves in the store with a mark of its own. A writer that takes the lock and
+  finds another's mark writes nothing until that long after: the old daemon, frozen or cut
+  off, may still be answering, and must not answer from a memory the store moved past.
 
 The location is a libpq URL; put `options=-csearch_path%3Dteam` in it to use a schema
 other than `public`.
@@ -36,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -134,6 +139,9 @@ class PostgresStore(SQLStore):
         self._dsn = dsn
         self.lost: Refused | None = None
         self._in_tx = False
+        self._holder = secrets.randbits(62)  # this opening's lease mark (`hold_lease`)
+        self._leased = False
+        self._writes_from = 0.0  # time.monotonic() before which nothing is written
         try:
             self._conn = self._connect()
         except psycopg.Error as exc:
@@ -149,8 +157,9 @@ class PostgresStore(SQLStore):
                 and self._conn.execute("SELECT to_regclass('koinii_meta')").fetchone()[0] is None
             ):
                 raise no_such_store(self.location)
-            self._take_writer_lock(standby, poll_s)
+            locked = self._take_writer_lock(standby, poll_s)
             self._migrate()
+            self._wait_out_leases(self._conn, locked)
             self._session_settings(self._conn)
             self.durability = {
                 "backend": "postgresql",
@@ -206,10 +215,11 @@ class PostgresStore(SQLStore):
         (locked,) = conn.execute(f"SELECT pg_try_advisory_lock({key_sql})", (schema,)).fetchone()
         return bool(locked)
 
-    def _take_writer_lock(self, standby: bool, poll_s: float) -> None:
+    def _take_writer_lock(self, standby: bool, poll_s: float) -> float:
+        """Take the lock, and return when (time.monotonic())."""
         while True:
             if self._try_lock(self._conn):
-                return
+                return time.monotonic()
             if not standby:
                 raise Refused(
                     "store-locked",
@@ -218,6 +228,24 @@ class PostgresStore(SQLStore):
                     {"location": self.location},
                 )
             time.sleep(poll_s)
+
+    # --- the lease -------------------------------------------------------------------
+
+    def _wait_out_leases(self, conn: Any, locked: float) -> None:
+        """Having taken the lock at `locked`: if another daemon's lease mark is in the
+        store, write nothing until its lease, counted from then, has run out."""
+        mark = dict(
+            conn.execute(
+                "SELECT key, value FROM koinii_meta WHERE key IN ('lease_holder', 'lease_ms')"
+            ).fetchall()
+        )
+        if mark.get("lease_holder", self._holder) != self._holder:
+            self._writes_from = locked + mark.get("lease_ms", 0) / 1000
+
+    def hold_lease(self, seconds: float) -> None:
+        with self._translated("marking the lease"), self._transaction():
+            self._set_meta({"lease_holder": self._holder, "lease_ms": round(seconds * 1000)})
+        self._leased = True
 
     # --- schema -------------------------------------------------------------------------
 
@@ -299,6 +327,9 @@ class PostgresStore(SQLStore):
     def _transaction(self, log: Sequence[tuple] = ()) -> Iterator[None]:
         if self.lost is not None:
             raise self.lost
+        if self._writes_from:  # another daemon's lease, taken over (`hold_lease`)
+            time.sleep(max(0.0, self._writes_from - time.monotonic()))
+            self._writes_from = 0.0
         self._run("BEGIN")  # reconnects first if the connection was lost since
         conn = self._conn
         self._in_tx = True
@@ -392,6 +423,7 @@ class PostgresStore(SQLStore):
                 self._lose(f"another writer holds {self.location} now")
                 conn.close()
                 return landed
+            self._wait_out_leases(conn, time.monotonic())
             expected = row[0] if landed else self._last_seq
             top = conn.execute(
                 "SELECT GREATEST((SELECT MAX(seq) FROM change_log), "
@@ -441,6 +473,10 @@ class PostgresStore(SQLStore):
         # locks only as its backend exits, so a reopen right after close could be refused.
         if not self._conn.broken:
             with contextlib.suppress(*self._errors):
+                if self._leased and self.lost is None:  # stopped cleanly: nothing to wait for
+                    self._conn.execute(
+                        "DELETE FROM koinii_meta WHERE key IN ('lease_holder', 'lease_ms')"
+                    )
                 self._conn.execute("SELECT pg_advisory_unlock_all()")
         self._conn.close()
 

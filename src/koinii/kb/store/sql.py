@@ -294,6 +294,9 @@ class SQLStore:
         # again, and every sentex written later is above them.
         self._indexed_top = top
 
+    def hold_lease(self, seconds: float) -> None:
+        """Nothing to mark: a store on a local file never loses its writer lock."""
+
     def check_writer(self) -> Any:
         """None while this store is still its store's writer (see Store.check_writer)."""
         return self.lost
