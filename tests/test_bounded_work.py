@@ -164,8 +164,8 @@ def test_a_long_read_runs_off_the_loop_while_everyone_else_is_served(daemon):
     assert caught.kind == "budget-exhausted"
     assert 1.5 < took < 4.0  # it ran to its budget, and was stopped there
     # Nobody waited on it: held, the loop would make the prober wait the read's 2 s. (Not
-    # much tighter: this machine stalls an idle daemon's round trip 0.1-0.25 s at times.)
-    assert len(prober.times) > 50 and prober.worst < 0.5, prober.worst
+    # tighter: under the suite's two workers, a round trip here stalls up to 0.65 s.)
+    assert len(prober.times) > 50 and prober.worst < 1.0, prober.worst
     assert client.health()["ok"] is True
 
 
@@ -207,8 +207,9 @@ def test_a_write_past_its_budget_is_refused_and_holds_nobody(daemon):
             assert caught.kind == "budget-exhausted"
             assert time.monotonic() - started < 1.0
     # (unbounded, each attack held everyone > 10 s; bounded, one budget and its rollback,
-    # stretched on a busy machine: benchmarks/resilience.py measures it closely)
-    assert prober.worst < 0.5, prober.worst
+    # stretched on a busy machine — 0.65 s under the suite's two workers at worst seen:
+    # benchmarks/resilience.py measures it closely)
+    assert prober.worst < 1.0, prober.worst
     after = client.stats()
     assert after["sentexes"] - before["sentexes"] == len(prober.times)  # only the probes
 

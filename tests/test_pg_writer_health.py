@@ -254,9 +254,11 @@ def test_a_writer_that_takes_over_waits_out_the_old_daemons_lease(schema, postgr
 
 def test_a_daemon_that_stops_cleanly_leaves_no_lease_to_wait_for(schema, postgres):
     daemon = Daemon(_dsn(schema), []).start()
-    assert _lease_marks(postgres, schema) == 2  # its lease, and whose it is
-    daemon.client().assert_("(wrote Before)", "CxA")
-    assert daemon.stop() == 0
+    try:
+        assert _lease_marks(postgres, schema) == 2  # its lease, and whose it is
+        daemon.client().assert_("(wrote Before)", "CxA")
+    finally:
+        assert daemon.stop() == 0
     assert _lease_marks(postgres, schema) == 0
 
 
