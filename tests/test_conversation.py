@@ -263,6 +263,25 @@ def test_moves_that_assert_nothing_are_not_disputable(team):
     assert own.kind == "koinii/not-disputable" and f"withdraw({claim})" in own.message
 
 
+def test_the_disputes_come_in_windows_and_bad_windows_are_refused(team):
+    atlas, cyra = team["Atlas"], team["Cyra"]
+    claims = [atlas.assert_(f"(usesDatabase Service{i} PostgreSQL16)") for i in range(5)]
+    for claim in claims:
+        cyra.dispute(claim)
+    every = atlas.disputes()
+    ids = [d["dispute_id"] for d in every]
+    assert [d["target"]["handle"] for d in every] == claims and ids == sorted(ids)
+    assert atlas.disputes(limit=2) == every[3:]
+    assert atlas.disputes(limit=2, before=ids[3]) == every[1:3]
+    assert atlas.disputes(before=ids[1]) == every[:1]
+    assert atlas.disputes(state="open", limit=1) == every[4:]
+    assert atlas.disputes(state="resolved", limit=1) == []
+    for bad in ({"limit": 0}, {"limit": "2"}, {"before": []}, {"before": [0]}, {"before": 3}):
+        refusal = unchanged(team.store, lambda b=bad: atlas.disputes(**b))
+        # (the wire refuses a value of the wrong JSON type before the read runs)
+        assert refusal.kind in ("bad-option", "bad-request"), bad
+
+
 def test_no_path_through_dispute_is_a_speaker_mismatch(team):
     q = team["Atlas"].pose_query(READY)
     for target in (team["Boreas"].answer("true", q), team["Boreas"].assert_("(slow ProdCluster)")):

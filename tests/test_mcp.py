@@ -209,6 +209,30 @@ def test_questions_come_in_windows_and_say_where_the_older_ones_start(daemon):
     assert [q["handle"] for q in everything["questions"]] == asked and "older" not in everything
 
 
+def test_disputes_come_in_windows_and_say_where_the_older_ones_start(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead, mcp_agent(daemon, "AgentCyra") as cyra:
+            claims = [
+                (await lead.claim(sentence=f"(usesDatabase Svc{i} PostgreSQL16)"))["handle"]
+                for i in range(5)
+            ]
+            for claim in claims:
+                await cyra.dispute(target=claim)
+            first = await lead.disputes(limit=2)
+            second = await lead.disputes(limit=2, before=first["older"])
+            third = await lead.disputes(limit=2, before=second["older"])
+            return claims, first, second, third, await lead.disputes()
+
+    claims, first, second, third, everything = play(script)
+
+    def targets(reply):
+        return [d["target"]["handle"] for d in reply["disputes"]]
+
+    assert targets(first) == claims[3:] and targets(second) == claims[1:3]
+    assert targets(third) == claims[:1] and "older" not in third
+    assert targets(everything) == claims and "older" not in everything
+
+
 def test_a_ground_query_that_holds_says_true(daemon):
     async def script():
         async with mcp_agent(daemon, "AgentLead") as lead:

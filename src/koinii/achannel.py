@@ -172,8 +172,14 @@ class Agent:
     async def thread(self, handle: int) -> dict[str, Any]:
         return await _off_loop(self.moves.thread, handle)
 
-    async def disputes(self, state: str | None = None) -> list[dict[str, Any]]:
-        return await _off_loop(self.moves.disputes, state)
+    async def disputes(
+        self,
+        state: str | None = None,
+        *,
+        limit: int | None = None,
+        before: list[int] | None = None,
+    ) -> list[dict[str, Any]]:
+        return await _off_loop(self.moves.disputes, state, limit=limit, before=before)
 
     async def members(self) -> list[str]:
         return await _off_loop(self.moves.members)

@@ -634,9 +634,17 @@ class Agent:
         (conversation.thread)."""
         return self._read("conversation.thread", handle=handle)
 
-    def disputes(self, state: str | None = None) -> list[dict[str, Any]]:
-        """Every dispute on this channel with its sides, state, tally and ruling."""
-        return self._read("conversation.disputes", state=state)
+    def disputes(
+        self,
+        state: str | None = None,
+        *,
+        limit: int | None = None,
+        before: list[int] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every dispute on this channel with its sides, state, tally and ruling, in the
+        order of their ids. With `limit`, only the last `limit` of them, those whose id
+        comes before the dispute_id `before` if given (conversation.disputes_on)."""
+        return self._read("conversation.disputes", state=state, limit=limit, before=before)
 
     def members(self) -> list[str]:
         """The agents joined to this channel."""

@@ -67,6 +67,7 @@ class _Reader:
         self.visible = kb.context_up(channel)
         self._owners: dict[str, str | None] | None = None
         self._live: list[dict[str, Any]] | None = None
+        self._groups: dict[tuple[int, ...], dict[str, Any]] | None = None
         self._disputes: list[dict[str, Any]] | None = None
 
     # --- who -----------------------------------------------------------------------------
@@ -244,8 +245,15 @@ class _Reader:
 
     def dispute_entries(self) -> list[dict[str, Any]]:
         """Every dispute on the channel: the live clashes, and the dispute moves."""
-        if self._disputes is not None:
-            return self._disputes
+        if self._disputes is None:
+            self._disputes = [self.dispute_entry(k, group) for k, group in self.dispute_groups()]
+        return self._disputes
+
+    def dispute_groups(self) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
+        """Each dispute's id (its sides' handles, sorted) and what it is made of — its
+        live clash, the moves that raised it, its target — in the order of the ids."""
+        if self._groups is not None:
+            return sorted(self._groups.items())
         groups: dict[tuple[int, ...], dict[str, Any]] = {}
         for entry in self.live():
             groups[tuple(entry["dispute_id"])] = {"live": entry, "edges": [], "target": None}
@@ -261,8 +269,8 @@ class _Reader:
             group = groups.setdefault(key, {"live": None, "edges": [], "target": None})
             group["edges"].append(edge)
             group["target"] = group["target"] or target
-        self._disputes = [self._dispute(key, group) for key, group in sorted(groups.items())]
-        return self._disputes
+        self._groups = groups
+        return sorted(groups.items())
 
     def _key(
         self, target: Sentex, rebuttal: Sentex | None, groups: dict[tuple[int, ...], Any]
@@ -277,14 +285,14 @@ class _Reader:
         handles = {target.handle} | ({rebuttal.handle} if rebuttal is not None else set())
         return tuple(sorted(handles))
 
-    def _dispute(self, key: tuple[int, ...], group: dict[str, Any]) -> dict[str, Any]:
+    def dispute_state(self, key: tuple[int, ...], group: dict[str, Any]) -> str:
+        return "resolved" if group["live"] is None else _marked_state(self.kb, key)
+
+    def dispute_entry(self, key: tuple[int, ...], group: dict[str, Any]) -> dict[str, Any]:
         live = group["live"]
         target = group["target"] or self.kb.sentex(min(key))
         sides = [self.kb.sentex(h) for h in key]
-        if live is not None:
-            state = _marked_state(self.kb, key)
-        else:
-            state = "resolved"
+        state = self.dispute_state(key, group)
         rulings = (
             [r for r in adjudication.rulings_on(self.kb, target) if list(key) in r["dispute_ids"]]
             if target is not None
@@ -412,18 +420,48 @@ def questions(
     return found[::-1]
 
 
-def disputes_on(kb: KB, channel: str, state: str | None = None) -> list[dict[str, Any]]:
+def disputes_on(
+    kb: KB,
+    channel: str,
+    state: str | None = None,
+    *,
+    limit: int | None = None,
+    before: list[int] | None = None,
+) -> list[dict[str, Any]]:
     """Every dispute on `channel`: the clashes it observes and the dispute moves its
     agents made, each with its sides, speakers, state (open, notified, stale or
-    resolved), target, tally and ruling. `state` filters."""
+    resolved), target, tally and ruling, in the order of their ids (their sides'
+    handles, sorted). `state` filters.
+
+    A window, for long channels: with `limit`, only the last `limit` disputes that pass
+    the filter, those whose id comes before `before` (a `dispute_id`) if given — and only
+    those are read in full."""
     if state is not None and state not in DISPUTE_STATES:
         raise Refused(
             "bad-option",
             f"no dispute state {state!r}; states: {', '.join(DISPUTE_STATES)}",
             {"option": "state", "known": list(DISPUTE_STATES)},
         )
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise Refused("bad-option", "limit is a positive integer", {"option": "limit"})
+    if before is not None and not (
+        isinstance(before, list) and before and all(type(h) is int and h > 0 for h in before)
+    ):
+        raise Refused(
+            "bad-option",
+            "before is a dispute_id: the list of handles a listed dispute carries, e.g. [12, 40]",
+            {"option": "before"},
+        )
     reader = _Reader(kb, _channel(channel))
-    return [d for d in reader.dispute_entries() if state is None or d["state"] == state]
+    found: list[dict[str, Any]] = []
+    for key, group in reversed(reader.dispute_groups()):
+        if before is not None and list(key) >= before:
+            continue
+        if state is None or reader.dispute_state(key, group) == state:
+            found.append(reader.dispute_entry(key, group))
+            if limit is not None and len(found) == limit:
+                break
+    return found[::-1]
 
 
 def members(kb: KB, channel: str) -> list[str]:
@@ -499,11 +537,22 @@ def _questions(
 
 @operation(
     "conversation.disputes",
-    fields={**_CHANNEL, "state": ("string", False, "open | notified | stale | resolved")},
+    fields={
+        **_CHANNEL,
+        "state": ("string", False, "open | notified | stale | resolved"),
+        "limit": ("integer", False, "only the last this many of them"),
+        "before": (
+            ("array", {"type": "integer"}),
+            False,
+            "only those whose dispute_id comes before this one (an older window)",
+        ),
+    },
     summary="every dispute on the channel: sides, speakers, state, tally, ruling",
 )
-def _disputes(kb: KB, channel: Any = None, state: Any = None) -> list[dict[str, Any]]:
-    return disputes_on(kb, channel, state)
+def _disputes(
+    kb: KB, channel: Any = None, state: Any = None, limit: Any = None, before: Any = None
+) -> list[dict[str, Any]]:
+    return disputes_on(kb, channel, state, limit=limit, before=before)
 
 
 @operation(

@@ -128,8 +128,8 @@ DisputeState = Literal["open", "notified", "stale", "resolved", "all"]
 Stance = Literal["for", "against"]
 MAX_WAIT_S = 120.0
 MAX_TOLD = 100  # changes per reply; the cursor says where the next read starts
-# Questions per reply: a long channel's whole list would fill a model's context; `older`
-# says where the window before starts.
+# Questions or disputes per reply: a long channel's whole list would fill a model's
+# context; `older` says where the window before starts.
 MAX_LISTED = 100
 
 
@@ -398,12 +398,22 @@ def build_server(
         return _listed("questions", found, f"no {state} questions on {channel}", **older)
 
     @tool
-    def disputes(state: DisputeState = "all") -> dict[str, Any]:
-        """Every dispute on the channel: its sides, who raised it, its state (open,
-        notified, stale, resolved), the tally on its target and any ruling.
-        Example: disputes(state="open"). Returns {disputes, count}."""
-        found = agent.disputes(None if state == "all" else state)
-        return _listed("disputes", found, f"no {'' if state == 'all' else state + ' '}disputes")
+    def disputes(
+        state: DisputeState = "all", limit: int = 20, before: list[int] | None = None
+    ) -> dict[str, Any]:
+        """The channel's disputes: each one's sides, who raised it, its state (open,
+        notified, stale, resolved), the tally on its target and any ruling — the last
+        `limit` of them, in the order of their dispute_id.
+        Example: disputes(state="open"). Returns {disputes, count}, and `older` when there
+        are more: disputes(before=older) lists the ones before."""
+        window = min(max(limit, 1), MAX_LISTED)
+        found = agent.disputes(None if state == "all" else state, limit=window + 1, before=before)
+        older = {}
+        if len(found) > window:  # (one more than asked: there are older ones)
+            found = found[1:]
+            older = {"older": found[0]["dispute_id"]}
+        none = f"no {'' if state == 'all' else state + ' '}disputes"
+        return _listed("disputes", found, none, **older)
 
     @tool
     def query(goal: str, context: str | None = None) -> dict[str, Any]:
