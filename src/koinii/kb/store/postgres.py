@@ -152,6 +152,7 @@ class PostgresStore(SQLStore):
             ) from exc
         self._synchronous = synchronous
         try:
+            self._session = self._session_of(self._conn)
             if (
                 not create
                 and self._conn.execute("SELECT to_regclass('koinii_meta')").fetchone()[0] is None
@@ -393,7 +394,7 @@ class PostgresStore(SQLStore):
         last this writer committed (or `row`'s, if it landed) — else another writer has
         written, and this one's memory is behind.
         """
-        old_pid = self._conn.info.backend_pid
+        old_session = self._session
         with contextlib.suppress(Exception):
             self._conn.close()
         conn = None
@@ -408,7 +409,7 @@ class PostgresStore(SQLStore):
             self._lose(f"cannot reconnect to {self.location}")
             return None
         try:
-            if not self._session_over(conn, old_pid):
+            if not self._session_over(conn, old_session):
                 self._lose(f"the old session to {self.location} would not end")
                 conn.close()
                 return None
@@ -434,30 +435,44 @@ class PostgresStore(SQLStore):
                 conn.close()
                 return landed
             self._session_settings(conn)
+            session = self._session_of(conn)
         except self._errors as exc:
             self._lose(f"reconnecting to {self.location} failed: {exc}")
             with contextlib.suppress(Exception):
                 conn.close()
             return None
-        self._conn = conn
+        self._conn, self._session = conn, session
         self._records = PostgresRecords(conn)
         if landed:
             self._last_seq = row[0]
         return landed
 
     @staticmethod
-    def _session_over(conn: Any, pid: int, wait_s: float = 3.0) -> bool:
-        """End the backend `pid` (an old session of this writer) and wait until it is gone."""
+    def _session_of(conn: Any) -> tuple[int, Any]:
+        """The connection's session: its backend's pid and when that backend started —
+        a pid alone may be another session's by the time it is looked for again."""
+        return conn.execute(
+            "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+        ).fetchone()
+
+    @staticmethod
+    def _session_over(conn: Any, session: tuple[int, Any], wait_s: float = 3.0) -> bool:
+        """End `session` (an old one of this writer) and wait until it is gone."""
         deadline = time.monotonic() + wait_s
         while True:
             alive = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND backend_start = %s",
+                session,
             ).fetchone()[0]
             if not alive:
                 return True
             if time.monotonic() > deadline:
                 return False
-            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid = %s AND backend_start = %s",
+                session,
+            )
             time.sleep(0.05)
 
     def _lose(self, why: str) -> None:
