@@ -243,6 +243,20 @@ def test_a_ground_query_that_holds_says_true(daemon):
     assert found["solutions"] == [{}] and found["note"].startswith("true")
 
 
+def test_a_query_with_many_solutions_shows_the_first_and_says_there_are_more(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            for i in range(5):
+                await lead.claim(sentence=f"(usesDatabase Svc{i} PostgreSQL16)")
+            goal = "(usesDatabase ?service ?db)"
+            return await lead.query(goal=goal, limit=2), await lead.query(goal=goal)
+
+    few, every = play(script)
+    assert few["count"] == 2 and few["more"] is True and "bind more" in few["note"]
+    assert {s["?service"] for s in few["solutions"]} < {f"Svc{i}" for i in range(5)}
+    assert every["count"] == 5 and "more" not in every and "note" not in every
+
+
 def test_an_agent_finds_what_the_team_said_by_its_words_and_the_vocabulary_in_use(daemon):
     from koinii import channel
 

@@ -184,8 +184,10 @@ class Agent:
     async def members(self) -> list[str]:
         return await _off_loop(self.moves.members)
 
-    async def query(self, goal: Any, ctx: Any = None) -> list[dict[str, Any]]:
-        return await _off_loop(self.moves.query, goal, ctx)
+    async def query(
+        self, goal: Any, ctx: Any = None, *, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        return await _off_loop(self.moves.query, goal, ctx, limit=limit)
 
     async def search(
         self, text: str, *, limit: int = 10, ctx: Any = None, ranking: str | None = None

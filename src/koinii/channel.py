@@ -650,10 +650,12 @@ class Agent:
         """The agents joined to this channel."""
         return self._read("conversation.members")
 
-    def query(self, goal: Any, ctx: Any = None) -> list[dict[str, Any]]:
+    def query(
+        self, goal: Any, ctx: Any = None, *, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         """Ancestor-set-aware bindings: the channel's whole current view of `goal` (or
-        `ctx`'s)."""
-        return self.store.query(goal, self.channel if ctx is None else ctx)
+        `ctx`'s); with `limit`, the first `limit` solutions found (KB.query)."""
+        return self.store.query(goal, self.channel if ctx is None else ctx, limit=limit)
 
     def search(
         self, text: str, *, limit: int = 10, ctx: Any = None, ranking: str | None = None

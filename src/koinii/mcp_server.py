@@ -128,8 +128,8 @@ DisputeState = Literal["open", "notified", "stale", "resolved", "all"]
 Stance = Literal["for", "against"]
 MAX_WAIT_S = 120.0
 MAX_TOLD = 100  # changes per reply; the cursor says where the next read starts
-# Questions or disputes per reply: a long channel's whole list would fill a model's
-# context; `older` says where the window before starts.
+# Questions, disputes or solutions per reply: a long channel's whole list would fill a
+# model's context; `older` says where the window before starts, `more` that there is more.
 MAX_LISTED = 100
 
 
@@ -416,16 +416,27 @@ def build_server(
         return _listed("disputes", found, none, **older)
 
     @tool
-    def query(goal: str, context: str | None = None) -> dict[str, Any]:
+    def query(goal: str, context: str | None = None, limit: int = 50) -> dict[str, Any]:
         """What the channel (or `context`) currently holds: each way to bind the goal's
-        ?variables. Example: query(goal="(usesDatabase ?cluster ?db)").
-        Returns {solutions, count}; a goal without variables that holds gives one empty
+        ?variables — the first `limit` found (at most 100), sorted.
+        Example: query(goal="(usesDatabase ?cluster ?db)").
+        Returns {solutions, count}, and `more` when there are others: then bind more of
+        the goal's ?variables. A goal without variables that holds gives one empty
         solution and says so."""
-        solutions = [
-            {name: show(value) for name, value in s.items()}
-            for s in agent.query(goal, context or channel)
-        ]
-        out = _listed("solutions", solutions, "no solutions: nothing the channel sees matches")
+        window = min(max(limit, 1), MAX_LISTED)
+        found = agent.query(goal, context or channel, limit=window + 1)
+        more = {}
+        if len(found) > window:  # (one more than asked: there are others)
+            found = found[:window]
+            more = {
+                "more": True,
+                "note": f"the first {window} solutions found, and there are more: bind more "
+                "of the goal's ?variables to narrow it",
+            }
+        solutions = [{name: show(value) for name, value in s.items()} for s in found]
+        out = _listed(
+            "solutions", solutions, "no solutions: nothing the channel sees matches", **more
+        )
         if solutions == [{}]:
             out["note"] = "true: the goal holds (it has no ?variables to bind)"
         return out
