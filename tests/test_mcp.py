@@ -291,6 +291,30 @@ def test_an_agent_finds_what_the_team_said_by_its_words_and_the_vocabulary_in_us
     assert vocabulary["count"] == len(vocabulary["predicates"])
 
 
+def test_the_vocabulary_and_the_sessions_come_in_windows_and_say_there_are_more(daemon):
+    from koinii.sessions import SessionStore
+
+    store = SessionStore(daemon.client("AgentLead"))
+    started = [store.start_session(title=f"Release {i}") for i in range(3)]
+
+    async def script():
+        async with mcp_agent(daemon, "AgentLead", "--introspection") as lead:
+            for i in range(4):
+                await lead.claim(sentence=f"(owner{i} BillingRelease AgentLead)")
+            return (
+                await lead.vocabulary(limit=3),
+                await lead.vocabulary(),
+                await lead.list_sessions(limit=2),
+                await lead.list_sessions(),
+            )
+
+    few, every, recent, sessions = play(script)
+    assert few["count"] == 3 and few["more"] == every["count"] - 3 and "more" not in every
+    assert few["predicates"] == every["predicates"][:3]
+    assert [s["id"] for s in recent["sessions"]] == started[:0:-1] and recent["more"] is True
+    assert [s["id"] for s in sessions["sessions"]] == started[::-1] and "more" not in sessions
+
+
 @pytest.mark.skipif(not semantic.installed(), reason="koinii[semantic] is not installed")
 def test_an_agent_finds_what_was_said_in_other_words_where_the_daemon_ranks_by_meaning(daemon):
     from koinii import channel

@@ -128,8 +128,9 @@ DisputeState = Literal["open", "notified", "stale", "resolved", "all"]
 Stance = Literal["for", "against"]
 MAX_WAIT_S = 120.0
 MAX_TOLD = 100  # changes per reply; the cursor says where the next read starts
-# Questions, disputes or solutions per reply: a long channel's whole list would fill a
-# model's context; `older` says where the window before starts, `more` that there is more.
+# Questions, disputes, solutions, predicates or sessions per reply: a long channel's whole
+# list would fill a model's context; `older` says where the window before starts, `more`
+# that there is more.
 MAX_LISTED = 100
 
 
@@ -472,14 +473,17 @@ def build_server(
         )
 
     @tool
-    def vocabulary() -> dict[str, Any]:
-        """The predicates in use on the channel, most used first, each with how many
-        sentences use it and one example sentence — so you claim and ask in the words
-        the team already uses instead of inventing a synonym.
+    def vocabulary(limit: int = 50) -> dict[str, Any]:
+        """The predicates in use on the channel, most used first (the first `limit`, at
+        most 100), each with how many sentences use it and one example sentence — so you
+        claim and ask in the words the team already uses instead of inventing a synonym.
         Example: vocabulary(). Returns {predicates, count}: each {predicate, count,
-        example: {handle, sentence, context}}."""
+        example: {handle, sentence, context}}, and `more`: how many less used ones are
+        not shown (search(text) finds those by their words)."""
+        window = min(max(limit, 1), MAX_LISTED)
         found = agent.vocabulary()
-        return _listed("predicates", found, "nothing is said on the channel yet")
+        more = {"more": len(found) - window} if len(found) > window else {}
+        return _listed("predicates", found[:window], "nothing is said on the channel yet", **more)
 
     @tool
     def recent_changes(since: int = 0, limit: int = 100) -> dict[str, Any]:
@@ -578,14 +582,19 @@ def build_server(
             return {"session": found, **({} if found else {"note": "no such session"})}
 
         @tool
-        def list_sessions(search: str | None = None) -> dict[str, Any]:
-            """Past sessions, newest first; with `search`, ranked by where the words appear
-            (title, request, reply, thinking, tool results) and, where the server ranks by
-            meaning, by closeness in meaning too (is_by_meaning) — keep the order given.
-            Example: list_sessions(search="flaky test"). Returns {sessions, count}."""
+        def list_sessions(search: str | None = None, limit: int = 20) -> dict[str, Any]:
+            """Past sessions, newest first — the first `limit` (at most 100); with
+            `search`, ranked by where the words appear (title, request, reply, thinking,
+            tool results) and, where the server ranks by meaning, by closeness in meaning
+            too (is_by_meaning) — keep the order given.
+            Example: list_sessions(search="flaky test"). Returns {sessions, count}, and
+            `more` when there are others (search narrows them)."""
             sessions.flush()
-            found = reads.list_sessions(search)
-            return _listed("sessions", found, "no sessions match" if search else "no sessions")
+            window = min(max(limit, 1), MAX_LISTED)
+            found = reads.list_sessions(search, limit=window + 1)
+            more = {"more": True} if len(found) > window else {}
+            empty = "no sessions match" if search else "no sessions"
+            return _listed("sessions", found[:window], empty, **more)
 
     # what `run` calls when the server ends: the recorded tool calls still buffered
     server.koinii_flush = sessions.flush if sessions is not None else lambda: None
