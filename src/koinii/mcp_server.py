@@ -57,6 +57,8 @@ Predicates lowerCamelCase, individuals CapitalCamelCase, strings in "double quot
   yours; endorse/justify to support. withdraw(handle) takes back your own move.
 - thread(handle) shows a question or claim with everything said about it;
   questions() the open ones; disputes() what is contested and how it was ruled.
+  Long lists come a window at a time: `older` in a reply means there are earlier ones
+  (pass it as before=), `more` that there are more than shown (narrow the call).
 - search(text) finds what the team said in any words ("postgres version" finds
   (postgresMajorVersion ProdCluster 16)); vocabulary() lists the predicates in use:
   claim and ask in those, rather than inventing a synonym.
