@@ -247,6 +247,7 @@ def test_a_writer_that_takes_over_waits_out_the_old_daemons_lease(schema, postgr
             assert _answer(old.health) in ("writer-lost", "gone")
             assert _answer(lambda: old.sentex(moved)) in ("writer-lost", "gone")
         assert _stopped(writer) != 0
+        assert _lease_marks(postgres, schema) == 0  # run out: the next writer waits for none
     finally:
         writer.proc.send_signal(signal.SIGCONT)
         writer.kill()

@@ -30,6 +30,7 @@ Invariants:
   length it leaves in the store with a mark of its own. A writer that takes the lock and
   finds another's mark writes nothing until that long after: the old daemon, frozen or cut
   off, may still be answering, and must not answer from a memory the store moved past.
+  A clean close removes the mark (its own, or one whose lease has run out).
 
 The location is a libpq URL; put `options=-csearch_path%3Dteam` in it to use a schema
 other than `public`.
@@ -140,7 +141,7 @@ class PostgresStore(SQLStore):
         self.lost: Refused | None = None
         self._in_tx = False
         self._holder = secrets.randbits(62)  # this opening's lease mark (`hold_lease`)
-        self._leased = False
+        self._marked = False  # a lease mark is in the store (its own, or one it found)
         self._writes_from = 0.0  # time.monotonic() before which nothing is written
         try:
             self._conn = self._connect()
@@ -242,11 +243,12 @@ class PostgresStore(SQLStore):
         )
         if mark.get("lease_holder", self._holder) != self._holder:
             self._writes_from = locked + mark.get("lease_ms", 0) / 1000
+            self._marked = True  # (cleared on a clean close, the lease run out by then)
 
     def hold_lease(self, seconds: float) -> None:
         with self._translated("marking the lease"), self._transaction():
             self._set_meta({"lease_holder": self._holder, "lease_ms": round(seconds * 1000)})
-        self._leased = True
+        self._marked = True
 
     # --- schema -------------------------------------------------------------------------
 
@@ -488,7 +490,8 @@ class PostgresStore(SQLStore):
         # locks only as its backend exits, so a reopen right after close could be refused.
         if not self._conn.broken:
             with contextlib.suppress(*self._errors):
-                if self._leased and self.lost is None:  # stopped cleanly: nothing to wait for
+                # stopped cleanly, any lease run out: nothing for the next writer to wait for
+                if self._marked and self.lost is None and time.monotonic() >= self._writes_from:
                     self._conn.execute(
                         "DELETE FROM koinii_meta WHERE key IN ('lease_holder', 'lease_ms')"
                     )
