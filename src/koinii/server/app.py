@@ -320,6 +320,8 @@ _TYPE_REFUSAL = {
     "since": "bad-cursor",
     "wait_ms": "bad-option",
     "limit": "bad-option",
+    "before": "bad-option",
+    "state": "bad-option",
     "max_events": "bad-option",
     "keep": "bad-option",
     "budget_ms": "bad-option",
