@@ -287,6 +287,27 @@ def test_the_disputes_come_in_windows_and_bad_windows_are_refused(team):
         assert refusal.kind == "bad-option", bad  # in-process and over the wire alike
 
 
+def test_a_read_builds_in_full_only_the_disputes_it_shows(monkeypatch):
+    kb = koinii.open_kb(None)
+    medium = channel.local(kb)
+    atlas, boreas, cyra = (channel.join(medium, "CxTeam", a) for a in TEAM[:3])
+    for i in range(30):  # a long channel's disputes, none of them about the question
+        cyra.dispute(atlas.assert_(f"(usesDatabase Service{i} PostgreSQL16)"))
+    q = atlas.pose_query(VERSION)
+    cyra.dispute(boreas.answer("16", q))
+    built = []
+    build = conversation._Reader.dispute_entry
+    monkeypatch.setattr(
+        conversation._Reader,
+        "dispute_entry",
+        lambda reader, key, group: built.append(key) or build(reader, key, group),
+    )
+    [answer] = atlas.thread(q)["answers"]
+    assert len(answer["claim"]["disputes"]) == 1 and len(built) == 1
+    assert len(atlas.queries(limit=1)) == 1 and len(built) == 2
+    assert len(atlas.disputes(limit=3)) == 3 and len(built) == 5
+
+
 def test_no_path_through_dispute_is_a_speaker_mismatch(team):
     q = team["Atlas"].pose_query(READY)
     for target in (team["Boreas"].answer("true", q), team["Boreas"].assert_("(slow ProdCluster)")):

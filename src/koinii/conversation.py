@@ -67,8 +67,7 @@ class _Reader:
         self.visible = kb.context_up(channel)
         self._owners: dict[str, str | None] | None = None
         self._live: list[dict[str, Any]] | None = None
-        self._groups: dict[tuple[int, ...], dict[str, Any]] | None = None
-        self._disputes: list[dict[str, Any]] | None = None
+        self._groups: list[tuple[tuple[int, ...], dict[str, Any]]] | None = None
 
     # --- who -----------------------------------------------------------------------------
 
@@ -169,7 +168,9 @@ class _Reader:
         }
 
     def disputes_of(self, claim: Sentex) -> list[dict[str, Any]]:
-        return [d for d in self.dispute_entries() if claim.handle in d["dispute_id"]]
+        """The disputes `claim` is a side of — only those are read in full."""
+        handle = claim.handle
+        return [self.dispute_entry(k, g) for k, g in self.dispute_groups() if handle in k]
 
     # --- answers and questions -------------------------------------------------------------
 
@@ -243,17 +244,12 @@ class _Reader:
 
     # --- disputes ----------------------------------------------------------------------------
 
-    def dispute_entries(self) -> list[dict[str, Any]]:
-        """Every dispute on the channel: the live clashes, and the dispute moves."""
-        if self._disputes is None:
-            self._disputes = [self.dispute_entry(k, group) for k, group in self.dispute_groups()]
-        return self._disputes
-
     def dispute_groups(self) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
-        """Each dispute's id (its sides' handles, sorted) and what it is made of — its
-        live clash, the moves that raised it, its target — in the order of the ids."""
+        """Every dispute on the channel — the live clashes, and the dispute moves — as
+        its id (its sides' handles, sorted) and what it is made of: its live clash, the
+        moves that raised it, its target; in the order of the ids (once per read)."""
         if self._groups is not None:
-            return sorted(self._groups.items())
+            return self._groups
         groups: dict[tuple[int, ...], dict[str, Any]] = {}
         for entry in self.live():
             groups[tuple(entry["dispute_id"])] = {"live": entry, "edges": [], "target": None}
@@ -269,8 +265,8 @@ class _Reader:
             group = groups.setdefault(key, {"live": None, "edges": [], "target": None})
             group["edges"].append(edge)
             group["target"] = group["target"] or target
-        self._groups = groups
-        return sorted(groups.items())
+        self._groups = sorted(groups.items())
+        return self._groups
 
     def _key(
         self, target: Sentex, rebuttal: Sentex | None, groups: dict[tuple[int, ...], Any]
