@@ -166,6 +166,20 @@ def _listed(name: str, items: list[Any], empty: str, **extra: Any) -> dict[str, 
     return out
 
 
+def _window(limit: int) -> int:
+    """How many items of a list one reply shows: `limit`, from 1 to MAX_LISTED."""
+    return min(max(limit, 1), MAX_LISTED)
+
+
+def _newest(found: list[dict], window: int, cursor: str) -> tuple[list[dict], dict]:
+    """The newest `window` of `found` (read one more than shown, oldest first), and
+    `{"older": …}` — the first shown item's `cursor` field — when there are older ones."""
+    if len(found) <= window:
+        return found, {}
+    found = found[1:]
+    return found, {"older": found[0][cursor]}
+
+
 def _term_or_text(value: str) -> Any:
     """What a model typed: one term if it reads as one, else free text (a string)."""
     try:
@@ -392,12 +406,9 @@ def build_server(
         newest `limit` of them. Default: the unsettled ones (open, answered or contested).
         Example: questions() or questions(state="all"). Returns {questions, count}, and
         `older` when there are more: questions(before=older) lists the ones before."""
-        window = min(max(limit, 1), MAX_LISTED)
+        window = _window(limit)
         found = agent.queries(state, limit=window + 1, before=before)
-        older = {}
-        if len(found) > window:  # (one more than asked: there are older ones)
-            found = found[1:]
-            older = {"older": found[0]["handle"]}
+        found, older = _newest(found, window, "handle")
         return _listed("questions", found, f"no {state} questions on {channel}", **older)
 
     @tool
@@ -409,12 +420,9 @@ def build_server(
         `limit` of them, in the order of their dispute_id.
         Example: disputes(state="open"). Returns {disputes, count}, and `older` when there
         are more: disputes(before=older) lists the ones before."""
-        window = min(max(limit, 1), MAX_LISTED)
+        window = _window(limit)
         found = agent.disputes(None if state == "all" else state, limit=window + 1, before=before)
-        older = {}
-        if len(found) > window:  # (one more than asked: there are older ones)
-            found = found[1:]
-            older = {"older": found[0]["dispute_id"]}
+        found, older = _newest(found, window, "dispute_id")
         none = f"no {'' if state == 'all' else state + ' '}disputes"
         return _listed("disputes", found, none, **older)
 
@@ -426,7 +434,7 @@ def build_server(
         Returns {solutions, count}, and `more` when there are others: then bind more of
         the goal's ?variables. A goal without variables that holds gives one empty
         solution and says so."""
-        window = min(max(limit, 1), MAX_LISTED)
+        window = _window(limit)
         found = agent.query(goal, context or channel, limit=window + 1)
         more = {}
         if len(found) > window:  # (one more than asked: there are others)
@@ -482,7 +490,7 @@ def build_server(
         Example: vocabulary(). Returns {predicates, count}: each {predicate, count,
         example: {handle, sentence, context}}, and `more`: how many less used ones are
         not shown (search(text) finds those by their words)."""
-        window = min(max(limit, 1), MAX_LISTED)
+        window = _window(limit)
         found = agent.vocabulary()
         more = {"more": len(found) - window} if len(found) > window else {}
         return _listed("predicates", found[:window], "nothing is said on the channel yet", **more)
@@ -592,7 +600,7 @@ def build_server(
             Example: list_sessions(search="flaky test"). Returns {sessions, count}, and
             `more` when there are others (search narrows them)."""
             sessions.flush()
-            window = min(max(limit, 1), MAX_LISTED)
+            window = _window(limit)
             found = reads.list_sessions(search, limit=window + 1)
             more = {"more": True} if len(found) > window else {}
             empty = "no sessions match" if search else "no sessions"
