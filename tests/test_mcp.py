@@ -16,6 +16,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from koinii import Refused
 from koinii.kb import semantic
 from koinii.mcp_server import REFUSAL_FIXES
 
@@ -631,6 +632,39 @@ def test_the_agents_own_session_is_read_by_default_and_records_its_tool_calls(da
     after = Introspection(daemon.client("AgentLead")).read_session(own)
     tools = [t["user_request"].split("(")[0] for t in after["transcript"]["turns"]]
     assert tools == ["claim", "claim", "read_session", "get_session", "list_sessions"]
+
+
+def test_a_long_session_is_read_a_window_of_turns_at_a_time_with_long_texts_cut(daemon):
+    from koinii.operations import invoker
+    from koinii.sessions import SessionStore
+
+    store = SessionStore(daemon.client("AgentLead"))
+    own = store.start_session(title="A long one")
+    for n in range(7):
+        turn = store.start_turn(own, f"request {n}" + ("." * 5_000 if n == 6 else ""))
+        store.finish_turn(turn, "done", "complete", answer=f"answer {n}")
+
+    async def script():
+        async with mcp_agent(daemon, "AgentLead", "--introspection", "--session", own) as lead:
+            last = await lead.read_session(turns=3)
+            before = await lead.read_session(turns=3, before=last["older"])
+            refused = await lead.refused("read_session", before=0)
+            return last, before, refused
+
+    last, before, refused = play(script)
+    shown = [t["user_request"][:9] for t in last["transcript"]["turns"]]
+    assert shown == ["request 4", "request 5", "request 6"] and last["older"] == 5
+    assert last["session"]["turn_count"] == 7
+    cut = last["session"]["turns"][-1]["user_request"]
+    assert cut.endswith("… [3,009 more characters]") and len(cut) < 2_100
+    assert [t["user_request"] for t in before["session"]["turns"]] == [
+        f"request {n}" for n in (1, 2, 3)
+    ]
+    assert refused.startswith("bad-option: before is a turn's position")
+    # the window's options are refused over the wire as in-process
+    with pytest.raises(Refused) as wrong:
+        invoker(daemon.client("AgentLead"))("sessions.read_session", target=own, before=2)
+    assert wrong.value.kind == "bad-option" and wrong.value.data["option"] == "before"
 
 
 def test_an_unknown_session_is_refused_at_start(daemon):

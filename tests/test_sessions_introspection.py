@@ -274,6 +274,42 @@ def test_read_session_has_every_section(store):
     assert read["failures"] == [] and read["diagnosis"]["failure_count"] == 0
 
 
+def test_a_long_session_is_read_a_window_of_turns_at_a_time(store, kb):
+    sid = store.start_session(title="long")
+    for n in range(12):
+        turn = store.start_turn(sid, f"request {n}")
+        if n % 4 == 0:
+            store.record_iteration(turn, blocks=[{"code": f"step {n}", "error": "boom"}])
+        store.finish_turn(turn, "done", "complete", answer=f"answer {n}")
+    reader = Introspection(store)
+    whole = reader.read_session(sid)
+    last = reader.read_session(sid, turns=5)
+    requests = [t["user_request"] for t in last["transcript"]["turns"]]
+    assert requests == [f"request {n}" for n in range(7, 12)]
+    assert [t["user_request"] for t in last["session"]["turns"]] == requests
+    assert [d["content"] for d in last["transcript"]["dialog"]][:2] == ["request 7", "answer 7"]
+    assert [f["message"] for f in last["failures"]] == ["boom"]  # turn 8's, not 0's or 4's
+    assert [t["position"] for t in last["session_forks"][0]["turns"]] == list(range(8, 13))
+    # the summaries stay the whole session's
+    for name in ("current_turn", "diagnosis", "usage"):
+        assert last[name] == whole[name], name
+    assert last["session"]["turn_count"] == 12 and last["older"] == 8  # positions from 1
+
+    before = reader.read_session(sid, turns=5, before=last["older"])
+    assert [t["user_request"] for t in before["session"]["turns"]] == [
+        f"request {n}" for n in range(2, 7)
+    ]
+    first = reader.read_session(sid, turns=5, before=before["older"])
+    assert [t["position"] for t in first["session"]["turns"]] == [1, 2]
+    assert "older" not in first and "older" not in whole
+
+    read = koinii.operations.invoker(kb)
+    for options, option in (({"turns": 0}, "turns"), ({"before": 3}, "before")):
+        with pytest.raises(koinii.Refused) as refused:
+            read("sessions.read_session", target=sid, **options)
+        assert (refused.value.kind, refused.value.data["option"]) == ("bad-option", option)
+
+
 def _break(kb, backend, breakage):
     """Damage the stored data the way `breakage` names (engine's public transact)."""
     statements = {

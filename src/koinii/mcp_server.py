@@ -67,8 +67,9 @@ Predicates lowerCamelCase, individuals CapitalCamelCase, strings in "double quot
 A refused call says `kind: message Fix: …`: do what the fix says and call again."""
 
 SESSION_INSTRUCTIONS = """
-Session tools: read_session() and get_session() read your own session by default;
-list_sessions(search=...) finds past ones."""
+Session tools: read_session() and get_session() read your own session by default —
+read_session its last turns (turns=5), `older` paging back; list_sessions(search=...)
+finds past ones."""
 
 # What to do about each refusal a tool can return, in words a model can act on.
 REFUSAL_FIXES: dict[str, str] = {
@@ -134,6 +135,8 @@ MAX_TOLD = 100  # changes per reply; the cursor says where the next read starts
 # list would fill a model's context; `older` says where the window before starts, `more`
 # that there is more.
 MAX_LISTED = 100
+# The longest text a session read shows whole (read_session cuts the rest).
+TEXT_SHOWN = 2_000
 
 
 def refusal_text(error: KoiniiError) -> tuple[str, str, dict[str, Any]]:
@@ -178,6 +181,20 @@ def _newest(found: list[dict], window: int, cursor: str) -> tuple[list[dict], di
         return found, {}
     found = found[1:]
     return found, {"older": found[0][cursor]}
+
+
+def _clipped(value: Any) -> Any:
+    """`value` with every string past TEXT_SHOWN characters cut, saying how much more
+    there was: one tool result or system prompt can be longer than a model's context."""
+    if isinstance(value, str):
+        if len(value) <= TEXT_SHOWN:
+            return value
+        return f"{value[:TEXT_SHOWN]}… [{len(value) - TEXT_SHOWN:,} more characters]"
+    if isinstance(value, dict):
+        return {key: _clipped(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clipped(item) for item in value]
+    return value
 
 
 def _term_or_text(value: str) -> Any:
@@ -579,10 +596,25 @@ def build_server(
         reads = sessions.reads
 
         @tool
-        def read_session(target: str | None = None) -> dict[str, Any]:
-            """One session in full — your own by default: its turns, failures, usage.
-            Example: read_session(). Returns that object."""
-            return reads.read_session(sessions.target(target))
+        def read_session(
+            target: str | None = None, turns: int = 5, before: int | None = None
+        ) -> dict[str, Any]:
+            """One session — your own by default: its last `turns` turns (at most 100;
+            each of your tool calls is a turn) with their transcript and failures, and the
+            whole session's summaries (current turn, diagnosis, usage). A text longer than
+            2,000 characters is cut, saying how much more there was.
+            Example: read_session(turns=3). Returns that object, and `older` when there are
+            earlier turns: read_session(turns=3, before=older) reads the ones before."""
+            if before is not None and before < 1:
+                raise Refused(
+                    "bad-option",
+                    "before is a turn's position, a positive integer: pass the `older` "
+                    "a read_session reply gave",
+                    {"option": "before"},
+                )
+            window = _window(turns)
+            found = reads.read_session(sessions.target(target), turns=window, before=before)
+            return _clipped(found)
 
         @tool
         def get_session(target: str | None = None) -> dict[str, Any]:

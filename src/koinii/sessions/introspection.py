@@ -54,7 +54,8 @@ Session introspection (read-only; results are plain dicts and lists — filter t
   by default; None when nothing matches.
 - read_session(target=None) -> {session, current_turn, failures, diagnosis,
   session_forks, children, turn_retries, usage, transcript}. Usage tool rows overlap:
-  never sum them.
+  never sum them. read_session(target, turns=5) reads the last 5 turns (the summaries
+  stay whole); `older` in it is the position to pass as before= for the 5 before.
 A target is an id, an unambiguous id prefix, or a copied vis_session_id#<uuid> marker.
 """
 
@@ -412,11 +413,11 @@ def _guarded(what: str, default: Any, compute: Callable[[], Any]) -> Any:
         return default
 
 
-def _limit(value: Any) -> int | None:
+def _positive(option: str, value: Any) -> int | None:
     if value is None:
         return None
     if type(value) is not int or value < 1:
-        raise Refused("bad-option", "limit is a positive integer", {"option": "limit"})
+        raise Refused("bad-option", f"{option} is a positive integer, e.g. 5", {"option": option})
     return value
 
 
@@ -465,7 +466,7 @@ def list_sessions(
 ) -> list[dict[str, Any]]:
     if search is not None and not isinstance(search, str):
         raise Refused("bad-option", "search is a string", {"option": "search"})
-    most = _limit(limit)
+    most = _positive("limit", limit)
     vectors = meaning.for_kb(kb) if semantic.ranking_of(ranking) == "hybrid" else None
     schema.ready(kb)
 
@@ -500,10 +501,26 @@ def get_session(kb: KB, target: Any = None, current_session_id: Any = None) -> d
     fields={
         "target": ("string", False, "an id, an unambiguous prefix, or vis_session_id#<id>"),
         "current_session_id": ("string", False, "the reader's own session (the default target)"),
+        "turns": ("integer", False, "only the last this many turns of the active chain"),
+        "before": ("integer", False, "with turns: the last ones before this turn position"),
     },
     summary="one session's canonical data: transcript, failures, diagnosis, usage, …",
 )
-def read_session(kb: KB, target: Any = None, current_session_id: Any = None) -> dict[str, Any]:
+def read_session(
+    kb: KB,
+    target: Any = None,
+    current_session_id: Any = None,
+    turns: Any = None,
+    before: Any = None,
+) -> dict[str, Any]:
+    """The whole session, or with `turns` a window of it: see `window`."""
+    shown = _positive("turns", turns)
+    if _positive("before", before) is not None and shown is None:
+        raise Refused(
+            "bad-option",
+            "before pages a window of turns: give turns too, e.g. turns=5, before=40",
+            {"option": "before"},
+        )
     schema.ready(kb)
 
     def read(db: Any) -> dict[str, Any]:
@@ -520,7 +537,46 @@ def read_session(kb: KB, target: Any = None, current_session_id: Any = None) -> 
             for name, section in SECTIONS.items()
         }
 
-    return _guarded("read_session", dict(EMPTY_READ), lambda: kb.read_records(read))
+    found = _guarded("read_session", dict(EMPTY_READ), lambda: kb.read_records(read))
+    return found if shown is None else window(found, shown, before)
+
+
+def window(read: dict[str, Any], turns: int, before: int | None = None) -> dict[str, Any]:
+    """A read cut to the last `turns` turns of the active chain (before position
+    `before`): a long session — an agent's recorded tool calls are a turn each — is read
+    a window at a time. The session's turn list, the transcript, the retries, the forks'
+    turns and the failures keep the window's turns; the summaries (current turn,
+    diagnosis, usage, counts) stay the whole session's. `older` is the position of the
+    window's first turn when there are earlier ones: pass it as `before` to read them."""
+    session = read.get("session")
+    if not session:
+        return read
+    chain = [t for t in session["turns"] if before is None or t["position"] < before]
+    kept = chain[-turns:]
+    ids = {t["id"] for t in kept}
+    low = kept[0]["position"] if kept else None
+    high = kept[-1]["position"] if kept else None
+    transcript = read.get("transcript") or {}
+    out = {
+        **read,
+        "session": {**session, "turns": kept},
+        "failures": [f for f in read["failures"] if f.get("turn_id") in ids],
+        "session_forks": [
+            {
+                **fork,
+                "turns": [t for t in fork["turns"] if kept and low <= t["position"] <= high],
+            }
+            for fork in read["session_forks"]
+        ],
+        "turn_retries": {k: v for k, v in read["turn_retries"].items() if k in ids},
+        "transcript": {
+            "dialog": [d for d in transcript.get("dialog", []) if d["turn_id"] in ids],
+            "turns": [t for t in transcript.get("turns", []) if t["id"] in ids],
+        },
+    }
+    if len(chain) > len(kept):
+        out["older"] = low
+    return out
 
 
 # --- the reader ---------------------------------------------------------------------------
@@ -596,21 +652,26 @@ class Introspection:
         return _guarded("get_session", None, run)
 
     def read_session(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """Everything about one session, section by section; the current one by default."""
+        """Everything about one session, section by section; the current one by default.
+        `turns` (and `before`) read a window of a long one (`window`)."""
 
         def run() -> dict[str, Any]:
-            target = self._target("read_session", args, kwargs)
+            target = self._target("read_session", args, kwargs, ("turns", "before"))
             found = self._call(
                 "sessions.read_session",
                 target=target,
                 current_session_id=self.current_session_id,
+                turns=kwargs.get("turns"),
+                before=kwargs.get("before"),
             )
             return {**EMPTY_READ, **found} if isinstance(found, dict) else dict(EMPTY_READ)
 
         return _guarded("read_session", dict(EMPTY_READ), run)
 
-    def _target(self, method: str, args: tuple, kwargs: dict[str, Any]) -> str | None:
-        target = _argument(method, args, kwargs, TARGET_NAMES)
+    def _target(
+        self, method: str, args: tuple, kwargs: dict[str, Any], options: tuple[str, ...] = ()
+    ) -> str | None:
+        target = _argument(method, args, kwargs, TARGET_NAMES, options)
         if isinstance(target, dict):
             target = target.get("id")
         if target is not None and not isinstance(target, str):
