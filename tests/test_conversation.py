@@ -83,6 +83,24 @@ def test_the_questions_come_in_windows_newest_first_and_bad_windows_are_refused(
         assert refusal.kind == "bad-option", bad  # in-process and over the wire alike
 
 
+def test_a_questions_answers_come_in_windows_and_bad_windows_are_refused(team):
+    atlas = team["Atlas"]
+    q = atlas.pose_query("(dependsOn BillingService ?service)")
+    answers = [team[a].answer(f"Service{a}", q) for a in ("Boreas", "Cyra", "Dune")]
+    whole = atlas.thread(q)
+    last = atlas.thread(q, limit=2)
+    assert [a["handle"] for a in last["answers"]] == answers[1:] and last["older"] == answers[1]
+    assert last["answers"] == whole["answers"][1:]
+    assert (last["state"], last["answer_count"]) == (whole["state"], 3)
+    earlier = atlas.thread(q, limit=2, before=last["older"])
+    assert [a["handle"] for a in earlier["answers"]] == answers[:1] and "older" not in earlier
+    assert [a["handle"] for a in atlas.thread(q, before=answers[2])["answers"]] == answers[:2]
+    assert "older" not in whole and "older" not in atlas.thread(q, limit=3)
+    for bad in ({"limit": 0}, {"limit": "2"}, {"before": -1}, {"before": 2.5}):
+        refusal = unchanged(team.store, lambda b=bad: atlas.thread(q, **b))
+        assert refusal.kind == "bad-option", bad  # in-process and over the wire alike
+
+
 def test_not_ground_still_guards_claims(team):
     refusal = unchanged(team.store, lambda: team["Atlas"].assert_(VERSION))
     assert refusal.kind == "not-ground"

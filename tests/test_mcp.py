@@ -397,6 +397,11 @@ def test_a_team_makes_a_release_decision_through_mcp(daemon):
             told = await until(lead, lambda c: len(c) >= 4, "mine")
             assert any("answered your question" in t["text"] for t in told)
             assert (await lead.thread(handle=version))["state"] == "contested"
+            newest = await lead.thread(handle=version, limit=1)  # a window of the answers
+            assert [a["handle"] for a in newest["answers"]] == [c["handle"]]
+            assert newest["older"] == c["handle"] and newest["answer_count"] == 2
+            older = await lead.thread(handle=version, limit=1, before=newest["older"])
+            assert [a["handle"] for a in older["answers"]] == [b["handle"]]
 
             # a dispute of an answer, and the mistakes a model makes, each taught a fix
             await cyra.dispute(target=b["handle"])

@@ -169,8 +169,10 @@ class Agent:
     ) -> list[dict[str, Any]]:
         return await _off_loop(self.moves.queries, state, limit=limit, before=before)
 
-    async def thread(self, handle: int) -> dict[str, Any]:
-        return await _off_loop(self.moves.thread, handle)
+    async def thread(
+        self, handle: int, *, limit: int | None = None, before: int | None = None
+    ) -> dict[str, Any]:
+        return await _off_loop(self.moves.thread, handle, limit=limit, before=before)
 
     async def disputes(
         self,

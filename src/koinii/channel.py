@@ -629,10 +629,13 @@ class Agent:
         if given (conversation.questions)."""
         return self._read("conversation.questions", state=state, limit=limit, before=before)
 
-    def thread(self, handle: int) -> dict[str, Any]:
-        """A claim or question with everything said about it, in one read
+    def thread(
+        self, handle: int, *, limit: int | None = None, before: int | None = None
+    ) -> dict[str, Any]:
+        """A claim or question with everything said about it, in one read; with `limit`,
+        a question's newest `limit` answers, before the handle `before` if given
         (conversation.thread)."""
-        return self._read("conversation.thread", handle=handle)
+        return self._read("conversation.thread", handle=handle, limit=limit, before=before)
 
     def disputes(
         self,

@@ -343,7 +343,9 @@ def _state(
 # --- the reads -----------------------------------------------------------------------------
 
 
-def thread(kb: KB, handle: int, channel: str) -> dict[str, Any]:
+def thread(
+    kb: KB, handle: int, channel: str, *, limit: int | None = None, before: int | None = None
+) -> dict[str, Any]:
     """A claim or question with everything said about it, read at `channel`.
 
     - a question: its state, its standing answers — each with its claim, bindings,
@@ -354,13 +356,20 @@ def thread(kb: KB, handle: int, channel: str) -> dict[str, Any]:
     - an answer: its entry and its question;
     - any other reply (an endorsement, a ballot, …): the thread of its target, with
       `focus` naming the reply.
-    Refused: `bad-handle`, `koinii/no-such-handle` (with how to find live handles).
+    A window, for a question answered many times: with `limit`, only its newest `limit`
+    answers — those before the handle `before`, if given — and `older` (the first shown
+    answer's handle) when there are earlier ones; its state and `answer_count` are the
+    whole question's.
+    Refused: `bad-handle`, `koinii/no-such-handle` (with how to find live handles),
+    `bad-option`.
     """
+    _positive("limit", limit, "a positive integer, e.g. 20")
+    _positive("before", before, "an answer's handle: the `older` a thread gave")
     reader = _Reader(kb, _channel(channel))
     sentex = _sentex(kb, handle)
     kind = move_kind(sentex.sentence)
     if kind == "question":
-        return reader.question_thread(sentex)
+        return _answers_window(reader.question_thread(sentex), limit, before)
     if kind == "answer":
         question = kb.sentex(target_of(sentex.sentence))
         asked = question.sentence[2] if question is not None else None
@@ -377,7 +386,25 @@ def thread(kb: KB, handle: int, channel: str) -> dict[str, Any]:
     target = target_of(sentex.sentence)
     if target is None or kb.sentex(target) is None:
         return reader.move(sentex)
-    return {**thread(kb, target, channel), "focus": reader.move(sentex)}
+    around = thread(kb, target, channel, limit=limit, before=before)
+    return {**around, "focus": reader.move(sentex)}
+
+
+def _answers_window(found: dict[str, Any], limit: int | None, before: int | None) -> dict:
+    """A question's thread with only the answers `thread`'s window shows."""
+    if limit is None and before is None:
+        return found
+    answers = [a for a in found["answers"] if before is None or a["handle"] < before]
+    shown = answers if limit is None else answers[-limit:]
+    found["answers"] = shown
+    if len(answers) > len(shown):
+        found["older"] = shown[0]["handle"]
+    return found
+
+
+def _positive(option: str, value: Any, what: str) -> None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise Refused("bad-option", f"{option} is {what}", {"option": option})
 
 
 def questions(
@@ -398,10 +425,8 @@ def questions(
     a window costs what it shows, not the channel's length. With `threads`, each is
     its whole thread (as `thread` reads a question) instead of its summary."""
     states = _states(state)
-    if limit is not None and (type(limit) is not int or limit < 1):
-        raise Refused("bad-option", "limit is a positive integer", {"option": "limit"})
-    if before is not None and (type(before) is not int or before < 1):
-        raise Refused("bad-option", "before is a positive handle", {"option": "before"})
+    _positive("limit", limit, "a positive integer, e.g. 20")
+    _positive("before", before, "a question's handle: the `older` a list gave")
     reader = _Reader(kb, _channel(channel))
     read = reader.question_thread if threads else reader.question_summary
     found: list[dict[str, Any]] = []
@@ -438,8 +463,7 @@ def disputes_on(
             f"no dispute state {state!r}; states: {', '.join(DISPUTE_STATES)}",
             {"option": "state", "known": list(DISPUTE_STATES)},
         )
-    if limit is not None and (type(limit) is not int or limit < 1):
-        raise Refused("bad-option", "limit is a positive integer", {"option": "limit"})
+    _positive("limit", limit, "a positive integer, e.g. 20")
     if before is not None and not (
         isinstance(before, list) and before and all(type(h) is int and h > 0 for h in before)
     ):
@@ -508,11 +532,18 @@ _CHANNEL = {"channel": ("string", True, "the channel context, e.g. CxTeam")}
 
 @operation(
     "conversation.thread",
-    fields={"handle": ("integer", True, "a move's handle"), **_CHANNEL},
+    fields={
+        "handle": ("integer", True, "a move's handle"),
+        **_CHANNEL,
+        "limit": ("integer", False, "a question's newest this many answers"),
+        "before": ("integer", False, "only the answers before this handle (an older window)"),
+    },
     summary="a claim or question with everything said about it, in one read",
 )
-def _thread(kb: KB, handle: Any = None, channel: Any = None) -> dict[str, Any]:
-    return thread(kb, handle, channel)
+def _thread(
+    kb: KB, handle: Any = None, channel: Any = None, limit: Any = None, before: Any = None
+) -> dict[str, Any]:
+    return thread(kb, handle, channel, limit=limit, before=before)
 
 
 @operation(

@@ -408,12 +408,13 @@ def build_server(
     # --- reads ------------------------------------------------------------------------------
 
     @tool
-    def thread(handle: int) -> dict[str, Any]:
+    def thread(handle: int, limit: int = 20, before: int | None = None) -> dict[str, Any]:
         """Everything said about a question or claim, in one read: for a question its state
-        (open, answered, contested, settled, closed) and its answers, each with its claim,
-        endorsements, justifications, disputes, ballots, tally and rulings.
-        Example: thread(handle=69). Returns that object."""
-        return agent.thread(handle)
+        (open, answered, contested, settled, closed) and its newest `limit` answers, each
+        with its claim, endorsements, justifications, disputes, ballots, tally and rulings.
+        Example: thread(handle=69). Returns that object, and `older` when the question has
+        more answers: thread(handle=69, before=older) shows the ones before."""
+        return agent.thread(handle, limit=_window(limit), before=before)
 
     @tool
     def questions(
