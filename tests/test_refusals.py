@@ -177,6 +177,24 @@ def test_an_edit_with_one_bad_entry_stores_none_of_it(kb, sentence, context, kin
 
 
 @pytest.mark.parametrize(("sentence", "context", "kind"), BAD_SENTENCES)
+def test_an_edit_of_terms_refuses_what_an_edit_of_text_does(kb, sentence, context, kind):
+    from koinii.terms import parse
+
+    try:
+        term = parse(sentence)
+    except Refused:
+        pytest.skip("refused as text already, by the parser")
+    # the same predicate and contexts written as terms first: a bulk load's short way
+    # (`checks.plain`) is taken from then on, and must refuse all the same
+    for where in ("CxA", "CxC", context):
+        try:
+            kb.edit(add=[((Sym("likes"), Sym("Carol"), Sym("Dave")), where)])
+        except Refused:
+            pass  # (a context no one may write to)
+    refused_unchanged(kb, kind, kb.edit, add=[(term, context)])
+
+
+@pytest.mark.parametrize(("sentence", "context", "kind"), BAD_SENTENCES)
 def test_check_edit_reports_the_bad_entry_by_index(kb, sentence, context, kind):
     before = state(kb)
     problems = kb.check_edit(

@@ -161,6 +161,22 @@ def prepare(sentence: Term | str, context: Any) -> list[Entry]:
     return [entry]
 
 
+def plain(sentence: Any, context: Any) -> Entry | None:
+    """The entry of a plain fact handed in as terms — a tuple of symbols under a
+    predicate already found good, in a context already written to — with nothing to
+    check that `prepare` would not find the same way; None for any other (`prepare`'s).
+    A bulk load is mostly these: it skips `prepare`'s questions, a tenth of its time."""
+    ctx = _WRITABLE.get(context) if type(context) is str else None
+    if ctx is None or not _symbols_only(sentence):
+        return None
+    functor = sentence[0]
+    if functor in _WALKED or functor in _OWN_SENTENCES:
+        return None
+    if not _FUNCTORS.get((functor, len(sentence) - 1)):
+        return None
+    return Entry(True, sentence, None, ctx)
+
+
 def _symbols_only(term: Any) -> bool:
     """Is `term` a tuple of symbols within the length of a sentence: valid as it is?"""
     if type(term) is not tuple or not term:

@@ -472,6 +472,10 @@ class Writes(State):
         return handles
 
     def _add_entry(self, tx: Transaction, item: Any) -> int | list[int]:
+        if type(item) is tuple and len(item) == 2 and _PRINCIPAL.get() is None:
+            entry = checks.plain(*item)
+            if entry is not None:
+                return self._store_entry(tx, entry, DEFAULT, None, None)
         if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
             raise Refused(
                 "shape",
