@@ -531,6 +531,24 @@ def test_following_the_cursor_misses_nothing_and_repeats_nothing(daemon):
         assert sorted(seen) == sorted(written)  # 0 missed
 
 
+def test_a_wait_for_changes_does_not_hold_the_agents_other_calls(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead, mcp_agent(daemon, "AgentBoreas") as b:
+            await lead.wait_for_changes(timeout_s=0)
+            waiting = asyncio.create_task(lead.wait_for_changes(timeout_s=60, about="channel"))
+            await asyncio.sleep(0.5)  # (the wait is parked in the server by now)
+            recent = await lead.recent_changes(since=0)
+            mine = await lead.claim(sentence="(ownedBy Runbook AgentLead)")
+            still_waiting = not waiting.done()  # the two calls above went on meanwhile
+            await b.claim(sentence="(usesCache ProdCluster Redis)")
+            heard = await asyncio.wait_for(waiting, 30)
+            return recent, mine, still_waiting, heard
+
+    recent, mine, still_waiting, heard = play(script)
+    assert recent["cursor"] > 0 and mine["handle"] and still_waiting
+    assert [c["sentence"] for c in heard["changes"]] == ["(usesCache ProdCluster Redis)"]
+
+
 # --- refusals that teach -------------------------------------------------------------------------
 
 
@@ -579,6 +597,10 @@ def test_every_refusal_a_tool_can_return_names_a_fix(daemon):
                 "bad-option": ("answer", {"question": their_question}),
                 "bad-search": ("search", {"text": "  "}),
                 "bad-wrap": ("wrap_session", {"session_id": "s", "parent_session_id": ""}),
+                "bad-cursor": ("recent_changes", {"since": 10**12}),
+                "unsupported-connective": ("claim", {"sentence": "(or (ready A) (ready B))"}),
+                "koinii/foreign-mask": ("claim", {"sentence": f"(except (sentexHandle {theirs}))"}),
+                "koinii/foreign-mark": ("claim", {"sentence": "(agentContext CxLead AgentCyra)"}),
             }
             texts = {}
             for kind, (name, arguments) in cases.items():
@@ -600,6 +622,7 @@ def test_every_refusal_a_tool_can_return_names_a_fix(daemon):
         "unavailable",
         "read-only-context",
         "koinii/no-session",
+        "bad-value",  # (JSON carries no NaN; a sentence stores its NULs escaped)
     }
     assert set(REFUSAL_FIXES) - set(texts) <= rare
 
@@ -637,6 +660,28 @@ def test_the_agents_own_session_is_read_by_default_and_records_its_tool_calls(da
     after = Introspection(daemon.client("AgentLead")).read_session(own)
     tools = [t["user_request"].split("(")[0] for t in after["transcript"]["turns"]]
     assert tools == ["claim", "claim", "read_session", "get_session", "list_sessions"]
+
+
+def test_free_text_is_asked_answered_and_given_as_a_ground_as_the_tools_say(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead, mcp_agent(daemon, "AgentBoreas") as b:
+            asked = await lead.ask(question="Who owns the deploy runbook?")
+            quoted = await lead.ask(question='"Who"')  # quoted: text, not the symbol Who
+            answered = await b.answer(question=asked["handle"], content="Dana owns it")
+            word = await b.answer(question=quoted["handle"], content='"sixteen"')
+            ground = await lead.justify(target=answered["handle"], ground="the runbook says so")
+            broken = await lead.refused("ask", question="(readyToShip BillingRelease")
+            thread = await lead.thread(handle=asked["handle"])
+            return asked, quoted, answered, word, ground, broken, thread
+
+    asked, quoted, answered, word, ground, broken, thread = play(script)
+    assert asked["sentence"] == '(queries AgentLead "Who owns the deploy runbook?")'
+    assert quoted["sentence"] == '(queries AgentLead "Who")'
+    assert thread["question_kind"] == "free-text"
+    assert [a["content"] for a in thread["answers"]] == ['"Dana owns it"']
+    assert '"sixteen")' in word["sentence"]  # a string, not the symbol sixteen
+    assert '"the runbook says so"' in ground["sentence"]
+    assert broken.startswith("parse: ")  # meant as a sentence: refused as one, not free text
 
 
 def test_a_long_session_is_read_a_window_of_turns_at_a_time_with_long_texts_cut(daemon):

@@ -122,6 +122,13 @@ REFUSAL_FIXES: dict[str, str] = {
     "koinii/no-session": "start koinii mcp with --session ID (or KOINII_SESSION), or pass the "
     "session's id as target",
     "unavailable": "the daemon did not answer: wait a moment and call again",
+    "bad-cursor": "pass the cursor the last reply gave as since, or leave since out",
+    "unsupported-connective": "the message says what to write instead; state each part as a "
+    "claim of its own",
+    "koinii/foreign-mask": "to challenge another agent's move, dispute(handle) it",
+    "koinii/foreign-mark": "join marks your own context for you: claim facts instead",
+    "bad-value": "write the value the message names differently (a finite number, text "
+    "without NUL characters)",
 }
 _DEFAULT_FIX = "read the message, correct the call, and try again"
 
@@ -197,12 +204,18 @@ def _clipped(value: Any) -> Any:
     return value
 
 
-def _term_or_text(value: str) -> Any:
-    """What a model typed: one term if it reads as one, else free text (a string)."""
+def _term_or_text(value: str) -> str:
+    """What a model typed, as the text of one term: itself where it reads as one (a
+    sentence, a symbol, a number, a "quoted string"), else free text, quoted here — the
+    channel reads a string as a term's text. Only what opens like a sentence, "(", and
+    does not read as one is refused, as the sentence it was meant to be."""
     try:
-        return parse(value)
+        parse(value)
     except Refused:
-        return value
+        if value.lstrip().startswith("("):
+            raise
+        return show(value)
+    return value
 
 
 def _move(store: Any, handle: int, note: str) -> dict[str, Any]:
@@ -657,25 +670,27 @@ class _Feed:
 
     def read(self, since: int, limit: int, about: str | None) -> tuple[list[dict], int]:
         """What the log holds after `since` (no wait), up to `limit` told changes."""
+        told, cursor = self._collect(since, limit, about, wait_ms=0)
         with self._lock:
-            told, cursor = self._collect(since, limit, about, wait_ms=0)
             self.cursor = cursor
-            return told, cursor
+        return told, cursor
 
     def wait(self, since: int | None, seconds: float, about: str) -> tuple[list[dict], int]:
-        """Long-poll the log until a change concerns the agent, or `seconds` pass."""
+        """Long-poll the log until a change concerns the agent, or `seconds` pass. The
+        lock is not held while it waits: the agent's other calls go on meanwhile."""
         with self._lock:
             cursor = since if since is not None else self.cursor
-            if cursor is None:
-                cursor = self.store.seq
-            deadline = time.monotonic() + seconds
-            while True:
-                left = deadline - time.monotonic()
-                wait_ms = max(0, min(30_000, int(left * 1000)))
-                told, cursor = self._collect(cursor, MAX_TOLD, about, wait_ms=wait_ms)
-                if told or left <= 0:
+        if cursor is None:
+            cursor = self.store.seq
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            wait_ms = max(0, min(30_000, int(left * 1000)))
+            told, cursor = self._collect(cursor, MAX_TOLD, about, wait_ms=wait_ms)
+            if told or left <= 0:
+                with self._lock:
                     self.cursor = cursor
-                    return told, cursor
+                return told, cursor
 
     def _collect(
         self, since: int, limit: int, about: str | None, wait_ms: int
@@ -684,17 +699,26 @@ class _Feed:
         if reply["too_old"]:
             since = reply["floor"]
             reply = self.store.changes(since=since, limit=1000)
+        if since > reply["seq"]:
+            raise Refused(
+                "bad-cursor",
+                f"since={since} is past the end of the change log (its last position is "
+                f"{reply['seq']}): pass the cursor a reply gave, or leave since out",
+                {"since": since, "seq": reply["seq"]},
+            )
         cursor = since
         told: list[dict] = []
-        for entry in reply["entries"]:
-            if any(c["sentence"].startswith("(genlCx ") for c in entry["added"] + entry["removed"]):
-                self._view = None  # the hierarchy changed: so may what the channel sees
-            for one in self.narrator.entry(entry):
-                if about is None or self._concerns(one, about):
-                    told.append(one.to_dict())
-            cursor = entry["seq"]
-            if len(told) >= limit:
-                break
+        with self._lock:  # (the narrator and the view are this agent's, one call at a time)
+            for entry in reply["entries"]:
+                added_and_removed = entry["added"] + entry["removed"]
+                if any(c["sentence"].startswith("(genlCx ") for c in added_and_removed):
+                    self._view = None  # the hierarchy changed: so may what the channel sees
+                for one in self.narrator.entry(entry):
+                    if about is None or self._concerns(one, about):
+                        told.append(one.to_dict())
+                cursor = entry["seq"]
+                if len(told) >= limit:
+                    break
         return told, cursor
 
     def _concerns(self, told: Told, about: str) -> bool:
