@@ -667,14 +667,15 @@ def test_free_text_is_asked_answered_and_given_as_a_ground_as_the_tools_say(daem
         async with mcp_agent(daemon, "AgentLead") as lead, mcp_agent(daemon, "AgentBoreas") as b:
             asked = await lead.ask(question="Who owns the deploy runbook?")
             quoted = await lead.ask(question='"Who"')  # quoted: text, not the symbol Who
-            answered = await b.answer(question=asked["handle"], content="Dana owns it")
+            await b.answer(question=asked["handle"], content="Dana owns it")
             word = await b.answer(question=quoted["handle"], content='"sixteen"')
-            ground = await lead.justify(target=answered["handle"], ground="the runbook says so")
+            [answer] = (await lead.thread(handle=asked["handle"]))["answers"]
+            ground = await lead.justify(target=answer["handle"], ground="the runbook says so")
             broken = await lead.refused("ask", question="(readyToShip BillingRelease")
             thread = await lead.thread(handle=asked["handle"])
-            return asked, quoted, answered, word, ground, broken, thread
+            return asked, quoted, word, ground, broken, thread
 
-    asked, quoted, answered, word, ground, broken, thread = play(script)
+    asked, quoted, word, ground, broken, thread = play(script)
     assert asked["sentence"] == '(queries AgentLead "Who owns the deploy runbook?")'
     assert quoted["sentence"] == '(queries AgentLead "Who")'
     assert thread["question_kind"] == "free-text"
