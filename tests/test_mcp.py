@@ -531,6 +531,25 @@ def test_following_the_cursor_misses_nothing_and_repeats_nothing(daemon):
         assert sorted(seen) == sorted(written)  # 0 missed
 
 
+def test_replies_torn_down_with_a_withdrawn_move_are_told_so_and_their_speakers_hear_it(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentBoreas") as b, mcp_agent(daemon, "AgentCyra") as c:
+            claim = (await b.claim(sentence="(usesCache ProdCluster Redis)"))["handle"]
+            await c.wait_for_changes(timeout_s=0)  # Cyra follows from here
+            ballot = (await c.vote(target=claim, stance="against"))["handle"]
+            await b.withdraw(handle=claim)
+            heard = await c.wait_for_changes(timeout_s=10, about="mine")
+            return claim, ballot, heard
+
+    claim, ballot, heard = play(script)
+    [told] = [t for t in heard["changes"] if t["handle"] == ballot]
+    assert told["text"] == (
+        f"AgentCyra's ballot #{ballot} went with #{claim}, which AgentBoreas withdrew: "
+        f"(votesAgainst AgentCyra (sentexHandle {claim}))"
+    )
+    assert told["reason"] == "torn-down"  # (Cyra withdrew nothing: she is told it went)
+
+
 def test_a_wait_for_changes_does_not_hold_the_agents_other_calls(daemon):
     async def script():
         async with mcp_agent(daemon, "AgentLead") as lead, mcp_agent(daemon, "AgentBoreas") as b:

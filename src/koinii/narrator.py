@@ -7,7 +7,9 @@ server's `wait_for_changes` — so a move reads the same wherever it is seen:
 A `Narrator` follows the change log in order and remembers the sentences it saw, so a
 reply names what it replies to; a `lookup` (a KB or a Client) fills in what it did not
 see. A change that is part of a move already told — the claim an answer carries, the
-rebuttal beside a dispute — is folded into that move, and the plumbing of the store
+rebuttal beside a dispute — is folded into that move; a reply removed by the write that
+withdrew its target is told as gone with it (`reason` "torn-down"), not as withdrawn by
+its own speaker, who did not; and the plumbing of the store
 (vocabulary, context edges, agents' marks, `contested` derivations) is told only when
 asked for (`structure=True`).
 
@@ -42,6 +44,8 @@ _STRUCTURE = frozenset(
         "disputeStale",
     )
 )
+# The `reason` of a reply removed because the move it replied to was withdrawn.
+TORN_DOWN = "torn-down"
 _VOCABULARY = ("CxCore", "CxSpeechActs", "CxRegistry", "CxDisputes", "CxUniverse")
 _WRAP_NOTES = {
     Sym("memoryNote"): "note",
@@ -98,13 +102,14 @@ class Narrator:
 
     def entry(self, entry: dict[str, Any], *, structure: bool = False) -> list[Told]:
         """Every change of one change-log entry, told, in order (added, then removed)."""
-        for change in entry["added"]:
+        for change in entry["added"] + entry["removed"]:  # (a reply names what it went with)
             self._remember(change)
         told = []
+        gone = frozenset(change["handle"] for change in entry["removed"])
         for added, changes in ((True, entry["added"]), (False, entry["removed"])):
             folded = self._folded(changes)
             for change in changes:
-                one = self.change(change, added, entry["seq"], folded=folded)
+                one = self.change(change, added, entry["seq"], folded=folded, gone=gone)
                 if one is not None and (structure or one.kind != "structure"):
                     told.append(one)
         records = entry.get("records")
@@ -114,8 +119,16 @@ class Narrator:
         return told
 
     def change(
-        self, change: dict[str, Any], added: bool, seq: int, *, folded: frozenset[str] = frozenset()
+        self,
+        change: dict[str, Any],
+        added: bool,
+        seq: int,
+        *,
+        folded: frozenset[str] = frozenset(),
+        gone: frozenset[int] = frozenset(),
     ) -> Told | None:
+        """One change, told. `folded`: the claims told with their move; `gone`: the
+        handles the same write removed (a reply removed with its target went with it)."""
         sentence = change["sentence"]
         term = parse(sentence)
         context = change["context"]
@@ -140,7 +153,7 @@ class Narrator:
         if kind == "claim" and sentence in folded:
             return None  # told with the move that made (or unmade) it
         if not added:
-            return self._removed(change, term, kind, speaker, base)
+            return self._removed(change, term, kind, speaker, base, gone)
         if atom[0] in _WRAP_NOTES and len(atom) == 3:
             text = f"{speaker} wraps up, {_WRAP_NOTES[atom[0]]}: {show(atom[2])}"
             return Told(kind="wrap", speaker=speaker, text=text, **base)
@@ -192,7 +205,13 @@ class Narrator:
         return f"{speaker} {_VERBS.get(kind, kind)} {about}"
 
     def _removed(
-        self, change: dict[str, Any], term: tuple, kind: str, speaker: str | None, base
+        self,
+        change: dict[str, Any],
+        term: tuple,
+        kind: str,
+        speaker: str | None,
+        base: dict[str, Any],
+        gone: frozenset[int],
     ) -> Told:
         reason = change.get("reason")
         sentence = change["sentence"]
@@ -203,6 +222,19 @@ class Narrator:
             what = show(speech.answer_content(term)) if kind == "answer" else sentence
             noun = "claim" if kind == "claim" else kind
             who = speaker or "its writer"  # a sentex stored with no author named
+            target = base["target"]
+            if target in gone:  # torn down with its target: not its speaker's doing
+                seen = self.seen_of(target)
+                by = (
+                    None if seen is None else speech.speaker(parse(seen[0])) or self._owner(seen[1])
+                )
+                withdrawn = f"which {by} withdrew" if by else "withdrawn"
+                text = (
+                    f"{who}'s {noun} #{change['handle']} went with #{target}, {withdrawn}: {what}"
+                )
+                return Told(
+                    kind="withdrawal", speaker=speaker, text=text, **base | {"reason": TORN_DOWN}
+                )
             text = f"{who} withdrew {noun} #{change['handle']}: {what}"
             return Told(kind="withdrawal", speaker=speaker, text=text, **base)
         why = f" ({reason})" if reason else ""
