@@ -87,14 +87,14 @@ SELECT {columns}, best.band, best.in_title, best.request_turn, best.reply_turn,
   best.in_thinking, best.tool_turn
 FROM best JOIN session s ON s.n = best.s
 WHERE s.parent_session_n IS NULL
-ORDER BY best.band, s.modified_at DESC, s.id
+ORDER BY best.band, s.modified_at DESC, s.n DESC
 LIMIT ?
 """
 
 _TITLED = """
 SELECT {columns}, 0, 1, NULL, NULL, 0, NULL FROM ({titles}) titled JOIN session s ON s.n = titled.s
 WHERE s.parent_session_n IS NULL
-ORDER BY s.modified_at DESC, s.id
+ORDER BY s.modified_at DESC, s.n DESC
 LIMIT ?
 """
 
@@ -119,7 +119,7 @@ def index(db: Any, limit: int | None = None) -> list[dict[str, Any]]:
     """Every top-level session, newest first (at most `limit`)."""
     found = db.execute(
         f"SELECT {INDEX_COLUMNS} FROM session s WHERE s.parent_session_n IS NULL "
-        "ORDER BY s.modified_at DESC, s.id LIMIT ?",
+        "ORDER BY s.modified_at DESC, s.n DESC LIMIT ?",  # (n: the newer of a tie)
         (NO_LIMIT if limit is None else limit,),
     )
     return [index_row(row) for row in found]
