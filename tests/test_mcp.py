@@ -550,6 +550,32 @@ def test_replies_torn_down_with_a_withdrawn_move_are_told_so_and_their_speakers_
     assert told["reason"] == "torn-down"  # (Cyra withdrew nothing: she is told it went)
 
 
+def test_permeating_a_session_makes_it_yours_and_no_other_agent_takes_its_wraps(daemon):
+    async def script():
+        async with (
+            mcp_agent(daemon, "AgentLead") as lead,
+            mcp_agent(daemon, "AgentBoreas") as boreas,
+            mcp_agent(daemon, "AgentCyra") as cyra,
+        ):
+            first = await lead.permeate(session_id="s-lead")  # nothing yet: it is the lead's
+            await boreas.wrap_session(
+                session_id="s-boreas", parent_session_id="s-lead", notes=["Prod runs PG 16"]
+            )
+            taken = await cyra.permeate(session_id="s-lead")
+            bare = await cyra.refused("permeate")
+            mine = await lead.permeate(session_id="s-lead")
+            return first, taken, bare, mine
+
+    first, taken, bare, mine = play(script)
+    assert first["note"] == "no unprocessed wraps"
+    assert taken["processed"] == 0 and len(taken["skipped"]) == 1
+    assert taken["note"] == "1 wrap(s) were filed into AgentLead's session and are left for it"
+    assert bare.startswith("bad-option: permeate needs your coordinator session")
+    assert mine["processed"] == 1
+    [entry] = mine["entries"]
+    assert entry["sentence"] == '(memoryNote AgentBoreas "Prod runs PG 16")'
+
+
 def test_a_wait_for_changes_does_not_hold_the_agents_other_calls(daemon):
     async def script():
         async with mcp_agent(daemon, "AgentLead") as lead, mcp_agent(daemon, "AgentBoreas") as b:

@@ -38,6 +38,7 @@ from koinii.narrator import Narrator, Told
 from koinii.operations import invoker
 from koinii.projects import project_of
 from koinii.terms import parse, show
+from koinii.wraps.queue import GLOBAL as GLOBAL_PROJECT
 
 __all__ = ["INSTRUCTIONS", "REFUSAL_FIXES", "build_server", "run"]
 
@@ -590,18 +591,49 @@ def build_server(
 
     @tool
     def permeate(session_id: str | None = None, project_id: str | None = None) -> dict[str, Any]:
-        """As a coordinator: collect the unprocessed wraps of your session (or project),
-        mark them processed, and return what your workers recorded.
+        """As a coordinator: collect the unprocessed wraps filed into your session (the
+        parent_session_id your workers gave), mark them processed, and return what your
+        workers recorded. Permeating a session makes you its coordinator: from then on
+        no other agent can take its wraps. Your own session (--session) by default; or
+        project_id= for every session of a project.
         Example: permeate(session_id="s-lead"). Returns {processed, wraps, entries, …}."""
+        from koinii.wraps import Coordinators
         from koinii.wraps import permeate as collect
 
+        if session_id is None and project_id is None:
+            session_id = sessions.session if sessions is not None else session
+        if session_id is None and project_id is None:
+            raise Refused(
+                "bad-option",
+                "permeate needs your coordinator session: permeate(session_id=...) with the "
+                "parent_session_id your workers' wraps name (or project_id=...)",
+                {"option": "session_id"},
+            )
+        holder = None
+        if session_id is not None:
+            try:  # (again for a session it holds: a heartbeat)
+                Coordinators(store).register(
+                    agent_id, project_id=project or GLOBAL_PROJECT, session_id=session_id
+                )
+            except Refused as refusal:
+                if refusal.kind != "bad-coordinator" or "holder" not in refusal.data:
+                    raise
+                holder = refusal.data["holder"]
         result = collect(agent, session_id=session_id, project_id=project_id)
         entries = [
             {"handle": s.handle, "sentence": s.text, "context": s.context}
             for s in result["entries"]
         ]
         out = {**result, "entries": entries}
-        if not result["processed"]:
+        if result["skipped"]:
+            whose = f"{holder}'s" if holder else "another coordinator's"
+            out["note"] = (
+                f"{len(result['skipped'])} wrap(s) were filed into {whose} session and are "
+                "left for it"
+            )
+        elif holder is not None:
+            out["note"] = f"session {session_id} belongs to coordinator {holder}"
+        elif not result["processed"]:
             out["note"] = "no unprocessed wraps"
         return out
 
