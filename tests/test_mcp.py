@@ -576,6 +576,39 @@ def test_permeating_a_session_makes_it_yours_and_no_other_agent_takes_its_wraps(
     assert entry["sentence"] == '(memoryNote AgentBoreas "Prod runs PG 16")'
 
 
+def test_arguments_that_do_not_fit_a_tool_are_refused_like_any_other_call(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            replies = {}
+            for name, arguments in (
+                ("endorse", {"target": "abc"}),
+                ("vote", {"target": 3, "stance": "yes"}),
+                ("answer", {"question": 3, "bindings": {"?version": 16}}),
+                ("claim", {}),
+                ("wait_for_changes", {"timeout_s": "nan"}),
+            ):
+                replies[name] = await lead.call(name, **arguments)
+            return replies
+
+    replies = play(script)
+    for name, (reply, text) in replies.items():
+        assert reply.isError, name
+        error = reply.structuredContent["error"]
+        assert text == error["message"] and text.endswith(f"Fix: {error['fix']}"), text
+        assert "pydantic" not in text and "Error executing tool" not in text, text
+    kinds = {name: reply.structuredContent["error"]["kind"] for name, (reply, _) in replies.items()}
+    assert kinds == {
+        "endorse": "bad-handle",
+        "vote": "bad-option",
+        "answer": "bad-option",
+        "claim": "bad-option",
+        "wait_for_changes": "bad-option",
+    }
+    assert replies["vote"][1].startswith("bad-option: vote: stance: should be 'for' or 'against'")
+    assert replies["endorse"][1].startswith("bad-handle: endorse: target: should be a valid int")
+    assert replies["claim"][1].startswith("bad-option: claim: sentence: Field required")
+
+
 def test_a_wait_for_changes_does_not_hold_the_agents_other_calls(daemon):
     async def script():
         async with mcp_agent(daemon, "AgentLead") as lead, mcp_agent(daemon, "AgentBoreas") as b:

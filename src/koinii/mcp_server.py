@@ -24,12 +24,17 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
 import threading
 import time
 import typing
 from collections.abc import Callable
 from typing import Any, Literal
+
+from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from pydantic import ValidationError
 
 from koinii import speech
 from koinii.channel import Agent, join, local, wire
@@ -111,7 +116,8 @@ REFUSAL_FIXES: dict[str, str] = {
     "dispute(handle) it",
     "koinii/not-a-move": "withdraw a move you made (a claim, question, answer or reply); "
     "thread(handle) shows what rests on what",
-    "bad-option": "use one of the values the message lists",
+    "bad-option": "give each argument the message names a value of the kind it says (where "
+    "there are few accepted values, it lists them)",
     "bad-search": 'search for a few words, e.g. search(text="postgres version")',
     "bad-wrap": "fix the field the message names; leave parent_session_id out if no "
     "coordinator spawned you",
@@ -167,6 +173,38 @@ def _tool_error(error: KoiniiError) -> Any:
         structuredContent={"error": {"kind": kind, "message": text, "fix": fix, "data": data}},
         isError=True,
     )
+
+
+# The tools' arguments that name a move by its handle: a wrong one is `bad-handle`.
+_HANDLE_ARGUMENTS = frozenset({"handle", "target", "question", "answer"})
+
+
+def _argument_refusal(tool: str, error: ValidationError) -> Refused:
+    """The refusal of a call whose arguments do not fit the tool's schema (the SDK's
+    validation error, in the words and shape of every other refusal)."""
+    wrongs = []
+    for found in error.errors():
+        where = ".".join(str(part) for part in found["loc"])
+        said = found["msg"].removeprefix("Input ")
+        given = "" if found["type"] == "missing" else f", not {found.get('input')!r:.60}"
+        wrongs.append(f"{where}: {said}{given}")
+    first = str(error.errors()[0]["loc"][0])
+    kind = "bad-handle" if first in _HANDLE_ARGUMENTS else "bad-option"
+    return Refused(kind, f"{tool}: {'; '.join(wrongs)}", {"tool": tool, "option": first})
+
+
+class _Server(FastMCP):
+    """The SDK's server, with a call whose arguments do not fit a tool's schema refused
+    as every other call is (`kind: message Fix: …`, with structured data), where the SDK
+    answers with its validator's report."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as error:
+            if isinstance(error.__cause__, ValidationError):
+                return _tool_error(_argument_refusal(name, error.__cause__))
+            raise
 
 
 def _listed(name: str, items: list[Any], empty: str, **extra: Any) -> dict[str, Any]:
@@ -243,8 +281,6 @@ def build_server(
     Its project — the `project_id` its wraps and its recorded session carry unless a
     call names one — is `project`, else the one `directory` (default: the server's
     working directory) belongs to, by the rule of koinii/projects.py."""
-    from mcp.server.fastmcp import FastMCP
-
     import koinii
 
     if url is not None:
@@ -259,7 +295,7 @@ def build_server(
     instructions = INSTRUCTIONS.format(agent=agent_id, channel=channel)
     if introspection:
         instructions += SESSION_INSTRUCTIONS
-    server = FastMCP("koinii", instructions=instructions, log_level="WARNING")
+    server = _Server("koinii", instructions=instructions, log_level="WARNING")
     feed = _Feed(agent)
 
     def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -550,6 +586,12 @@ def build_server(
         Example: wait_for_changes(timeout_s=30)."""
         import anyio
 
+        if not math.isfinite(timeout_s):
+            raise Refused(
+                "bad-option",
+                f"timeout_s is a number of seconds, e.g. 30, not {timeout_s}",
+                {"option": "timeout_s"},
+            )
         seconds = min(max(float(timeout_s), 0.0), MAX_WAIT_S)
         told, cursor = await anyio.to_thread.run_sync(lambda: feed.wait(since, seconds, about))
         quiet = {
