@@ -193,6 +193,10 @@ def test_a_yes_no_answer_is_the_sentence_or_its_negation(team):
     dune.answer("false", q)
     claims = sorted(a["claim"]["sentence"] for a in atlas.thread(q)["answers"])
     assert claims == [f"(not {READY})", f"(not {READY})", READY]
+    for word, claim in (("yes", READY), ("No", f"(not {READY})"), ("true", READY)):
+        dune.answer(word, q)  # (a new answer replaces Dune's)
+        mine = [a for a in atlas.thread(q)["answers"] if a["speaker"] == "AgentDune"]
+        assert [a["claim"]["sentence"] for a in mine] == [claim], word
     # the claims are claims: the two sides clash where the channel sees them
     [clash] = team.store.contradictions("CxTeam")
     assert {s["sentence"] for s in clash["sides"]} == {READY, f"(not {READY})"}
@@ -274,7 +278,7 @@ def test_moves_that_assert_nothing_are_not_disputable(team):
         assert (
             "dispute(" in refusal.message
             or "vote(" in refusal.message
-            or "answer(" in (refusal.message)
+            or "answer question #" in (refusal.message)
         ), refusal.message
     own = unchanged(team.store, lambda: atlas.dispute(claim))
     assert own.kind == "koinii/not-disputable" and f"withdraw({claim})" in own.message
@@ -408,10 +412,10 @@ def test_a_vote_with_the_other_stance_replaces_the_ballot(team):
 def test_a_bad_stance_and_a_bad_target_are_refused(team):
     claim = team["Atlas"].assert_("(usesDatabase ProdCluster PostgreSQL16)")
     refusal = unchanged(team.store, lambda: team["Boreas"].vote("abstain", claim))
-    assert refusal.kind == "koinii/no-such-stance" and "vote('against'" in refusal.message
+    assert refusal.kind == "koinii/no-such-stance" and "stance='against'" in refusal.message
     q = team["Atlas"].pose_query(VERSION)
     refusal = unchanged(team.store, lambda: team["Boreas"].vote("for", q))
-    assert refusal.kind == "koinii/not-votable" and "answer(" in refusal.message
+    assert refusal.kind == "koinii/not-votable" and f"answer question #{q}" in refusal.message
 
 
 # --- 5. a question's life ---------------------------------------------------------------------

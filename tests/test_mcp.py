@@ -311,6 +311,8 @@ def test_the_vocabulary_and_the_sessions_come_in_windows_and_say_there_are_more(
 
     few, every, recent, sessions = play(script)
     assert few["count"] == 3 and few["more"] == every["count"] - 3 and "more" not in every
+    said = {p["predicate"] for p in every["predicates"]}
+    assert said == {f"owner{i}" for i in range(4)}  # not the joins' genlCx and agentContext
     assert few["predicates"] == every["predicates"][:3]
     assert [s["id"] for s in recent["sessions"]] == started[:0:-1] and recent["more"] is True
     assert [s["id"] for s in sessions["sessions"]] == started[::-1] and "more" not in sessions
@@ -651,7 +653,7 @@ def test_every_refusal_a_tool_can_return_names_a_fix(daemon):
                 "naming": ("claim", {"sentence": "(UsesDatabase ProdCluster Pg)"}),
                 "not-ground": ("claim", {"sentence": "(usesDatabase ProdCluster ?db)"}),
                 "not-well-formed": ("claim", {"sentence": "(not (not))"}),
-                "arity": ("claim", {"sentence": "(endorses AgentLead)"}),
+                "arity": ("claim", {"sentence": "(notUnderstood AgentLead)"}),
                 "unknown-handle": ("claim", {"sentence": "(about (sentexHandle 999999))"}),
                 "bad-handle": ("thread", {"handle": 0}),
                 "koinii/no-such-handle": ("thread", {"handle": 999_999}),
@@ -679,6 +681,10 @@ def test_every_refusal_a_tool_can_return_names_a_fix(daemon):
                 "unsupported-connective": ("claim", {"sentence": "(or (ready A) (ready B))"}),
                 "koinii/foreign-mask": ("claim", {"sentence": f"(except (sentexHandle {theirs}))"}),
                 "koinii/foreign-mark": ("claim", {"sentence": "(agentContext CxLead AgentCyra)"}),
+                "koinii/use-the-tool": (
+                    "claim",
+                    {"sentence": f"(votesFor AgentLead (sentexHandle {theirs}))"},
+                ),
             }
             texts = {}
             for kind, (name, arguments) in cases.items():

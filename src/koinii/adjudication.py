@@ -418,7 +418,8 @@ def stance_predicate(stance: str) -> Sym:
     if predicate is None:
         raise Refused(
             "koinii/no-such-stance",
-            f"no stance {stance!r}; vote 'for' or 'against', e.g. vote('against', 42)",
+            f"no stance {stance!r}; vote 'for' or 'against', e.g. vote(target=42, "
+            "stance='against')",
             {"stance": str(stance), "known": list(STANCES)},
         )
     return predicate

@@ -716,12 +716,12 @@ _INSTEAD = {
     "endorsement": "dispute the claim it endorses, dispute({target}), or vote against it",
     "justification": "dispute the claim it justifies, dispute({target}), or state the "
     "opposite of its ground as a claim of your own",
-    "dispute": "to side with the disputed claim, vote('for', {target})",
-    "ballot": "vote the other way on the claim, vote('against' or 'for', {target})",
+    "dispute": "to side with the disputed claim, vote for it: vote(target={target}, stance='for')",
+    "ballot": "vote the other way on the claim: vote(target={target}, stance='against' or 'for')",
     "acceptance": "only the asker accepts; to disagree with the accepted answer, dispute it",
     "closing": "only the asker closes a question",
     "error": "it asserts nothing; to challenge what it is about, dispute({target})",
-    "question": "a question asserts nothing: answer it, answer(…, {handle})",
+    "question": "a question asserts nothing: answer question #{handle} instead",
     "answer": "this answer carries no claim (it predates claims); answer the question again",
 }
 

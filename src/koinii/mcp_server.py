@@ -39,7 +39,7 @@ from pydantic import ValidationError
 from koinii import speech
 from koinii.channel import Agent, join, local, wire
 from koinii.errors import KoiniiError, Refused
-from koinii.narrator import Narrator, Told
+from koinii.narrator import STRUCTURE, Narrator, Told
 from koinii.operations import invoker
 from koinii.projects import project_of
 from koinii.terms import parse, show
@@ -130,6 +130,7 @@ REFUSAL_FIXES: dict[str, str] = {
     "session's id as target",
     "unavailable": "the daemon did not answer: wait a moment and call again",
     "bad-cursor": "pass the cursor the last reply gave as since, or leave since out",
+    "koinii/use-the-tool": "call the tool the message names for that move",
     "unsupported-connective": "the message says what to write instead; state each part as a "
     "claim of its own",
     "koinii/foreign-mask": "to challenge another agent's move, dispute(handle) it",
@@ -205,6 +206,39 @@ class _Server(FastMCP):
             if isinstance(error.__cause__, ValidationError):
                 return _tool_error(_argument_refusal(name, error.__cause__))
             raise
+
+
+# Predicates no agent claims in: the store's plumbing, and the moves (each has a tool).
+_NOT_CLAIMED = frozenset(p.name for p in STRUCTURE) | frozenset(p.name for p in speech.ACTS)
+
+# The tool that makes each kind of move (speech.ACTS): what `claim` points to instead.
+_TOOL_OF_MOVE = {
+    "question": "ask(question=…)",
+    "answer": "answer(question=…, content=…)",
+    "endorsement": "endorse(target=…)",
+    "justification": "justify(target=…, ground=…)",
+    "dispute": "dispute(target=…)",
+    "ballot": "vote(target=…, stance=…)",
+    "acceptance": "accept(answer=…)",
+    "closing": "close(question=…)",
+}
+
+
+def _not_a_move(term: Any, agent_id: str) -> None:
+    """Refuse a claim that is one of the agent's own moves written out by hand: its tool
+    makes it, and keeps its rules (one ballot, one standing answer, only the asker
+    closes), which a sentence stated as a claim would not. A move in another agent's
+    name is left to the channel, which refuses it as speaking for them."""
+    kind = speech.move_kind(term)
+    if kind in _TOOL_OF_MOVE and speech.speaker(term) == agent_id:
+        tool = _TOOL_OF_MOVE[kind]
+        raise Refused(
+            "koinii/use-the-tool",
+            f"{show(term)} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}, a move with its "
+            f"own tool: call {tool}, which keeps "
+            "its rules (a sentence stated with claim() would not)",
+            {"move": kind, "tool": tool.split("(")[0]},
+        )
 
 
 def _listed(name: str, items: list[Any], empty: str, **extra: Any) -> dict[str, Any]:
@@ -357,6 +391,7 @@ def build_server(
         Example: claim(sentence="(usesDatabase ProdCluster PostgreSQL16)")
         Returns {handle, sentence, note}: reply to it, or withdraw it, by its handle.
         """
+        _not_a_move(parse(sentence), agent_id)
         handle = agent.assert_(sentence)
         return _move(store, handle, f"claimed in {agent.context}; {channel} sees it")
 
@@ -559,7 +594,7 @@ def build_server(
         example: {handle, sentence, context}}, and `more`: how many less used ones are
         not shown (search(text) finds those by their words)."""
         window = _window(limit)
-        found = agent.vocabulary()
+        found = [p for p in agent.vocabulary() if p["predicate"] not in _NOT_CLAIMED]
         more = {"more": len(found) - window} if len(found) > window else {}
         return _listed("predicates", found[:window], "nothing is said on the channel yet", **more)
 

@@ -27,9 +27,10 @@ from koinii.adjudication import MAJORITY_ARBITER
 from koinii.errors import KoiniiError
 from koinii.terms import Sym, parse, show
 
-__all__ = ["Narrator", "Told"]
+__all__ = ["STRUCTURE", "Narrator", "Told"]
 
-_STRUCTURE = frozenset(
+# The store's plumbing: context edges, agents' marks, declarations, `contested`.
+STRUCTURE = frozenset(
     Sym(name)
     for name in (
         "genlCx",
@@ -148,7 +149,7 @@ class Narrator:
             "reason": change.get("reason"),
         }
         atom = term[1] if term[0] is speech.NOT and len(term) == 2 else term
-        if atom[0] in _STRUCTURE or context in _VOCABULARY:
+        if atom[0] in STRUCTURE or context in _VOCABULARY:
             return Told(kind="structure", speaker=speaker, text=f"{sentence} in {context}", **base)
         if kind == "claim" and sentence in folded:
             return None  # told with the move that made (or unmade) it

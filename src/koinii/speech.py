@@ -226,16 +226,22 @@ def _instance(pattern: Term, content: Any) -> Term:
     return instance
 
 
+# The words for a yes/no answer besides the sentence itself (true/false read as booleans).
+_YES_NO = {"yes": True, "no": False}
+
+
 def _yes_no(sentence: Term, content: Any) -> Term:
     offered = _term(content)
+    if type(offered) is Sym and offered.name.lower() in _YES_NO:
+        offered = _YES_NO[offered.name.lower()]
     if type(offered) is bool:
         return sentence if offered else negation(sentence)
     if _same(offered, sentence) or _same(offered, negation(sentence)):
         return offered
     raise Refused(
         "koinii/answer-mismatch",
-        f"a yes/no question is answered with its sentence or its negation: "
-        f"{show(sentence)} (yes, or true) or {show(negation(sentence))} (no, or false)",
+        f"a yes/no question is answered yes (or true, or {show(sentence)} itself) or no "
+        f"(or false, or {show(negation(sentence))})",
         {"question": show(sentence), "offered": _shown(content)},
     )
 
