@@ -549,7 +549,10 @@ def build_server(
             }
         solutions = [{name: show(value) for name, value in s.items()} for s in found]
         out = _listed(
-            "solutions", solutions, "no solutions: nothing the channel sees matches", **more
+            "solutions",
+            solutions,
+            f"no solutions: nothing {context or channel} sees matches",
+            **more,
         )
         if solutions == [{}]:
             out["note"] = "true: the goal holds (it has no ?variables to bind)"
