@@ -203,6 +203,20 @@ def test_a_yes_no_answer_is_the_sentence_or_its_negation(team):
     assert atlas.thread(q)["state"] == "contested"
 
 
+def test_a_closed_question_takes_no_answers_until_its_asker_reopens_it(team):
+    atlas, boreas, cyra = team["Atlas"], team["Boreas"], team["Cyra"]
+    q = atlas.pose_query('"Who owns the runbook?"')
+    cyra.assert_(f"(closes AgentCyra (sentexHandle {q}))")  # not the asker: not a closing
+    boreas.answer('"Dana"', q)
+    closing = atlas.close(q)
+    refusal = unchanged(team.store, lambda: boreas.answer('"Erin"', q))
+    assert refusal.kind == "koinii/question-closed"
+    assert refusal.data == {"question": q, "closing": closing, "asker": "AgentAtlas"}
+    atlas.withdraw(closing)
+    boreas.answer('"Erin"', q)
+    assert [a["content"] for a in atlas.thread(q)["answers"]] == ['"Erin"']
+
+
 def test_a_free_text_answer_claims_its_content_for_the_question(team):
     q = team["Atlas"].pose_query('"Which cache do we use?"')
     a = team["Boreas"].answer('"Redis 7, one primary"', q)

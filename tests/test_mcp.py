@@ -639,6 +639,8 @@ def test_every_refusal_a_tool_can_return_names_a_fix(daemon):
     boreas = channel.join(channel.wire(daemon.client("AgentBoreas")), "CxTeam", "AgentBoreas")
     theirs = boreas.assert_("(usesCache ProdCluster Redis)")
     their_question = boreas.pose_query(VERSION)
+    closed = boreas.pose_query(READY)
+    boreas.close(closed)
     endorsement = channel.join(
         channel.wire(daemon.client("AgentCyra")), "CxTeam", "AgentCyra"
     ).endorse(theirs)
@@ -681,6 +683,7 @@ def test_every_refusal_a_tool_can_return_names_a_fix(daemon):
                 "unsupported-connective": ("claim", {"sentence": "(or (ready A) (ready B))"}),
                 "koinii/foreign-mask": ("claim", {"sentence": f"(except (sentexHandle {theirs}))"}),
                 "koinii/foreign-mark": ("claim", {"sentence": "(agentContext CxLead AgentCyra)"}),
+                "koinii/question-closed": ("answer", {"question": closed, "content": "true"}),
                 "koinii/use-the-tool": (
                     "claim",
                     {"sentence": f"(votesFor AgentLead (sentexHandle {theirs}))"},

@@ -388,11 +388,22 @@ class Agent:
 
         One standing answer per agent per question: other content supersedes this agent's
         earlier answer in the same write; the same content again returns the same handle.
-        Refused: `koinii/not-a-question`, `koinii/answer-mismatch`.
+        Refused: `koinii/not-a-question`, `koinii/answer-mismatch`,
+        `koinii/question-closed` (its asker closed it: an answer would be seen by no one).
         """
         question = self._sentex(query)
         if speech.move_kind(question.sentence) != "question":
             raise _not_a_question(question, "answer")
+        closing = self.thread(query).get("closing")  # (the asker's own closing, if any)
+        if closing is not None:
+            asker = speech.speaker(question.sentence)
+            raise Refused(
+                "koinii/question-closed",
+                f"question #{query} is closed: its asker {asker} closed it (#{closing}) and "
+                f"takes no more answers; to say it anyway, claim it, or ask {asker} to reopen "
+                "the question (by withdrawing the closing)",
+                {"question": query, "closing": closing, "asker": asker},
+            )
         claim = speech.answer_claim(question.sentence[2], query, content)
         check_speaker(self.agent, claim)  # an answer's claim is the agent's own claim
         act = (ANSWERS, Sym(self.agent), (QUOTE, claim), ref(query))

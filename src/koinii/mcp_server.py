@@ -131,6 +131,7 @@ REFUSAL_FIXES: dict[str, str] = {
     "unavailable": "the daemon did not answer: wait a moment and call again",
     "bad-cursor": "pass the cursor the last reply gave as since, or leave since out",
     "koinii/use-the-tool": "call the tool the message names for that move",
+    "koinii/question-closed": "claim() what you know instead, or ask the asker to reopen it",
     "unsupported-connective": "the message says what to write instead; state each part as a "
     "claim of its own",
     "koinii/foreign-mask": "to challenge another agent's move, dispute(handle) it",
