@@ -239,6 +239,20 @@ def in_fresh_process(fn: Callable[..., Any], *args: Any) -> Any:
         return pool.submit(fn, *args).result()
 
 
+def peers() -> str:
+    """The peers' versions: a peer's release moves its rows as much as the machine does
+    (a ratio is only comparable with one measured against the same release)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("pyoxigraph", "owlrl", "rdflib", "reasonable"):
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} absent")
+    return ", ".join(found)
+
+
 def progress(message: str) -> None:
     print(f"[scale] {message}", file=sys.stderr, flush=True)
 
@@ -1215,7 +1229,7 @@ def run(
     started = time.perf_counter()
     parts = [
         f"# Koinii {koinii.__version__} at scale — Python {platform.python_version()}, "
-        f"{platform.machine()}, {os.cpu_count()} CPUs",
+        f"{platform.machine()}, {os.cpu_count()} CPUs; {peers()}",
     ]
     with tempfile.TemporaryDirectory(prefix="koinii-scale-") as workdir:
         for size in sizes:
