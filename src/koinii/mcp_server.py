@@ -233,11 +233,11 @@ def _not_a_move(term: Any, agent_id: str) -> None:
     kind = speech.move_kind(term)
     if kind in _TOOL_OF_MOVE and speech.speaker(term) == agent_id:
         tool = _TOOL_OF_MOVE[kind]
+        article = "an" if kind[0] in "aeiou" else "a"
         raise Refused(
             "koinii/use-the-tool",
-            f"{show(term)} is {'an' if kind[0] in 'aeiou' else 'a'} {kind}, a move with its "
-            f"own tool: call {tool}, which keeps "
-            "its rules (a sentence stated with claim() would not)",
+            f"{show(term)} is {article} {kind}, a move with its own tool: call {tool}, "
+            "which keeps its rules (a sentence stated with claim() would not)",
             {"move": kind, "tool": tool.split("(")[0]},
         )
 
