@@ -217,6 +217,31 @@ def test_a_closed_question_takes_no_answers_until_its_asker_reopens_it(team):
     assert [a["content"] for a in atlas.thread(q)["answers"]] == ['"Erin"']
 
 
+def test_a_closing_or_acceptance_by_anyone_but_the_asker_is_told_as_not_obeyed(team):
+    from koinii.narrator import Narrator
+
+    atlas, boreas, cyra = team["Atlas"], team["Boreas"], team["Cyra"]
+    q = atlas.pose_query('"Who owns the runbook?"')
+    a = boreas.answer('"Dana"', q)
+    since = team.store.seq
+    cyra.assert_(f"(closes AgentCyra (sentexHandle {q}))")
+    cyra.assert_(f"(accepts AgentCyra (sentexHandle {a}))")
+    atlas.accept(a)
+    narrator = Narrator(team.store, me="AgentAtlas")
+    told = [
+        t.text
+        for entry in team.store.changes(since=since)["entries"]
+        for t in narrator.entry(entry)
+    ]
+    assert told == [
+        f"AgentCyra wrote a closing of question #{q}, which only the asker AgentAtlas can "
+        "make: not obeyed",
+        f"AgentCyra wrote an acceptance of answer #{a}, which only the asker AgentAtlas can "
+        "make: not obeyed",
+        f'AgentAtlas accepted AgentBoreas\'s answer #{a} ("Dana") to question #{q}',
+    ]
+
+
 def test_a_free_text_answer_claims_its_content_for_the_question(team):
     q = team["Atlas"].pose_query('"Which cache do we use?"')
     a = team["Boreas"].answer('"Redis 7, one primary"', q)

@@ -92,6 +92,12 @@ class Told:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
+def _not_obeyed(speaker: str | None, what: str, of: str, asker: str) -> str:
+    """A move only a question's asker may make, written by hand by someone else: shown
+    (it is in the store) but never obeyed, and told so."""
+    return f"{speaker} wrote {what} {of}, which only the asker {asker} can make: not obeyed"
+
+
 class Narrator:
     """Follows the change log and tells each change (see the module docstring)."""
 
@@ -198,12 +204,27 @@ class Narrator:
             answer = self._sentence(target)
             if answer is not None and speech.move_kind(parse(answer)) == "answer":
                 answered = parse(answer)
+                question = speech.target_of(answered)
+                asker = self._speaker(question)
+                if asker is not None and asker != speaker:
+                    return _not_obeyed(speaker, "an acceptance of", f"answer #{target}", asker)
                 return (
                     f"{speaker} accepted {speech.speaker(answered)}'s answer #{target} "
-                    f"({show(speech.answer_content(answered))}) to question "
-                    f"#{speech.target_of(answered)}"
+                    f"({show(speech.answer_content(answered))}) to question #{question}"
                 )
+        if kind == "closing":
+            asker = self._speaker(target)
+            if asker is not None and asker != speaker:
+                return _not_obeyed(speaker, "a closing of", f"question #{target}", asker)
+            return f"{speaker} closed {self._whose(target, 'question')} #{target}"
         return f"{speaker} {_VERBS.get(kind, kind)} {about}"
+
+    def _speaker(self, handle: int | None) -> str | None:
+        """Who made the move `handle` (its context's agent for a plain claim), if known."""
+        seen = self.seen_of(handle)
+        if seen is None:
+            return None
+        return speech.speaker(parse(seen[0])) or self._owner(seen[1])
 
     def _removed(
         self,
@@ -225,10 +246,7 @@ class Narrator:
             who = speaker or "its writer"  # a sentex stored with no author named
             target = base["target"]
             if target in gone:  # torn down with its target: not its speaker's doing
-                seen = self.seen_of(target)
-                by = (
-                    None if seen is None else speech.speaker(parse(seen[0])) or self._owner(seen[1])
-                )
+                by = self._speaker(target)
                 withdrawn = f"which {by} withdrew" if by else "withdrawn"
                 text = (
                     f"{who}'s {noun} #{change['handle']} went with #{target}, {withdrawn}: {what}"
