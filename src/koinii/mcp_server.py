@@ -82,7 +82,8 @@ REFUSAL_FIXES: dict[str, str] = {
     "parse": "write exactly one s-expression, e.g. (usesDatabase ProdCluster PostgreSQL16); "
     'put free text in "double quotes"',
     "shape": "write one sentence: a list whose first element is a predicate, e.g. "
-    "(usesDatabase ProdCluster PostgreSQL16)",
+    "(usesDatabase ProdCluster PostgreSQL16), within the size the message gives (say a long "
+    "text in several shorter ones)",
     "naming": "name predicates lowerCamelCase (usesDatabase), individuals CapitalCamelCase "
     '(ProdCluster), contexts Cx + CapitalCamelCase (CxTeam), and quote text ("like this")',
     "not-ground": "a claim holds no ?variables; to ask which value holds, "
