@@ -452,3 +452,13 @@ def test_a_goal_with_a_connective_is_refused_too(kb):
     with pytest.raises(Refused) as refusal:
         kb.query("(or (p ?x) (q ?x))", "CxA")
     assert refusal.value.kind == "unsupported-connective"
+
+
+@pytest.mark.parametrize("word", ["Rédis", "naïve", "Zürich"])
+def test_a_word_with_other_than_ascii_is_refused_as_text_to_quote(word):
+    with pytest.raises(Refused) as refused:
+        parse(f"(usesCache ProdCluster {word})")
+    assert refused.value.kind == "parse"
+    assert f"{word!r} is not a symbol" in refused.value.message
+    assert f'"{word}"' in refused.value.message  # how to write it instead
+    assert parse(f'(usesCache ProdCluster "{word}")')[2] == word

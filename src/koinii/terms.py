@@ -319,6 +319,7 @@ _TOKEN = re.compile(
 
 # The commonest sentence, a flat list of symbols in canonical spacing such as
 # (usesDatabase ProdCluster Postgres), is read without the tokenizer: every write parses.
+_WORD = re.compile(r'[^\s()"]+')  # (what a bad token was meant to be, for its refusal)
 _FLAT = re.compile(r"\(([A-Za-z][A-Za-z0-9_-]*(?: [A-Za-z][A-Za-z0-9_-]*)+)\)\Z")
 
 
@@ -477,6 +478,14 @@ def _read(text: str, position: int = 0) -> Iterator[tuple[Term, int]]:
             for connective in ("=>", "<=>"):
                 if text.startswith(connective, offset):
                     raise unsupported_connective(connective, {"offset": offset})
+            word = _WORD.match(text, offset)
+            if word is not None and not word.group().isascii():
+                raise Refused(
+                    "parse",
+                    f"{word.group()!r} is not a symbol: symbols are ASCII (letters, digits, "
+                    f'- and _); quote text with other characters: "{word.group()}"',
+                    {"offset": offset},
+                )
             what = "an unterminated string" if match.group() == '"' else repr(match.group())
             raise Refused("parse", f"unexpected {what}", {"offset": offset})
         if stack:
