@@ -584,6 +584,7 @@ def test_arguments_that_do_not_fit_a_tool_are_refused_like_any_other_call(daemon
             replies = {}
             for name, arguments in (
                 ("endorse", {"target": "abc"}),
+                ("dispute", {"target": True}),  # (not #1, the first sentex)
                 ("vote", {"target": 3, "stance": "yes"}),
                 ("answer", {"question": 3, "bindings": {"?version": 16}}),
                 ("claim", {}),
@@ -601,6 +602,7 @@ def test_arguments_that_do_not_fit_a_tool_are_refused_like_any_other_call(daemon
     kinds = {name: reply.structuredContent["error"]["kind"] for name, (reply, _) in replies.items()}
     assert kinds == {
         "endorse": "bad-handle",
+        "dispute": "bad-handle",
         "vote": "bad-option",
         "answer": "bad-option",
         "claim": "bad-option",
@@ -609,6 +611,7 @@ def test_arguments_that_do_not_fit_a_tool_are_refused_like_any_other_call(daemon
     assert replies["vote"][1].startswith("bad-option: vote: stance: should be 'for' or 'against'")
     assert replies["endorse"][1].startswith("bad-handle: endorse: target: should be a valid int")
     assert replies["claim"][1].startswith("bad-option: claim: sentence: Field required")
+    assert "a handle is the integer a move returned, not true" in replies["dispute"][1]
 
 
 def test_a_wait_for_changes_does_not_hold_the_agents_other_calls(daemon):

@@ -30,11 +30,11 @@ import threading
 import time
 import typing
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
-from pydantic import ValidationError
+from pydantic import BeforeValidator, ValidationError
 
 from koinii import speech
 from koinii.channel import Agent, join, local, wire
@@ -146,6 +146,16 @@ About = Literal["mine", "channel", "questions"]
 QuestionState = Literal["unsettled", "open", "answered", "contested", "settled", "closed", "all"]
 DisputeState = Literal["open", "notified", "stale", "resolved", "all"]
 Stance = Literal["for", "against"]
+
+
+def _not_a_bool(value: Any) -> Any:
+    if isinstance(value, bool):  # (JSON true would pass as 1, the first sentex)
+        raise ValueError(f"a handle is the integer a move returned, not {str(value).lower()}")
+    return value
+
+
+# A move's handle: an integer, and not a boolean.
+Handle = Annotated[int, BeforeValidator(_not_a_bool)]
 MAX_WAIT_S = 120.0
 MAX_TOLD = 100  # changes per reply; the cursor says where the next read starts
 # Questions, disputes, solutions, predicates or sessions per reply: a long channel's whole
@@ -368,7 +378,8 @@ def build_server(
                 return result
 
             call = call_sync
-        hints = typing.get_type_hints(fn)  # resolved: the SDK builds its schemas from them
+        # resolved, validators and all: the SDK builds its schemas from them
+        hints = typing.get_type_hints(fn, include_extras=True)
         signature = inspect.signature(fn)
         call.__signature__ = signature.replace(  # type: ignore[attr-defined]
             parameters=[
@@ -414,7 +425,7 @@ def build_server(
 
     @tool
     def answer(
-        question: int, content: str | None = None, bindings: dict[str, str] | None = None
+        question: Handle, content: str | None = None, bindings: dict[str, str] | None = None
     ) -> dict[str, Any]:
         """Answer the question with handle `question`. Your answer is a claim of yours.
         - a pattern: answer(question=69, bindings={"?v": "16"}); with one ?variable also
@@ -440,13 +451,13 @@ def build_server(
         }
 
     @tool
-    def endorse(target: int) -> dict[str, Any]:
+    def endorse(target: Handle) -> dict[str, Any]:
         """Stand behind a claim or an answer (by its handle) — agreement, on the record.
         Example: endorse(target=73). Returns {handle, sentence, note}."""
         return _move(store, agent.endorse(target), f"endorsed #{target}")
 
     @tool
-    def justify(target: int, ground: str) -> dict[str, Any]:
+    def justify(target: Handle, ground: str) -> dict[str, Any]:
         """Give a reason for a claim or an answer: `ground` is a term naming the reason.
         Example: justify(target=73, ground="ReleaseNotesSayPg16"), or free text as
         ground='"the release notes say so"'.
@@ -454,7 +465,7 @@ def build_server(
         return _move(store, agent.justify(_term_or_text(ground), target), f"justified #{target}")
 
     @tool
-    def dispute(target: int) -> dict[str, Any]:
+    def dispute(target: Handle) -> dict[str, Any]:
         """Challenge another agent's claim or answer: states its negation as your claim
         and records the dispute, so the disagreement is visible and can be voted on and
         ruled. Not for replies (endorsements, ballots…): the error says what to do instead.
@@ -462,14 +473,14 @@ def build_server(
         return _move(store, agent.dispute(target), f"disputed #{target}")
 
     @tool
-    def vote(target: int, stance: Stance) -> dict[str, Any]:
+    def vote(target: Handle, stance: Stance) -> dict[str, Any]:
         """Vote for or against a claim or an answer (for a dispute: on the disputed claim).
         One ballot per target: voting the other way replaces your earlier ballot.
         Example: vote(target=73, stance="against"). Returns {handle, sentence, note}."""
         return _move(store, agent.vote(stance, target), f"voted {stance} #{target}")
 
     @tool
-    def withdraw(handle: int) -> dict[str, Any]:
+    def withdraw(handle: Handle) -> dict[str, Any]:
         """Take back one of your own moves; replies to it go with it (an answer takes its
         claim along, a dispute its negation). Only your own moves.
         Example: withdraw(handle=73). Returns {withdrawn, removed, note}."""
@@ -481,13 +492,13 @@ def build_server(
         }
 
     @tool
-    def accept(answer: int) -> dict[str, Any]:
+    def accept(answer: Handle) -> dict[str, Any]:
         """As the asker: accept an answer to your question; the question is settled.
         Example: accept(answer=74). Returns {handle, sentence, note}."""
         return _move(store, agent.accept(answer), f"accepted answer #{answer}")
 
     @tool
-    def close(question: int) -> dict[str, Any]:
+    def close(question: Handle) -> dict[str, Any]:
         """As the asker: close your question without an answer (withdraw the closing to
         reopen it). Example: close(question=69). Returns {handle, sentence, note}."""
         return _move(store, agent.close(question), f"closed question #{question}")
@@ -495,7 +506,7 @@ def build_server(
     # --- reads ------------------------------------------------------------------------------
 
     @tool
-    def thread(handle: int, limit: int = 20, before: int | None = None) -> dict[str, Any]:
+    def thread(handle: Handle, limit: int = 20, before: int | None = None) -> dict[str, Any]:
         """Everything said about a question or claim, in one read: for a question its state
         (open, answered, contested, settled, closed) and its newest `limit` answers, each
         with its claim, endorsements, justifications, disputes, ballots, tally and rulings.
