@@ -538,7 +538,9 @@ def read_session(
         }
 
     found = _guarded("read_session", dict(EMPTY_READ), lambda: kb.read_records(read))
-    return found if shown is None else window(found, shown, before)
+    if shown is None:
+        return found
+    return _guarded("read_session(window)", found, lambda: window(found, shown, before))
 
 
 def window(read: dict[str, Any], turns: int, before: int | None = None) -> dict[str, Any]:
