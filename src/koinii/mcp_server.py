@@ -132,6 +132,9 @@ REFUSAL_FIXES: dict[str, str] = {
     "unavailable": "the daemon did not answer: wait a moment and call again",
     "bad-cursor": "pass the cursor the last reply gave as since, or leave since out",
     "koinii/use-the-tool": "call the tool the message names for that move",
+    "koinii/not-your-session": "permeate your own session (the message names it), or leave "
+    "session_id out",
+    "bad-coordinator": "fix the field the message names: ids are non-empty strings",
     "koinii/question-closed": "claim() what you know instead, or ask the asker to reopen it",
     "unsupported-connective": "the message says what to write instead; state each part as a "
     "claim of its own",
@@ -683,49 +686,52 @@ def build_server(
         )
 
     @tool
-    def permeate(session_id: str | None = None, project_id: str | None = None) -> dict[str, Any]:
+    def permeate(session_id: str | None = None) -> dict[str, Any]:
         """As a coordinator: collect the unprocessed wraps filed into your session (the
         parent_session_id your workers gave), mark them processed, and return what your
-        workers recorded. Permeating a session makes you its coordinator: from then on
-        no other agent can take its wraps. Your own session (--session) by default; or
-        project_id= for every session of a project.
-        Example: permeate(session_id="s-lead"). Returns {processed, wraps, entries, …}."""
+        workers recorded. Your first permeate makes that session yours — you coordinate
+        one session, and no other agent can take its wraps; your own --session by
+        default. Example: permeate(session_id="s-lead"). Returns {processed, wraps,
+        entries, …}."""
         from koinii.wraps import Coordinators
         from koinii.wraps import permeate as collect
 
-        if session_id is None and project_id is None:
-            session_id = sessions.session if sessions is not None else session
-        if session_id is None and project_id is None:
+        registry = Coordinators(store)
+        held = registry.get(agent_id)
+        held = held["session_id"] if held and held["status"] == "active" else None
+        session_id = session_id or held or session
+        if session_id is None:
             raise Refused(
                 "bad-option",
                 "permeate needs your coordinator session: permeate(session_id=...) with the "
-                "parent_session_id your workers' wraps name (or project_id=...)",
+                "parent_session_id your workers' wraps name",
                 {"option": "session_id"},
             )
+        if held is not None and session_id != held:
+            raise Refused(
+                "koinii/not-your-session",
+                f"you coordinate session {held!r} (your first permeate made it yours), not "
+                f"{session_id!r}: permeate(session_id={held!r}) collects your workers' wraps; "
+                "another session's are its own coordinator's",
+                {"session_id": session_id, "yours": held},
+            )
         holder = None
-        if session_id is not None:
-            try:  # (again for a session it holds: a heartbeat)
-                Coordinators(store).register(
-                    agent_id, project_id=project or GLOBAL_PROJECT, session_id=session_id
-                )
-            except Refused as refusal:
-                if refusal.kind != "bad-coordinator" or "holder" not in refusal.data:
-                    raise
-                holder = refusal.data["holder"]
-        result = collect(agent, session_id=session_id, project_id=project_id)
+        try:  # (again for the session it holds: a heartbeat)
+            registry.register(agent_id, project_id=project or GLOBAL_PROJECT, session_id=session_id)
+        except Refused as refusal:
+            if refusal.kind != "bad-coordinator" or "holder" not in refusal.data:
+                raise
+            holder = refusal.data["holder"]
+        result = collect(agent, session_id=session_id)
         entries = [
             {"handle": s.handle, "sentence": s.text, "context": s.context}
             for s in result["entries"]
         ]
         out = {**result, "entries": entries}
-        if result["skipped"]:
-            whose = f"{holder}'s" if holder else "another coordinator's"
+        if holder is not None:
             out["note"] = (
-                f"{len(result['skipped'])} wrap(s) were filed into {whose} session and are "
-                "left for it"
+                f"session {session_id} belongs to coordinator {holder}: its wraps are left for it"
             )
-        elif holder is not None:
-            out["note"] = f"session {session_id} belongs to coordinator {holder}"
         elif not result["processed"]:
             out["note"] = "no unprocessed wraps"
         return out
