@@ -404,6 +404,11 @@ def test_a_team_makes_a_release_decision_through_mcp(daemon):
             assert newest["older"] == c["handle"] and newest["answer_count"] == 2
             older = await lead.thread(handle=version, limit=1, before=newest["older"])
             assert [a["handle"] for a in older["answers"]] == [b["handle"]]
+            none = await lead.thread(handle=version, before=version)
+            assert none["answers"] == [] and none["note"] == (
+                f"no answers before #{version}: leave before out for the newest, or pass "
+                "the `older` a thread gave"
+            )
 
             # a dispute of an answer, and the mistakes a model makes, each taught a fix
             await cyra.dispute(target=b["handle"])
@@ -585,6 +590,44 @@ def test_permeating_a_session_makes_it_yours_and_no_other_agent_takes_its_wraps(
     assert entry["sentence"] == '(memoryNote AgentBoreas "Prod runs PG 16")'
 
 
+def test_arguments_that_do_not_fit_a_tool_are_refused_like_any_other_call(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            replies = {}
+            for name, arguments in (
+                ("endorse", {"target": "abc"}),
+                ("dispute", {"target": True}),  # (not #1, the first sentex)
+                ("vote", {"target": 3, "stance": "yes"}),
+                ("answer", {"question": 3, "bindings": {"?version": 16}}),
+                ("claim", {}),
+                ("wait_for_changes", {"timeout_s": "nan"}),
+            ):
+                replies[name] = await lead.call(name, **arguments)
+            return replies
+
+    replies = play(script)
+    for name, (reply, text) in replies.items():
+        assert reply.isError, name
+        error = reply.structuredContent["error"]
+        assert text == error["message"] and text.endswith(f"Fix: {error['fix']}"), text
+        assert "pydantic" not in text and "Error executing tool" not in text, text
+    kinds = {name: reply.structuredContent["error"]["kind"] for name, (reply, _) in replies.items()}
+    assert kinds == {
+        "endorse": "bad-handle",
+        "dispute": "bad-handle",
+        "vote": "bad-option",
+        "answer": "bad-option",
+        "claim": "bad-option",
+        "wait_for_changes": "bad-option",
+    }
+    assert replies["vote"][1].startswith("bad-option: vote: stance: should be 'for' or 'against'")
+    assert replies["endorse"][1].startswith("bad-handle: endorse: target: should be a valid int")
+    assert replies["claim"][1].startswith("bad-option: claim: sentence: Field required")
+    assert replies["dispute"][1].startswith(
+        "bad-handle: dispute: target: a handle is the integer a move returned, not true. Fix"
+    )
+
+
 def test_a_wait_for_changes_does_not_hold_the_agents_other_calls(daemon):
     async def script():
         async with mcp_agent(daemon, "AgentLead") as lead, mcp_agent(daemon, "AgentBoreas") as b:
@@ -755,27 +798,35 @@ def test_a_long_session_is_read_a_window_of_turns_at_a_time_with_long_texts_cut(
 
     store = SessionStore(daemon.client("AgentLead"))
     own = store.start_session(title="A long one")
-    for n in range(7):
-        turn = store.start_turn(own, f"request {n}" + ("." * 5_000 if n == 6 else ""))
-        store.finish_turn(turn, "done", "complete", answer=f"answer {n}")
+    for n in range(25):
+        turn = store.start_turn(own, f"request {n}" + ("." * 5_000 if n == 24 else ""))
+        store.finish_turn(turn, "done", "complete", answer=f"answer {n}" + "!" * 9_000)
 
     async def script():
         async with mcp_agent(daemon, "AgentLead", "--introspection", "--session", own) as lead:
             last = await lead.read_session(turns=3)
             before = await lead.read_session(turns=3, before=last["older"])
+            most = await lead.read_session(turns=100)
             refused = await lead.refused("read_session", before=0)
-            return last, before, refused
+            nobody = await lead.read_session(target="no-such-session")
+            return last, before, most, refused, nobody
 
-    last, before, refused = play(script)
-    shown = [t["user_request"][:9] for t in last["transcript"]["turns"]]
-    assert shown == ["request 4", "request 5", "request 6"] and last["older"] == 5
-    assert last["session"]["turn_count"] == 7
-    cut = last["session"]["turns"][-1]["user_request"]
-    assert cut.endswith("… [3,009 more characters]") and len(cut) < 2_100
-    assert [t["user_request"] for t in before["session"]["turns"]] == [
-        f"request {n}" for n in (1, 2, 3)
+    last, before, most, refused, nobody = play(script)
+    shown = [t["user_request"][:10] for t in last["transcript"]["turns"]]
+    assert shown == ["request 22", "request 23", "request 24"] and last["older"] == 23
+    assert last["session"]["turn_count"] == 25 and "turns" not in last["session"]  # shown once
+    assert "dialog" not in last["transcript"] and "turns" not in last["session_forks"][0]
+    cut = last["transcript"]["turns"][-1]["user_request"]
+    assert cut.endswith("… [3,010 more characters]") and len(cut) < 2_100
+    assert [t["user_request"] for t in before["transcript"]["turns"]] == [
+        f"request {n}" for n in (19, 20, 21)
     ]
+    # however many turns are asked for, a reply fits in 40,000 characters, `older` saying
+    # where the ones it left out end
+    assert len(json.dumps(most)) <= 40_000 and 1 < len(most["transcript"]["turns"]) < 25
+    assert most["older"] == most["transcript"]["turns"][0]["position"]
     assert refused.startswith("bad-option: before is a turn's position")
+    assert nobody["session"] is None and nobody["note"].startswith("no session matches")
     # the window's options are refused over the wire as in-process
     with pytest.raises(Refused) as wrong:
         invoker(daemon.client("AgentLead"))("sessions.read_session", target=own, before=2)

@@ -39,7 +39,7 @@ from pydantic import BeforeValidator, ValidationError
 from koinii import speech
 from koinii.channel import Agent, join, local, wire
 from koinii.errors import KoiniiError, Refused
-from koinii.narrator import STRUCTURE, Narrator, Told
+from koinii.narrator import STRUCTURE, WRAP_NOTES, Narrator, Told
 from koinii.operations import invoker
 from koinii.projects import project_of
 from koinii.terms import parse, show
@@ -165,8 +165,10 @@ MAX_TOLD = 100  # changes per reply; the cursor says where the next read starts
 # list would fill a model's context; `older` says where the window before starts, `more`
 # that there is more.
 MAX_LISTED = 100
-# The longest text a session read shows whole (read_session cuts the rest).
+# The longest text a session read shows whole (read_session cuts the rest), and the
+# most characters of JSON one read_session reply holds (it shows fewer turns to fit).
 TEXT_SHOWN = 2_000
+READ_SHOWN = 40_000
 
 
 def refusal_text(error: KoiniiError) -> tuple[str, str, dict[str, Any]]:
@@ -201,8 +203,9 @@ def _argument_refusal(tool: str, error: ValidationError) -> Refused:
     wrongs = []
     for found in error.errors():
         where = ".".join(str(part) for part in found["loc"])
-        said = found["msg"].removeprefix("Input ")
-        given = "" if found["type"] == "missing" else f", not {found.get('input')!r:.60}"
+        said = found["msg"].removeprefix("Input ").removeprefix("Value error, ")
+        quiet = found["type"] in ("missing", "value_error")  # (these say what was given)
+        given = "" if quiet else f", not {found.get('input')!r:.60}"
         wrongs.append(f"{where}: {said}{given}")
     first = str(error.errors()[0]["loc"][0])
     kind = "bad-handle" if first in _HANDLE_ARGUMENTS else "bad-option"
@@ -223,8 +226,9 @@ class _Server(FastMCP):
             raise
 
 
-# Predicates no agent claims in: the store's plumbing, and the moves (each has a tool).
-_NOT_CLAIMED = frozenset(p.name for p in STRUCTURE) | frozenset(p.name for p in speech.ACTS)
+# Predicates no agent claims in: the store's plumbing, the moves (each has a tool), what
+# a free-text answer claims, and a wrap's notes (wrap_session writes them).
+_NOT_CLAIMED = frozenset(p.name for p in (*STRUCTURE, *speech.ACTS, speech.ANSWER_TO, *WRAP_NOTES))
 
 # The tool that makes each kind of move (speech.ACTS): what `claim` points to instead.
 _TOOL_OF_MOVE = {
@@ -290,6 +294,28 @@ def _clipped(value: Any) -> Any:
     if isinstance(value, list):
         return [_clipped(item) for item in value]
     return value
+
+
+def _once(read: dict[str, Any]) -> dict[str, Any]:
+    """A session read with each turn shown once, in `transcript.turns`: the session's
+    turn list, the dialog and the forks' turn lists repeat what those hold, and a
+    model's context pays for every copy."""
+    session = {k: v for k, v in read["session"].items() if k != "turns"}
+    forks = [{k: v for k, v in fork.items() if k != "turns"} for fork in read["session_forks"]]
+    turns = (read["transcript"] or {}).get("turns", [])
+    return {**read, "session": session, "session_forks": forks, "transcript": {"turns": turns}}
+
+
+def _within_reply(read: dict[str, Any]) -> dict[str, Any]:
+    """A session read cut, oldest turn first, to READ_SHOWN characters of JSON (one
+    turn at least), `older` saying where the turns it left out end."""
+    turns = read["transcript"]["turns"]
+    while len(turns) > 1 and len(json.dumps(read)) > READ_SHOWN:
+        gone = turns.pop(0)["id"]
+        read["failures"] = [f for f in read["failures"] if f.get("turn_id") != gone]
+        read["turn_retries"].pop(gone, None)
+        read["older"] = turns[0]["position"]
+    return read
 
 
 def _term_or_text(value: str) -> str:
@@ -515,7 +541,13 @@ def build_server(
         with its claim, endorsements, justifications, disputes, ballots, tally and rulings.
         Example: thread(handle=69). Returns that object, and `older` when the question has
         more answers: thread(handle=69, before=older) shows the ones before."""
-        return agent.thread(handle, limit=_window(limit), before=before)
+        found = agent.thread(handle, limit=_window(limit), before=before)
+        if before is not None and found.get("answer_count") and not found.get("answers"):
+            found["note"] = (
+                f"no answers before #{before}: leave before out for the newest, or pass "
+                "the `older` a thread gave"
+            )
+        return found
 
     @tool
     def questions(
@@ -745,9 +777,10 @@ def build_server(
             target: str | None = None, turns: int = 5, before: int | None = None
         ) -> dict[str, Any]:
             """One session — your own by default: its last `turns` turns (at most 100;
-            each of your tool calls is a turn) with their transcript and failures, and the
-            whole session's summaries (current turn, diagnosis, usage). A text longer than
-            2,000 characters is cut, saying how much more there was.
+            each of your tool calls is a turn), each once, in transcript.turns, with their
+            failures, and the whole session's summaries (current turn, diagnosis, usage).
+            A text longer than 2,000 characters is cut, saying how much more there was,
+            and a reply past 40,000 characters shows fewer turns.
             Example: read_session(turns=3). Returns that object, and `older` when there are
             earlier turns: read_session(turns=3, before=older) reads the ones before."""
             if before is not None and before < 1:
@@ -759,7 +792,15 @@ def build_server(
                 )
             window = _window(turns)
             found = reads.read_session(sessions.target(target), turns=window, before=before)
-            return _clipped(found)
+            if found["session"] is None:
+                none = (
+                    "no session matches that target: list_sessions() shows them"
+                    if target is not None
+                    else "you have no session of your own (start koinii mcp with --session ID "
+                    "or --record); name one as target"
+                )
+                return {**found, "note": none}
+            return _within_reply(_clipped(_once(found)))
 
         @tool
         def get_session(target: str | None = None) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from koinii.adjudication import MAJORITY_ARBITER
 from koinii.errors import KoiniiError
 from koinii.terms import Sym, parse, show
 
-__all__ = ["STRUCTURE", "Narrator", "Told"]
+__all__ = ["STRUCTURE", "WRAP_NOTES", "Narrator", "Told"]
 
 # The store's plumbing: context edges, agents' marks, declarations, `contested`.
 STRUCTURE = frozenset(
@@ -48,7 +48,8 @@ STRUCTURE = frozenset(
 # The `reason` of a reply removed because the move it replied to was withdrawn.
 TORN_DOWN = "torn-down"
 _VOCABULARY = ("CxCore", "CxSpeechActs", "CxRegistry", "CxDisputes", "CxUniverse")
-_WRAP_NOTES = {
+# The notes a wrap writes, by what they are called when told.
+WRAP_NOTES = {
     Sym("memoryNote"): "note",
     Sym("memoryDecision"): "decision",
     Sym("memoryConvention"): "convention",
@@ -161,8 +162,8 @@ class Narrator:
             return None  # told with the move that made (or unmade) it
         if not added:
             return self._removed(change, term, kind, speaker, base, gone)
-        if atom[0] in _WRAP_NOTES and len(atom) == 3:
-            text = f"{speaker} wraps up, {_WRAP_NOTES[atom[0]]}: {show(atom[2])}"
+        if atom[0] in WRAP_NOTES and len(atom) == 3:
+            text = f"{speaker} wraps up, {WRAP_NOTES[atom[0]]}: {show(atom[2])}"
             return Told(kind="wrap", speaker=speaker, text=text, **base)
         if kind == "claim":
             if speaker == MAJORITY_ARBITER:
