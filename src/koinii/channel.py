@@ -394,9 +394,11 @@ class Agent:
         question = self._sentex(query)
         if speech.move_kind(question.sentence) != "question":
             raise _not_a_question(question, "answer")
-        closing = self.thread(query).get("closing")  # (the asker's own closing, if any)
-        if closing is not None:
-            asker = speech.speaker(question.sentence)
+        asker = speech.speaker(question.sentence)
+        # the asker's closing, stored where the asker asked: in its own context
+        closings = self.store.sentexes_matching((CLOSES, Sym(asker), ref(query)), question.context)
+        if closings:
+            closing = closings[0].handle
             raise Refused(
                 "koinii/question-closed",
                 f"question #{query} is closed: its asker {asker} closed it (#{closing}) and "
