@@ -111,10 +111,10 @@ class Agent(Blocking):
 
     def forged(self, context: str) -> Agent:
         """This agent's handle on another context (a handle the write checks must stop)."""
-        from koinii import achannel, channel
+        from koinii import achannel
 
-        moves = channel.Agent(self._target.moves.medium, self.agent, context, self.channel)
-        return Agent(achannel.Agent(self._target.medium, moves), self.medium)
+        forged = achannel.Agent(self._target.medium, self.agent, context, self.channel)
+        return Agent(forged, self.medium)
 
     def subscribe(self, goal, ctx, callback, **kwargs: Any) -> Subscribed:
         subscription = self._target.subscribe(goal, ctx, **kwargs)

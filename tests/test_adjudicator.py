@@ -199,10 +199,10 @@ def test_three_agent_processes_hold_the_conversation_and_the_thread_shows_what_s
         }
 
     try:
-        q = atlas.do("pose_query", question=VERSION)
+        q = atlas.do("ask", question=VERSION)
         assert stands(q) == ("open", {})
-        b = boreas.do("answer", content={"?version": "16"}, query=q)
-        c = cyra.do("answer", content="15", query=q)
+        b = boreas.do("answer", question=q, content={"?version": "16"})
+        c = cyra.do("answer", question=q, content="15")
         assert stands(q) == (
             "contested",
             {

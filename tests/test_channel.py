@@ -88,18 +88,17 @@ def test_joining_as_the_registry_is_forbidden(medium):
     )
 
 
-def test_an_agent_handle_on_the_registry_cannot_write(team):
+def test_a_forged_handle_still_writes_only_the_agents_own_context(team):
+    """The move runs on the writer, which takes the context from the agent's id: a handle
+    whose context was forged (here, the registry) changes nothing."""
     boreas = team["Boreas"]
     if isinstance(boreas.medium, Medium):
         forged = boreas.forged("CxRegistry")
     else:
         forged = channel.Agent(boreas.medium, "AgentBoreas", "CxRegistry", "CxDeploy")
-    assert refused(lambda: forged.assert_("(trustLevel AgentBoreas 99)")).kind == (
-        "koinii/registry-forbidden"
-    )
-    assert refused(lambda: forged.reply_many(["(trustLevel AgentBoreas 99)"])).kind == (
-        "koinii/registry-forbidden"
-    )
+    h = forged.claim("(trustLevel AgentBoreas 99)")
+    assert boreas.store.sentex(h).context == "CxBoreas"
+    forged.reply_many(["(trustLevel AgentBoreas 98)"])
     assert boreas.store.sentexes_matching("(trustLevel ?a ?v)", "CxRegistry") == []
 
 
@@ -124,7 +123,8 @@ def test_speaker_mismatch_in_a_single_assert(team):
         refusal = refused(lambda a=act: atlas.assert_(f"({a} AgentBoreas (sentexHandle {claim}))"))
         assert refusal.kind == "koinii/speaker-mismatch" and "cannot speak as" in refusal.message
         assert refusal.data == {"agent": "AgentAtlas", "named": "AgentBoreas", "act": act}
-    assert isinstance(atlas.assert_(f"(endorses AgentAtlas (sentexHandle {claim}))"), int)
+    own = f"(endorses AgentAtlas (sentexHandle {claim}))"  # the move's to write: endorse()
+    assert refused(lambda: atlas.claim(own)).kind == "koinii/use-the-move"
 
 
 def test_speaker_mismatch_in_a_batch_is_checked_before_the_first_write(team):
@@ -140,9 +140,10 @@ def test_speaker_mismatch_in_a_batch_is_checked_before_the_first_write(team):
     )
     assert refusal.kind == "koinii/speaker-mismatch" and refusal.data["named"] == "AgentAtlas"
     assert boreas.store.sentexes_matching(f"(votesFor ?a (sentexHandle {claim}))", "?ctx") == []
-    result = boreas.reply_many(
-        [f"(votesFor AgentBoreas (sentexHandle {claim}))", "(usesCache ProdCluster Redis)"]
-    )
+    own_ballot = f"(votesFor AgentBoreas (sentexHandle {claim}))"  # vote()'s to write
+    refusal = refused(lambda: boreas.reply_many([own_ballot, "(usesCache ProdCluster Redis)"]))
+    assert refusal.kind == "koinii/use-the-move" and refusal.data["move"] == "vote"
+    result = boreas.reply_many(["(usesCache ProdCluster Redis)", "(usesQueue ProdCluster Sqs)"])
     assert len(result.handles) == 2
 
 
@@ -158,9 +159,7 @@ def test_an_inadmissible_reply_writes_nothing(team):
 
 def test_an_admissible_reply_commits_whole(team):
     q = team["Atlas"].pose_query("WhichStack")
-    result = team["Boreas"].reply_many(
-        [P, f"(answers AgentBoreas PostgreSQL14 (sentexHandle {q}))"]
-    )
+    result = team["Boreas"].reply_many([P, f"(answerTo (sentexHandle {q}) PostgreSQL14)"])
     assert len(result.handles) == 2
     assert all(team["Boreas"].store.sentex(h).context == "CxBoreas" for h in result.handles)
 

@@ -206,7 +206,10 @@ def test_a_yes_no_answer_is_the_sentence_or_its_negation(team):
 def test_a_closed_question_takes_no_answers_until_its_asker_reopens_it(team):
     atlas, boreas, cyra = team["Atlas"], team["Boreas"], team["Cyra"]
     q = atlas.pose_query('"Who owns the runbook?"')
-    cyra.assert_(f"(closes AgentCyra (sentexHandle {q}))")  # not the asker: not a closing
+    by_hand = f"(closes AgentCyra (sentexHandle {q}))"  # not the asker: not a closing
+    assert unchanged(team.store, lambda: cyra.claim(by_hand)).kind == "koinii/use-the-move"
+    assert unchanged(team.store, lambda: cyra.close(q)).kind == "koinii/not-the-asker"
+    team.store.assert_(by_hand, "CxCyra", creator="AgentCyra")  # an operator's, or legacy
     boreas.answer('"Dana"', q)
     closing = atlas.close(q)
     refusal = unchanged(team.store, lambda: boreas.answer('"Erin"', q))
@@ -220,12 +223,14 @@ def test_a_closed_question_takes_no_answers_until_its_asker_reopens_it(team):
 def test_a_closing_or_acceptance_by_anyone_but_the_asker_is_told_as_not_obeyed(team):
     from koinii.narrator import Narrator
 
-    atlas, boreas, cyra = team["Atlas"], team["Boreas"], team["Cyra"]
+    atlas, boreas = team["Atlas"], team["Boreas"]
     q = atlas.pose_query('"Who owns the runbook?"')
     a = boreas.answer('"Dana"', q)
     since = team.store.seq
-    cyra.assert_(f"(closes AgentCyra (sentexHandle {q}))")
-    cyra.assert_(f"(accepts AgentCyra (sentexHandle {a}))")
+    # refused to Cyra herself (koinii/use-the-move); written by an operator, or kept
+    # from before the rule held, they are shown and never obeyed
+    team.store.assert_(f"(closes AgentCyra (sentexHandle {q}))", "CxCyra", creator="AgentCyra")
+    team.store.assert_(f"(accepts AgentCyra (sentexHandle {a}))", "CxCyra", creator="AgentCyra")
     atlas.accept(a)
     narrator = Narrator(team.store, me="AgentAtlas")
     told = [
@@ -522,7 +527,11 @@ def test_only_the_asker_accepts_or_closes(team):
 def test_an_acceptance_by_anyone_but_the_asker_is_shown_never_obeyed(team):
     q = team["Atlas"].pose_query(VERSION)
     a = team["Boreas"].answer("16", q)
-    team["Cyra"].assert_(f"(accepts AgentCyra (sentexHandle {a}))")  # written by hand
+    by_hand = f"(accepts AgentCyra (sentexHandle {a}))"
+    assert unchanged(team.store, lambda: team["Cyra"].claim(by_hand)).kind == (
+        "koinii/use-the-move"
+    )
+    team.store.assert_(by_hand, "CxCyra", creator="AgentCyra")  # an operator's, or legacy
     assert state(team, q) == "answered"
 
 

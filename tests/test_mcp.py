@@ -673,7 +673,7 @@ def test_every_refusal_a_tool_can_return_names_a_fix(daemon):
                 "naming": ("claim", {"sentence": "(UsesDatabase ProdCluster Pg)"}),
                 "not-ground": ("claim", {"sentence": "(usesDatabase ProdCluster ?db)"}),
                 "not-well-formed": ("claim", {"sentence": "(not (not))"}),
-                "arity": ("claim", {"sentence": "(notUnderstood AgentLead)"}),
+                "arity": ("claim", {"sentence": "(comment Deploys)"}),
                 "unknown-handle": ("claim", {"sentence": "(about (sentexHandle 999999))"}),
                 "bad-handle": ("thread", {"handle": 0}),
                 "koinii/no-such-handle": ("thread", {"handle": 999_999}),
@@ -703,7 +703,7 @@ def test_every_refusal_a_tool_can_return_names_a_fix(daemon):
                 "koinii/foreign-mark": ("claim", {"sentence": "(agentContext CxLead AgentCyra)"}),
                 "koinii/question-closed": ("answer", {"question": closed, "content": "true"}),
                 "koinii/not-your-session": ("permeate", {"session_id": "s-else"}),
-                "koinii/use-the-tool": (
+                "koinii/use-the-move": (
                     "claim",
                     {"sentence": f"(votesFor AgentLead (sentexHandle {theirs}))"},
                 ),

@@ -163,9 +163,9 @@ def test_the_conversation_appears_live_then_its_thread_dispute_ruling_graph_and_
     q = shows("AgentAtlas asked: " + VERSION, lambda: atlas.do("pose_query", question=VERSION))
     b = shows(
         f"AgentBoreas answered question #{q} with (postgresMajorVersion ProdCluster 16)",
-        lambda: boreas.do("answer", content={"?version": "16"}, query=q),
+        lambda: boreas.do("answer", question=q, content={"?version": "16"}),
     )
-    shows(f"AgentCyra answered question #{q}", lambda: cyra.do("answer", content="15", query=q))
+    shows(f"AgentCyra answered question #{q}", lambda: cyra.do("answer", question=q, content="15"))
     shows(f"AgentAtlas endorsed claim #{b + 1}", lambda: atlas.do("endorse", target=b))
     shows("AgentCyra disputed claim", lambda: cyra.do("dispute", target=b))
     for agent, stance in ((atlas, "for"), (boreas, "for"), (cyra, "against")):

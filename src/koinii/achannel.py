@@ -8,62 +8,29 @@ over an `AsyncClient`, and its subscriptions as async iterators.
         async for event in events:
             ...
 
-One set of rules, not two: a move runs `channel.Agent`'s own code — the write checks in
-channel.md's order, then its writes — on a worker thread (`anyio.to_thread`), where the
-store it calls is the `AsyncClient` seen through `_Blocking`: each call is sent back to
-the event loop and awaited there, on the client's connections. So the loop never waits
-on a move, and the async channel cannot drift from the blocking one (a refused move
-writes nothing; the same refusals, the same reads). A cancelled move finishes its writes
-first (cancellation waits for the thread), so it never stops between two of them.
-Subscriptions need no thread: `subscribe` is `koinii.asubscribe.Subscription` over the
-client, with the wire medium's guarantees (every event once, in order, across outages).
+One set of rules, not two: every move is one operation on the writer (`koinii.moves`),
+awaited on the client's connections — the same calls `channel.Agent` makes, built by the
+same functions (`channel.move_call` and its kin), so the async channel cannot drift from
+the blocking one, and no move needs a thread. A move is one request, so the daemon makes
+it whole or not at all; a caller that cancels one mid-flight does not learn which (the
+thread shows it). Subscriptions need no thread either: `subscribe`
+is `koinii.asubscribe.Subscription` over the client, with the wire medium's guarantees
+(every event once, in order, across outages).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import anyio.from_thread
-import anyio.to_thread
+from typing import Any
 
 from koinii import channel as _sync
 from koinii.asubscribe import Subscription
 from koinii.kb import Edited, Hit, Sentex
-from koinii.terms import Term
+from koinii.speech import ANSWERS, ENDORSES, ref
+from koinii.terms import Term, Var
 
 __all__ = ["Agent", "Subscription", "Wire", "join", "wire"]
-
-T = TypeVar("T")
-
-
-class _Blocking:
-    """An `AsyncClient` as `channel.Agent`'s code calls a store (blocking), from a worker
-    thread that `anyio.to_thread` started: each coroutine runs on the client's loop."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self._client, name)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return anyio.from_thread.run(functools.partial(method, *args, **kwargs))
-
-        return call
-
-    @property
-    def seq(self) -> int:
-        return anyio.from_thread.run(self._seq)
-
-    async def _seq(self) -> int:
-        return await self._client.seq
-
-
-async def _off_loop(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    return await anyio.to_thread.run_sync(functools.partial(work, *args, **kwargs))
 
 
 @dataclass(frozen=True)
@@ -79,11 +46,11 @@ def wire(client: Any) -> Wire:
 
 
 async def join(medium: Wire, channel: str, agent_id: str, *, speaks: str = "CxSpeechActs") -> Agent:
-    """`channel.join`, awaited: place `agent_id`'s own context under the channel; the
-    same refusals before any write, and as idempotent."""
-    blocking = _sync.wire(_Blocking(medium.store))
-    joined = await _off_loop(_sync.join, blocking, channel, agent_id, speaks=speaks)
-    return Agent(medium, joined)
+    """`channel.join`, awaited: the move `moves.join`, one exchange, with the same
+    refusals before any write, and as idempotent."""
+    name, fields = _sync.join_call(agent_id, getattr(channel, "name", channel), speaks)
+    joined = await medium.store.invoke(name, **fields)
+    return Agent(medium, agent_id, joined["context"], joined["channel"])
 
 
 @dataclass(frozen=True)
@@ -91,88 +58,105 @@ class Agent:
     """A joined agent, for asyncio: every move and read of `channel.Agent`, awaited."""
 
     medium: Wire
-    moves: _sync.Agent  # the same agent on the blocking face (its code is the rules)
+    agent: str
+    context: str
+    channel: str
 
     @property
     def store(self) -> Any:
         """The `AsyncClient` underneath."""
         return self.medium.store
 
-    @property
-    def agent(self) -> str:
-        return self.moves.agent
+    async def _call(self, call: tuple[str, dict[str, Any]]) -> Any:
+        name, fields = call
+        return await self.store.invoke(name, **fields)
 
-    @property
-    def context(self) -> str:
-        return self.moves.context
+    async def _read(self, name: str, **fields: Any) -> Any:
+        return await self.store.invoke(name, channel=self.channel, **fields)
 
-    @property
-    def channel(self) -> str:
-        return self.moves.channel
+    async def move(self, name: str, **fields: Any) -> dict[str, Any]:
+        """The move `moves.<name>` with its whole reply (`channel.Agent.move`)."""
+        return await self._call(_sync.move_call(self.agent, name, **fields))
 
     # --- moves ------------------------------------------------------------------------------
 
-    async def assert_(self, sentence: Term, **opts: Any) -> int:
-        return await _off_loop(self.moves.assert_, sentence, **opts)
+    async def claim(self, sentence: Term, **opts: Any) -> int:
+        return (await self.move("claim", sentence=sentence, **opts))["handle"]
 
-    async def pose_query(self, question: Any) -> int:
-        return await _off_loop(self.moves.pose_query, question)
+    async def ask(self, question: Any) -> int:
+        return (await self.move("ask", question=question))["handle"]
 
-    ask = pose_query
-
-    async def answer(self, content: Any, query: int) -> int:
-        return await _off_loop(self.moves.answer, content, query)
+    async def answer(self, question: int, content: Any) -> int:
+        return (await self._call(_sync.answer_call(self.agent, question, content)))["handle"]
 
     async def endorse(self, target: int) -> int:
-        return await _off_loop(self.moves.endorse, target)
+        return (await self.move("endorse", target=target))["handle"]
 
-    async def justify(self, ground: Any, target: int) -> int:
-        return await _off_loop(self.moves.justify, ground, target)
+    async def justify(self, target: int, ground: Any) -> int:
+        return (await self._call(_sync.justify_call(self.agent, target, ground)))["handle"]
 
     async def not_understood(self, target: int) -> int:
-        return await _off_loop(self.moves.not_understood, target)
+        return (await self.move("not_understood", target=target))["handle"]
 
     async def refuse(self, target: int) -> int:
-        return await _off_loop(self.moves.refuse, target)
+        return (await self.move("refuse", target=target))["handle"]
 
     async def dispute(self, target: int) -> int:
-        return await _off_loop(self.moves.dispute, target)
+        return (await self.move("dispute", target=target))["handle"]
 
-    async def vote(self, stance: str, target: int) -> int:
-        return await _off_loop(self.moves.vote, stance, target)
+    async def vote(self, target: int, stance: str) -> int:
+        return (await self._call(_sync.vote_call(self.agent, target, stance)))["handle"]
 
     async def accept(self, answer: int) -> int:
-        return await _off_loop(self.moves.accept, answer)
+        return (await self.move("accept", answer=answer))["handle"]
 
-    async def close(self, query: int) -> int:
-        return await _off_loop(self.moves.close, query)
+    async def close(self, question: int) -> int:
+        return (await self.move("close", question=question))["handle"]
 
     async def withdraw(self, handle: int) -> Edited:
-        return await _off_loop(self.moves.withdraw, handle)
+        return _sync.edited_of(await self.move("withdraw", handle=handle))
 
     async def reply_many(self, sentences: Sequence[Any]) -> Edited:
-        return await _off_loop(self.moves.reply_many, sentences)
+        return _sync.edited_of(await self.move("reply_many", sentences=list(sentences)))
+
+    async def assert_(self, sentence: Term, **opts: Any) -> int:
+        """Deprecated: `claim`."""
+        _sync._deprecated("Agent.assert_", "Agent.claim")
+        return await self.claim(sentence, **opts)
+
+    async def pose_query(self, question: Any) -> int:
+        """Deprecated: `ask`."""
+        _sync._deprecated("Agent.pose_query", "Agent.ask")
+        return await self.ask(question)
 
     # --- reads --------------------------------------------------------------------------------
 
     async def answers_to(self, query_handle: int) -> list[Sentex]:
-        return await _off_loop(self.moves.answers_to, query_handle)
+        pattern = (ANSWERS, Var("a"), Var("c"), ref(query_handle))
+        return await self.store.sentexes_matching(pattern, "?ctx")
 
     async def endorsements_of(self, target: int) -> list[Sentex]:
-        return await _off_loop(self.moves.endorsements_of, target)
+        return await self.store.sentexes_matching((ENDORSES, Var("a"), ref(target)), "?ctx")
 
     async def open_queries(self) -> list[dict[str, Any]]:
-        return await _off_loop(self.moves.open_queries)
+        return await self.questions("unsettled")
+
+    async def questions(
+        self, state: str | None = None, *, limit: int | None = None, before: int | None = None
+    ) -> list[dict[str, Any]]:
+        return await self._read("conversation.questions", state=state, limit=limit, before=before)
 
     async def queries(
         self, state: str | None = None, *, limit: int | None = None, before: int | None = None
     ) -> list[dict[str, Any]]:
-        return await _off_loop(self.moves.queries, state, limit=limit, before=before)
+        """Deprecated: `questions`."""
+        _sync._deprecated("Agent.queries", "Agent.questions")
+        return await self.questions(state, limit=limit, before=before)
 
     async def thread(
         self, handle: int, *, limit: int | None = None, before: int | None = None
     ) -> dict[str, Any]:
-        return await _off_loop(self.moves.thread, handle, limit=limit, before=before)
+        return await self._read("conversation.thread", handle=handle, limit=limit, before=before)
 
     async def disputes(
         self,
@@ -181,23 +165,24 @@ class Agent:
         limit: int | None = None,
         before: list[int] | None = None,
     ) -> list[dict[str, Any]]:
-        return await _off_loop(self.moves.disputes, state, limit=limit, before=before)
+        return await self._read("conversation.disputes", state=state, limit=limit, before=before)
 
     async def members(self) -> list[str]:
-        return await _off_loop(self.moves.members)
+        return await self._read("conversation.members")
 
     async def query(
         self, goal: Any, ctx: Any = None, *, limit: int | None = None
     ) -> list[dict[str, Any]]:
-        return await _off_loop(self.moves.query, goal, ctx, limit=limit)
+        return await self.store.query(goal, self.channel if ctx is None else ctx, limit=limit)
 
     async def search(
         self, text: str, *, limit: int = 10, ctx: Any = None, ranking: str | None = None
     ) -> list[Hit]:
-        return await _off_loop(self.moves.search, text, limit=limit, ctx=ctx, ranking=ranking)
+        where = self.channel if ctx is None else ctx
+        return await self.store.search(text, where, limit=limit, ranking=ranking)
 
     async def vocabulary(self, ctx: Any = None) -> list[dict[str, Any]]:
-        return await _off_loop(self.moves.vocabulary, ctx)
+        return await self.store.vocabulary(self.channel if ctx is None else ctx)
 
     # --- the feed -------------------------------------------------------------------------------
 

@@ -15,14 +15,16 @@ polls the wire feed on a thread of its own, so a slow agent never stalls the wri
 For asyncio, `koinii.achannel` runs this module's `Agent` off the event loop over an
 `AsyncClient`, so the rules below are written once.
 
-Invariant: every write check (registry, creator, speaker) runs before the first write of
-a move, in the order channel.md states, so a refused move writes nothing.
+Every move is one operation on the writer (`koinii.moves`), so the conversation's rules
+hold for every client, not only this one: this module names the calls and carries the
+feed.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,21 +32,10 @@ from typing import Any
 from koinii import speech
 from koinii.adjudication import STANCES, stance_predicate
 from koinii.errors import Refused
-from koinii.identity import (
-    AGENT_CONTEXT,
-    REGISTRY,
-    check_channel_parent,
-    check_creator,
-    check_meaning,
-    check_registry_write,
-    check_speaker,
-    context_for,
-    place_agent_context,
-)
 from koinii.kb import Edited, Event, Hit, Sentex
 from koinii.operations import invoker
-from koinii.speech import ACCEPTS, ANSWERS, CLOSES, DISPUTES, ENDORSES, JUSTIFIES, QUERIES, ref
-from koinii.terms import QUOTE, Sym, Term, Var, parse, show
+from koinii.speech import ANSWERS, ENDORSES, ref
+from koinii.terms import Sym, Term, Var, show
 
 __all__ = [
     "STANCES",
@@ -256,28 +247,82 @@ def _report(on_error, exc: BaseException, sub: Subscription) -> None:
 def join(
     medium: Local | Wire, channel: str, agent_id: str, *, speaks: str = "CxSpeechActs"
 ) -> Agent:
-    """Place `agent_id`'s own context under `channel` and return its handle.
+    """Place `agent_id`'s own context under `channel` and return its handle: the move
+    `moves.join`, one exchange over the wire.
 
     Refused before any write: joining as the registry (`koinii/registry-forbidden`), and
     a channel that is the registry, the agent's own context or another agent's own
     context (`koinii/not-a-channel`). Monotonic and idempotent: re-joining changes nothing.
     """
     channel = channel.name if type(channel) is Sym else channel
-    own = context_for(agent_id)
-    if own == REGISTRY:
-        raise Refused(
-            "koinii/registry-forbidden",
-            f"{agent_id} would own {REGISTRY}, which no agent may write",
-            {"agent": agent_id, "context": own},
-        )
-    store = medium.store
-    check_channel_parent(store, agent_id, channel)
+    name, fields = join_call(agent_id, channel, speaks)
+    joined = invoker(medium.store)(name, **fields)
+    return Agent(medium, agent_id, joined["context"], joined["channel"])
 
-    def write(sentence: Any, ctx: str, opts: dict[str, Any]) -> Any:
-        return store.assert_(sentence, ctx, **opts)
 
-    place_agent_context(write, channel, agent_id, speaks)
-    return Agent(medium, agent_id, own, channel)
+# --- the moves as calls: built once, for this module's Agent and achannel's ----------------
+# Each builder answers (operation, fields) for `operations.invoker` or `AsyncClient.invoke`:
+# terms go as their text, so the same fields run in-process and over the wire.
+
+
+def join_call(agent: str, channel: str, speaks: str) -> tuple[str, dict[str, Any]]:
+    return "moves.join", {"agent": agent, "channel": channel, "speaks": speaks}
+
+
+def move_call(agent: str, name: str, **fields: Any) -> tuple[str, dict[str, Any]]:
+    """`moves.<name>` as `agent`, its fields as JSON values (terms as their text)."""
+    return f"moves.{name}", {"agent": agent, **{k: _json(v) for k, v in fields.items()}}
+
+
+def answer_call(agent: str, question: Any, content: Any) -> tuple[str, dict[str, Any]]:
+    if type(question) is not int and type(content) is int:  # answer(content, query): 0.x
+        _deprecated("answer(content, query)", "answer(question, content)")
+        question, content = content, question
+    return move_call(agent, "answer", question=question, content=content)
+
+
+def justify_call(agent: str, target: Any, ground: Any) -> tuple[str, dict[str, Any]]:
+    if type(target) is not int and type(ground) is int:  # justify(ground, target): 0.x
+        _deprecated("justify(ground, target)", "justify(target, ground)")
+        target, ground = ground, target
+    return move_call(agent, "justify", target=target, ground=ground)
+
+
+def vote_call(agent: str, target: Any, stance: Any) -> tuple[str, dict[str, Any]]:
+    if isinstance(target, str) and not isinstance(stance, str):  # vote(stance, target): 0.x
+        _deprecated("vote(stance, target)", "vote(target, stance)")
+        target, stance = stance, target
+    return move_call(agent, "vote", target=target, stance=stance)
+
+
+def edited_of(reply: dict[str, Any]) -> Edited:
+    """A withdrawal's or a reply's result as the engine's `Edited`."""
+    return Edited(
+        handles=reply.get("handles", []),
+        removed_sentexes=reply.get("removed_sentexes", 0),
+        removed_justifications=reply.get("removed_justifications", 0),
+        seq=reply.get("seq"),
+    )
+
+
+def _json(value: Any) -> Any:
+    """A move's field as JSON: a term as its text, a binding map's values too."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _json(v) for k, v in value.items()}
+    if isinstance(value, list) and all(isinstance(v, (str, tuple, Sym)) for v in value):
+        return [_json(v) for v in value]
+    return show(value)
+
+
+def _deprecated(old: str, new: str) -> None:
+    """A name or argument order before one name and one order per thing (kept one release)."""
+    warnings.warn(
+        f"{old} is deprecated: call {new} (one name and one argument order on every surface)",
+        DeprecationWarning,
+        stacklevel=4,
+    )
 
 
 # --- the agent handle -------------------------------------------------------------------------
@@ -287,8 +332,10 @@ def join(
 class Agent:
     """A joined agent: every write lands in its own context with itself as creator.
 
-    Moves return the handle of what they wrote; a move on an answer is a move on the
-    answer's claim (what it says is what one agrees or disagrees with).
+    Each move is ONE operation on the writer (`koinii.moves`): its checks and its write
+    run there, for every client, so this class only names the call. Moves return the
+    handle of what they wrote (`move` returns the whole reply); a move on an answer is a
+    move on the answer's claim (what it says is what one agrees or disagrees with).
     """
 
     medium: Local | Wire
@@ -301,320 +348,111 @@ class Agent:
         """The KB or Client underneath the medium."""
         return self.medium.store
 
-    # --- the shared write checks, in channel.md's order -----------------------------------
-
-    def _check(self, sentence: Any, opts: dict[str, Any]) -> Any:
-        check_registry_write(self.agent, self.context)
-        check_creator(self.agent, opts.get("creator"))
-        term = parse(sentence) if isinstance(sentence, str) else sentence
-        check_speaker(self.agent, term)
-        check_meaning(self.store, self.agent, term, opts.get("strength"))
-        return term
-
-    def _opts(self, opts: dict[str, Any]) -> dict[str, Any]:
-        return {**opts, "creator": self.agent}
-
     def _read(self, name: str, **fields: Any) -> Any:
         """One conversation read (a single daemon operation over the wire)."""
         return invoker(self.store)(name, channel=self.channel, **fields)
 
-    def _sentex(self, handle: Any) -> Sentex:
-        """The stored sentex `handle` names, or a refusal that says how to find one."""
-        sentex = self.store.sentex(handle) if type(handle) is int and handle > 0 else None
-        if sentex is None:
-            if type(handle) is not int or handle <= 0:
-                raise Refused(
-                    "bad-handle",
-                    f"a handle is a positive integer, not {handle!r:.40}",
-                    {"handle": repr(handle)[:40]},
-                )
-            raise Refused(
-                "koinii/no-such-handle",
-                f"there is no sentex {handle} (never made, or withdrawn since); "
-                "questions() and disputes() list the live ones",
-                {"handle": handle},
-            )
-        return sentex
+    def _call(self, call: tuple[str, dict[str, Any]]) -> Any:
+        name, fields = call
+        return invoker(self.store)(name, **fields)
 
-    def _stored(self, sentence: Any, context: str) -> Sentex | None:
-        for sentex in self.store.sentexes_matching(sentence, "CxEverything"):
-            if sentex.context == context:
-                return sentex
-        return None
-
-    def _claim(self, handle: Any, action: str) -> Sentex:
-        """What `action` (dispute, vote, endorse, justify) acts on for `handle`: a claim,
-        or an answer's claim; any other move is refused by name with what to do."""
-        moved = self._sentex(handle)
-        kind = speech.move_kind(moved.sentence)
-        if kind == "claim":
-            return moved
-        if kind == "answer":
-            claim = speech.carried_claim(moved.sentence)
-            found = None if claim is None else self._stored(claim, moved.context)
-            if found is not None:
-                return found
-            if action in ("endorse", "justify"):
-                return moved  # a legacy answer without a claim is endorsed as it is
-        if action in ("endorse", "justify") and kind == "question":
-            return moved
-        raise _not_a_claim(moved, kind, action)
-
-    def _mine(self, sentex: Sentex) -> bool:
-        creator = sentex.provenance.get("creator")
-        return sentex.context == self.context and creator in (None, self.agent)
+    def move(self, name: str, **fields: Any) -> dict[str, Any]:
+        """The move `moves.<name>` with its whole reply: `handle` and `sentence`, and what
+        the move adds (an answer's `claim`, a dispute's `rebuttal`, …): one exchange."""
+        return self._call(move_call(self.agent, name, **fields))
 
     # --- moves ------------------------------------------------------------------------------
 
-    def assert_(self, sentence: Term, **opts: Any) -> int:
-        """Originate a claim in the agent's own context."""
-        term = self._check(sentence, opts)
-        return self.store.assert_(term, self.context, **self._opts(opts))
+    def claim(self, sentence: Term, **opts: Any) -> int:
+        """State a claim in the agent's own context (`strength`, `provenance` options).
+        Refused `koinii/use-the-move` for a speech act written out as a claim."""
+        return self.move("claim", sentence=sentence, **opts)["handle"]
 
-    def pose_query(self, question: Any) -> int:
+    def ask(self, question: Any) -> int:
         """Ask the channel: `(queries A Q)`. A sentence is quoted — with variables it is a
         pattern (`(usesDatabase ProdCluster ?db)`: which ?db?), ground it is a yes/no
         question (`(readyToShip BillingRelease)`); a string is free text; a symbol names
         the question. Returns the question's handle; answers name it."""
-        return self.assert_((QUERIES, Sym(self.agent), speech.question_form(question)))
+        return self.move("ask", question=question)["handle"]
 
-    ask = pose_query
-
-    def answer(self, content: Any, query: int) -> int:
-        """Answer the question `query`; the answer carries its claim (speech.answer_claim):
-        a binding map or an instance for a pattern, the sentence or its negation (or
-        true/false) for a yes/no question, any term for free text. The claim lands with
-        the answer, in one write, and goes with it.
+    def answer(self, question: int, content: Any) -> int:
+        """Answer the question `question`; the answer carries its claim
+        (speech.answer_claim): a binding map or an instance for a pattern, the sentence or
+        its negation (or true/false) for a yes/no question, any term for free text. The
+        claim lands with the answer, in one write, and goes with it.
 
         One standing answer per agent per question: other content supersedes this agent's
         earlier answer in the same write; the same content again returns the same handle.
         Refused: `koinii/not-a-question`, `koinii/answer-mismatch`,
         `koinii/question-closed` (its asker closed it: an answer would be seen by no one).
         """
-        question = self._sentex(query)
-        if speech.move_kind(question.sentence) != "question":
-            raise _not_a_question(question, "answer")
-        asker = speech.speaker(question.sentence)
-        # the asker's closing, stored where the asker asked: in its own context
-        closings = self.store.sentexes_matching((CLOSES, Sym(asker), ref(query)), question.context)
-        if closings:
-            closing = closings[0].handle
-            raise Refused(
-                "koinii/question-closed",
-                f"question #{query} is closed: its asker {asker} closed it (#{closing}) and "
-                f"takes no more answers; to say it anyway, claim it, or ask {asker} to reopen "
-                "the question (by withdrawing the closing)",
-                {"question": query, "closing": closing, "asker": asker},
-            )
-        claim = speech.answer_claim(question.sentence[2], query, content)
-        check_speaker(self.agent, claim)  # an answer's claim is the agent's own claim
-        act = (ANSWERS, Sym(self.agent), (QUOTE, claim), ref(query))
-        self._check(act, {})
-        standing = self.store.sentexes_matching(
-            (ANSWERS, Sym(self.agent), Var("content"), ref(query)), self.context
-        )
-        text = show(act)
-        same = [s.handle for s in standing if s.text == text]
-        if same:
-            return same[0]
-        edited = self.store.edit(
-            add=[(act, self.context, self._opts({}))], remove=[s.handle for s in standing]
-        )
-        return edited.handles[0]
+        return self._call(answer_call(self.agent, question, content))["handle"]
 
     def endorse(self, target: int) -> int:
         """`(endorses A (sentexHandle T))`: stand behind a claim (or an answer's claim)."""
-        claim = self._claim(target, "endorse")
-        return self.assert_((ENDORSES, Sym(self.agent), ref(claim.handle)))
+        return self.move("endorse", target=target)["handle"]
 
-    def justify(self, ground: Any, target: int) -> int:
+    def justify(self, target: int, ground: Any) -> int:
         """`(justifies A ground (sentexHandle T))`: a reason for the claim T."""
-        claim = self._claim(target, "justify")
-        return self.assert_((JUSTIFIES, Sym(self.agent), _arg(ground), ref(claim.handle)))
+        return self._call(justify_call(self.agent, target, ground))["handle"]
 
     def not_understood(self, target: int) -> int:
         """An error act; it outlives its target on purpose."""
-        return self.assert_((speech.NOT_UNDERSTOOD, Sym(self.agent), ref(target)))
+        return self.move("not_understood", target=target)["handle"]
 
     def refuse(self, target: int) -> int:
         """An error act; it outlives its target on purpose."""
-        return self.assert_((speech.REFUSE, Sym(self.agent), ref(target)))
+        return self.move("refuse", target=target)["handle"]
 
     def dispute(self, target: int) -> int:
         """Challenge a claim — another agent's claim or answer: its rebuttal `(not S)` and
         `(disputes A (sentexHandle T))`, one atomic edit, so the pair surfaces in
-        `contradictions`. Returns the dispute move. On an answer it disputes the answer's
-        claim. Refused `koinii/not-disputable` for moves that assert nothing (an
-        endorsement, a ballot, …: the message says what to do instead) and for the
-        agent's own claim (withdraw it instead)."""
-        claim = self._claim(target, "dispute")
-        if self._mine(claim):
-            raise Refused(
-                "koinii/not-disputable",
-                f"#{claim.handle} is your own claim: to take it back, withdraw({target})",
-                {"handle": target, "claim": claim.handle, "kind": "own-claim"},
-            )
-        edge = (DISPUTES, Sym(self.agent), ref(claim.handle))
-        self._check(edge, {})
-        opts = self._opts({})
-        result = self.store.edit(
-            add=[(speech.negation(claim.sentence), self.context, opts), (edge, self.context, opts)]
-        )
-        return result.handles[1]
+        `contradictions`. Returns the dispute move (`move("dispute", …)` also names the
+        rebuttal). On an answer it disputes the answer's claim. Refused
+        `koinii/not-disputable` for moves that assert nothing (an endorsement, a ballot, …:
+        the message says what to do instead) and for the agent's own claim (withdraw it)."""
+        return self.move("dispute", target=target)["handle"]
 
-    def vote(self, stance: str, target: int) -> int:
+    def vote(self, target: int, stance: str) -> int:
         """A ballot on a claim (or an answer's claim): "for" → votesFor, "against" →
         votesAgainst. One standing ballot per agent per target: the other stance replaces
         this agent's earlier ballot in the same write."""
-        predicate = stance_predicate(stance)
-        claim = self._claim(target, "vote")
-        mine = [
-            s
-            for other in STANCES.values()
-            for s in self.store.sentexes_matching(
-                (other, Sym(self.agent), ref(claim.handle)), self.context
-            )
-        ]
-        if any(s.sentence[0] is predicate for s in mine) and len(mine) == 1:
-            return mine[0].handle
-        ballot = (predicate, Sym(self.agent), ref(claim.handle))
-        self._check(ballot, {})
-        edited = self.store.edit(
-            add=[(ballot, self.context, self._opts({}))],
-            remove=[s.handle for s in mine if s.sentence[0] is not predicate],
-        )
-        return edited.handles[0]
+        return self._call(vote_call(self.agent, target, stance))["handle"]
 
     def accept(self, answer: int) -> int:
         """As the asker: accept an answer (or an answer's claim); the question is settled.
         One accepted answer per question: accepting another replaces the earlier
         acceptance. Refused `koinii/not-an-answer`, `koinii/not-the-asker`."""
-        act = self._answer(answer)
-        question = self._sentex(speech.target_of(act.sentence))
-        self._require_asker(question, "accept an answer to it")
-        earlier = self.thread(question.handle).get("acceptance")
-        move = (ACCEPTS, Sym(self.agent), ref(act.handle))
-        self._check(move, {})
-        edited = self.store.edit(
-            add=[(move, self.context, self._opts({}))],
-            remove=[earlier] if earlier is not None else [],
-        )
-        return edited.handles[0]
+        return self.move("accept", answer=answer)["handle"]
 
-    def close(self, query: int) -> int:
+    def close(self, question: int) -> int:
         """As the asker: close the question unanswered (withdraw the closing to reopen).
         Refused `koinii/not-a-question`, `koinii/not-the-asker`."""
-        question = self._sentex(query)
-        if speech.move_kind(question.sentence) != "question":
-            raise _not_a_question(question, "close")
-        self._require_asker(question, "close it")
-        return self.assert_((CLOSES, Sym(self.agent), ref(query)))
+        return self.move("close", question=question)["handle"]
 
     def withdraw(self, handle: int) -> Edited:
         """Take back one of this agent's own moves, with its cascade: the replies to it
-        are torn down with it (an answer takes its claim along; a dispute its rebuttal).
-        The change log keeps the history. Refused `koinii/foreign-sentex` for another
-        agent's move (the daemon enforces it from the token), `koinii/not-a-move` for
-        what no move wrote (a rule's conclusion, the join's own marks)."""
-        moved = self._sentex(handle)
-        if not self._mine(moved):
-            raise _foreign(moved, self.agent)
-        if moved.derived:
-            act = self._carrier(moved)
-            if act is None:
-                raise Refused(
-                    "koinii/not-a-move",
-                    f"#{handle} was derived by a rule, not said by you: withdraw what it "
-                    f"rests on (why({handle}) shows it)",
-                    {"handle": handle},
-                )
-            moved = act
-        if moved.sentence[0] is AGENT_CONTEXT or moved.sentence[0] is Sym("genlCx"):
-            raise Refused(
-                "koinii/not-a-move",
-                f"#{handle} marks your context as yours (written when you joined); it is "
-                "not a move to withdraw",
-                {"handle": handle},
-            )
-        remove = [moved.handle]
-        if speech.move_kind(moved.sentence) == "dispute":
-            remove += self._rebuttal_left_alone(moved)
-        return self.store.edit(remove=remove)
+        are torn down with it (an answer takes its claim along; a dispute its rebuttal;
+        a rebuttal its disputes). The change log keeps the history. Refused
+        `koinii/foreign-sentex` for another agent's move, `koinii/not-a-move` for what
+        no move wrote (a rule's conclusion, the join's own marks)."""
+        return edited_of(self.move("withdraw", handle=handle))
 
     def reply_many(self, sentences: Sequence[Any]) -> Edited:
-        """Several linked claims as ONE reply: check every sentence, dry-run the batch,
-        then commit it in one atomic edit — never a half-reply."""
-        opts = self._opts({})
-        entries = []
-        for sentence in sentences:
-            try:
-                term = self._check(sentence, {})
-            except Refused as refusal:
-                if refusal.kind in ("parse", "shape"):
-                    term = sentence  # not a sentence at all: the dry run names the problem
-                else:
-                    raise
-            entries.append((term, self.context, opts))
-        problems = self.store.check_edit(add=entries)
-        if problems:
-            raise Refused(
-                "koinii/reply-inadmissible",
-                f"the reply has {len(problems)} problem(s); nothing was written",
-                {"problems": problems},
-            )
-        return self.store.edit(add=entries)
+        """Several linked claims as ONE reply: every sentence checked, the batch dry-run,
+        then committed in one atomic edit — never a half-reply."""
+        return edited_of(self.move("reply_many", sentences=list(sentences)))
 
-    # --- what the moves need to know ---------------------------------------------------------
+    # the names before one name per thing (0.x): kept for one release
+    def assert_(self, sentence: Term, **opts: Any) -> int:
+        """Deprecated: `claim`."""
+        _deprecated("Agent.assert_", "Agent.claim")
+        return self.claim(sentence, **opts)
 
-    def _answer(self, handle: int) -> Sentex:
-        moved = self._sentex(handle)
-        if speech.move_kind(moved.sentence) == "claim" and moved.derived:
-            act = self._carrier(moved)
-            if act is not None:
-                return act
-        if speech.move_kind(moved.sentence) != "answer":
-            raise Refused(
-                "koinii/not-an-answer",
-                f"#{handle} is not an answer ({speech.move_kind(moved.sentence)}): accept "
-                "takes the handle of an answer to your question (thread(question) lists them)",
-                {"handle": handle, "kind": speech.move_kind(moved.sentence)},
-            )
-        return moved
-
-    def _carrier(self, claim: Sentex) -> Sentex | None:
-        """The answer in the claim's context that carries it, if any."""
-        pattern = (ANSWERS, Var("who"), (QUOTE, claim.sentence), Var("q"))
-        found = self.store.sentexes_matching(pattern, claim.context)
-        return found[0] if found else None
-
-    def _require_asker(self, question: Sentex, what: str) -> None:
-        asker = speech.speaker(question.sentence)
-        if asker != self.agent:
-            raise Refused(
-                "koinii/not-the-asker",
-                f"only {asker}, who asked #{question.handle}, can {what}; to back an "
-                "answer, endorse it or vote for it",
-                {"handle": question.handle, "asker": asker, "agent": self.agent},
-            )
-
-    def _rebuttal_left_alone(self, edge: Sentex) -> list[int]:
-        """The rebuttal a withdrawn dispute takes along — unless another of this agent's
-        standing disputes rests on the same rebuttal."""
-        target = self.store.sentex(speech.target_of(edge.sentence))
-        if target is None:
-            return []
-        rebuttal = self._stored(speech.negation(target.sentence), self.context)
-        if rebuttal is None or rebuttal.derived:
-            return []
-        for other in self.store.sentexes_matching(
-            (DISPUTES, Sym(self.agent), Var("t")), self.context
-        ):
-            if other.handle == edge.handle:
-                continue
-            disputed = self.store.sentex(speech.target_of(other.sentence))
-            if disputed is not None and disputed.text == target.text:
-                return []
-        return [rebuttal.handle]
+    def pose_query(self, question: Any) -> int:
+        """Deprecated: `ask`."""
+        _deprecated("Agent.pose_query", "Agent.ask")
+        return self.ask(question)
 
     # --- reads --------------------------------------------------------------------------------
 
@@ -631,9 +469,9 @@ class Agent:
     def open_queries(self) -> list[dict[str, Any]]:
         """This channel's questions that are neither settled nor closed, oldest first,
         each with its state and answer count (conversation.questions)."""
-        return self.queries("unsettled")
+        return self.questions("unsettled")
 
-    def queries(
+    def questions(
         self, state: str | None = None, *, limit: int | None = None, before: int | None = None
     ) -> list[dict[str, Any]]:
         """This channel's questions, oldest first, with their state; `state` filters:
@@ -641,6 +479,13 @@ class Agent:
         With `limit`, only the newest `limit` of them, asked before the handle `before`
         if given (conversation.questions)."""
         return self._read("conversation.questions", state=state, limit=limit, before=before)
+
+    def queries(
+        self, state: str | None = None, *, limit: int | None = None, before: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Deprecated: `questions`."""
+        _deprecated("Agent.queries", "Agent.questions")
+        return self.questions(state, limit=limit, before=before)
 
     def thread(
         self, handle: int, *, limit: int | None = None, before: int | None = None
@@ -716,67 +561,3 @@ def answer_content(sentex: Sentex) -> Any:
     """What an answer says: its claim (pattern and yes/no questions), its content (free
     text), or the bare term of an answer written before answers carried claims."""
     return speech.answer_content(sentex.sentence)
-
-
-def _arg(value: Any) -> Any:
-    """Text names a symbol when it spells one (`"PostgreSQL14"`), else parses as a term."""
-    return parse(value) if isinstance(value, str) else value
-
-
-# --- refusals that say what to do instead ------------------------------------------------------
-
-_INSTEAD = {
-    "endorsement": "dispute the claim it endorses, dispute({target}), or vote against it",
-    "justification": "dispute the claim it justifies, dispute({target}), or state the "
-    "opposite of its ground as a claim of your own",
-    "dispute": "to side with the disputed claim, vote for it: vote(target={target}, stance='for')",
-    "ballot": "vote the other way on the claim: vote(target={target}, stance='against' or 'for')",
-    "acceptance": "only the asker accepts; to disagree with the accepted answer, dispute it",
-    "closing": "only the asker closes a question",
-    "error": "it asserts nothing; to challenge what it is about, dispute({target})",
-    "question": "a question asserts nothing: answer question #{handle} instead",
-    "answer": "this answer carries no claim (it predates claims); answer the question again",
-}
-
-
-def _not_a_claim(moved: Sentex, kind: str, action: str) -> Refused:
-    target = speech.target_of(moved.sentence)
-    instead = _INSTEAD.get(kind, "act on a claim").format(target=target, handle=moved.handle)
-    refusal_kind = {"dispute": "koinii/not-disputable", "vote": "koinii/not-votable"}.get(
-        action, "koinii/not-a-claim"
-    )
-    return Refused(
-        refusal_kind,
-        f"#{moved.handle} is {_a(kind)}, not a claim: you cannot {action} it; {instead}",
-        {"handle": moved.handle, "kind": kind, "target": target},
-    )
-
-
-def _not_a_question(moved: Sentex, action: str) -> Refused:
-    kind = speech.move_kind(moved.sentence)
-    return Refused(
-        "koinii/not-a-question",
-        f"#{moved.handle} is {_a(kind)}, not a question: {action} takes a question's handle "
-        "(questions() lists them); to agree with a claim endorse it, to disagree dispute it",
-        {"handle": moved.handle, "kind": kind},
-    )
-
-
-def _foreign(moved: Sentex, agent: str) -> Refused:
-    owner = moved.provenance.get("creator") or moved.context
-    kind = speech.move_kind(moved.sentence)
-    instead = (
-        "vote the other way on its target"
-        if kind == "ballot"
-        else f"to challenge it, dispute({moved.handle})"
-    )
-    return Refused(
-        "koinii/foreign-sentex",
-        f"#{moved.handle} is {owner}'s, not {agent}'s: you withdraw only your own moves; {instead}",
-        {"agent": agent, "handle": moved.handle, "owner": owner},
-    )
-
-
-def _a(kind: str) -> str:
-    name = "error act" if kind == "error" else kind
-    return ("an " if name[0] in "aeiou" else "a ") + name

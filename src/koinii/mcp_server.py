@@ -131,7 +131,7 @@ REFUSAL_FIXES: dict[str, str] = {
     "session's id as target",
     "unavailable": "the daemon did not answer: wait a moment and call again",
     "bad-cursor": "pass the cursor the last reply gave as since, or leave since out",
-    "koinii/use-the-tool": "call the tool the message names for that move",
+    "koinii/use-the-move": "call the tool the message names for that move",
     "koinii/not-your-session": "permeate your own session (the message names it), or leave "
     "session_id out",
     "bad-coordinator": "fix the field the message names: ids are non-empty strings",
@@ -230,36 +230,6 @@ class _Server(FastMCP):
 # a free-text answer claims, and a wrap's notes (wrap_session writes them).
 _NOT_CLAIMED = frozenset(p.name for p in (*STRUCTURE, *speech.ACTS, speech.ANSWER_TO, *WRAP_NOTES))
 
-# The tool that makes each kind of move (speech.ACTS): what `claim` points to instead.
-_TOOL_OF_MOVE = {
-    "question": "ask(question=…)",
-    "answer": "answer(question=…, content=…)",
-    "endorsement": "endorse(target=…)",
-    "justification": "justify(target=…, ground=…)",
-    "dispute": "dispute(target=…)",
-    "ballot": "vote(target=…, stance=…)",
-    "acceptance": "accept(answer=…)",
-    "closing": "close(question=…)",
-}
-
-
-def _not_a_move(term: Any, agent_id: str) -> None:
-    """Refuse a claim that is one of the agent's own moves written out by hand: its tool
-    makes it, and keeps its rules (one ballot, one standing answer, only the asker
-    closes), which a sentence stated as a claim would not. A move in another agent's
-    name is left to the channel, which refuses it as speaking for them."""
-    kind = speech.move_kind(term)
-    if kind in _TOOL_OF_MOVE and speech.speaker(term) == agent_id:
-        tool = _TOOL_OF_MOVE[kind]
-        article = "an" if kind[0] in "aeiou" else "a"
-        raise Refused(
-            "koinii/use-the-tool",
-            f"{show(term)} is {article} {kind}, a move with its own tool: call {tool}, "
-            "which keeps its rules (a sentence stated with claim() would not)",
-            {"move": kind, "tool": tool.split("(")[0]},
-        )
-
-
 def _listed(name: str, items: list[Any], empty: str, **extra: Any) -> dict[str, Any]:
     """A list as one object: the items, their count, and words when there are none."""
     out: dict[str, Any] = {name: items, "count": len(items), **extra}
@@ -332,10 +302,14 @@ def _term_or_text(value: str) -> str:
     return value
 
 
-def _move(store: Any, handle: int, note: str) -> dict[str, Any]:
-    sentex = store.sentex(handle)
-    sentence = sentex.text if sentex is not None else None
-    return {"handle": handle, "sentence": sentence, "note": note}
+def _made(reply: dict[str, Any], note: str, *keep: str) -> dict[str, Any]:
+    """A move's reply as the tool returns it: what it wrote, what it adds, and a note."""
+    return {
+        "handle": reply["handle"],
+        "sentence": reply["sentence"],
+        **{key: reply.get(key) for key in keep},
+        "note": note,
+    }
 
 
 def build_server(
@@ -433,9 +407,8 @@ def build_server(
         Example: claim(sentence="(usesDatabase ProdCluster PostgreSQL16)")
         Returns {handle, sentence, note}: reply to it, or withdraw it, by its handle.
         """
-        _not_a_move(parse(sentence), agent_id)
-        handle = agent.assert_(sentence)
-        return _move(store, handle, f"claimed in {agent.context}; {channel} sees it")
+        made = agent.move("claim", sentence=sentence)
+        return _made(made, f"claimed in {agent.context}; {channel} sees it")
 
     @tool
     def ask(question: str) -> dict[str, Any]:
@@ -448,9 +421,9 @@ def build_server(
         Returns {handle, sentence, note}; answers name the question by its handle, and
         wait_for_changes() tells you when they arrive.
         """
-        handle = agent.pose_query(_term_or_text(question))
-        kind = speech.question_kind(store.sentex(handle).sentence[2])
-        return _move(store, handle, f"asked a {kind} question; answers will name #{handle}")
+        made = agent.move("ask", question=_term_or_text(question))
+        handle = made["handle"]
+        return _made(made, f"asked a {made['kind']} question; answers will name #{handle}")
 
     @tool
     def answer(
@@ -471,19 +444,14 @@ def build_server(
                 {"option": "content"},
             )
         given: Any = bindings if bindings is not None else _term_or_text(content or "")
-        handle = agent.answer(given, question)
-        sentence = store.sentex(handle).sentence
-        claim_of = speech.carried_claim(sentence)
-        return {
-            **_move(store, handle, f"answered question #{question}"),
-            "claim": None if claim_of is None else show(claim_of),
-        }
+        made = agent.move("answer", question=question, content=given)
+        return _made(made, f"answered question #{question}", "claim")
 
     @tool
     def endorse(target: Handle) -> dict[str, Any]:
         """Stand behind a claim or an answer (by its handle) — agreement, on the record.
         Example: endorse(target=73). Returns {handle, sentence, note}."""
-        return _move(store, agent.endorse(target), f"endorsed #{target}")
+        return _made(agent.move("endorse", target=target), f"endorsed #{target}")
 
     @tool
     def justify(target: Handle, ground: str) -> dict[str, Any]:
@@ -491,46 +459,51 @@ def build_server(
         Example: justify(target=73, ground="ReleaseNotesSayPg16"), or free text as
         ground='"the release notes say so"'.
         Returns {handle, sentence, note}."""
-        return _move(store, agent.justify(_term_or_text(ground), target), f"justified #{target}")
+        made = agent.move("justify", target=target, ground=_term_or_text(ground))
+        return _made(made, f"justified #{target}")
 
     @tool
     def dispute(target: Handle) -> dict[str, Any]:
         """Challenge another agent's claim or answer: states its negation as your claim
-        and records the dispute, so the disagreement is visible and can be voted on and
-        ruled. Not for replies (endorsements, ballots…): the error says what to do instead.
-        Example: dispute(target=73). Returns {handle, sentence, note}."""
-        return _move(store, agent.dispute(target), f"disputed #{target}")
+        (the rebuttal) and records the dispute, so the disagreement is visible and can be
+        voted on and ruled. Not for replies (endorsements, ballots…): the error says what
+        to do instead. Example: dispute(target=73).
+        Returns {handle, sentence, rebuttal, note}: rebuttal is your negation's handle."""
+        made = agent.move("dispute", target=target)
+        return _made(made, f"disputed #{target}", "rebuttal")
 
     @tool
     def vote(target: Handle, stance: Stance) -> dict[str, Any]:
         """Vote for or against a claim or an answer (for a dispute: on the disputed claim).
         One ballot per target: voting the other way replaces your earlier ballot.
         Example: vote(target=73, stance="against"). Returns {handle, sentence, note}."""
-        return _move(store, agent.vote(stance, target), f"voted {stance} #{target}")
+        made = agent.move("vote", target=target, stance=stance)
+        return _made(made, f"voted {stance} #{target}")
 
     @tool
     def withdraw(handle: Handle) -> dict[str, Any]:
         """Take back one of your own moves; replies to it go with it (an answer takes its
         claim along, a dispute its negation). Only your own moves.
         Example: withdraw(handle=73). Returns {withdrawn, removed, note}."""
-        result = agent.withdraw(handle)
+        made = agent.move("withdraw", handle=handle)
+        removed = made["removed_sentexes"]
         return {
             "withdrawn": handle,
-            "removed": result.removed_sentexes,
-            "note": f"withdrew #{handle} and {result.removed_sentexes - 1} sentence(s) on it",
+            "removed": removed,
+            "note": f"withdrew #{handle} and {removed - 1} sentence(s) on it",
         }
 
     @tool
     def accept(answer: Handle) -> dict[str, Any]:
         """As the asker: accept an answer to your question; the question is settled.
         Example: accept(answer=74). Returns {handle, sentence, note}."""
-        return _move(store, agent.accept(answer), f"accepted answer #{answer}")
+        return _made(agent.move("accept", answer=answer), f"accepted answer #{answer}")
 
     @tool
     def close(question: Handle) -> dict[str, Any]:
         """As the asker: close your question without an answer (withdraw the closing to
         reopen it). Example: close(question=69). Returns {handle, sentence, note}."""
-        return _move(store, agent.close(question), f"closed question #{question}")
+        return _made(agent.move("close", question=question), f"closed question #{question}")
 
     # --- reads ------------------------------------------------------------------------------
 

@@ -23,7 +23,12 @@ from typing import Any
 from koinii.kb import KB
 
 # The domain modules whose operations the daemon serves (imported by the daemon).
-DOMAIN_MODULES: tuple[str, ...] = ("koinii.conversation", "koinii.wraps", "koinii.sessions")
+DOMAIN_MODULES: tuple[str, ...] = (
+    "koinii.moves",
+    "koinii.conversation",
+    "koinii.wraps",
+    "koinii.sessions",
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,9 @@ class Operation:
     # A long poll: the daemon re-runs the operation after each write until its result is
     # non-empty or this many seconds (the field's value) have passed.
     wait_field: str | None = None
+    # The daemon passes the authenticated `caller` to `run` (in one process: None), for
+    # an operation whose rules depend on the caller's role beyond `authorize`.
+    takes_caller: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -69,11 +77,12 @@ def operation(
     *,
     authorize: Callable[[KB, Caller, dict[str, Any]], None] | None = None,
     wait_field: str | None = None,
+    takes_caller: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register `run(kb, **fields)` as the operation `name`."""
 
     def register(run: Callable[..., Any]) -> Callable[..., Any]:
-        REGISTRY[name] = Operation(name, run, fields, summary, authorize, wait_field)
+        REGISTRY[name] = Operation(name, run, fields, summary, authorize, wait_field, takes_caller)
         return run
 
     return register

@@ -8,6 +8,13 @@ client library may check the same rules earlier; this is where they are enforced
 | role     | may write                                                   | may retract       |
 | agent    | its own context, plus genlCx edges that place its own context | what it created   |
 | arbiter  | as an agent, and monotonic claims (rulings) in its own context | what it created   |
+
+An agent (or arbiter) writes and removes speech acts only through their moves
+(`koinii.moves`, which keep the conversation's rules on the writer): a plain write or
+removal of one is refused `koinii/use-the-move`, and so is the removal of a rebuttal
+while the agent's dispute stands on it. The provenance fields that carry a meaning only
+the system gives (a ruling's `adjudication` tag; the writer, which the daemon records)
+are refused to agents (`koinii/system-field`); an arbiter's rulings carry the tag.
 | admin    | CxRegistry                                                   | registry rows     |
 | operator | anything, and load vocabulary                                | anything          |
 | reader   | nothing                                                      | nothing           |
@@ -32,8 +39,9 @@ from koinii.kb import KB
 from koinii.kb.checks import prepare
 from koinii.kb.rules import GENL_CX
 from koinii.kb.sentex import NOT
+from koinii.moves import check_not_a_move, check_system_fields, disputes_resting_on, use_the_move
 from koinii.server.tokens import Caller
-from koinii.speech import carried_claim
+from koinii.speech import carried_claim, move_kind
 
 UNIVERSE = "CxUniverse"
 
@@ -59,6 +67,8 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
     check_creator(agent, opts.get("creator"))
     own = context_for(agent)
     strength = None if caller.role == "arbiter" else opts.get("strength")
+    if caller.role != "arbiter":  # an arbiter's ruling carries its adjudication tag
+        check_system_fields(opts.get("provenance"))
     for entry in entries:
         if ctx == UNIVERSE and entry.atom[0] is GENL_CX:
             _check_placement(kb, agent, own, entry.atom)
@@ -69,6 +79,8 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
         claim = carried_claim(entry.atom) if entry.positive else None
         if claim is not None:  # an answer's claim is its author's claim too
             check_speaker(agent, claim[1] if claim[0] is NOT else claim)
+        if entry.positive:
+            check_not_a_move(entry.atom)
 
 
 def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
@@ -109,6 +121,18 @@ def check_remove(kb: KB, caller: Caller, handle: Any) -> None:
             "koinii/foreign-sentex",
             f"{caller.id} may retract only what it wrote; sentex {handle} is not its own",
             {"agent": caller.id, "handle": handle},
+        )
+    kind = move_kind(sentex.sentence)
+    if kind != "claim":
+        raise use_the_move(kind, "withdrawn")
+    resting = [d.handle for d in disputes_resting_on(kb, caller.id, sentex)]
+    if resting:
+        raise Refused(
+            "koinii/use-the-move",
+            f"#{handle} is the rebuttal your dispute #{resting[0]} stands on, and a dispute "
+            f"never stands without its rebuttal: withdraw(handle={handle}) takes both "
+            "(POST /v1/moves/withdraw)",
+            {"move": "withdraw", "kind": "rebuttal", "disputes": resting},
         )
 
 

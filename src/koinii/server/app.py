@@ -325,6 +325,7 @@ _TYPE_REFUSAL = {
     "max_events": "bad-option",
     "keep": "bad-option",
     "budget_ms": "bad-option",
+    "stance": "koinii/no-such-stance",
 }
 
 
@@ -354,7 +355,7 @@ def _check_fields(op: str, fields: dict[str, tuple[Any, bool, str]], body: Any) 
             ok = isinstance(value, list)
         elif kind == "any":
             ok = True
-        elif kind == "integer":
+        elif kind in ("integer", "handle"):
             ok = type(value) is int
         elif kind == "number":
             ok = type(value) in (int, float)
@@ -362,7 +363,7 @@ def _check_fields(op: str, fields: dict[str, tuple[Any, bool, str]], body: Any) 
             ok = isinstance(value, _JSON_TYPES[kind])
         if not ok:
             raise Refused(
-                _TYPE_REFUSAL.get(name, "bad-request"),
+                "bad-handle" if kind == "handle" else _TYPE_REFUSAL.get(name, "bad-request"),
                 f"{op}: the field {name!r} has the wrong type",
                 {"field": name, "expected": kind if isinstance(kind, str) else "array"},
             )
@@ -893,6 +894,8 @@ def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Await
             op.authorize(daemon.kb, caller, body)
         if op.wait_field is None:
             with daemon.kb.attributed_to(caller.id):
+                if op.takes_caller:
+                    return op.run(daemon.kb, caller=caller, **body)
                 return op.run(daemon.kb, **body)
         # a long poll: re-run after each write until there is something, or time is up
         wait = body.get(op.wait_field) or 0
@@ -1113,6 +1116,8 @@ def openapi_document() -> dict[str, Any]:
             return {"type": "string"}
         if kind == "any":
             return {}
+        if kind == "handle":
+            return {"type": "integer", "minimum": 1}
         if kind == "goal":
             return {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
         return {"type": kind}

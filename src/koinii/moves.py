@@ -1,0 +1,704 @@
+"""The conversation's moves as operations on the single writer.
+
+A move — join, claim, ask, answer, endorse, justify, dispute, vote, withdraw, accept,
+close, reply_many and the two error acts — is ONE operation (`moves.<name>`): its reads,
+its checks and its edit run together, in-process on the KB or on the daemon's loop, so
+no other write comes between what a move saw and what it wrote, and every client in any
+language keeps the same rules by calling it (`POST /v1/moves/<name>`, one exchange).
+`channel.Agent`, `achannel.Agent`, the MCP tools and the CLI are thin callers.
+
+Every move acts as `agent`, which over the daemon must be the caller's own id (an
+operator may act for any agent); it writes only in the agent's own context, with the
+agent as creator. The speech acts themselves (`speech.ACTS`) are the moves' alone: a
+daemon refuses an agent's plain write or removal of one (`koinii/use-the-move`, naming
+the move to call), and `claim` refuses one written out as a claim — so one standing
+answer per agent per question, one ballot per agent per target, only the asker accepts
+or closes, and every dispute with its rebuttal hold for every entry, not only for
+clients that behave.
+
+Each move answers one JSON object: `handle` and `sentence` of what it wrote, plus what a
+caller would otherwise read back (an answer's `claim`, a dispute's `rebuttal`, what a
+withdrawal removed), so a tool needs no second exchange.
+
+Invariant: every check of a move runs before its one write (an `edit`), so a refused
+move writes nothing; the checks run in channel.md's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from koinii import speech
+from koinii.adjudication import TAG as RULING_TAG
+from koinii.adjudication import stance_predicate
+from koinii.errors import Refused
+from koinii.identity import (
+    AGENT_CONTEXT,
+    REGISTRY,
+    check_channel_parent,
+    check_creator,
+    check_meaning,
+    check_registry_write,
+    check_speaker,
+    context_for,
+    place_agent_context,
+)
+from koinii.kb import KB, Sentex
+from koinii.kb.checks import context_name
+from koinii.operations import Caller, operation
+from koinii.speech import (
+    ACCEPTS,
+    ANSWERS,
+    CLOSES,
+    DISPUTES,
+    ENDORSES,
+    JUSTIFIES,
+    NOT_UNDERSTOOD,
+    QUERIES,
+    REFUSE,
+    STANCES,
+    ref,
+)
+from koinii.terms import QUOTE, Sym, Term, Var, parse, show
+
+__all__ = ["MOVE_OF_KIND", "check_not_a_move", "check_system_fields", "use_the_move"]
+
+# The move that writes each kind of speech act (speech.ACTS's kinds), as a call.
+MOVE_OF_KIND = {
+    "question": "ask(question=…)",
+    "answer": "answer(question=…, content=…)",
+    "endorsement": "endorse(target=…)",
+    "justification": "justify(target=…, ground=…)",
+    "dispute": "dispute(target=…)",
+    "ballot": "vote(target=…, stance=…)",
+    "acceptance": "accept(answer=…)",
+    "closing": "close(question=…)",
+    "error": "not_understood(target=…) or refuse(target=…)",
+}
+
+def use_the_move(kind: str, what: str = "written") -> Refused:
+    """The refusal of a speech act written (or removed) outside its move."""
+    call = MOVE_OF_KIND[kind] if what == "written" else "withdraw(handle=…)"
+    article = "an" if kind[0] in "aeiou" else "a"
+    return Refused(
+        "koinii/use-the-move",
+        f"{article} {kind} is {what} only by its move, which keeps its rules (one answer "
+        f"and one ballot per agent, only the asker accepts or closes, a dispute with its "
+        f"rebuttal): call {call} (POST /v1/moves/{call.split('(')[0]})",
+        {"move": call.split("(")[0], "kind": kind},
+    )
+
+
+def check_not_a_move(sentence: Any) -> None:
+    """Refuse a speech act stated as a plain sentence (see the module's docstring)."""
+    kind = speech.move_kind(sentence)
+    if kind != "claim":
+        raise use_the_move(kind)
+
+
+def check_system_fields(provenance: Any) -> None:
+    """Refuse a ruling's tag (`adjudication`, `adjudication#2`, …: what makes a sentex a
+    ruling) in a provenance no ruling wrote; the engine reserves the writer's own fields
+    (`principal` and the like) itself."""
+    if not isinstance(provenance, dict):
+        return
+    tags = sorted(k for k in provenance if str(k).split("#")[0] == RULING_TAG)
+    if tags:
+        raise Refused(
+            "reserved-provenance",
+            f"provenance field {tags[0]!r} is set by a ruling, not by a writer: leave it "
+            "out (an arbiter's ruling, or a majority's, tags what it upholds)",
+            {"field": tags[0]},
+        )
+
+
+# --- what the moves read -------------------------------------------------------------------
+
+
+def _sentex(kb: KB, handle: Any) -> Sentex:
+    """The stored sentex `handle` names, or a refusal that says how to find one."""
+    if type(handle) is not int or handle <= 0:
+        raise Refused(
+            "bad-handle",
+            f"a handle is a positive integer, not {handle!r:.40}",
+            {"handle": repr(handle)[:40]},
+        )
+    sentex = kb.sentex(handle)
+    if sentex is None:
+        raise Refused(
+            "koinii/no-such-handle",
+            f"there is no sentex {handle} (never made, or withdrawn since); "
+            "questions() and disputes() list the live ones",
+            {"handle": handle},
+        )
+    return sentex
+
+
+def _stored(kb: KB, sentence: Any, context: str) -> Sentex | None:
+    """The sentex holding `sentence` in `context` itself (not what it sees), if any."""
+    found = kb.sentexes_matching(sentence, context)
+    return next((s for s in found if s.context == context), None)
+
+
+def _carrier(kb: KB, claim: Sentex) -> Sentex | None:
+    """The answer in the claim's context that carries it, if any."""
+    pattern = (ANSWERS, Var("who"), (QUOTE, claim.sentence), Var("q"))
+    return _stored(kb, pattern, claim.context)
+
+
+def _claim(kb: KB, handle: Any, action: str) -> Sentex:
+    """What `action` (dispute, vote, endorse, justify) acts on for `handle`: a claim,
+    or an answer's claim; any other move is refused by name with what to do."""
+    moved = _sentex(kb, handle)
+    kind = speech.move_kind(moved.sentence)
+    if kind == "claim":
+        return moved
+    if kind == "answer":
+        claim = speech.carried_claim(moved.sentence)
+        found = None if claim is None else _stored(kb, claim, moved.context)
+        if found is not None:
+            return found
+        if action in ("endorse", "justify"):
+            return moved  # a legacy answer without a claim is endorsed as it is
+    if action in ("endorse", "justify") and kind == "question":
+        return moved
+    raise _not_a_claim(moved, kind, action)
+
+
+def _answer(kb: KB, handle: Any) -> Sentex:
+    """The answer `handle` names: an answer, or the claim an answer carries."""
+    moved = _sentex(kb, handle)
+    kind = speech.move_kind(moved.sentence)
+    if kind == "claim" and moved.derived:
+        act = _carrier(kb, moved)
+        if act is not None:
+            return act
+    if kind != "answer":
+        raise Refused(
+            "koinii/not-an-answer",
+            f"#{handle} is not an answer ({kind}): accept takes the handle of an answer to "
+            "your question (thread(question) lists them)",
+            {"handle": handle, "kind": kind},
+        )
+    return moved
+
+
+def _question(kb: KB, handle: Any, action: str) -> Sentex:
+    question = _sentex(kb, handle)
+    if speech.move_kind(question.sentence) != "question":
+        raise _not_a_question(question, action)
+    return question
+
+
+def _require_asker(question: Sentex, agent: str, what: str) -> None:
+    asker = speech.speaker(question.sentence)
+    if asker != agent:
+        raise Refused(
+            "koinii/not-the-asker",
+            f"only {asker}, who asked #{question.handle}, can {what}; to back an answer, "
+            "endorse it or vote for it",
+            {"handle": question.handle, "asker": asker, "agent": agent},
+        )
+
+
+def _mine(sentex: Sentex, agent: str) -> bool:
+    creator = sentex.provenance.get("creator")
+    return sentex.context == context_for(agent) and creator in (None, agent)
+
+
+def _checked(kb: KB, agent: str, sentence: Any, strength: str | None = None) -> Term:
+    """The write checks every move's sentence passes, in channel.md's order."""
+    own = context_for(agent)
+    check_registry_write(agent, own)
+    term = parse(sentence) if isinstance(sentence, str) else sentence
+    check_speaker(agent, term)
+    check_meaning(kb, agent, term, strength)
+    return term
+
+
+def _term(value: Any) -> Any:
+    """Text names a symbol when it spells one (`"PostgreSQL14"`), else parses as a term."""
+    return parse(value) if isinstance(value, str) else value
+
+
+def _written(kb: KB, handle: int | list[int], **extra: Any) -> dict[str, Any]:
+    """What a move wrote, as its reply: a rule split in several writes all its handles."""
+    sentex = kb.sentex(handle) if type(handle) is int else None
+    return {"handle": handle, "sentence": None if sentex is None else sentex.text, **extra}
+
+
+def _opts(agent: str) -> dict[str, Any]:
+    return {"creator": agent}
+
+
+# --- the operations --------------------------------------------------------------------------
+
+_AGENT = {
+    "agent": (
+        "string",
+        True,
+        "the agent making the move, e.g. AgentAtlas (over the daemon: the token's own id)",
+    )
+}
+_TARGET = {"target": ("handle", True, "the handle of a claim, or of an answer (its claim)")}
+_CALLER_AWARE = {"takes_caller": True}
+
+
+def authorize(kb: KB, caller: Caller, body: dict[str, Any]) -> None:
+    """Over the daemon a move is made by the caller itself: an agent (or arbiter) moves
+    only as its own id; an operator may move for any agent; readers and admins make none."""
+    if caller.id is None or caller.role == "operator":
+        return
+    if not caller.is_agent:
+        raise Refused(
+            "forbidden",
+            f"a {caller.role} makes no moves: moves are an agent's (its token's role is "
+            "agent or arbiter)",
+            {"principal": caller.id, "role": caller.role},
+        )
+    agent = body.get("agent")
+    if agent != caller.id:
+        raise Refused(
+            "koinii/speaker-mismatch",
+            f"{caller.id} cannot move as {agent!r:.60}: agent is the token's own id — send "
+            f"agent={caller.id!r}",
+            {"agent": caller.id, "named": str(agent)[:60]},
+        )
+
+
+def _move(name: str, fields: dict[str, tuple[Any, bool, str]], summary: str, **options: Any):
+    return operation(
+        f"moves.{name}",
+        fields={**_AGENT, **fields},
+        summary=summary,
+        authorize=authorize,
+        **options,
+    )
+
+
+@_move(
+    "join",
+    {
+        "channel": ("string", True, "the channel context, e.g. CxTeam"),
+        "speaks": ("string", False, "the vocabulary context it speaks (CxSpeechActs)"),
+    },
+    "place the agent's own context under a channel (idempotent)",
+)
+def join(kb: KB, agent: str, channel: str, speaks: str = "CxSpeechActs") -> dict[str, Any]:
+    """The agent's own context under `channel`, rooted in the vocabulary it speaks, and
+    marked as the agent's own: ONE edit. Refused `koinii/registry-forbidden` (joining as
+    the registry), `koinii/not-a-channel` (a channel that is the registry, the agent's
+    own context or another agent's)."""
+    channel = context_name(channel)
+    own = context_for(agent)
+    if own == REGISTRY:
+        raise Refused(
+            "koinii/registry-forbidden",
+            f"{agent} would own {REGISTRY}, which no agent may write",
+            {"agent": agent, "context": own},
+        )
+    check_channel_parent(kb, agent, channel)
+    adds: list[tuple[Any, str, dict[str, Any]]] = []
+    place_agent_context(lambda s, c, o: adds.append((s, c, o)), channel, agent, speaks)
+    kb.edit(add=adds)
+    return {"agent": agent, "context": own, "channel": channel}
+
+
+@_move(
+    "claim",
+    {
+        "sentence": ("term", True, "the claim, e.g. (usesDatabase ProdCluster PostgreSQL16)"),
+        "strength": ("string", False, "default (an agent's claims); monotonic for arbiters"),
+        "provenance": ("object", False, "extra provenance fields (e.g. source)"),
+        "creator": ("string", False, "if given, the agent itself"),
+    },
+    "state a claim in the agent's own context",
+    **_CALLER_AWARE,
+)
+def claim(
+    kb: KB,
+    agent: str,
+    sentence: Any,
+    strength: str | None = None,
+    provenance: dict[str, Any] | None = None,
+    creator: str | None = None,
+    caller: Caller | None = None,
+) -> dict[str, Any]:
+    """A claim; refused `koinii/use-the-move` when it is a speech act written out by hand
+    (its move keeps rules a claim would not)."""
+    check_registry_write(agent, context_for(agent))
+    check_creator(agent, creator)
+    trusted = caller is not None and caller.role in ("arbiter", "operator") and caller.id
+    term = _checked(kb, agent, sentence, None if trusted else strength)
+    check_not_a_move(term)
+    check_system_fields(provenance)
+    opts: dict[str, Any] = _opts(agent)
+    if strength is not None:
+        opts["strength"] = strength
+    if provenance:
+        opts["provenance"] = provenance
+    return _written(kb, kb.assert_(term, context_for(agent), **opts))
+
+
+@_move(
+    "ask",
+    {"question": ("any", True, 'a pattern with ?variables, a yes/no sentence, or "free text"')},
+    "ask the channel: (queries A Q)",
+)
+def ask(kb: KB, agent: str, question: Any) -> dict[str, Any]:
+    """`(queries A Q)`: a sentence is quoted — with variables a pattern, ground a yes/no
+    question; a string is free text; a symbol names the question."""
+    form = speech.question_form(question)
+    act = _checked(kb, agent, (QUERIES, Sym(agent), form))
+    handle = kb.assert_(act, context_for(agent), **_opts(agent))
+    return _written(kb, handle, kind=speech.question_kind(form))
+
+
+@_move(
+    "answer",
+    {
+        "question": ("handle", True, "the question's handle"),
+        "content": (
+            "any",
+            True,
+            'a binding map {"?db": "PostgreSQL16"}, an instance, a value, true/false, or text',
+        ),
+    },
+    "answer a question; the answer carries its claim",
+)
+def answer(kb: KB, agent: str, question: Any, content: Any) -> dict[str, Any]:
+    """One standing answer per agent per question: other content supersedes the agent's
+    earlier answer in the same edit; the same content again returns the same handle.
+    Refused `koinii/not-a-question`, `koinii/answer-mismatch`, `koinii/question-closed`."""
+    asked = _question(kb, question, "answer")
+    asker = speech.speaker(asked.sentence)
+    closing = _stored(kb, (CLOSES, Sym(asker), ref(question)), asked.context)
+    if closing is not None:
+        raise Refused(
+            "koinii/question-closed",
+            f"question #{question} is closed: its asker {asker} closed it (#{closing.handle}) "
+            f"and takes no more answers; to say it anyway, claim it, or ask {asker} to reopen "
+            "the question (by withdrawing the closing)",
+            {"question": question, "closing": closing.handle, "asker": asker},
+        )
+    claim_term = speech.answer_claim(asked.sentence[2], question, content)
+    check_speaker(agent, claim_term)  # an answer's claim is the agent's own claim
+    act = _checked(kb, agent, (ANSWERS, Sym(agent), (QUOTE, claim_term), ref(question)))
+    own = context_for(agent)
+    standing = [
+        s
+        for s in kb.sentexes_matching((ANSWERS, Sym(agent), Var("content"), ref(question)), own)
+        if s.context == own
+    ]
+    text = show(act)
+    same = next((s.handle for s in standing if s.text == text), None)
+    replaced: list[int] = []
+    if same is None:
+        replaced = [s.handle for s in standing]
+        handle = kb.edit(add=[(act, own, _opts(agent))], remove=replaced).handles[0]
+    else:
+        handle = same
+    carried = _stored(kb, claim_term, own)
+    return _written(
+        kb,
+        handle,
+        claim=show(claim_term),
+        claim_handle=None if carried is None else carried.handle,
+        replaced=replaced,
+    )
+
+
+def _reply(kb: KB, agent: str, act: Term) -> dict[str, Any]:
+    term = _checked(kb, agent, act)
+    return _written(kb, kb.assert_(term, context_for(agent), **_opts(agent)))
+
+
+@_move("endorse", _TARGET, "stand behind a claim (or an answer's claim)")
+def endorse(kb: KB, agent: str, target: Any) -> dict[str, Any]:
+    """`(endorses A (sentexHandle T))`."""
+    on = _claim(kb, target, "endorse")
+    return {**_reply(kb, agent, (ENDORSES, Sym(agent), ref(on.handle))), "target": on.handle}
+
+
+@_move(
+    "justify",
+    {**_TARGET, "ground": ("any", True, 'a term naming the reason, or "free text"')},
+    "give a reason for a claim (or an answer's claim)",
+)
+def justify(kb: KB, agent: str, target: Any, ground: Any) -> dict[str, Any]:
+    """`(justifies A ground (sentexHandle T))`."""
+    on = _claim(kb, target, "justify")
+    act = (JUSTIFIES, Sym(agent), _term(ground), ref(on.handle))
+    return {**_reply(kb, agent, act), "target": on.handle}
+
+
+@_move(
+    "dispute",
+    _TARGET,
+    "challenge another agent's claim: its rebuttal (not S) and the dispute, one edit",
+)
+def dispute(kb: KB, agent: str, target: Any) -> dict[str, Any]:
+    """The rebuttal `(not S)` and `(disputes A (sentexHandle T))` in ONE edit, so a dispute
+    never stands without its rebuttal. Refused `koinii/not-disputable` for moves that
+    assert nothing and for the agent's own claim (withdraw it instead)."""
+    on = _claim(kb, target, "dispute")
+    if _mine(on, agent):
+        raise Refused(
+            "koinii/not-disputable",
+            f"#{on.handle} is your own claim: to take it back, withdraw({target})",
+            {"handle": target, "claim": on.handle, "kind": "own-claim"},
+        )
+    edge = _checked(kb, agent, (DISPUTES, Sym(agent), ref(on.handle)))
+    rebuttal = speech.negation(on.sentence)
+    own, opts = context_for(agent), _opts(agent)
+    handles = kb.edit(add=[(rebuttal, own, opts), (edge, own, opts)]).handles
+    return _written(kb, handles[1], rebuttal=handles[0], target=on.handle)
+
+
+@_move(
+    "vote",
+    {**_TARGET, "stance": ("string", True, "for | against")},
+    "a ballot on a claim (one standing ballot per agent per target)",
+)
+def vote(kb: KB, agent: str, target: Any, stance: Any) -> dict[str, Any]:
+    """The other stance replaces the agent's earlier ballot in the same edit; the same
+    stance again returns the same handle."""
+    predicate = stance_predicate(stance)
+    on = _claim(kb, target, "vote")
+    own = context_for(agent)
+    mine = [
+        s
+        for other in STANCES.values()
+        for s in kb.sentexes_matching((other, Sym(agent), ref(on.handle)), own)
+        if s.context == own
+    ]
+    if len(mine) == 1 and mine[0].sentence[0] is predicate:
+        return _written(kb, mine[0].handle, target=on.handle, replaced=[])
+    ballot = _checked(kb, agent, (predicate, Sym(agent), ref(on.handle)))
+    replaced = [s.handle for s in mine if s.sentence[0] is not predicate]
+    keep = [s.handle for s in mine if s.sentence[0] is predicate]
+    if keep:  # two ballots of one stance (written before this rule held): keep one
+        replaced += keep[1:]
+        kb.edit(remove=replaced)
+        return _written(kb, keep[0], target=on.handle, replaced=replaced)
+    handle = kb.edit(add=[(ballot, own, _opts(agent))], remove=replaced).handles[0]
+    return _written(kb, handle, target=on.handle, replaced=replaced)
+
+
+@_move(
+    "accept",
+    {"answer": ("handle", True, "the handle of an answer to the agent's question")},
+    "as the asker: accept an answer; the question is settled",
+)
+def accept(kb: KB, agent: str, answer: Any) -> dict[str, Any]:
+    """One accepted answer per question: accepting another replaces the earlier
+    acceptance. Refused `koinii/not-an-answer`, `koinii/not-the-asker`."""
+    act = _answer(kb, answer)
+    question = _sentex(kb, speech.target_of(act.sentence))
+    _require_asker(question, agent, "accept an answer to it")
+    own = context_for(agent)
+    earlier = []
+    for acceptance in kb.sentexes_matching((ACCEPTS, Sym(agent), Var("a")), own):
+        accepted = kb.sentex(speech.target_of(acceptance.sentence) or 0)
+        if accepted is not None and speech.target_of(accepted.sentence) == question.handle:
+            earlier.append(acceptance)
+    move = _checked(kb, agent, (ACCEPTS, Sym(agent), ref(act.handle)))
+    same = next((s.handle for s in earlier if s.text == show(move)), None)
+    if same is not None:
+        return _written(kb, same, question=question.handle, replaced=[])
+    replaced = [s.handle for s in earlier]
+    handle = kb.edit(add=[(move, own, _opts(agent))], remove=replaced).handles[0]
+    return _written(kb, handle, question=question.handle, replaced=replaced)
+
+
+@_move(
+    "close",
+    {"question": ("handle", True, "the handle of the agent's own question")},
+    "as the asker: close the question unanswered (withdraw the closing to reopen it)",
+)
+def close(kb: KB, agent: str, question: Any) -> dict[str, Any]:
+    """Refused `koinii/not-a-question`, `koinii/not-the-asker`."""
+    asked = _question(kb, question, "close")
+    _require_asker(asked, agent, "close it")
+    return _reply(kb, agent, (CLOSES, Sym(agent), ref(question)))
+
+
+@_move("not_understood", _TARGET, "an error act; it outlives its target on purpose")
+def not_understood(kb: KB, agent: str, target: Any) -> dict[str, Any]:
+    return _reply(kb, agent, (NOT_UNDERSTOOD, Sym(agent), ref(target)))
+
+
+@_move("refuse", _TARGET, "an error act; it outlives its target on purpose")
+def refuse(kb: KB, agent: str, target: Any) -> dict[str, Any]:
+    return _reply(kb, agent, (REFUSE, Sym(agent), ref(target)))
+
+
+@_move(
+    "withdraw",
+    {"handle": ("handle", True, "the handle of one of the agent's own moves or claims")},
+    "take back one of the agent's own moves, with the replies on it",
+)
+def withdraw(kb: KB, agent: str, handle: Any) -> dict[str, Any]:
+    """The move and its cascade: replies to it go with it (an answer takes its claim
+    along; a dispute its rebuttal, unless another standing dispute of the agent rests on
+    it; a rebuttal its disputes). Refused `koinii/foreign-sentex` for another agent's
+    move, `koinii/not-a-move` for what no move wrote (a rule's conclusion, the join's
+    own marks)."""
+    moved = _sentex(kb, handle)
+    if not _mine(moved, agent):
+        raise _foreign(moved, agent)
+    if moved.derived:
+        act = _carrier(kb, moved)
+        if act is None:
+            raise Refused(
+                "koinii/not-a-move",
+                f"#{handle} was derived by a rule, not said by you: withdraw what it rests "
+                f"on (why({handle}) shows it)",
+                {"handle": handle},
+            )
+        moved = act
+    if moved.sentence[0] is AGENT_CONTEXT or moved.sentence[0] is Sym("genlCx"):
+        raise Refused(
+            "koinii/not-a-move",
+            f"#{handle} marks your context as yours (written when you joined); it is not a "
+            "move to withdraw",
+            {"handle": handle},
+        )
+    remove = [moved.handle]
+    if speech.move_kind(moved.sentence) == "dispute":
+        remove += _rebuttal_left_alone(kb, agent, moved)
+    else:
+        remove += [d.handle for d in disputes_resting_on(kb, agent, moved)]
+    edited = kb.edit(remove=remove)
+    return {
+        "withdrawn": moved.handle,
+        "sentence": moved.text,
+        "removed": remove,
+        "removed_sentexes": edited.removed_sentexes,
+        "removed_justifications": edited.removed_justifications,
+        "seq": edited.seq,
+    }
+
+
+def _rebuttal_left_alone(kb: KB, agent: str, edge: Sentex) -> list[int]:
+    """The rebuttal a withdrawn dispute takes along — unless another of the agent's
+    standing disputes rests on the same rebuttal."""
+    target = kb.sentex(speech.target_of(edge.sentence) or 0)
+    if target is None:
+        return []
+    own = context_for(agent)
+    rebuttal = _stored(kb, speech.negation(target.sentence), own)
+    if rebuttal is None or rebuttal.derived:
+        return []
+    for other in kb.sentexes_matching((DISPUTES, Sym(agent), Var("t")), own):
+        if other.handle == edge.handle:
+            continue
+        disputed = kb.sentex(speech.target_of(other.sentence) or 0)
+        if disputed is not None and disputed.text == target.text:
+            return []
+    return [rebuttal.handle]
+
+
+def disputes_resting_on(kb: KB, agent: str, claim: Sentex) -> list[Sentex]:
+    """The agent's standing disputes whose rebuttal `claim` is: withdrawn with it, since a
+    dispute never stands without its rebuttal."""
+    own = context_for(agent)
+    if claim.context != own:
+        return []
+    found = []
+    for edge in kb.sentexes_matching((DISPUTES, Sym(agent), Var("t")), own):
+        disputed = kb.sentex(speech.target_of(edge.sentence) or 0)
+        if disputed is not None and show(speech.negation(disputed.sentence)) == claim.text:
+            found.append(edge)
+    return found
+
+
+@_move(
+    "reply_many",
+    {"sentences": (("array", {"type": "string"}), True, "linked claims, written as one reply")},
+    "several linked claims as ONE reply: all or nothing",
+)
+def reply_many(kb: KB, agent: str, sentences: Sequence[Any]) -> dict[str, Any]:
+    """Check every sentence, dry-run the batch, then commit it in one edit — never a
+    half-reply. Refused `koinii/reply-inadmissible` with every problem found."""
+    own, opts = context_for(agent), _opts(agent)
+    entries = []
+    for sentence in sentences:
+        try:
+            term = _checked(kb, agent, sentence)
+        except Refused as refusal:
+            if refusal.kind not in ("parse", "shape"):
+                raise
+            term = sentence  # not a sentence at all: the dry run names the problem
+        else:
+            check_not_a_move(term)
+        entries.append((term, own, opts))
+    problems = kb.check_edit(add=entries)
+    if problems:
+        raise Refused(
+            "koinii/reply-inadmissible",
+            f"the reply has {len(problems)} problem(s); nothing was written",
+            {"problems": problems},
+        )
+    edited = kb.edit(add=entries)
+    return {"handles": edited.handles, "seq": edited.seq}
+
+
+# --- refusals that say what to do instead ------------------------------------------------------
+
+_INSTEAD = {
+    "endorsement": "dispute the claim it endorses, dispute({target}), or vote against it",
+    "justification": "dispute the claim it justifies, dispute({target}), or state the "
+    "opposite of its ground as a claim of your own",
+    "dispute": "to side with the disputed claim, vote for it: vote(target={target}, stance='for')",
+    "ballot": "vote the other way on the claim: vote(target={target}, stance='against' or 'for')",
+    "acceptance": "only the asker accepts; to disagree with the accepted answer, dispute it",
+    "closing": "only the asker closes a question",
+    "error": "it asserts nothing; to challenge what it is about, dispute({target})",
+    "question": "a question asserts nothing: answer question #{handle} instead",
+    "answer": "this answer carries no claim (it predates claims); answer the question again",
+}
+
+
+def _not_a_claim(moved: Sentex, kind: str, action: str) -> Refused:
+    target = speech.target_of(moved.sentence)
+    instead = _INSTEAD.get(kind, "act on a claim").format(target=target, handle=moved.handle)
+    refusal_kind = {"dispute": "koinii/not-disputable", "vote": "koinii/not-votable"}.get(
+        action, "koinii/not-a-claim"
+    )
+    return Refused(
+        refusal_kind,
+        f"#{moved.handle} is {_a(kind)}, not a claim: you cannot {action} it; {instead}",
+        {"handle": moved.handle, "kind": kind, "target": target},
+    )
+
+
+def _not_a_question(moved: Sentex, action: str) -> Refused:
+    kind = speech.move_kind(moved.sentence)
+    return Refused(
+        "koinii/not-a-question",
+        f"#{moved.handle} is {_a(kind)}, not a question: {action} takes a question's handle "
+        "(questions() lists them); to agree with a claim endorse it, to disagree dispute it",
+        {"handle": moved.handle, "kind": kind},
+    )
+
+
+def _foreign(moved: Sentex, agent: str) -> Refused:
+    owner = moved.provenance.get("creator") or moved.context
+    kind = speech.move_kind(moved.sentence)
+    instead = (
+        "vote the other way on its target"
+        if kind == "ballot"
+        else f"to challenge it, dispute({moved.handle})"
+    )
+    return Refused(
+        "koinii/foreign-sentex",
+        f"#{moved.handle} is {owner}'s, not {agent}'s: you withdraw only your own moves; {instead}",
+        {"agent": agent, "handle": moved.handle, "owner": owner},
+    )
+
+
+def _a(kind: str) -> str:
+    name = "error act" if kind == "error" else kind
+    return ("an " if name[0] in "aeiou" else "a ") + name
