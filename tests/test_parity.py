@@ -1,0 +1,70 @@
+"""One name and one argument order per capability on every surface: each move is an
+operation (`moves.<name>`) with its route in the OpenAPI document, a method of the same
+name on both agents taking its fields in the operation's order, and an MCP tool of the
+same name taking them in that order too (checked against the tool schemas the official
+SDK lists)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+from koinii import achannel, channel
+from koinii.mcp_server import build_server
+from koinii.operations import load_domains
+from koinii.server.app import openapi_document
+
+MOVES = sorted(name.removeprefix("moves.") for name in load_domains() if name.startswith("moves."))
+# a tool's own ways of giving a field (answer's `bindings` is its `content` as a map)
+TOOL_ONLY = {"bindings"}
+NOT_TOOLS = {"join", "reply_many", "not_understood", "refuse"}  # made for the agent, or not
+READS = {
+    "thread": "conversation.thread",
+    "questions": "conversation.questions",
+    "disputes": "conversation.disputes",
+    "members": "conversation.members",
+}
+
+
+def fields_of(name: str) -> list[str]:
+    """An operation's fields after the acting agent (or the channel), in their order."""
+    return [f for f in load_domains()[name].fields if f not in ("agent", "channel")]
+
+
+def parameters(method) -> list[str]:
+    return [
+        p.name
+        for p in inspect.signature(method).parameters.values()
+        if p.name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
+    ]
+
+
+def test_every_operation_has_its_route():
+    paths = openapi_document()["paths"]
+    for op in load_domains().values():
+        assert f"/v1/{op.route}" in paths, op.name
+
+
+def test_both_agents_make_every_move_with_the_operations_fields_in_order():
+    for move in set(MOVES) - {"join"}:
+        wanted = fields_of(f"moves.{move}")
+        for agent in (channel.Agent, achannel.Agent):
+            method = getattr(agent, move)
+            got = parameters(method)
+            required = [f for f in wanted if load_domains()[f"moves.{move}"].fields[f][1]]
+            assert got == required, (agent.__module__, move, got, wanted)
+    for read, name in READS.items():
+        for agent in (channel.Agent, achannel.Agent):
+            got = parameters(getattr(agent, read))
+            assert got == fields_of(name)[: len(got)], (read, got)
+
+
+def test_every_mcp_move_tool_is_its_operation_with_the_same_argument_order(tmp_path):
+    server = build_server("AgentAtlas", "CxTeam", db=str(tmp_path / "kb.db"))
+    tools = {tool.name: tool for tool in asyncio.run(server.list_tools())}
+    for move in set(MOVES) - NOT_TOOLS:
+        assert move in tools, move
+        arguments = [a for a in tools[move].inputSchema["properties"] if a not in TOOL_ONLY]
+        assert arguments == fields_of(f"moves.{move}")[: len(arguments)], (move, arguments)
+    for read in set(READS) - {"members"}:  # (the roster tool is still to come)
+        assert read in tools, read
