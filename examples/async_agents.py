@@ -31,7 +31,7 @@ async def answerer(listening: asyncio.Event) -> None:
             async for event in questions:
                 change = event.added[0]
                 print(f"[boreas] saw {change['sentence']}", flush=True)
-                await boreas.answer({"?db": "PostgreSQL14"}, change["handle"])
+                await boreas.answer(change["handle"], {"?db": "PostgreSQL14"})
                 return
 
 
@@ -40,7 +40,7 @@ async def asker(listening: asyncio.Event) -> None:
         atlas = await achannel.join(achannel.wire(client), CHANNEL, "AgentAtlas")
         async with atlas.subscribe("(answers ?who ?what ?query)", CHANNEL) as answers:
             await listening.wait()
-            query = await atlas.pose_query(QUESTION)
+            query = await atlas.ask(QUESTION)
             print(f"[atlas]  asked {QUESTION} as sentex {query}", flush=True)
             async for event in answers:
                 change = event.added[0]

@@ -37,7 +37,7 @@ def asker(url: str) -> None:
             answered.set()
 
     sub = atlas.subscribe("(answers ?who ?what ?query)", CHANNEL, on_answer)
-    query = atlas.pose_query(QUESTION)
+    query = atlas.ask(QUESTION)
     print(f"[atlas]  asked {QUESTION} as sentex {query}", flush=True)
     if not answered.wait(20):
         sys.exit("[atlas]  no answer within 20 s")
@@ -52,7 +52,7 @@ def answerer(url: str) -> None:
     def on_query(event: koinii.Event) -> None:
         for change in event.added:
             print(f"[boreas] saw {change['sentence']}", flush=True)
-            boreas.answer({"?db": "PostgreSQL14"}, change["handle"])
+            boreas.answer(change["handle"], {"?db": "PostgreSQL14"})
             done.set()
 
     sub = boreas.subscribe("(queries ?who ?question)", CHANNEL, on_query)
