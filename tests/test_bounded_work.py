@@ -16,7 +16,7 @@ import time
 import pytest
 
 import koinii
-from koinii import Refused
+from koinii import Refused, channel
 from tests.conftest import Daemon, refused
 
 CROSS_RULE = "(implies (and (s ?x) (s ?y)) (t ?x ?y))"  # n facts derive n² conclusions
@@ -263,3 +263,20 @@ def test_a_daemon_killed_during_a_long_read_leaves_its_store_free_at_once(tmp_pa
     daemon.kill()
     with koinii.open_kb(daemon.db):  # was refused store-locked: the child held the lock
         pass
+
+
+def test_a_conversation_read_past_its_slice_runs_off_the_loop(daemon):
+    """A conversation read is scheduled as a read (its operation says so): a slice of the
+    loop, then a snapshot. Here a channel whose one declared-functional predicate has
+    1,500 values (a million clashing pairs: 4-5 s to gather) held everyone for as long."""
+    client = daemon.client(timeout=60)
+    channel.join(channel.wire(client), "CxTeam", "AgentAtlas")
+    client.assert_("(functional poolSize)", "CxAtlas")
+    with client.budget(30):
+        client.edit(add=[(f"(poolSize Db V{i})", "CxAtlas") for i in range(1500)])
+    with Prober(daemon) as prober:
+        try:
+            client.invoke("conversation.disputes", channel="CxTeam")
+        except Refused as refusal:  # stopped at its budget, on the snapshot
+            assert refusal.kind == "budget-exhausted"
+    assert len(prober.times) > 20 and prober.worst < 1.0, prober.worst

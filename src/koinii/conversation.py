@@ -539,6 +539,7 @@ _CHANNEL = {"channel": ("string", True, "the channel context, e.g. CxTeam")}
         "before": ("integer", False, "only the answers before this handle (an older window)"),
     },
     summary="a claim or question with everything said about it, in one read",
+    schedule="read",
 )
 def _thread(
     kb: KB, handle: Any = None, channel: Any = None, limit: Any = None, before: Any = None
@@ -555,6 +556,7 @@ def _thread(
         "before": ("integer", False, "only those asked before this handle (an older window)"),
     },
     summary="the channel's questions, each with its state and answer count",
+    schedule="read",
 )
 def _questions(
     kb: KB, channel: Any = None, state: Any = None, limit: Any = None, before: Any = None
@@ -575,6 +577,7 @@ def _questions(
         ),
     },
     summary="every dispute on the channel: sides, speakers, state, tally, ruling",
+    schedule="read",
 )
 def _disputes(
     kb: KB, channel: Any = None, state: Any = None, limit: Any = None, before: Any = None
@@ -586,6 +589,7 @@ def _disputes(
     "conversation.members",
     fields=_CHANNEL,
     summary="the agents whose own context the channel sees",
+    schedule="read",
 )
 def _members(kb: KB, channel: Any = None) -> list[str]:
     return members(kb, channel)

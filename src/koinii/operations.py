@@ -60,6 +60,10 @@ class Operation:
     # The daemon passes the authenticated `caller` to `run` (in one process: None), for
     # an operation whose rules depend on the caller's role beyond `authorize`.
     takes_caller: bool = False
+    # How the daemon schedules it: "write" (on the loop, within the write budget; the
+    # default) or "read" (a slice of the loop, then the rest of the read budget on a
+    # forked snapshot, so a long read never holds everyone; nothing it does may write).
+    schedule: str = "write"
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -78,11 +82,16 @@ def operation(
     authorize: Callable[[KB, Caller, dict[str, Any]], None] | None = None,
     wait_field: str | None = None,
     takes_caller: bool = False,
+    schedule: str = "write",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register `run(kb, **fields)` as the operation `name`."""
+    if schedule not in ("read", "write"):
+        raise ValueError(f"{name}: schedule is read or write, not {schedule!r}")
 
     def register(run: Callable[..., Any]) -> Callable[..., Any]:
-        REGISTRY[name] = Operation(name, run, fields, summary, authorize, wait_field, takes_caller)
+        REGISTRY[name] = Operation(
+            name, run, fields, summary, authorize, wait_field, takes_caller, schedule
+        )
         return run
 
     return register

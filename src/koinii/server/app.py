@@ -886,6 +886,18 @@ def _endpoint(daemon: Daemon, op: str) -> Callable[[Request], Awaitable[Response
 
 
 def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Awaitable[Response]]:
+    if op.schedule == "read":  # a slice of the loop, then the rest on a snapshot
+
+        def handler(caller: Caller, body: dict[str, Any]) -> Any:
+            return op.run(daemon.kb, **body)
+
+        async def read(caller: Caller, body: dict[str, Any]) -> Any:
+            if op.authorize is not None:
+                op.authorize(daemon.kb, caller, body)
+            return await daemon.read(handler, caller, body)
+
+        return _serve(daemon, op.name, op.fields, read)
+
     # A domain operation writes its records at once, which cannot happen inside a group
     # commit (`group-open`): each run starts with the open group committed.
     async def run(caller: Caller, body: dict[str, Any]) -> Any:
