@@ -661,3 +661,25 @@ def test_a_callback_that_raises_is_reported_to_on_error_on_both_media(team):
 def test_an_unwatchable_goal_is_refused_the_same_on_both_media(team):
     refusal = refused(lambda: team["Boreas"].subscribe(["(p ?x)", "(q ?x)"], "CxTeam", print))
     assert refusal.kind == "not-watchable"
+
+
+def test_a_decision_carries_its_reason_to_the_thread_and_the_feed(team):
+    from koinii.narrator import Narrator
+
+    atlas, boreas = team["Atlas"], team["Boreas"]
+    q = atlas.ask(VERSION)
+    a = boreas.answer(q, "16")
+    since = team.store.seq
+    atlas.accept(a, reason="matches the release notes")
+    thread = atlas.thread(q)
+    assert (thread["accepted"], thread["acceptance_reason"]) == (a, "matches the release notes")
+    other = atlas.ask('"Who owns the runbook?"')
+    atlas.close(other, reason="moot: the runbook was retired")
+    assert atlas.thread(other)["closing_reason"] == "moot: the runbook was retired"
+    narrator = Narrator(team.store, me="AgentAtlas")
+    told = [t.text for e in team.store.changes(since=since)["entries"] for t in narrator.entry(e)]
+    assert told[0].endswith('because "matches the release notes"')
+    assert told[-1].endswith('because "moot: the runbook was retired"')
+    for bad in ("", "   ", "x" * 2_001, 5):
+        refusal = unchanged(team.store, lambda b=bad: atlas.close(other, reason=b))
+        assert refusal.kind == "bad-option"

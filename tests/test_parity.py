@@ -52,7 +52,8 @@ def test_both_agents_make_every_move_with_the_operations_fields_in_order():
             method = getattr(agent, move)
             got = parameters(method)
             required = [f for f in wanted if load_domains()[f"moves.{move}"].fields[f][1]]
-            assert got == required, (agent.__module__, move, got, wanted)
+            assert got[: len(required)] == required, (agent.__module__, move, got, wanted)
+            assert got == wanted[: len(got)], (agent.__module__, move, got, wanted)
     for read, name in READS.items():
         for agent in (channel.Agent, achannel.Agent):
             got = parameters(getattr(agent, read))

@@ -107,11 +107,11 @@ class Agent:
     async def vote(self, target: int, stance: str) -> int:
         return (await self._call(_sync.vote_call(self.agent, target, stance)))["handle"]
 
-    async def accept(self, answer: int) -> int:
-        return (await self.move("accept", answer=answer))["handle"]
+    async def accept(self, answer: int, reason: str | None = None) -> int:
+        return (await self.move("accept", answer=answer, reason=reason))["handle"]
 
-    async def close(self, question: int) -> int:
-        return (await self.move("close", question=question))["handle"]
+    async def close(self, question: int, reason: str | None = None) -> int:
+        return (await self.move("close", question=question, reason=reason))["handle"]
 
     async def withdraw(self, handle: int) -> Edited:
         return _sync.edited_of(await self.move("withdraw", handle=handle))

@@ -419,16 +419,17 @@ class Agent:
         this agent's earlier ballot in the same write."""
         return self._call(vote_call(self.agent, target, stance))["handle"]
 
-    def accept(self, answer: int) -> int:
-        """As the asker: accept an answer (or an answer's claim); the question is settled.
-        One accepted answer per question: accepting another replaces the earlier
-        acceptance. Refused `koinii/not-an-answer`, `koinii/not-the-asker`."""
-        return self.move("accept", answer=answer)["handle"]
+    def accept(self, answer: int, reason: str | None = None) -> int:
+        """As the asker: accept an answer (or an answer's claim), saying why if you will
+        (shown in the thread and the feed); the question is settled. One accepted answer
+        per question: accepting another replaces the earlier acceptance. Refused
+        `koinii/not-an-answer`, `koinii/not-the-asker`."""
+        return self.move("accept", answer=answer, reason=reason)["handle"]
 
-    def close(self, question: int) -> int:
-        """As the asker: close the question unanswered (withdraw the closing to reopen).
-        Refused `koinii/not-a-question`, `koinii/not-the-asker`."""
-        return self.move("close", question=question)["handle"]
+    def close(self, question: int, reason: str | None = None) -> int:
+        """As the asker: close the question unanswered, saying why if you will (withdraw
+        the closing to reopen). Refused `koinii/not-a-question`, `koinii/not-the-asker`."""
+        return self.move("close", question=question, reason=reason)["handle"]
 
     def withdraw(self, handle: int) -> Edited:
         """Take back one of this agent's own moves, with its cascade: the replies to it

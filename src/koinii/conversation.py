@@ -213,7 +213,9 @@ class _Reader:
             "answer_count": len(answers),
             "accepted": accepted,
             "acceptance": None if acceptance is None else acceptance.handle,
+            "acceptance_reason": _reason(acceptance),
             "closing": None if closing is None else closing.handle,
+            "closing_reason": _reason(closing),
             "ruling": ruling,
         }
 
@@ -501,6 +503,11 @@ def _states(state: str | None) -> tuple[str, ...] | None:
         f"no question state {state!r}; states: {', '.join(QUESTION_STATES)}, unsettled, all",
         {"option": "state", "known": [*QUESTION_STATES, "unsettled", "all"]},
     )
+
+
+def _reason(decision: Sentex | None) -> str | None:
+    """Why the asker accepted or closed, as it said (`moves.accept`, `moves.close`)."""
+    return None if decision is None else decision.provenance.get("reason")
 
 
 def _channel(channel: Any) -> str:

@@ -230,6 +230,7 @@ class _Server(FastMCP):
 # a free-text answer claims, and a wrap's notes (wrap_session writes them).
 _NOT_CLAIMED = frozenset(p.name for p in (*STRUCTURE, *speech.ACTS, speech.ANSWER_TO, *WRAP_NOTES))
 
+
 def _listed(name: str, items: list[Any], empty: str, **extra: Any) -> dict[str, Any]:
     """A list as one object: the items, their count, and words when there are none."""
     out: dict[str, Any] = {name: items, "count": len(items), **extra}
@@ -494,16 +495,22 @@ def build_server(
         }
 
     @tool
-    def accept(answer: Handle) -> dict[str, Any]:
-        """As the asker: accept an answer to your question; the question is settled.
-        Example: accept(answer=74). Returns {handle, sentence, note}."""
-        return _made(agent.move("accept", answer=answer), f"accepted answer #{answer}")
+    def accept(answer: Handle, reason: str | None = None) -> dict[str, Any]:
+        """As the asker: accept an answer to your question, and say why (the reason is
+        kept with the decision: the thread and everyone's feed show it); the question is
+        settled. Example: accept(answer=74, reason="matches the pool config in prod").
+        Returns {handle, sentence, note}."""
+        made = agent.move("accept", answer=answer, reason=reason)
+        return _made(made, f"accepted answer #{answer}")
 
     @tool
-    def close(question: Handle) -> dict[str, Any]:
-        """As the asker: close your question without an answer (withdraw the closing to
-        reopen it). Example: close(question=69). Returns {handle, sentence, note}."""
-        return _made(agent.move("close", question=question), f"closed question #{question}")
+    def close(question: Handle, reason: str | None = None) -> dict[str, Any]:
+        """As the asker: close your question without an answer, and say why (kept with
+        the decision); withdraw the closing to reopen it.
+        Example: close(question=69, reason="moot: the service was retired").
+        Returns {handle, sentence, note}."""
+        made = agent.move("close", question=question, reason=reason)
+        return _made(made, f"closed question #{question}")
 
     # --- reads ------------------------------------------------------------------------------
 

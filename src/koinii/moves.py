@@ -77,6 +77,7 @@ MOVE_OF_KIND = {
     "error": "not_understood(target=…) or refuse(target=…)",
 }
 
+
 def use_the_move(kind: str, what: str = "written") -> Refused:
     """The refusal of a speech act written (or removed) outside its move."""
     call = MOVE_OF_KIND[kind] if what == "written" else "withdraw(handle=…)"
@@ -486,14 +487,34 @@ def vote(kb: KB, agent: str, target: Any, stance: Any) -> dict[str, Any]:
     return _written(kb, handle, target=on.handle, replaced=replaced)
 
 
+REASON_CHARS = 2_000
+_REASON = {"reason": ("string", False, "why, in words: shown in the thread and the feed")}
+
+
+def _reasoned(agent: str, reason: Any) -> dict[str, Any]:
+    """A decision's write options: its reason, kept in its provenance (`reason`)."""
+    if reason is None:
+        return _opts(agent)
+    if not isinstance(reason, str) or not reason.strip() or len(reason) > REASON_CHARS:
+        raise Refused(
+            "bad-option",
+            f"a reason is text of 1 to {REASON_CHARS:,} characters: say why in a sentence "
+            "or leave it out",
+            {"option": "reason"},
+        )
+    return {**_opts(agent), "provenance": {"reason": reason.strip()}}
+
+
 @_move(
     "accept",
-    {"answer": ("handle", True, "the handle of an answer to the agent's question")},
-    "as the asker: accept an answer; the question is settled",
+    {"answer": ("handle", True, "the handle of an answer to the agent's question"), **_REASON},
+    "as the asker: accept an answer, saying why; the question is settled",
 )
-def accept(kb: KB, agent: str, answer: Any) -> dict[str, Any]:
+def accept(kb: KB, agent: str, answer: Any, reason: Any = None) -> dict[str, Any]:
     """One accepted answer per question: accepting another replaces the earlier
-    acceptance. Refused `koinii/not-an-answer`, `koinii/not-the-asker`."""
+    acceptance. The reason, if given, is the acceptance's own (its provenance), shown
+    with it. Refused `koinii/not-an-answer`, `koinii/not-the-asker`, `bad-option`."""
+    opts = _reasoned(agent, reason)
     act = _answer(kb, answer)
     question = _sentex(kb, speech.target_of(act.sentence))
     _require_asker(question, agent, "accept an answer to it")
@@ -504,24 +525,29 @@ def accept(kb: KB, agent: str, answer: Any) -> dict[str, Any]:
         if accepted is not None and speech.target_of(accepted.sentence) == question.handle:
             earlier.append(acceptance)
     move = _checked(kb, agent, (ACCEPTS, Sym(agent), ref(act.handle)))
-    same = next((s.handle for s in earlier if s.text == show(move)), None)
-    if same is not None:
-        return _written(kb, same, question=question.handle, replaced=[])
+    same = next((s for s in earlier if s.text == show(move)), None)
+    if same is not None and same.provenance.get("reason") == opts.get("provenance", {}).get(
+        "reason"
+    ):
+        return _written(kb, same.handle, question=question.handle, replaced=[])
     replaced = [s.handle for s in earlier]
-    handle = kb.edit(add=[(move, own, _opts(agent))], remove=replaced).handles[0]
+    handle = kb.edit(add=[(move, own, opts)], remove=replaced).handles[0]
     return _written(kb, handle, question=question.handle, replaced=replaced)
 
 
 @_move(
     "close",
-    {"question": ("handle", True, "the handle of the agent's own question")},
-    "as the asker: close the question unanswered (withdraw the closing to reopen it)",
+    {"question": ("handle", True, "the handle of the agent's own question"), **_REASON},
+    "as the asker: close the question unanswered, saying why (withdraw it to reopen)",
 )
-def close(kb: KB, agent: str, question: Any) -> dict[str, Any]:
-    """Refused `koinii/not-a-question`, `koinii/not-the-asker`."""
+def close(kb: KB, agent: str, question: Any, reason: Any = None) -> dict[str, Any]:
+    """The reason, if given, is the closing's own (its provenance), shown with it.
+    Refused `koinii/not-a-question`, `koinii/not-the-asker`, `bad-option`."""
+    opts = _reasoned(agent, reason)
     asked = _question(kb, question, "close")
     _require_asker(asked, agent, "close it")
-    return _reply(kb, agent, (CLOSES, Sym(agent), ref(question)))
+    act = _checked(kb, agent, (CLOSES, Sym(agent), ref(question)))
+    return _written(kb, kb.assert_(act, context_for(agent), **opts))
 
 
 @_move("not_understood", _TARGET, "an error act; it outlives its target on purpose")

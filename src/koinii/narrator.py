@@ -172,11 +172,12 @@ class Narrator:
                 )
             who = speaker or f"someone in {context}"
             return Told(kind="claim", speaker=speaker, text=f"{who} claimed {sentence}", **base)
-        return Told(kind=kind, speaker=speaker, text=self._move(term, kind, speaker), **base)
+        text = self._move(term, kind, speaker, change["handle"])
+        return Told(kind=kind, speaker=speaker, text=text, **base)
 
     # --- words ------------------------------------------------------------------------------
 
-    def _move(self, term: tuple, kind: str, speaker: str | None) -> str:
+    def _move(self, term: tuple, kind: str, speaker: str | None, handle: int) -> str:
         target = speech.target_of(term)
         about = self._about(target)
         if kind == "question":
@@ -212,12 +213,16 @@ class Narrator:
                 return (
                     f"{speaker} accepted {speech.speaker(answered)}'s answer #{target} "
                     f"({show(speech.answer_content(answered))}) to question #{question}"
+                    f"{self._because(handle)}"
                 )
         if kind == "closing":
             asker = self._speaker(target)
             if asker is not None and asker != speaker:
                 return _not_obeyed(speaker, "a closing of", f"question #{target}", asker)
-            return f"{speaker} closed {self._whose(target, 'question')} #{target}"
+            return (
+                f"{speaker} closed {self._whose(target, 'question')} #{target}"
+                f"{self._because(handle)}"
+            )
         return f"{speaker} {_VERBS.get(kind, kind)} {about}"
 
     def _speaker(self, handle: int | None) -> str | None:
@@ -298,6 +303,18 @@ class Narrator:
                 if target is not None:
                     folded.add(show(speech.negation(parse(target))))
         return frozenset(folded)
+
+    def _because(self, handle: int) -> str:
+        """`, because "…"` for a decision its asker gave a reason for (moves.accept,
+        moves.close keep it in the decision's provenance): one read, while it stands."""
+        if self.lookup is None:
+            return ""
+        try:
+            provenance = self.lookup.provenance(handle) or {}
+        except KoiniiError:
+            return ""
+        reason = provenance.get("reason")
+        return f', because "{reason}"' if isinstance(reason, str) else ""
 
     def _sentence(self, handle: int | None) -> str | None:
         seen = self.seen_of(handle)

@@ -326,6 +326,7 @@ _TYPE_REFUSAL = {
     "keep": "bad-option",
     "budget_ms": "bad-option",
     "stance": "koinii/no-such-stance",
+    "reason": "bad-option",
 }
 
 
