@@ -858,3 +858,15 @@ def test_an_unknown_session_is_refused_at_start(daemon):
         timeout=30,
     )
     assert result.returncode == 1 and "koinii/no-session" in result.stderr
+
+
+def test_the_tools_say_how_decisions_carry_reasons_and_how_long_a_wait_lasts(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            return {t.name: t for t in (await lead.session.list_tools()).tools}
+
+    tools = play(script)
+    for name in ("accept", "close"):
+        assert "reason" in tools[name].inputSchema["properties"]
+        assert "say why" in tools[name].description
+    assert "at most 120 seconds" in tools["wait_for_changes"].description

@@ -648,6 +648,7 @@ def build_server(
         - "channel": any move on the channel
         - "questions": new or reopened questions
         `since`: a cursor from a previous reply (omit it to go on from the last one).
+        `timeout_s`: at most 120 seconds; a longer wait stops at 120 and says so.
         Returns {changes, count, cursor}; after `timeout_s` with nothing, count is 0.
         Example: wait_for_changes(timeout_s=30)."""
         import anyio
@@ -665,7 +666,12 @@ def build_server(
             "channel": "nothing on the channel",
             "questions": "no new questions",
         }[about]
-        return _listed("changes", told, f"{quiet} within {seconds:g} s", cursor=cursor)
+        capped = (
+            f" (asked {float(timeout_s):g} s: a wait stops at {MAX_WAIT_S:g} s; call again)"
+            if timeout_s > MAX_WAIT_S
+            else ""
+        )
+        return _listed("changes", told, f"{quiet} within {seconds:g} s{capped}", cursor=cursor)
 
     # --- wraps --------------------------------------------------------------------------------
 
