@@ -218,3 +218,30 @@ def test_a_revoked_token_no_longer_works_after_restart(team, tmp_path):
         team.client("AgentAtlas").stats()
     assert refusal.value.kind == "unauthorized"
     assert koinii.connect(team.url, token=team.tokens["AgentBoreas"]).stats()["seq"] >= 1
+
+
+@pytest.mark.parametrize("operation", ["edit", "load_text", "moves/claim"])
+def test_a_readers_write_is_refused_before_its_body_is_read(start_daemon, operation):
+    """Its headers are enough: an 8 MB body it never sends is not waited for (else the
+    daemon would wait out the body's 60 s, and read and decode it if it came)."""
+    import socket
+
+    daemon = start_daemon(principals={"Viewer": "reader"})
+    port = int(daemon.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(
+            (
+                f"POST /v1/{operation} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"Authorization: Bearer {daemon.tokens['Viewer']}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 8000000\r\n\r\n"
+            ).encode()
+        )
+        reply = b""
+        while b'"kind"' not in reply:
+            chunk = conn.recv(4096)  # (the connection's timeout bounds each wait)
+            if not chunk:
+                break
+            reply += chunk
+    text = reply.decode("latin-1")
+    assert text.startswith("HTTP/1.1 403"), text
+    assert '"kind":"forbidden"' in text.replace(" ", ""), text

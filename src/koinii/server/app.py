@@ -936,9 +936,15 @@ def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Await
 BATCHES = frozenset({"edit", "check_edit", "load_text"})
 
 
+# The operations a reader is refused before its body is read (a write is never a
+# reader's, so its body is not worth reading, however large).
+READER_REFUSED = GROUPED | {"check_edit"}
+
+
 def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitable[Response]]:
     large = op in BATCHES or op not in OPERATIONS
     limit = daemon.limits.body_bytes if large else daemon.limits.small_body_bytes
+    writes = op in READER_REFUSED or op.startswith("moves.")
 
     async def endpoint(request: Request) -> Response:
         if daemon.loop is not None and daemon.loop.time() - daemon.checked_at > WRITER_LEASE_S:
@@ -949,6 +955,13 @@ def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitabl
             headers = _headers(request)
             daemon.guard(headers)
             caller = daemon.caller(headers)
+            if writes and caller.role == "reader":
+                raise Refused(
+                    "forbidden",
+                    f"a reader may not write ({op}): its token reads only; ask an operator "
+                    "for an agent token to write",
+                    {"principal": caller.id, "operation": op},
+                )
             body = _check_fields(op, fields, await daemon.body(request, headers, limit))
             result = await run(caller, body)
             await daemon.durable()
