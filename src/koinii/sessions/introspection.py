@@ -492,9 +492,10 @@ def list_sessions(
 )
 def get_session(kb: KB, target: Any = None, current_session_id: Any = None) -> dict | None:
     schema.ready(kb)
+    reader = kb.principal  # (its own import is the one a source id names: reading.py)
 
     def read(db: Any) -> dict[str, Any] | None:
-        session = resolve(db, target if target is not None else current_session_id)
+        session = resolve(db, target if target is not None else current_session_id, reader)
         return None if session is None else _descriptor(db, session, current_session_id)
 
     return _guarded("get_session", None, lambda: kb.read_records(read))
@@ -526,12 +527,13 @@ def read_session(
             {"option": "before"},
         )
     schema.ready(kb)
+    reader = kb.principal
 
     def read(db: Any) -> dict[str, Any]:
         session = _guarded(
             "read_session(target)",
             None,
-            lambda: resolve(db, target if target is not None else current_session_id),
+            lambda: resolve(db, target if target is not None else current_session_id, reader),
         )
         if session is None:
             return dict(EMPTY_READ)
