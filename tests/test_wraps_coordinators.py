@@ -313,3 +313,87 @@ def test_a_wrap_into_an_unregistered_session_may_be_marked_by_any_agent(team):
         "w", agent_id="AgentLingA", parent_session_id="session:nobody"
     )
     assert WrapQueue(team.client("AgentCoordB")).mark_wrap_processed("w")["wrap_id"] == "w"
+
+
+# --- a lead's session and its workers' entries are not another agent's to take (issue 37) --
+
+
+def test_an_agent_cannot_register_a_session_another_agent_started(team):
+    """A lead names its session in the session store; the name is the lead's, so another
+    agent that reads it in wraps/list cannot register it, take the workers' wraps and
+    lock the lead out."""
+    from koinii.sessions import SessionStore
+
+    lead = SessionStore(team.client("AgentCoordA"))
+    by_id = lead.start_session(title="the lead", external_id="lead-billing")
+    ling = channel.join(channel.wire(team.client("AgentLingA")), "CxHive", "AgentLingA")
+    wrap = wrap_session(ling, session_id="s-ling", parent_session_id="lead-billing", notes=["x"])
+    attacker = Coordinators(team.client("AgentCoordB"))
+    seq = team.client("Ops").seq
+    for session_id in ("lead-billing", by_id):
+        refusal = refused(
+            lambda s=session_id: attacker.register(
+                "AgentCoordB", project_id="billing", session_id=s
+            )
+        )
+        assert refusal.kind == "koinii/foreign-session"
+        assert refusal.data["owner"] == "AgentCoordA"
+        assert refusal.data["field"] == "session_id"
+        assert "koinii mcp --session NAME --record" in refusal.message
+    assert team.client("Ops").seq == seq and attacker.get("AgentCoordB") is None
+    # the lead registers its own session, late as it is, and permeates its worker's wrap
+    Coordinators(team.client("AgentCoordA")).register(
+        "AgentCoordA", project_id="billing", session_id="lead-billing"
+    )
+    coordinator = channel.join(channel.wire(team.client("AgentCoordA")), "CxHive", "AgentCoordA")
+    absorbed = permeate(coordinator, session_id="lead-billing")
+    assert ids(absorbed["wraps"]) == [wrap["wrap_id"]]
+
+
+def test_a_free_session_tag_others_already_wrap_into_cannot_be_registered_by_an_agent(team):
+    """A tag the session store does not hold has no owner to ask: once other agents'
+    wraps name it, nobody's registration can claim their workers (an operator still may),
+    while a fresh tag is its first registrant's, as a lead's first permeate makes it."""
+    WrapQueue(team.client("AgentLingA")).add_wrap_notification(
+        "w", agent_id="AgentLingA", parent_session_id="s-lead"
+    )
+    attacker = Coordinators(team.client("AgentCoordB"))
+    refusal = refused(
+        lambda: attacker.register("AgentCoordB", project_id="hive", session_id="s-lead")
+    )
+    assert refusal.kind == "koinii/foreign-session"
+    assert refusal.data["wrapped_by"] == ["AgentLingA"]
+    assert "register your session before your workers wrap into it" in refusal.message
+    assert attacker.register("AgentCoordB", project_id="hive", session_id="s-fresh")
+    # its own workers' wraps into its own session, and its re-registration, stay its own
+    WrapQueue(team.client("AgentLingB")).add_wrap_notification(
+        "v", agent_id="AgentLingB", parent_session_id="s-fresh"
+    )
+    assert attacker.register("AgentCoordB", project_id="hive", session_id="s-fresh")
+    Coordinators(team.client("Ops")).register("Ops", project_id="hive", session_id="s-lead")
+
+
+def test_a_wrap_lists_only_sentexes_its_filer_wrote(team):
+    """Else a lead's permeate absorbs other agents' sentences as its worker's entries."""
+    atlas = channel.join(channel.wire(team.client("AgentLingB")), "CxHive", "AgentLingB")
+    theirs = atlas.assert_("(deployFrozen Billing)")
+    ling = channel.join(channel.wire(team.client("AgentLingA")), "CxHive", "AgentLingA")
+    mine = ling.assert_("(cacheWarm Billing)")
+    queue = WrapQueue(team.client("AgentLingA"))
+    seq = team.client("Ops").seq
+    for created in ([theirs], [mine, theirs, 10**9]):
+        refusal = refused(
+            lambda c=created: queue.add_wrap_notification(
+                "w", agent_id="AgentLingA", parent_session_id="s-lead", created_ids=c
+            )
+        )
+        assert refusal.kind == "koinii/foreign-sentex"
+        assert refusal.data["handles"] == [h for h in created if h != mine]
+        assert "leave them out" in refusal.message and str(theirs) in refusal.message
+    assert team.client("Ops").seq == seq and queue.get_unprocessed_wraps() == []
+    filed = queue.add_wrap_notification(
+        "w", agent_id="AgentLingA", parent_session_id="s-lead", created_ids=[mine, "note-1"]
+    )
+    assert filed["wrap_id"] == "w"
+    lead = channel.join(channel.wire(team.client("AgentCoordA")), "CxHive", "AgentCoordA")
+    assert [e.handle for e in permeate(lead, session_id="s-lead")["entries"]] == [mine]

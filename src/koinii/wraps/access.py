@@ -14,6 +14,20 @@ The rule the design exists for: a wrap whose `parent_session_id` is the session 
 registered coordinator is consumed only by that coordinator's principal (the
 coordinator id IS the principal id) or an operator — so two coordinators in one project
 never consume each other's lings' wraps, even by mistake (`koinii/foreign-context`).
+
+What makes that rule hold against an agent that means harm (issue 37):
+- A coordinator session is registered only by the principal that owns it
+  (`check_coordinator_session`), else anyone could register a lead's session first —
+  it is readable in `wraps/list` — take its workers' wraps and lock the lead out. A
+  session's owner is known when the session store holds it (its id, or its name: the
+  external id of the first stored session given it, as `koinii mcp --session NAME
+  --record` starts it): that principal. A free tag the store does not hold has no
+  owner to ask; the safest rule that keeps a lead able to name one is: it is the first
+  registrant's while nobody else's wraps name it yet, and nobody's once they do (the
+  lead registers before its workers wrap — its first permeate at its start — or uses
+  a stored session).
+- A wrap's `created_ids` are its filer's own sentexes (`check_created_ids`), else a
+  coordinator's permeate would absorb other agents' sentences as its worker's.
 """
 
 from __future__ import annotations
@@ -95,3 +109,78 @@ def check_marking(kb: KB, caller: Caller, wrap_id: Any) -> None:
             f"{caller.id} may not consume it",
             {"agent": caller.id, "wrap_id": wrap_id, "coordinator_id": row[0]},
         )
+
+
+def check_created_ids(kb: KB, caller: Caller, created_ids: Any) -> None:
+    """An agent's wrap lists only sentexes it wrote (by the daemon's attribution): a
+    handle of another principal's sentex, or of none yet, is refused, all of them named."""
+    if not caller.is_agent or not isinstance(created_ids, (list, tuple)):
+        return  # (a malformed list is refused by the operation, `bad-wrap`)
+    foreign = []
+    for handle in created_ids:
+        if type(handle) is not int:
+            continue  # an id that is not a handle names no sentex: permeate reads none
+        sentex = kb.sentex(handle)
+        if sentex is None or sentex.provenance.get("principal") != caller.id:
+            foreign.append(handle)
+    if foreign:
+        shown = ", ".join(str(h) for h in foreign[:20]) + (" …" if len(foreign) > 20 else "")
+        raise Refused(
+            "koinii/foreign-sentex",
+            f"created_ids name {len(foreign)} handle(s) that are not sentexes {caller.id} "
+            f"wrote: {shown}. A wrap lists only what its filer created: leave them out "
+            "(wrap_session lists the entries it writes for you)",
+            {"agent": caller.id, "field": "created_ids", "handles": foreign[:100]},
+        )
+
+
+def check_coordinator_session(kb: KB, caller: Caller, session_id: Any) -> None:
+    """An agent registers as its coordinator session only one it owns (module docstring).
+    A session it already holds passes (a re-registration is a new run); one another
+    coordinator holds passes here and is refused by the registration (`bad-coordinator`)."""
+    if not caller.is_agent or not isinstance(session_id, str):
+        return
+
+    def find(connection: store.Records) -> tuple[str, Any]:
+        held = connection.execute(
+            "SELECT coordinator_id FROM wrap_coordinator WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if held is not None:
+            return "held", held[0]
+        stored = (
+            connection.execute("SELECT 1 FROM koinii_schema WHERE domain = 'sessions'").fetchone()
+            and connection.execute(
+                "SELECT owner FROM session WHERE id = ? OR external_id = ? ORDER BY n LIMIT 1",
+                (session_id, session_id),
+            ).fetchone()
+        )
+        if stored:
+            return "stored", stored[0]
+        filers = connection.execute(
+            "SELECT DISTINCT coalesce(agent_id, '') FROM wrap_notification "
+            "WHERE parent_session_id = ? AND (agent_id IS NULL OR agent_id <> ?)",
+            (session_id, caller.id),
+        ).fetchall()
+        return "named", sorted(row[0] or "(no agent)" for row in filers)
+
+    how, who = store.read(kb, find)
+    if how == "held" or (how == "stored" and who == caller.id) or (how == "named" and not who):
+        return
+    if how == "stored":
+        started = f"was started by {who}" if who else "has no owner (recorded in-process)"
+        problem = f"session {session_id!r} {started}"
+        data = {"owner": who}
+    else:
+        listed = ", ".join(who[:5]) + (" …" if len(who) > 5 else "")
+        problem = (
+            f"{session_id!r} is no session the session store holds, and wraps of {listed} "
+            "already permeate into it, so whose coordinator it is cannot be told"
+        )
+        data = {"wrapped_by": who[:20]}
+    raise Refused(
+        "koinii/foreign-session",
+        f"{caller.id} may coordinate only a session it owns: {problem}. Coordinate a "
+        "session you started (koinii mcp --session NAME --record starts one by that name), "
+        "or register your session before your workers wrap into it",
+        {"agent": caller.id, "field": "session_id", "session_id": session_id, **data},
+    )

@@ -178,6 +178,7 @@ def _authorize_add(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
     if caller.is_agent:
         wrap_id = checks.identifier(fields.get("wrap_id"), "wrap_id", "bad-wrap")
         store.read(kb, lambda c: access.check_wrap_owner(c, wrap_id, caller.id))
+        access.check_created_ids(kb, caller, fields.get("created_ids"))
 
 
 @operation(
