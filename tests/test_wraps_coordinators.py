@@ -364,6 +364,22 @@ def test_a_free_session_tag_others_already_wrap_into_cannot_be_registered_by_an_
     assert refusal.kind == "koinii/foreign-session"
     assert refusal.data["wrapped_by"] == ["AgentLingA"]
     assert "register your session before your workers wrap into it" in refusal.message
+    # nor does a session the attacker stores under that tag (or that id) once it is seen
+    from koinii.sessions import SessionStore
+
+    tag = str(uuid.uuid4())
+    WrapQueue(team.client("AgentLingA")).add_wrap_notification(
+        "u", agent_id="AgentLingA", parent_session_id=tag
+    )
+    squatter = SessionStore(team.client("AgentCoordB"))
+    squatter.start_session(external_id="s-lead")
+    squatter.call("start_session", id=tag)
+    for session_id in ("s-lead", tag):
+        refusal = refused(
+            lambda s=session_id: attacker.register("AgentCoordB", project_id="hive", session_id=s)
+        )
+        assert refusal.kind == "koinii/foreign-session"
+        assert refusal.data["wrapped_by"] == ["AgentLingA"]
     assert attacker.register("AgentCoordB", project_id="hive", session_id="s-fresh")
     # its own workers' wraps into its own session, and its re-registration, stay its own
     WrapQueue(team.client("AgentLingB")).add_wrap_notification(

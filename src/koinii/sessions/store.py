@@ -930,8 +930,8 @@ def import_part(
                 session_n, session_id, _ = writer.session(external, fields, parent_n, owner=owner)
                 status = "new"
             else:
-                session_n, session_id, *_ = found
-                _replace(writer, session_n, fields, parent_n)
+                session_n, session_id, meta, _ = found
+                _replace(writer, session_n, fields, parent_n, meta.get(rows.STORED_MS))
                 status = "replaced"
         else:
             if found is None:
@@ -988,9 +988,14 @@ def _parent(db: Any, fields: dict[str, Any], owner: str | None) -> tuple[int, st
 
 
 def _replace(
-    writer: rows.RowWriter, session_n: int, fields: dict[str, Any], parent_n: int | None
+    writer: rows.RowWriter,
+    session_n: int,
+    fields: dict[str, Any],
+    parent_n: int | None,
+    stored_ms: Any,
 ) -> None:
-    """Drop an imported session's contents and take the new fields, keeping its id."""
+    """Drop an imported session's contents and take the new fields, keeping its id (and
+    when it was first stored)."""
     writer.delete_contents(session_n)
     title = fields["title"]
     writer.db.execute(
@@ -1006,7 +1011,7 @@ def _replace(
             fields["model"],
             fields["created_at"],
             fields["created_at"],
-            json.dumps(fields["meta"], ensure_ascii=False),
+            json.dumps(rows.stamped(fields["meta"], stored_ms), ensure_ascii=False),
             parent_n,
             session_n,
         ),

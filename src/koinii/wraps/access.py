@@ -25,13 +25,16 @@ What makes that rule hold against an agent that means harm (issue 37):
   owner to ask; the safest rule that keeps a lead able to name one is: it is the first
   registrant's while nobody else's wraps name it yet, and nobody's once they do (the
   lead registers before its workers wrap — its first permeate at its start — or uses
-  a stored session).
+  a stored session). Since a session can be given an id or a name after it is seen in
+  `wraps/list`, a stored session is its owner's only if no other agent's wraps named
+  it before the row was stored (`stored_ms`, the session writer's clock: rows.py).
 - A wrap's `created_ids` are its filer's own sentexes (`check_created_ids`), else a
   coordinator's permeate would absorb other agents' sentences as its worker's.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from koinii.errors import Refused
@@ -150,21 +153,27 @@ def check_coordinator_session(kb: KB, caller: Caller, session_id: Any) -> None:
         stored = (
             connection.execute("SELECT 1 FROM koinii_schema WHERE domain = 'sessions'").fetchone()
             and connection.execute(
-                "SELECT owner FROM session WHERE id = ? OR external_id = ? ORDER BY n LIMIT 1",
+                "SELECT owner, meta FROM session WHERE id = ? OR external_id = ? "
+                "ORDER BY n LIMIT 1",
                 (session_id, session_id),
             ).fetchone()
         )
-        if stored:
+        if stored and stored[0] != caller.id:
             return "stored", stored[0]
+        # A free tag, or the caller's session stored after others' wraps named it (an id
+        # or a name can be given to a session after it is seen in wraps/list): whose
+        # wraps named it before the caller's session was stored?
+        before = _stored_ms(stored[1]) if stored else None
         filers = connection.execute(
             "SELECT DISTINCT coalesce(agent_id, '') FROM wrap_notification "
-            "WHERE parent_session_id = ? AND (agent_id IS NULL OR agent_id <> ?)",
-            (session_id, caller.id),
+            "WHERE parent_session_id = ? AND (agent_id IS NULL OR agent_id <> ?) "
+            "AND created_at < ?",
+            (session_id, caller.id, 2**62 if before is None else before),
         ).fetchall()
         return "named", sorted(row[0] or "(no agent)" for row in filers)
 
     how, who = store.read(kb, find)
-    if how == "held" or (how == "stored" and who == caller.id) or (how == "named" and not who):
+    if how == "held" or (how == "named" and not who):
         return
     if how == "stored":
         started = f"was started by {who}" if who else "has no owner (recorded in-process)"
@@ -173,8 +182,8 @@ def check_coordinator_session(kb: KB, caller: Caller, session_id: Any) -> None:
     else:
         listed = ", ".join(who[:5]) + (" …" if len(who) > 5 else "")
         problem = (
-            f"{session_id!r} is no session the session store holds, and wraps of {listed} "
-            "already permeate into it, so whose coordinator it is cannot be told"
+            f"wraps of {listed} permeated into {session_id!r} before it was a session of "
+            "yours in the session store, so whose coordinator it is cannot be told"
         )
         data = {"wrapped_by": who[:20]}
     raise Refused(
@@ -184,3 +193,13 @@ def check_coordinator_session(kb: KB, caller: Caller, session_id: Any) -> None:
         "or register your session before your workers wrap into it",
         {"agent": caller.id, "field": "session_id", "session_id": session_id, **data},
     )
+
+
+def _stored_ms(meta: Any) -> int | None:
+    """When a session row was first written (its meta's `stored_ms`, by the session
+    writer's clock); None when unknown (a row from before it was kept)."""
+    try:
+        found = json.loads(meta).get("stored_ms") if meta else None
+    except (ValueError, AttributeError):
+        return None
+    return found if type(found) is int else None
