@@ -428,6 +428,28 @@ def test_an_agent_that_imports_the_victims_source_id_first_does_not_lock_it_out(
         assert (refusal.kind, refusal.data["field"]) == ("bad-session", "external_id")
 
 
+def test_a_batch_and_an_import_part_are_capped_before_any_of_their_work(start_daemon):
+    """Issue 37: a batch's events and an import part's turns are counted first — a batch
+    over the limit is refused for its size before any event is authorized or checked."""
+    daemon = start_daemon(principals=TWO_AGENTS)
+    with daemon.client("AgentBoreas") as boreas, daemon.client("AgentAtlas") as atlas:
+        sid = SessionStore(boreas).start_session(title="boreas")
+        seq = atlas.seq
+        foreign = {"verb": "start_turn", "fields": {"session_id": sid, "user_request": "x"}}
+        refusal = refused(lambda: SessionStore(atlas).record_batch([foreign] * 1_001))
+        assert (refusal.kind, refusal.data) == ("bad-session", {"field": "events", "limit": 1_000})
+        assert "1,001 events" in refusal.message and "several batches" in refusal.message
+        turns = [{"user_request": f"turn {n}"} for n in range(1_001)]
+        refusal = refused(
+            lambda: SessionStore(atlas).call(
+                "import_part", external_id="big", part=0, session={}, turns=turns
+            )
+        )
+        assert (refusal.kind, refusal.data) == ("bad-session", {"field": "turns", "limit": 1_000})
+        assert "several parts" in refusal.message
+        assert atlas.seq == seq
+
+
 def test_the_session_tables_move_between_stores_with_koinii_migrate(tmp_path, postgres):
     schemas: list[str] = []
     first, back = str(tmp_path / "first.db"), str(tmp_path / "back.db")

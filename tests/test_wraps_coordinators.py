@@ -413,3 +413,32 @@ def test_a_wrap_lists_only_sentexes_its_filer_wrote(team):
     assert filed["wrap_id"] == "w"
     lead = channel.join(channel.wire(team.client("AgentCoordA")), "CxHive", "AgentCoordA")
     assert [e.handle for e in permeate(lead, session_id="s-lead")["entries"]] == [mine]
+
+
+def test_a_wrap_lists_at_most_ten_thousand_ids_counted_before_any_is_looked_up(team):
+    """Issue 37: 1.4 million `created_ids` held the daemon for seconds, then slowed every
+    later `wraps/list`; the cap is refused, with its limit, before a handle is read."""
+    queue = WrapQueue(team.client("AgentLingA"))
+    seq = team.client("Ops").seq
+    refusal = refused(
+        lambda: queue.add_wrap_notification(
+            "w", agent_id="AgentLingA", created_ids=list(range(1, 10_002))
+        )
+    )
+    assert (refusal.kind, refusal.data["field"], refusal.data["limit"]) == (
+        "bad-wrap",
+        "created_ids",
+        10_000,
+    )
+    assert "10,000" in refusal.message and "several wraps" in refusal.message
+    # the same refusal in-process, and for a wrap filed again and again
+    operator = WrapQueue(team.client("Ops"))
+    operator.add_wrap_notification("v", created_ids=[f"id-{n}" for n in range(6_000)])
+    again = refused(
+        lambda: operator.add_wrap_notification("v", created_ids=[f"n-{n}" for n in range(6_000)])
+    )
+    assert (again.kind, again.data["limit"], again.data["count"]) == ("bad-wrap", 10_000, 12_000)
+    assert team.client("Ops").seq == seq + 1
+    ling = channel.join(channel.wire(team.client("AgentLingA")), "CxHive", "AgentLingA")
+    many = refused(lambda: wrap_session(ling, session_id="s", notes=["x"] * 10_001))
+    assert (many.kind, many.data["limit"]) == ("bad-wrap", 10_000)

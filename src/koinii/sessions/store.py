@@ -768,6 +768,7 @@ BATCHED = (
     "add_attachment",
 )
 MAX_BATCH = 1000  # events in one batch
+MAX_PART_TURNS = 1000  # turns in one import part
 EVENT_SCHEMA = {
     "type": "object",
     "properties": {"verb": {"type": "string", "enum": list(BATCHED)}, "fields": {"type": "object"}},
@@ -776,12 +777,24 @@ EVENT_SCHEMA = {
 }
 
 
-def _events(events: Any) -> list[tuple[str, dict[str, Any]]]:
+def _batch_size(events: Any) -> list[Any]:
+    """A batch's events, counted before anything else is done with them (their checks,
+    their authorization): one request never does more than MAX_BATCH events' work."""
     listed = checks.listing("events", events)
     if not listed:
         refuse("events", "is empty: a batch holds at least one event")
     if len(listed) > MAX_BATCH:
-        refuse("events", f"holds more than {MAX_BATCH} events: send them in several batches")
+        refuse(
+            "events",
+            f"holds {len(listed):,} events, over the limit of {MAX_BATCH:,} a batch holds: "
+            "send them in several batches (a SessionRecorder does)",
+            limit=MAX_BATCH,
+        )
+    return listed
+
+
+def _events(events: Any) -> list[tuple[str, dict[str, Any]]]:
+    listed = _batch_size(events)
     out = []
     for number, event in enumerate(listed):
         given = checks.Given(f"events[{number}]", event, ("verb", "fields"))
@@ -805,8 +818,8 @@ def writes_batch(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
     """Each event as its own operation would be authorized (an event that names rows an
     earlier event of the batch makes passes here, and is checked as it is written)."""
     may_record(kb, caller, fields)
-    events = fields.get("events")
-    for number, event in enumerate(events if isinstance(events, list) else ()):
+    events = _batch_size(fields.get("events"))
+    for number, event in enumerate(events):
         if not isinstance(event, dict) or event.get("verb") not in BATCHED:
             continue  # refused by the operation, by name
         given = event.get("fields") if isinstance(event.get("fields"), dict) else {}
@@ -892,6 +905,7 @@ def import_part(
     if number > 0 and session is not None:
         refuse("session", "is given with part 0 only")
     created = fields["created_at"] if fields else checks.now()
+    _part_size(turns)
     checked = [
         rows.checked_turn(f"turns[{i}]", turn, created)
         for i, turn in enumerate(checks.listing("turns", turns))
@@ -955,6 +969,19 @@ def import_part(
     return _write(
         kb, "import_part", records, {"external_id": external, "part": number, "turns": len(checked)}
     )
+
+
+def _part_size(turns: Any) -> None:
+    """An import part holds at most MAX_PART_TURNS turns, counted before one is checked
+    (`import_session` sends 200 a part)."""
+    count = len(turns) if isinstance(turns, (list, tuple)) else 0
+    if count > MAX_PART_TURNS:
+        refuse(
+            "turns",
+            f"holds {count:,} turns, over the limit of {MAX_PART_TURNS:,} an import part "
+            "holds: send them in several parts (SessionStore.import_session does)",
+            limit=MAX_PART_TURNS,
+        )
 
 
 def _imported(

@@ -117,10 +117,11 @@ def check_marking(kb: KB, caller: Caller, wrap_id: Any) -> None:
 def check_created_ids(kb: KB, caller: Caller, created_ids: Any) -> None:
     """An agent's wrap lists only sentexes it wrote (by the daemon's attribution): a
     handle of another principal's sentex, or of none yet, is refused, all of them named."""
-    if not caller.is_agent or not isinstance(created_ids, (list, tuple)):
-        return  # (a malformed list is refused by the operation, `bad-wrap`)
+    if not caller.is_agent:
+        return
+    checks.created_ids_of(created_ids)  # a malformed or too long list first: `bad-wrap`
     foreign = []
-    for handle in created_ids:
+    for handle in created_ids or ():
         if type(handle) is not int:
             continue  # an id that is not a handle names no sentex: permeate reads none
         sentex = kb.sentex(handle)
