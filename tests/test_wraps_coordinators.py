@@ -327,7 +327,9 @@ def test_an_agent_cannot_register_a_session_another_agent_started(team):
     lead = SessionStore(team.client("AgentCoordA"))
     by_id = lead.start_session(title="the lead", external_id="lead-billing")
     ling = channel.join(channel.wire(team.client("AgentLingA")), "CxHive", "AgentLingA")
-    wrap = wrap_session(ling, session_id="s-ling", parent_session_id="lead-billing", notes=["x"])
+    wrap = wrap_session(
+        ling, session_id="s-ling", parent_session_id="lead-billing", notes=["x"], wrap_id="u"
+    )
     attacker = Coordinators(team.client("AgentCoordB"))
     seq = team.client("Ops").seq
     for session_id in ("lead-billing", by_id):
@@ -341,6 +343,15 @@ def test_an_agent_cannot_register_a_session_another_agent_started(team):
         assert refusal.data["field"] == "session_id"
         assert "koinii mcp --session NAME --record" in refusal.message
     assert team.client("Ops").seq == seq and attacker.get("AgentCoordB") is None
+    # nor consume them before the lead has registered: the stored session's wraps are its
+    refusal = refused(lambda: WrapQueue(team.client("AgentCoordB")).mark_wrap_processed("u"))
+    assert (refusal.kind, refusal.data["coordinator_id"]) == (
+        "koinii/foreign-context",
+        "AgentCoordA",
+    )
+    thief = channel.join(channel.wire(team.client("AgentCoordB")), "CxHive", "AgentCoordB")
+    taken = permeate(thief, session_id="lead-billing")
+    assert taken["processed"] == 0 and taken["skipped"] == [wrap["wrap_id"]]
     # the lead registers its own session, late as it is, and permeates its worker's wrap
     Coordinators(team.client("AgentCoordA")).register(
         "AgentCoordA", project_id="billing", session_id="lead-billing"

@@ -91,26 +91,33 @@ def check_wrap_owner(connection: store.Records, wrap_id: str, agent_id: Any) -> 
 
 
 def check_marking(kb: KB, caller: Caller, wrap_id: Any) -> None:
-    """Only the coordinator a wrap permeates into (or an operator) marks it processed."""
+    """Only the coordinator a wrap permeates into (or an operator) marks it processed —
+    the registered one, or before any registers, the owner of the stored session it
+    permeates into (`session_owner`): a lead's workers' wraps are not anyone's to take
+    while the lead has not permeated yet."""
     require_writer(caller, "mark wraps processed")
     if caller.role == "operator":
         return
     wrap_id = checks.identifier(wrap_id, "wrap_id", "bad-wrap")
-    row = store.read(
-        kb,
-        lambda c: c.execute(
-            "SELECT c.coordinator_id FROM wrap_notification w "
-            "JOIN wrap_coordinator c ON c.session_id = w.parent_session_id "
+
+    def coordinator(c: store.Records) -> str | None:
+        row = c.execute(
+            "SELECT w.parent_session_id, c.coordinator_id FROM wrap_notification w "
+            "LEFT JOIN wrap_coordinator c ON c.session_id = w.parent_session_id "
             "WHERE w.wrap_id = ?",
             (wrap_id,),
-        ).fetchone(),
-    )
-    if row is not None and row[0] != caller.id:
+        ).fetchone()
+        if row is None or row[1] is not None or row[0] is None:
+            return None if row is None else row[1]
+        return session_owner(c, row[0])  # not registered yet: its owner's, where known
+
+    holder = store.read(kb, coordinator)
+    if holder is not None and holder != caller.id:
         raise Refused(
             "koinii/foreign-context",
-            f"wrap {wrap_id!r} permeates into coordinator {row[0]}'s session; "
+            f"wrap {wrap_id!r} permeates into coordinator {holder}'s session; "
             f"{caller.id} may not consume it",
-            {"agent": caller.id, "wrap_id": wrap_id, "coordinator_id": row[0]},
+            {"agent": caller.id, "wrap_id": wrap_id, "coordinator_id": holder},
         )
 
 
@@ -151,25 +158,15 @@ def check_coordinator_session(kb: KB, caller: Caller, session_id: Any) -> None:
         ).fetchone()
         if held is not None:
             return "held", held[0]
-        stored = (
-            connection.execute("SELECT 1 FROM koinii_schema WHERE domain = 'sessions'").fetchone()
-            and connection.execute(
-                "SELECT owner, meta FROM session WHERE id = ? OR external_id = ? "
-                "ORDER BY n LIMIT 1",
-                (session_id, session_id),
-            ).fetchone()
-        )
-        if stored and stored[0] != caller.id:
-            return "stored", stored[0]
-        # A free tag, or the caller's session stored after others' wraps named it (an id
-        # or a name can be given to a session after it is seen in wraps/list): whose
-        # wraps named it before the caller's session was stored?
-        before = _stored_ms(stored[1]) if stored else None
+        owner = session_owner(connection, session_id)
+        if owner is not None and owner != caller.id:
+            return "stored", owner
+        if owner == caller.id:
+            return "named", []
         filers = connection.execute(
             "SELECT DISTINCT coalesce(agent_id, '') FROM wrap_notification "
-            "WHERE parent_session_id = ? AND (agent_id IS NULL OR agent_id <> ?) "
-            "AND created_at < ?",
-            (session_id, caller.id, 2**62 if before is None else before),
+            "WHERE parent_session_id = ? AND (agent_id IS NULL OR agent_id <> ?)",
+            (session_id, caller.id),
         ).fetchall()
         return "named", sorted(row[0] or "(no agent)" for row in filers)
 
@@ -183,8 +180,9 @@ def check_coordinator_session(kb: KB, caller: Caller, session_id: Any) -> None:
     else:
         listed = ", ".join(who[:5]) + (" …" if len(who) > 5 else "")
         problem = (
-            f"wraps of {listed} permeated into {session_id!r} before it was a session of "
-            "yours in the session store, so whose coordinator it is cannot be told"
+            f"wraps of {listed} permeate into {session_id!r}, which is no session of yours "
+            "in the session store (or was made one only after they did), so whose "
+            "coordinator it is cannot be told"
         )
         data = {"wrapped_by": who[:20]}
     raise Refused(
@@ -194,6 +192,28 @@ def check_coordinator_session(kb: KB, caller: Caller, session_id: Any) -> None:
         "or register your session before your workers wrap into it",
         {"agent": caller.id, "field": "session_id", "session_id": session_id, **data},
     )
+
+
+def session_owner(connection: store.Records, session_id: str) -> str | None:
+    """The principal a session id or name belongs to, where that can be told: the
+    owner of the first stored session given it (by id, or by external id), if no other
+    principal's wraps named it before that session was stored (else the row came after
+    the name was seen in wraps/list, and says nothing). None: a free tag, or unknown."""
+    if not connection.execute("SELECT 1 FROM koinii_schema WHERE domain = 'sessions'").fetchone():
+        return None
+    stored = connection.execute(
+        "SELECT owner, meta FROM session WHERE id = ? OR external_id = ? ORDER BY n LIMIT 1",
+        (session_id, session_id),
+    ).fetchone()
+    if stored is None or stored[0] is None:
+        return None
+    before = _stored_ms(stored[1])
+    earlier = connection.execute(
+        "SELECT 1 FROM wrap_notification WHERE parent_session_id = ? "
+        "AND (agent_id IS NULL OR agent_id <> ?) AND created_at < ? LIMIT 1",
+        (session_id, stored[0], 2**62 if before is None else before),
+    ).fetchone()
+    return None if earlier else stored[0]
 
 
 def _stored_ms(meta: Any) -> int | None:
