@@ -131,7 +131,7 @@ def test_an_agent_cannot_write_another_agents_session(team):
         lambda: atlas.fork_session(sid, position=0),
         lambda: atlas.record_routing(sid, "error", reason="made up"),
         lambda: atlas.add_attachment(turn, filename="planted.txt"),
-        lambda: atlas.call("import_part", external_id="boreas:1", part=0, session={}),
+        lambda: atlas.start_session(title="under boreas", parent_session_id=sid),
     ]
     for attack in attacks:
         refusal = refused(attack)
@@ -144,8 +144,12 @@ def test_an_agent_cannot_write_another_agents_session(team):
     # the owner and an operator still write it; the attacker records its own sessions
     boreas.set_title(sid, "still boreas")
     SessionStore(ops).set_title(sid, "an operator may")
-    own = atlas.start_session(title="atlas's own", parent_session_id=sid)
-    atlas.start_turn(own, "a child session writes no row of its parent")
+    own = atlas.start_session(title="atlas's own")
+    child = atlas.start_session(title="its child", parent_session_id=own)
+    atlas.start_turn(child, "a child session under its own")
+    # an import of boreas's source id is atlas's own session: boreas's is untouched
+    imported = atlas.call("import_part", external_id="boreas:1", part=0, session={})
+    assert imported["status"] == "new" and imported["session_id"] != sid
     assert reader.get_session(sid)["title"] == "an operator may"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -81,10 +82,20 @@ class Tools:
         return text
 
 
+def server_environment() -> dict[str, str]:
+    """The SDK starts a server with a few safe variables only; PYTHONPATH is kept, so the
+    server runs the code under test (a worktree's), not whichever copy is installed."""
+    from mcp.client.stdio import get_default_environment
+
+    kept = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    return {**get_default_environment(), **kept}
+
+
 @contextlib.asynccontextmanager
 async def mcp_agent(daemon, agent: str, *extra: str, cwd=None) -> AsyncIterator[Tools]:
     params = StdioServerParameters(
         cwd=cwd,
+        env=server_environment(),
         command=sys.executable,
         args=[
             "-m",
@@ -141,6 +152,7 @@ def test_the_tools_are_written_for_a_model(daemon):
 def test_the_instructions_explain_the_conversation_and_the_session_tools(daemon):
     async def instructions(*extra):
         params = StdioServerParameters(
+            env=server_environment(),
             command=sys.executable,
             args=[
                 "-m",
@@ -831,6 +843,39 @@ def test_a_long_session_is_read_a_window_of_turns_at_a_time_with_long_texts_cut(
     with pytest.raises(Refused) as wrong:
         invoker(daemon.client("AgentLead"))("sessions.read_session", target=own, before=2)
     assert wrong.value.kind == "bad-option" and wrong.value.data["option"] == "before"
+
+
+def test_a_named_session_starts_when_named_and_records_under_that_name(daemon):
+    """Issue 39: a lead names its session before it starts (`--session NAME --record`),
+    so its workers can file wraps into it; the name then finds it, and a second server
+    given the name records into the same session."""
+    import uuid
+
+    from koinii.sessions import Introspection
+
+    runtime_id = str(uuid.uuid4())  # a runtime's own session id: the session takes it
+
+    async def script():
+        named = ("--introspection", "--session", "lead-billing", "--record")
+        async with mcp_agent(daemon, "AgentLead", *named) as lead:
+            await lead.claim(sentence="(releaseOwner BillingRelease AgentLead)")
+            first = await lead.get_session()
+        async with mcp_agent(daemon, "AgentLead", *named) as again:
+            await again.questions()
+            second = await again.get_session()
+        by_id = ("--introspection", "--session", runtime_id, "--record")
+        async with mcp_agent(daemon, "AgentLead", *by_id) as lead:
+            third = await lead.get_session()
+        return first, second, third
+
+    first, second, third = play(script)
+    assert first["session"]["title"] == "lead-billing"
+    assert second["session"]["id"] == first["session"]["id"]
+    assert third["session"]["id"] == runtime_id
+    read = Introspection(daemon.client("AgentLead")).read_session("lead-billing")
+    assert read["session"]["id"] == first["session"]["id"]
+    tools = [t["user_request"].split("(")[0] for t in read["transcript"]["turns"]]
+    assert tools == ["claim", "get_session", "questions", "get_session"]
 
 
 def test_an_unknown_session_is_refused_at_start(daemon):

@@ -163,6 +163,42 @@ def test_a_session_is_found_by_the_meaning_of_its_requests(kb):
     assert reader.list_sessions("banana bread recipe") == []
 
 
+def _dated(store, title, request, day):
+    sid = store.start_session(title=title, created_at=f"2026-01-{day:02}T00:00:00Z")
+    turn = store.start_turn(sid, request, created_at=f"2026-01-{day:02}T01:00:00Z")
+    store.finish_turn(turn, "done", "complete")
+    return sid
+
+
+def test_the_seed_order_by_default_best_band_first_newest_first_then_meaning_alone(kb):
+    """Seed 004: the server "answers best band first, newest first inside a band - paint
+    that order, never re-sort it", by default, with the semantic extra installed; the
+    sessions found by meaning alone come after the bands, a band of their own."""
+    store = SessionStore(kb)
+    older_title = _dated(store, "Kafka consumer lag", "the consumers fall behind", 1)
+    newer_title = _dated(store, "Tune the Kafka topic retention", "keep a week of events", 3)
+    request = _dated(store, "Broker upgrade", "why does kafka rebalance so often", 5)
+    older_meaning = _dated(store, "Apache Kafk broker", "pin the client version", 2)
+    newer_meaning = _dated(store, "the Kafk cluster", "add a third node", 4)
+    _dated(store, "Bump the linter", "upgrade ruff", 6)
+    rows = Introspection(store).list_sessions("kafka")
+    assert [(r["id"], r["rank"]) for r in rows] == [
+        (newer_title, 0),
+        (older_title, 0),
+        (request, 1),
+        (newer_meaning, 5),
+        (older_meaning, 5),
+    ]
+    assert [r["is_by_meaning"] for r in rows[3:]] == [True, True]
+    assert Introspection(store).list_sessions("kafka", ranking="banded") == rows
+    # the fusion stays available, asked for by name (its order is its own)
+    fused = Introspection(store).list_sessions("kafka", ranking="hybrid")
+    assert sorted(r["id"] for r in fused) == sorted(r["id"] for r in rows)
+    # a window of the order is its first rows: the meaning band never displaces a band
+    assert Introspection(store).list_sessions("kafka", limit=3) == rows[:3]
+    assert Introspection(store).list_sessions("kafka", limit=4) == rows[:4]
+
+
 def test_a_session_matched_by_words_and_meaning_keeps_its_band_and_says_both(kb):
     store = SessionStore(kb)
     vat = session(store, "Fix VAT rounding in checkout", "round the VAT with Decimal")
@@ -190,6 +226,8 @@ def test_a_bad_session_ranking_is_refused_over_the_reads_operation(kb):
 
     refusal = refused(lambda: list_sessions(kb, "vat", ranking="semantic"))
     assert (refusal.kind, refusal.data["option"]) == ("bad-option", "ranking")
+    assert refusal.data["allowed"] == ["banded", "lexical", "hybrid"]
+    assert "banded, lexical, hybrid" in refusal.message
 
 
 def test_koinii_search_ranks_by_meaning_and_says_so_and_ranking_lexical_opts_out(tmp_path):

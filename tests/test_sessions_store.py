@@ -351,6 +351,105 @@ def test_over_the_wire_a_reader_reads_sessions_but_may_not_record_them(start_dae
         assert refusal.kind == "forbidden"
 
 
+# --- session parents and imports belong to their principal (issue 37) ------------------------
+
+
+TWO_AGENTS = {"AgentBoreas": "agent", "AgentAtlas": "agent", "Ops": "operator"}
+
+
+def test_an_agent_starts_a_child_session_only_under_a_session_it_started(start_daemon):
+    daemon = start_daemon(principals=TWO_AGENTS)
+    with daemon.client("AgentBoreas") as boreas, daemon.client("AgentAtlas") as atlas:
+        victim = SessionStore(boreas).start_session(title="boreas leads")
+        seq = atlas.seq
+        attacker = SessionStore(atlas)
+        recorder = attacker.recorder()
+        recorder.start_session(title="mine under yours", parent_session_id=victim)
+        for attack in (
+            lambda: attacker.start_session(title="under boreas", parent_session_id=victim),
+            recorder.flush,  # the same, batched
+        ):
+            refusal = refused(attack)
+            assert refusal.kind == "koinii/foreign-session"
+            assert refusal.data["field"] == "parent_session_id"
+            assert (refusal.data["agent"], refusal.data["owner"]) == ("AgentAtlas", "AgentBoreas")
+            assert "name one of yours as parent_session_id, or leave it out" in refusal.message
+        assert atlas.seq == seq  # nothing was written
+        assert Introspection(atlas).read_session(victim)["children"] == []
+        # its own children, and an operator's placing, are still made
+        own = attacker.start_session(title="atlas leads")
+        assert attacker.start_session(title="atlas's worker", parent_session_id=own)
+        SessionStore(daemon.client("Ops")).start_session(parent_session_id=victim)
+        assert len(Introspection(boreas).read_session(victim)["children"]) == 1
+
+
+def _import(store, external_id, **session):
+    return store.call("import_part", external_id=external_id, part=0, session=session, done=True)
+
+
+def test_an_import_naming_another_agents_import_as_parent_is_not_attached_under_it(
+    start_daemon,
+):
+    """An import's parent is its importer's own import of `parent_external_id`: another
+    principal's child is a session of its own, never placed under the victim's."""
+    daemon = start_daemon(principals=TWO_AGENTS)
+    with daemon.client("AgentBoreas") as boreas, daemon.client("AgentAtlas") as atlas:
+        victim, attacker = SessionStore(boreas), SessionStore(atlas)
+        lead = _import(victim, "claude-code:lead", title="boreas leads")
+        planted = _import(
+            attacker, "claude-code:planted", title="planted", parent_external_id="claude-code:lead"
+        )
+        assert planted["status"] == "new" and planted["parent_session_id"] is None
+        assert Introspection(boreas).read_session(lead["session_id"])["children"] == []
+        # the victim's own child attaches as before
+        child = _import(victim, "claude-code:sub", parent_external_id="claude-code:lead")
+        assert child["parent_session_id"] == lead["session_id"]
+
+
+def test_an_agent_that_imports_the_victims_source_id_first_does_not_lock_it_out(start_daemon):
+    """An import is keyed by its importer and the source's id: the squatter gets a
+    session of its own, the victim's import is not refused and goes on as its own, and
+    each reader's own import is the one the source id names."""
+    daemon = start_daemon(principals=TWO_AGENTS)
+    with daemon.client("AgentBoreas") as boreas, daemon.client("AgentAtlas") as atlas:
+        victim, attacker = SessionStore(boreas), SessionStore(atlas)
+        squat = _import(attacker, "claude-code:next", title="squatted")
+        own = _import(victim, "claude-code:next", title="boreas's next")
+        assert own["status"] == "new" and own["session_id"] != squat["session_id"]
+        again = _import(victim, "claude-code:next", title="boreas's next, again")
+        assert (again["status"], again["session_id"]) == ("replaced", own["session_id"])
+        assert Introspection(boreas).get_session("claude-code:next")["id"] == own["session_id"]
+        assert Introspection(atlas).get_session("next")["id"] == squat["session_id"]
+        assert Introspection(boreas).get_session(squat["session_id"])["title"] == "squatted"
+        # start_session's external id is its starter's too
+        assert victim.start_session(title="boreas", external_id="shared:1")
+        assert attacker.start_session(title="atlas", external_id="shared:1")
+        refusal = refused(lambda: attacker.start_session(external_id="shared:1"))
+        assert (refusal.kind, refusal.data["field"]) == ("bad-session", "external_id")
+
+
+def test_a_batch_and_an_import_part_are_capped_before_any_of_their_work(start_daemon):
+    """Issue 37: a batch's events and an import part's turns are counted first — a batch
+    over the limit is refused for its size before any event is authorized or checked."""
+    daemon = start_daemon(principals=TWO_AGENTS)
+    with daemon.client("AgentBoreas") as boreas, daemon.client("AgentAtlas") as atlas:
+        sid = SessionStore(boreas).start_session(title="boreas")
+        seq = atlas.seq
+        foreign = {"verb": "start_turn", "fields": {"session_id": sid, "user_request": "x"}}
+        refusal = refused(lambda: SessionStore(atlas).record_batch([foreign] * 1_001))
+        assert (refusal.kind, refusal.data) == ("bad-session", {"field": "events", "limit": 1_000})
+        assert "1,001 events" in refusal.message and "several batches" in refusal.message
+        turns = [{"user_request": f"turn {n}"} for n in range(1_001)]
+        refusal = refused(
+            lambda: SessionStore(atlas).call(
+                "import_part", external_id="big", part=0, session={}, turns=turns
+            )
+        )
+        assert (refusal.kind, refusal.data) == ("bad-session", {"field": "turns", "limit": 1_000})
+        assert "several parts" in refusal.message
+        assert atlas.seq == seq
+
+
 def test_the_session_tables_move_between_stores_with_koinii_migrate(tmp_path, postgres):
     schemas: list[str] = []
     first, back = str(tmp_path / "first.db"), str(tmp_path / "back.db")

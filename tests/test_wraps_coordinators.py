@@ -313,3 +313,143 @@ def test_a_wrap_into_an_unregistered_session_may_be_marked_by_any_agent(team):
         "w", agent_id="AgentLingA", parent_session_id="session:nobody"
     )
     assert WrapQueue(team.client("AgentCoordB")).mark_wrap_processed("w")["wrap_id"] == "w"
+
+
+# --- a lead's session and its workers' entries are not another agent's to take (issue 37) --
+
+
+def test_an_agent_cannot_register_a_session_another_agent_started(team):
+    """A lead names its session in the session store; the name is the lead's, so another
+    agent that reads it in wraps/list cannot register it, take the workers' wraps and
+    lock the lead out."""
+    from koinii.sessions import SessionStore
+
+    lead = SessionStore(team.client("AgentCoordA"))
+    by_id = lead.start_session(title="the lead", external_id="lead-billing")
+    ling = channel.join(channel.wire(team.client("AgentLingA")), "CxHive", "AgentLingA")
+    wrap = wrap_session(
+        ling, session_id="s-ling", parent_session_id="lead-billing", notes=["x"], wrap_id="u"
+    )
+    attacker = Coordinators(team.client("AgentCoordB"))
+    seq = team.client("Ops").seq
+    for session_id in ("lead-billing", by_id):
+        refusal = refused(
+            lambda s=session_id: attacker.register(
+                "AgentCoordB", project_id="billing", session_id=s
+            )
+        )
+        assert refusal.kind == "koinii/foreign-session"
+        assert refusal.data["owner"] == "AgentCoordA"
+        assert refusal.data["field"] == "session_id"
+        assert "koinii mcp --session NAME --record" in refusal.message
+    assert team.client("Ops").seq == seq and attacker.get("AgentCoordB") is None
+    # nor consume them before the lead has registered: the stored session's wraps are its
+    refusal = refused(lambda: WrapQueue(team.client("AgentCoordB")).mark_wrap_processed("u"))
+    assert (refusal.kind, refusal.data["coordinator_id"]) == (
+        "koinii/foreign-context",
+        "AgentCoordA",
+    )
+    thief = channel.join(channel.wire(team.client("AgentCoordB")), "CxHive", "AgentCoordB")
+    taken = permeate(thief, session_id="lead-billing")
+    assert taken["processed"] == 0 and taken["skipped"] == [wrap["wrap_id"]]
+    # the lead registers its own session, late as it is, and permeates its worker's wrap
+    Coordinators(team.client("AgentCoordA")).register(
+        "AgentCoordA", project_id="billing", session_id="lead-billing"
+    )
+    coordinator = channel.join(channel.wire(team.client("AgentCoordA")), "CxHive", "AgentCoordA")
+    absorbed = permeate(coordinator, session_id="lead-billing")
+    assert ids(absorbed["wraps"]) == [wrap["wrap_id"]]
+
+
+def test_a_free_session_tag_others_already_wrap_into_cannot_be_registered_by_an_agent(team):
+    """A tag the session store does not hold has no owner to ask: once other agents'
+    wraps name it, nobody's registration can claim their workers (an operator still may),
+    while a fresh tag is its first registrant's, as a lead's first permeate makes it."""
+    WrapQueue(team.client("AgentLingA")).add_wrap_notification(
+        "w", agent_id="AgentLingA", parent_session_id="s-lead"
+    )
+    attacker = Coordinators(team.client("AgentCoordB"))
+    refusal = refused(
+        lambda: attacker.register("AgentCoordB", project_id="hive", session_id="s-lead")
+    )
+    assert refusal.kind == "koinii/foreign-session"
+    assert refusal.data["wrapped_by"] == ["AgentLingA"]
+    assert "register your session before your workers wrap into it" in refusal.message
+    # nor does a session the attacker stores under that tag (or that id) once it is seen
+    from koinii.sessions import SessionStore
+
+    tag = str(uuid.uuid4())
+    WrapQueue(team.client("AgentLingA")).add_wrap_notification(
+        "u", agent_id="AgentLingA", parent_session_id=tag
+    )
+    squatter = SessionStore(team.client("AgentCoordB"))
+    squatter.start_session(external_id="s-lead")
+    squatter.call("start_session", id=tag)
+    for session_id in ("s-lead", tag):
+        refusal = refused(
+            lambda s=session_id: attacker.register("AgentCoordB", project_id="hive", session_id=s)
+        )
+        assert refusal.kind == "koinii/foreign-session"
+        assert refusal.data["wrapped_by"] == ["AgentLingA"]
+    assert attacker.register("AgentCoordB", project_id="hive", session_id="s-fresh")
+    # its own workers' wraps into its own session, and its re-registration, stay its own
+    WrapQueue(team.client("AgentLingB")).add_wrap_notification(
+        "v", agent_id="AgentLingB", parent_session_id="s-fresh"
+    )
+    assert attacker.register("AgentCoordB", project_id="hive", session_id="s-fresh")
+    Coordinators(team.client("Ops")).register("Ops", project_id="hive", session_id="s-lead")
+
+
+def test_a_wrap_lists_only_sentexes_its_filer_wrote(team):
+    """Else a lead's permeate absorbs other agents' sentences as its worker's entries."""
+    atlas = channel.join(channel.wire(team.client("AgentLingB")), "CxHive", "AgentLingB")
+    theirs = atlas.assert_("(deployFrozen Billing)")
+    ling = channel.join(channel.wire(team.client("AgentLingA")), "CxHive", "AgentLingA")
+    mine = ling.assert_("(cacheWarm Billing)")
+    queue = WrapQueue(team.client("AgentLingA"))
+    seq = team.client("Ops").seq
+    for created in ([theirs], [mine, theirs, 10**9]):
+        refusal = refused(
+            lambda c=created: queue.add_wrap_notification(
+                "w", agent_id="AgentLingA", parent_session_id="s-lead", created_ids=c
+            )
+        )
+        assert refusal.kind == "koinii/foreign-sentex"
+        assert refusal.data["handles"] == [h for h in created if h != mine]
+        assert "leave them out" in refusal.message and str(theirs) in refusal.message
+    assert team.client("Ops").seq == seq and queue.get_unprocessed_wraps() == []
+    filed = queue.add_wrap_notification(
+        "w", agent_id="AgentLingA", parent_session_id="s-lead", created_ids=[mine, "note-1"]
+    )
+    assert filed["wrap_id"] == "w"
+    lead = channel.join(channel.wire(team.client("AgentCoordA")), "CxHive", "AgentCoordA")
+    assert [e.handle for e in permeate(lead, session_id="s-lead")["entries"]] == [mine]
+
+
+def test_a_wrap_lists_at_most_ten_thousand_ids_counted_before_any_is_looked_up(team):
+    """Issue 37: 1.4 million `created_ids` held the daemon for seconds, then slowed every
+    later `wraps/list`; the cap is refused, with its limit, before a handle is read."""
+    queue = WrapQueue(team.client("AgentLingA"))
+    seq = team.client("Ops").seq
+    refusal = refused(
+        lambda: queue.add_wrap_notification(
+            "w", agent_id="AgentLingA", created_ids=list(range(1, 10_002))
+        )
+    )
+    assert (refusal.kind, refusal.data["field"], refusal.data["limit"]) == (
+        "bad-wrap",
+        "created_ids",
+        10_000,
+    )
+    assert "10,000" in refusal.message and "several wraps" in refusal.message
+    # the same refusal in-process, and for a wrap filed again and again
+    operator = WrapQueue(team.client("Ops"))
+    operator.add_wrap_notification("v", created_ids=[f"id-{n}" for n in range(6_000)])
+    again = refused(
+        lambda: operator.add_wrap_notification("v", created_ids=[f"n-{n}" for n in range(6_000)])
+    )
+    assert (again.kind, again.data["limit"], again.data["count"]) == ("bad-wrap", 10_000, 12_000)
+    assert team.client("Ops").seq == seq + 1
+    ling = channel.join(channel.wire(team.client("AgentLingA")), "CxHive", "AgentLingA")
+    many = refused(lambda: wrap_session(ling, session_id="s", notes=["x"] * 10_001))
+    assert (many.kind, many.data["limit"]) == ("bad-wrap", 10_000)

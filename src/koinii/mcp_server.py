@@ -29,6 +29,7 @@ import os
 import threading
 import time
 import typing
+import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -40,7 +41,6 @@ from koinii import speech
 from koinii.channel import Agent, join, local, wire
 from koinii.errors import KoiniiError, Refused
 from koinii.narrator import STRUCTURE, WRAP_NOTES, Narrator, Told
-from koinii.operations import invoker
 from koinii.projects import project_of
 from koinii.terms import parse, show
 from koinii.wraps.queue import GLOBAL as GLOBAL_PROJECT
@@ -912,7 +912,14 @@ class _Sessions:
     """The agent's own session: the default target of the session tools, and where
     `--record` writes each tool call as a turn — through a `SessionRecorder`, so the
     calls are written in batches (sessions.md, "Recording in batches"): a session read
-    and the server's end flush what is buffered."""
+    and the server's end flush what is buffered.
+
+    `--session NAME --record` starts the session NAME names when none does yet (issue
+    39): a lead names its session before it starts, so its workers can file their wraps
+    into it from the first minute. The name becomes the session's id where it is one (a
+    lowercase UUID, such as a runtime's own session id), else its external id — either
+    way the name resolves to it afterwards (reading.py `resolve`). It is written at once,
+    not batched: others look it up by name as soon as the server is up."""
 
     def __init__(self, store: Any, session: str | None, record: bool, project: str | None) -> None:
         from koinii.sessions import Introspection, SessionStore
@@ -925,18 +932,42 @@ class _Sessions:
                 channel="mcp", title="an agent's tool calls", project_id=project
             )
         elif session is not None:
-            found = invoker(store)("sessions.get_session", target=session)
+            found = self._named(session)
+            if found is None and record:
+                found = self._start_named(session, project)
             if found is None:
                 raise Refused(
                     "koinii/no-session",
-                    f"there is no session {session!r} to read or record into: give the id "
-                    "of a stored session, or leave --session out (with --record a new one "
-                    "is started)",
+                    f"there is no session {session!r} to read: give the id of a stored "
+                    "session, add --record to start one by that name, or leave --session out",
                     {"session": session},
                 )
-            session = found["id"]
+            session = found
         self.session = session
         self.reads = Introspection(self.store, current_session_id=session, enabled=True)
+
+    def _named(self, name: str) -> str | None:
+        """The id of the session `name` names (an id, a prefix, an external id), if any."""
+        found = self.store.call("get_session", target=name)
+        return found["id"] if found else None
+
+    def _start_named(self, name: str, project: str | None) -> str | None:
+        """Start the session `name` names; the id it has (another server started with
+        the same name a moment before wins, and this one records into that one)."""
+        try:
+            as_id = str(uuid.UUID(name)) == name
+        except ValueError:
+            as_id = False
+        named = {"id": name} if as_id else {"external_id": name}
+        try:
+            return self.store.call(
+                "start_session", channel="mcp", title=name, project_id=project, **named
+            )
+        except Refused:
+            found = self._named(name)
+            if found is None:
+                raise
+            return found
 
     def target(self, target: str | None) -> str | None:
         """The session a read names (the agent's own by default), with what is recorded

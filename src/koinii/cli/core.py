@@ -255,7 +255,7 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
     "--record",
     is_flag=True,
     help="Record every tool call into the agent's session as a turn (a new session "
-    "unless --session names one).",
+    "unless --session names one; the one --session names is started if there is none).",
 )
 @click.option(
     "--project",

@@ -31,6 +31,7 @@ from koinii.errors import Refused, Unavailable
 from koinii.kb import KB
 from koinii.sessions import Introspection, SessionStore
 from koinii.sessions.importing import import_paths
+from koinii.sessions.search import RANKINGS
 
 BANDS = ("title", "request", "reply", "thinking", "tool")
 PIPED_WIDTH = 1_000_000  # columns of a table printed to a pipe: wide enough for any name
@@ -119,16 +120,18 @@ def list_sessions(limit, as_json, db, url, token) -> None:
 @click.option("--limit", default=20, show_default=True, help="Rows to show (0: all).")
 @click.option(
     "--ranking",
-    type=click.Choice(["lexical", "hybrid"]),
+    type=click.Choice(list(RANKINGS)),
     default=None,
-    help="The bands only, or fused with meaning (koinii[semantic]) "
-    "[default: hybrid where installed].",
+    help="banded: the bands, then what is found by meaning alone (koinii[semantic]); "
+    "lexical: the bands only; hybrid: fused with meaning, in the fused order "
+    "[default: banded].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @_medium_options
 def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
-    """THE ranked search: title, then request, reply, thinking, tool matches; newest first
-    (ranked hybrid: fused with the sessions closest in meaning, in the fused order)."""
+    """THE ranked search: title, then request, reply, thinking, tool matches, then (with
+    koinii[semantic]) what is found by meaning alone; newest first in each (`--ranking
+    hybrid`: fused with the sessions closest in meaning, in the fused order)."""
     with _store(db, url, token) as store:
         reader = Introspection(store)
         rows = reader.list_sessions(query, limit=limit or None, ranking=ranking)

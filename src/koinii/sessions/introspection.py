@@ -32,7 +32,7 @@ from koinii.kb import KB, semantic
 from koinii.operations import invoker, operation
 from koinii.sessions import checks, failures, meaning, schema
 from koinii.sessions.reading import REQUEST_PREVIEW, SessionRows, resolve, tokens_of
-from koinii.sessions.search import INDEX_KEYS, index, ranked
+from koinii.sessions.search import INDEX_KEYS, index, ranked, ranking_of
 from koinii.sessions.store import SessionStore
 
 log = logging.getLogger("koinii.sessions")
@@ -48,8 +48,8 @@ Session introspection (read-only; results are plain dicts and lists — filter t
   reply (2), thinking (3), tool results (4); best band first, newest first inside a band —
   keep that order. Matches add rank, is_in_title/is_in_request/is_in_reply/is_in_thinking/
   is_in_tool, is_by_meaning and request_snippet/reply_snippet/tool_snippet. Where the
-  server ranks hybrid (semantic ranking installed), sessions close in meaning are fused
-  in (is_by_meaning; rank 5 when only by meaning) and the order is the fused one.
+  server has semantic ranking installed, sessions found by meaning alone follow the bands
+  (rank 5, is_by_meaning); ranking="hybrid" asks for a fused order instead.
 - get_session(target=None) -> ONE session's descriptor (no transcript), the current one
   by default; None when nothing matches.
 - read_session(target=None) -> {session, current_turn, failures, diagnosis,
@@ -455,8 +455,10 @@ def _descriptor(db: Any, session: dict[str, Any], current: str | None) -> dict[s
         "ranking": (
             "string",
             False,
-            "lexical (the bands) or hybrid (fused with meaning; needs koinii[semantic]); "
-            "default: hybrid where installed",
+            "banded (the default: the bands best first, newest first in each, then the "
+            "sessions found by meaning alone where koinii[semantic] is installed), lexical "
+            "(the bands only) or hybrid (fused with meaning, in the fused order; needs "
+            "koinii[semantic])",
         ),
     },
     summary="the session index, or the ranked search",
@@ -467,13 +469,15 @@ def list_sessions(
     if search is not None and not isinstance(search, str):
         raise Refused("bad-option", "search is a string", {"option": "search"})
     most = _positive("limit", limit)
-    vectors = meaning.for_kb(kb) if semantic.ranking_of(ranking) == "hybrid" else None
+    chosen = ranking_of(ranking)
+    by_meaning = chosen == "hybrid" or (chosen == "banded" and semantic.installed())
+    vectors = meaning.for_kb(kb) if by_meaning else None
     schema.ready(kb)
 
     def read(db: Any) -> list[dict[str, Any]]:
         if search is None:
             return index(db, most)
-        return ranked(db, search, most, vectors=vectors)
+        return ranked(db, search, most, vectors=vectors, fused=chosen == "hybrid")
 
     return _guarded("list_sessions", [], lambda: kb.read_records(read))
 
@@ -488,9 +492,10 @@ def list_sessions(
 )
 def get_session(kb: KB, target: Any = None, current_session_id: Any = None) -> dict | None:
     schema.ready(kb)
+    reader = kb.principal  # (its own import is the one a source id names: reading.py)
 
     def read(db: Any) -> dict[str, Any] | None:
-        session = resolve(db, target if target is not None else current_session_id)
+        session = resolve(db, target if target is not None else current_session_id, reader)
         return None if session is None else _descriptor(db, session, current_session_id)
 
     return _guarded("get_session", None, lambda: kb.read_records(read))
@@ -522,12 +527,13 @@ def read_session(
             {"option": "before"},
         )
     schema.ready(kb)
+    reader = kb.principal
 
     def read(db: Any) -> dict[str, Any]:
         session = _guarded(
             "read_session(target)",
             None,
-            lambda: resolve(db, target if target is not None else current_session_id),
+            lambda: resolve(db, target if target is not None else current_session_id, reader),
         )
         if session is None:
             return dict(EMPTY_READ)

@@ -54,10 +54,11 @@ def normalized_target(target: Any) -> str | None:
     return text or None
 
 
-def resolve(db: Any, target: Any) -> dict[str, Any] | None:
+def resolve(db: Any, target: Any, reader: str | None = None) -> dict[str, Any] | None:
     """The session a target names: its exact id; else the session imported from it (the
     transcript's own session id, or the whole `source:id` external id); else the one id
-    it prefixes."""
+    it prefixes. Several principals may import one source id (each import is its
+    importer's: schema.py): the `reader`'s own import is the one named, else the first."""
     key = normalized_target(target)
     if key is None:
         return None
@@ -66,7 +67,11 @@ def resolve(db: Any, target: Any) -> dict[str, Any] | None:
         given = MARKER.sub("", target if isinstance(target, str) else key).strip()
         names = (given, *(f"{source}:{given}" for source in IMPORTED_FROM))
         marks = ", ".join("?" for _ in names)
-        row = db.execute(f"{_SESSION} WHERE external_id IN ({marks}) LIMIT 1", names).fetchone()
+        row = db.execute(
+            f"{_SESSION} WHERE external_id IN ({marks}) "
+            "ORDER BY CASE WHEN owner = ? THEN 0 ELSE 1 END, n LIMIT 1",
+            (*names, reader),
+        ).fetchone()
     if row is None:
         upper = key[:-1] + chr(ord(key[-1]) + 1)
         found = db.execute(f"{_SESSION} WHERE id >= ? AND id < ? LIMIT 2", (key, upper)).fetchall()

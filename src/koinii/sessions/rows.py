@@ -10,6 +10,7 @@ these functions, so a turn is written the same way whichever door it came in by.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from typing import Any
 
@@ -183,6 +184,19 @@ def checked_turn(field: str, value: Any, default_time: str) -> dict[str, Any]:
         ],
         "routing": [checked_routing(path, r, created) for path, r in given.each("routing")],
     }
+
+
+STORED_MS = "stored_ms"  # meta: when the row was first written, by the writer's clock
+
+
+def stamped(meta: dict[str, Any] | None, stored_ms: Any = None) -> dict[str, Any]:
+    """A session's meta with STORED_MS set by the writer — now, or the `stored_ms` a
+    replaced row had — never by the caller: it says which came first, a session or a
+    wrap naming it (wraps/access.py `check_coordinator_session`), and a caller's clock
+    (or `created_at`, which an import takes from its transcript) could be set back."""
+    out = {key: value for key, value in (meta or {}).items() if key != STORED_MS}
+    out[STORED_MS] = stored_ms if type(stored_ms) is int else time.time_ns() // 1_000_000
+    return out
 
 
 def checked_session(field: str, value: Any) -> dict[str, Any]:
@@ -378,9 +392,7 @@ class RowWriter:
                 "created_at": session["created_at"],
                 "modified_at": session["created_at"],
                 "parent_session_n": parent_n,
-                "meta": json.dumps(session["meta"], ensure_ascii=False)
-                if session["meta"]
-                else None,
+                "meta": json.dumps(stamped(session["meta"]), ensure_ascii=False),
                 "owner": owner,
             },
         )

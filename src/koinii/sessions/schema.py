@@ -19,6 +19,10 @@ Invariants, kept by the writer (`store.py`) and relied on by every read:
   authenticated daemon, and never changes; NULL when it was recorded in-process, by an
   open daemon, or before owners were kept. Over the wire only the owner and operators
   write a session (`store.py`, the `authorize` of each operation).
+- An import is keyed by who imported it and the source's id: (`owner`, `external_id`) is
+  unique, not `external_id` alone (version 4), so an agent that takes another's
+  transcript id first neither blocks the other's own import nor becomes its session's
+  parent (issue 37; store.py, "Who writes").
 - Token counts of an attempt are the sum of its iterations' unless `finish_turn` was
   given totals; `input` counts every prompt token, including the `cached` (read from a
   cache) and `cache_created` (written to one) tokens, so `uncached = input - cached -
@@ -271,12 +275,63 @@ BEGIN
 END $$;
 """
 
+# Version 4: an external id is unique per owner (the importer), not across the store.
+# SQLite cannot drop a column's UNIQUE: the table is made again (same columns, same row
+# numbers, so the title index and every turn's rowid stay valid) with its triggers.
+_SESSION_COLUMNS = (
+    "n, id, channel, external_id, title, title_fold, project_id, provider, model, "
+    "created_at, modified_at, parent_session_n, turn_count, turn_seq, meta, owner"
+)
+_IMPORT_KEY = "CREATE UNIQUE INDEX session_import ON session ((coalesce(owner, '')), external_id);"
+_OWNED_IMPORTS_SQLITE = f"""
+CREATE TABLE session_owned (
+    n INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    channel TEXT NOT NULL,
+    external_id TEXT,
+    title TEXT,
+    title_fold TEXT,
+    project_id TEXT,
+    provider TEXT,
+    model TEXT,
+    created_at TEXT NOT NULL,
+    modified_at TEXT NOT NULL,
+    parent_session_n INTEGER,
+    turn_count INTEGER NOT NULL DEFAULT 0,
+    turn_seq INTEGER NOT NULL DEFAULT 0,
+    meta TEXT,
+    owner TEXT
+);
+INSERT INTO session_owned ({_SESSION_COLUMNS}) SELECT {_SESSION_COLUMNS} FROM session;
+DROP TABLE session;
+ALTER TABLE session_owned RENAME TO session;
+CREATE INDEX session_recent ON session (parent_session_n, modified_at);
+{_IMPORT_KEY}
+CREATE TRIGGER session_inserted AFTER INSERT ON session BEGIN
+    INSERT INTO session_title (rowid, title_fold) VALUES (new.n, new.title_fold);
+END;
+CREATE TRIGGER session_deleted AFTER DELETE ON session BEGIN
+    INSERT INTO session_title (session_title, rowid, title_fold)
+    VALUES ('delete', old.n, old.title_fold);
+END;
+CREATE TRIGGER session_retitled AFTER UPDATE OF title_fold ON session BEGIN
+    INSERT INTO session_title (session_title, rowid, title_fold)
+    VALUES ('delete', old.n, old.title_fold);
+    INSERT INTO session_title (rowid, title_fold) VALUES (new.n, new.title_fold);
+END;
+"""
+_OWNED_IMPORTS_POSTGRES = f"""
+ALTER TABLE session DROP CONSTRAINT session_external_id_key;
+{_IMPORT_KEY}
+"""
+
 MIGRATIONS = {
     "sqlite": [
         _TABLES.format(pk="INTEGER PRIMARY KEY", int="INTEGER", real="REAL", key="TEXT")
         + _SQLITE_SEARCH,
         _OWNER,
         _TOOLS_SQLITE,
+        _OWNED_IMPORTS_SQLITE,
     ],
     "postgres": [
         _TABLES.format(
@@ -285,6 +340,7 @@ MIGRATIONS = {
         + _POSTGRES_SEARCH,
         _OWNER,
         _TOOLS_POSTGRES,
+        _OWNED_IMPORTS_POSTGRES,
     ],
 }
 

@@ -8,11 +8,16 @@ A search ranks every top-level session by its best band:
     3  thinking  the model's thinking matches
     4  tool      what a tool returned matches (a block's result, output or error)
 
-Ranked hybrid (`ranking="hybrid"`, the default where `koinii[semantic]` is installed),
-the banded rows are fused with the sessions closest in meaning to the search — their
-titles and requests embedded (meaning.py) — by reciprocal rank (`semantic.fuse`), and
-come in that fused order instead; each row says `is_by_meaning`, and one found by meaning
-alone has rank 5 and, as its request snippet, the opening of the text that was closest.
+Where `koinii[semantic]` is installed, the sessions closest in meaning to the search —
+their titles and requests embedded (meaning.py) — are found too. By default
+(`ranking="banded"`) they keep the seed's order: the bands as above, then the sessions
+found by meaning alone as a band of their own, rank 5 (MEANING_BAND), newest first like
+every band — the seed's callers "paint that order, never re-sort it" (004), so a search
+never answers a worse band before a better one. `ranking="hybrid"` asks for the
+reciprocal-rank fusion (`semantic.fuse`) of the banded rows and the closest ones
+instead, in that fused order; `ranking="lexical"` leaves meaning out. Either way a row
+says `is_by_meaning`, and one found by meaning alone has, as its request snippet, the
+opening of the text that was closest.
 
 Full text means: the search is cut into words the way the index cuts text (Unicode
 letters and digits; case and diacritics folded), every word must occur in the same
@@ -38,10 +43,12 @@ import re
 import unicodedata
 from typing import Any
 
+from koinii.errors import Refused
 from koinii.kb import semantic
 from koinii.sessions.schema import TURN_BITS
 
-MEANING_BAND = 5  # a hybrid search's row found by meaning alone
+RANKINGS = ("banded", "lexical", "hybrid")  # the default first
+MEANING_BAND = 5  # the band of a row found by meaning alone
 SNIPPET_TOKENS = 20  # the width of a request/reply snippet window
 ELLIPSIS = "…"
 NO_LIMIT = 2**62
@@ -142,47 +149,87 @@ def expression(dialect: str, column: str, terms: list[str]) -> str:
     return f"{{{column}}} : ({' '.join(quoted)})"
 
 
+def ranking_of(ranking: Any) -> str:
+    """The ranking a session search asked for, checked (module docstring): `banded` when
+    left out — the seed's order, whatever is installed. Asking for `hybrid` where the
+    semantic extra is missing is refused, saying how to install it."""
+    if ranking is None:
+        return "banded"
+    if not isinstance(ranking, str) or ranking not in RANKINGS:
+        raise Refused(
+            "bad-option",
+            f"ranking is one of {', '.join(RANKINGS)} (or left out for banded, the seed's "
+            f"order), not {ranking!r:.40}",
+            {"option": "ranking", "allowed": list(RANKINGS)},
+        )
+    if ranking == "hybrid":
+        semantic.ranking_of(ranking)
+    return ranking
+
+
 def ranked(
-    db: Any, search: str, limit: int | None = None, *, vectors: Any = None
+    db: Any, search: str, limit: int | None = None, *, vectors: Any = None, fused: bool = False
 ) -> list[dict[str, Any]]:
     """THE ranked search (module docstring). A blank search is the plain index. With
-    the sessions' `vectors` (meaning.py) it is ranked hybrid: the banded rows fused with
-    the sessions closest in meaning (`semantic.fuse`), in the fused order."""
+    the sessions' `vectors` (meaning.py) the sessions found by meaning alone follow the
+    bands as a band of their own; `fused`, the rows come in the fused order instead."""
     search = search.strip()
     if not search:
         return index(db, limit)
-    if vectors is not None:
-        return _hybrid(db, search, limit, vectors)
-    return _banded(db, search, limit)
+    if vectors is None:
+        return _banded(db, search, limit)
+    if fused:
+        return _fused(db, search, limit, vectors)
+    return _then_by_meaning(db, search, limit, vectors)
 
 
-def _hybrid(db: Any, search: str, limit: int | None, vectors: Any) -> list[dict[str, Any]]:
+def _then_by_meaning(db: Any, search: str, limit: int | None, vectors: Any) -> list[dict[str, Any]]:
+    """The bands, then the meaning band, newest first inside it as inside every band. A
+    full page of banded rows leaves no room for it (the bands are never cut for it)."""
+    banded = _banded(db, search, limit)
+    most = NO_LIMIT if limit is None else limit
+    depth = None if limit is None else max(semantic.DEPTH, limit)
+    _, alone = _by_meaning(db, banded, vectors.nearest(db, search, depth))
+    alone.sort(key=lambda found: (found[1]["modified_at"], found[0]), reverse=True)
+    return banded + [row for _, row in alone[: max(0, most - len(banded))]]
+
+
+def _fused(db: Any, search: str, limit: int | None, vectors: Any) -> list[dict[str, Any]]:
     depth = None if limit is None else max(semantic.DEPTH, limit)  # each side's, at most
     banded = _banded(db, search, depth)
-    near = vectors.nearest(db, search, depth)
-    rows = {row["id"]: row for row in banded}
-    closest: dict[str, str] = {}
-    if near:
-        marks = ", ".join("?" for _ in near)
-        found = db.execute(
-            f"SELECT s.n, {INDEX_COLUMNS} FROM session s WHERE s.n IN ({marks})",
-            [n for n, _ in near],
-        ).fetchall()
-        ids = {n: index_row(rest) for n, *rest in found}
-        for n, text in near:
-            if n in ids:
-                session_id = ids[n]["id"]
-                closest[session_id] = text
-                if session_id in rows:
-                    rows[session_id]["is_by_meaning"] = True
-                else:
-                    rows[session_id] = {
-                        **ids[n],
-                        **_BY_MEANING_ONLY,
-                        "request_snippet": _opening(text),
-                    }
-    fused = semantic.fuse([row["id"] for row in banded], list(closest))
+    closest, alone = _by_meaning(db, banded, vectors.nearest(db, search, depth))
+    rows = {row["id"]: row for row in banded} | {row["id"]: row for _, row in alone}
+    fused = semantic.fuse([row["id"] for row in banded], closest)
     return [rows[session_id] for session_id, _ in fused[: NO_LIMIT if limit is None else limit]]
+
+
+def _by_meaning(
+    db: Any, banded: list[dict[str, Any]], near: list[tuple[int, str]]
+) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
+    """What the sessions `near` in meaning add to the `banded` rows: each banded one among
+    them is marked `is_by_meaning` (in place); returns the near sessions' ids, nearest
+    first, and a row for each one found by meaning alone, with its session's n."""
+    if not near:
+        return [], []
+    marks = ", ".join("?" for _ in near)
+    found = db.execute(
+        f"SELECT s.n, {INDEX_COLUMNS} FROM session s WHERE s.n IN ({marks})",
+        [n for n, _ in near],
+    ).fetchall()
+    ids = {n: index_row(rest) for n, *rest in found}
+    rows = {row["id"]: row for row in banded}
+    closest: list[str] = []
+    alone: list[tuple[int, dict[str, Any]]] = []
+    for n, text in near:
+        if n not in ids:
+            continue
+        session_id = ids[n]["id"]
+        closest.append(session_id)
+        if session_id in rows:
+            rows[session_id]["is_by_meaning"] = True
+        else:
+            alone.append((n, {**ids[n], **_BY_MEANING_ONLY, "request_snippet": _opening(text)}))
+    return closest, alone
 
 
 _BY_MEANING_ONLY = {

@@ -14,8 +14,15 @@ new state whose chain keeps the first `position` turns of the current one.
 Who writes (over the wire, each operation's `authorize`): a session is written only by
 the principal that started it — its `owner`, recorded from the daemon's attribution —
 and by operators; readers and admins record no sessions (`forbidden`), and an agent
-writing another's session is refused `koinii/foreign-session`. A child session
-(`parent_session_id`) is a new session of its starter: it writes no row of its parent.
+writing another's session is refused `koinii/foreign-session`. Session parents belong
+to the principal that created them (issue 37): an agent starts a child session
+(`parent_session_id`) only under a session it started itself — the store records one
+owner per session and no delegation, so "a session created for it" by a coordinator is
+its coordinator's, not its own, and is refused the same way. An import is keyed by its
+importer and the source's id (schema.py): the session an import finds, replaces or
+attaches to as parent (`parent_external_id`) is always one its importer imported, so
+another principal that imports the same source id first makes a session of its own and
+changes nothing of this one's.
 """
 
 from __future__ import annotations
@@ -53,11 +60,14 @@ def may_record(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
         )
 
 
-def _owned_by(locate: Callable[[Any, dict[str, Any]], tuple[str, Any, int | None]]):
-    """The `authorize` of an operation that writes an existing session: `locate(db,
-    fields)` finds it — (field, value, session n or None) — and only its owner or an
-    operator may write it. A session that cannot be found passes: the operation itself
-    refuses it by name (`bad-session`)."""
+def _owned_by(
+    locate: Callable[[Any, dict[str, Any]], tuple[str, Any, int | None]],
+    fix: str = "Start a session of your own (an operator may write any)",
+):
+    """The `authorize` of an operation that writes an existing session (or, for a
+    child, names one as its parent): `locate(db, fields)` finds it — (field, value,
+    session n or None) — and only its owner or an operator may. A session that cannot be
+    found passes: the operation itself refuses it by name (`bad-session`)."""
 
     def authorize(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
         may_record(kb, caller, fields)
@@ -78,7 +88,7 @@ def _owned_by(locate: Callable[[Any, dict[str, Any]], tuple[str, Any, int | None
             raise Refused(
                 "koinii/foreign-session",
                 f"{caller.id} writes only the sessions it started; the session of {field} "
-                f"{value!r} {who}. Start a session of your own (an operator may write any)",
+                f"{value!r} {who}. {fix}",
                 {"agent": caller.id, "field": field, "owner": started_by},
             )
 
@@ -113,15 +123,19 @@ def _by_iteration(db: Any, fields: dict[str, Any]) -> tuple[str, Any, int | None
     return "iteration_id", value, None if turn_n is None else schema.session_of(turn_n)
 
 
-def _by_import(db: Any, fields: dict[str, Any]) -> tuple[str, Any, int | None]:
-    value = fields.get("external_id")
-    return "external_id", value, _found(db, "SELECT n FROM session WHERE external_id = ?", value)
+def _by_parent(db: Any, fields: dict[str, Any]) -> tuple[str, Any, int | None]:
+    value = fields.get("parent_session_id")
+    return "parent_session_id", value, _found(db, "SELECT n FROM session WHERE id = ?", value)
 
 
 writes_session = _owned_by(_by_session)
 writes_turn = _owned_by(_by_turn)
 writes_iteration = _owned_by(_by_iteration)
-writes_import = _owned_by(_by_import)
+starts_session = _owned_by(
+    _by_parent,
+    "A child session goes under a session you started: name one of yours as "
+    "parent_session_id, or leave it out to start a top-level session",
+)
 
 
 # --- lookups (inside a write's transaction) ------------------------------------------------
@@ -309,7 +323,7 @@ BLOCK_SCHEMA = {
         "id": ID_FIELD,
     },
     summary="start a session; returns its id",
-    authorize=may_record,
+    authorize=starts_session,
 )
 def start_session(
     kb: KB,
@@ -339,17 +353,16 @@ def start_session(
     external = checks.name("external_id", external_id)
     session["id"] = _given_id(id)
 
+    owner = kb.principal
+
     def records(db: Any) -> str:
         _unused(db, "session", session["id"])
         parent_n = None
         if parent_session_id is not None:
             parent_n = _session(db, parent_session_id, "parent_session_id")[0]
-        if (
-            external is not None
-            and db.execute("SELECT 1 FROM session WHERE external_id = ?", (external,)).fetchone()
-        ):
-            refuse("external_id", f"a session with external id {external!r} exists")
-        return _writer(db).session(external, session, parent_n, kb.principal)[1]
+        if external is not None and _imported(db, external, owner) is not None:
+            refuse("external_id", f"a session of yours with external id {external!r} exists")
+        return _writer(db).session(external, session, parent_n, owner)[1]
 
     return _write(kb, "start_session", records, {"channel": session["channel"]})
 
@@ -755,6 +768,7 @@ BATCHED = (
     "add_attachment",
 )
 MAX_BATCH = 1000  # events in one batch
+MAX_PART_TURNS = 1000  # turns in one import part
 EVENT_SCHEMA = {
     "type": "object",
     "properties": {"verb": {"type": "string", "enum": list(BATCHED)}, "fields": {"type": "object"}},
@@ -763,12 +777,24 @@ EVENT_SCHEMA = {
 }
 
 
-def _events(events: Any) -> list[tuple[str, dict[str, Any]]]:
+def _batch_size(events: Any) -> list[Any]:
+    """A batch's events, counted before anything else is done with them (their checks,
+    their authorization): one request never does more than MAX_BATCH events' work."""
     listed = checks.listing("events", events)
     if not listed:
         refuse("events", "is empty: a batch holds at least one event")
     if len(listed) > MAX_BATCH:
-        refuse("events", f"holds more than {MAX_BATCH} events: send them in several batches")
+        refuse(
+            "events",
+            f"holds {len(listed):,} events, over the limit of {MAX_BATCH:,} a batch holds: "
+            "send them in several batches (a SessionRecorder does)",
+            limit=MAX_BATCH,
+        )
+    return listed
+
+
+def _events(events: Any) -> list[tuple[str, dict[str, Any]]]:
+    listed = _batch_size(events)
     out = []
     for number, event in enumerate(listed):
         given = checks.Given(f"events[{number}]", event, ("verb", "fields"))
@@ -792,8 +818,8 @@ def writes_batch(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
     """Each event as its own operation would be authorized (an event that names rows an
     earlier event of the batch makes passes here, and is checked as it is written)."""
     may_record(kb, caller, fields)
-    events = fields.get("events")
-    for number, event in enumerate(events if isinstance(events, list) else ()):
+    events = _batch_size(fields.get("events"))
+    for number, event in enumerate(events):
         if not isinstance(event, dict) or event.get("verb") not in BATCHED:
             continue  # refused by the operation, by name
         given = event.get("fields") if isinstance(event.get("fields"), dict) else {}
@@ -858,7 +884,7 @@ def record_batch(kb: KB, events: Any = None) -> list[Any]:
         "done": ("boolean", False, "the last part: the session is complete"),
     },
     summary="import a session in parts: {session_id, status, parent_session_id}",
-    authorize=writes_import,
+    authorize=may_record,
 )
 def import_part(
     kb: KB,
@@ -879,14 +905,18 @@ def import_part(
     if number > 0 and session is not None:
         refuse("session", "is given with part 0 only")
     created = fields["created_at"] if fields else checks.now()
+    _part_size(turns)
     checked = [
         rows.checked_turn(f"turns[{i}]", turn, created)
         for i, turn in enumerate(checks.listing("turns", turns))
     ]
     finished = checks.flag("done", done)
     schema.ready(kb)
+    owner = kb.principal  # an import finds only its importer's sessions (module docstring)
     if number == 0 and fields["fingerprint"] is not None:
-        found = kb.read_records(lambda db: (_imported(db, external), _parent(db, fields)))
+        found = kb.read_records(
+            lambda db: (_imported(db, external, owner), _parent(db, fields, owner))
+        )
         if (
             found[0]
             and found[0][2].get("complete")
@@ -898,10 +928,10 @@ def import_part(
 
     def records(db: Any) -> dict[str, Any]:
         writer = rows.RowWriter(db)
-        found = _imported(db, external)
+        found = _imported(db, external, owner)
         parent = None
         if number == 0:
-            parent = _parent(db, fields)
+            parent = _parent(db, fields, owner)
             parent_n = parent and parent[0]
             fields["meta"] = {
                 **fields["meta"],
@@ -911,13 +941,11 @@ def import_part(
             if fields["parent_external_id"] is not None:
                 fields["meta"]["parent_external_id"] = fields["parent_external_id"]
             if found is None:
-                session_n, session_id, _ = writer.session(
-                    external, fields, parent_n, owner=kb.principal
-                )
+                session_n, session_id, _ = writer.session(external, fields, parent_n, owner=owner)
                 status = "new"
             else:
-                session_n, session_id, *_ = found
-                _replace(writer, session_n, fields, parent_n)
+                session_n, session_id, meta, _ = found
+                _replace(writer, session_n, fields, parent_n, meta.get(rows.STORED_MS))
                 status = "replaced"
         else:
             if found is None:
@@ -943,10 +971,28 @@ def import_part(
     )
 
 
-def _imported(db: Any, external_id: str) -> tuple[int, str, dict[str, Any], int | None] | None:
-    """The session imported as `external_id`: (n, id, its import provenance, its parent's n)."""
+def _part_size(turns: Any) -> None:
+    """An import part holds at most MAX_PART_TURNS turns, counted before one is checked
+    (`import_session` sends 200 a part)."""
+    count = len(turns) if isinstance(turns, (list, tuple)) else 0
+    if count > MAX_PART_TURNS:
+        refuse(
+            "turns",
+            f"holds {count:,} turns, over the limit of {MAX_PART_TURNS:,} an import part "
+            "holds: send them in several parts (SessionStore.import_session does)",
+            limit=MAX_PART_TURNS,
+        )
+
+
+def _imported(
+    db: Any, external_id: str, owner: str | None
+) -> tuple[int, str, dict[str, Any], int | None] | None:
+    """The session `owner` imported as `external_id` (None: in-process or an open
+    daemon): (n, id, its import provenance, its parent's n)."""
     row = db.execute(
-        "SELECT n, id, meta, parent_session_n FROM session WHERE external_id = ?", (external_id,)
+        "SELECT n, id, meta, parent_session_n FROM session "
+        "WHERE coalesce(owner, '') = ? AND external_id = ?",
+        (owner or "", external_id),
     ).fetchone()
     if row is None:
         return None
@@ -957,20 +1003,26 @@ def _imported(db: Any, external_id: str) -> tuple[int, str, dict[str, Any], int 
     return row[0], row[1], meta if isinstance(meta, dict) else {}, row[3]
 
 
-def _parent(db: Any, fields: dict[str, Any]) -> tuple[int, str] | None:
-    """(n, id) of the session an imported child belongs to (`parent_external_id`), when that
-    session is imported; until it is, the child is a session of its own (a later import
-    of the child, once the parent is in, attaches it)."""
+def _parent(db: Any, fields: dict[str, Any], owner: str | None) -> tuple[int, str] | None:
+    """(n, id) of the session an imported child belongs to (`parent_external_id`), when its
+    importer imported that session; until it does, the child is a session of its own (a
+    later import of the child, once the parent is in, attaches it). Another principal's
+    import of that id is never the parent: nobody attaches a session under another's."""
     if fields["parent_external_id"] is None:
         return None
-    found = _imported(db, fields["parent_external_id"])
+    found = _imported(db, fields["parent_external_id"], owner)
     return (found[0], found[1]) if found else None
 
 
 def _replace(
-    writer: rows.RowWriter, session_n: int, fields: dict[str, Any], parent_n: int | None
+    writer: rows.RowWriter,
+    session_n: int,
+    fields: dict[str, Any],
+    parent_n: int | None,
+    stored_ms: Any,
 ) -> None:
-    """Drop an imported session's contents and take the new fields, keeping its id."""
+    """Drop an imported session's contents and take the new fields, keeping its id (and
+    when it was first stored)."""
     writer.delete_contents(session_n)
     title = fields["title"]
     writer.db.execute(
@@ -986,7 +1038,7 @@ def _replace(
             fields["model"],
             fields["created_at"],
             fields["created_at"],
-            json.dumps(fields["meta"], ensure_ascii=False),
+            json.dumps(rows.stamped(fields["meta"], stored_ms), ensure_ascii=False),
             parent_n,
             session_n,
         ),
@@ -1007,7 +1059,7 @@ _RUN: dict[str, Callable[..., Any]] = {
     "add_attachment": add_attachment,
 }
 _AUTHORIZE = {
-    "start_session": may_record,
+    "start_session": starts_session,
     "set_title": writes_session,
     "start_turn": writes_session,
     "record_iteration": writes_turn,

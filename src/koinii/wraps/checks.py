@@ -19,6 +19,10 @@ from koinii.kb import values
 SQL_MAX = 2**63 - 1  # the largest integer an SQLite column holds
 STATUSES = ("active", "stale", "terminated")
 MAX_WAIT_S = 30
+# Ids one wrap lists (its `created_ids`, and a wrap_session's entries): a wrap reports a
+# session's notes, decisions and conventions — dozens — and every `wraps/list` returns
+# them all, so one 1.4-million-id wrap slowed every later read (issue 37).
+MAX_CREATED_IDS = 10_000
 
 
 def _text(value: Any, field: str) -> str | None:
@@ -100,17 +104,30 @@ def wrap(
             parent_session_id, "parent_session_id", "bad-wrap"
         ),
         "depth": _depth(depth),
-        "created_ids": _created_ids(created_ids),
+        "created_ids": created_ids_of(created_ids),
         "stats": _stats(stats),
     }
 
 
-def _created_ids(value: Any) -> list[Any]:
-    """A list of memory-entry ids (handles or non-empty strings), in order."""
+def too_many_ids(count: int, field: str = "created_ids") -> None:
+    """Refuse a wrap that would list more than MAX_CREATED_IDS ids, saying the limit."""
+    if count > MAX_CREATED_IDS:
+        raise Refused(
+            "bad-wrap",
+            f"{field} would list {count:,} ids, over the limit of {MAX_CREATED_IDS:,} a wrap "
+            "holds: file what the session created in several wraps (each its own wrap_id)",
+            {"field": field, "limit": MAX_CREATED_IDS, "count": count},
+        )
+
+
+def created_ids_of(value: Any) -> list[Any]:
+    """A list of memory-entry ids (handles or non-empty strings), in order, at most
+    MAX_CREATED_IDS (counted before any is looked at)."""
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
         raise _refuse("bad-wrap", "created_ids", "must be a list of ids", value)
+    too_many_ids(len(value))
     for i, item in enumerate(value):
         if isinstance(item, str):
             problem = _text(item, f"created_ids[{i}]")

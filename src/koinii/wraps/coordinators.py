@@ -7,7 +7,8 @@ coordinator only (wraps.md §3, §4).
 Invariants:
 - A coordinator id is also the principal it runs as (e.g. `AgentCoordA`), and a session
   belongs to at most one coordinator (registering another's session is refused), so
-  "the coordinator of this wrap" is always one principal.
+  "the coordinator of this wrap" is always one principal. Over the daemon an agent
+  registers only a session it owns (access.py `check_coordinator_session`).
 - Status moves `active` → `stale` (no heartbeat for a while) → `active` again on a
   heartbeat; `terminated` is set explicitly and a heartbeat does not revive it.
 - Calls on an unknown id return None and write nothing.
@@ -46,6 +47,7 @@ def _authorize_own(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
 def _authorize_register(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
     access.require_writer(caller, "register a coordinator")
     access.require_self(caller, fields.get("coordinator_id"), "coordinator_id")
+    access.check_coordinator_session(kb, caller, fields.get("session_id"))
 
 
 @operation(

@@ -71,6 +71,7 @@ def _wrap_session(
     context = context_for(agent)  # refuses (naming) an id that is not CapitalCamelCase
     given = {"notes": notes, "decisions": decisions, "conventions": conventions}
     texts = {kind: checks.texts(given[kind], kind) for kind in MEMORY_PREDICATES}
+    checks.too_many_ids(sum(map(len, texts.values())), "notes, decisions and conventions")
     wrap = checks.wrap(
         wrap_id,
         agent_id=agent,

@@ -136,6 +136,7 @@ def file_wrap(connection: store.Records, wrap: dict[str, Any]) -> dict[str, Any]
         old = store.wrap_of(row)
         stored = {key: old[key] if value is None else value for key, value in wrap.items()}
         stored["created_ids"] = _union(old["created_ids"], wrap["created_ids"])
+        checks.too_many_ids(len(stored["created_ids"]))  # filed again and again: still capped
         stored["processed"] = False
         stored["created_at"] = old["created_at"]
     connection.execute(
@@ -178,6 +179,7 @@ def _authorize_add(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
     if caller.is_agent:
         wrap_id = checks.identifier(fields.get("wrap_id"), "wrap_id", "bad-wrap")
         store.read(kb, lambda c: access.check_wrap_owner(c, wrap_id, caller.id))
+        access.check_created_ids(kb, caller, fields.get("created_ids"))
 
 
 @operation(
