@@ -293,12 +293,13 @@ def build_server(
     Its project — the `project_id` its wraps and its recorded session carry unless a
     call names one — is `project`, else the one `directory` (default: the server's
     working directory) belongs to, by the rule of koinii/projects.py."""
-    import koinii
+    from koinii.client import connect
+    from koinii.kb import open_kb
 
     if url is not None:
-        medium = wire(koinii.connect(url, token=token))
+        medium = wire(connect(url, token=token))
     else:
-        medium = local(koinii.open_kb(db))
+        medium = local(open_kb(db))
     agent: Agent = join(medium, channel, agent_id)
     store = agent.store
     if project is None:

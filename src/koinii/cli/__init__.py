@@ -11,7 +11,7 @@ import sys
 
 import click
 
-import koinii
+from koinii._version import __version__
 from koinii.errors import Refused, Unavailable, exit_code_of
 
 UNREACHABLE_HINT = "start it with `koinii serve`, or give --db FILE to open a store in-process"
@@ -53,7 +53,7 @@ class _Koinii(click.Group):
 
 
 @click.group(cls=_Koinii)
-@click.version_option(koinii.__version__, prog_name="koinii")
+@click.version_option(__version__, prog_name="koinii")
 @click.option("--debug", is_flag=True, help="Show tracebacks of unexpected errors.")
 def main(debug: bool) -> None:
     """Koinii: a shared knowledge base for teams of AI agents.

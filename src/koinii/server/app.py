@@ -47,7 +47,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-import koinii
+from koinii._version import __version__
 from koinii.errors import Refused, status_of
 from koinii.kb import KB, semantic
 from koinii.operations import Operation, load_domains
@@ -949,7 +949,7 @@ def build_app(
         return JSONResponse(
             {
                 "ok": True,
-                "version": koinii.__version__,
+                "version": __version__,
                 "seq": kb.seq,
                 "durability": durability,
                 "ranking": ranking,
@@ -1147,7 +1147,7 @@ def openapi_document() -> dict[str, Any]:
         }
     return {
         "openapi": "3.1.0",
-        "info": {"title": "Koinii daemon", "version": koinii.__version__},
+        "info": {"title": "Koinii daemon", "version": __version__},
         "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "security": [{"bearer": []}],
         "paths": paths,
