@@ -76,6 +76,28 @@ def test_a_speech_act_naming_another_speaker_is_refused(team):
     assert refusal.data == {"agent": "AgentAtlas", "named": "AgentBoreas", "act": "queries"}
 
 
+def test_authority_refusals_answer_403_like_a_foreign_sentex(team):
+    """Speaking, creating, masking or marking as another agent is a question of authority,
+    whatever the sentence's shape: 403, as retracting another's sentex is."""
+    boreas = team.client("AgentBoreas")
+    theirs = boreas.assert_("(p b)", "CxBoreas")
+    token = {"Authorization": f"Bearer {team.tokens['AgentAtlas']}"}
+
+    def status_of(op: str, body: dict) -> tuple[int, str]:
+        status, reply = raw(team, f"/v1/{op}", json.dumps(body).encode(), token)
+        return status, reply["error"]["kind"]
+
+    writes = {
+        "koinii/speaker-mismatch": {"sentence": "(queries AgentBoreas WhichDb)"},
+        "koinii/creator-mismatch": {"sentence": "(p a)", "creator": "AgentBoreas"},
+        "koinii/foreign-mask": {"sentence": f"(except (sentexHandle {theirs}))"},
+        "koinii/foreign-mark": {"sentence": "(agentContext CxAtlas AgentBoreas)"},
+    }
+    for kind, body in writes.items():
+        assert status_of("assert", {**body, "context": "CxAtlas"}) == (403, kind)
+    assert status_of("retract", {"handle": theirs}) == (403, "koinii/foreign-sentex")
+
+
 def test_retracting_another_principals_sentex_is_refused(team):
     atlas, boreas = team.client("AgentAtlas"), team.client("AgentBoreas")
     h = atlas.assert_("(p a)", "CxAtlas")

@@ -1,17 +1,49 @@
-"""Koinii: a shared, durable knowledge base that teams of AI agents coordinate through."""
+"""Koinii: a shared, durable knowledge base that teams of AI agents coordinate through.
 
+The root package only re-exports, and lazily: `koinii.KB` imports `koinii.kb` on first
+use, `koinii.connect` the HTTP client, `koinii.AsyncClient` httpx. So `import koinii.kb`
+loads the engine and nothing above it, and no module inside the package imports this one
+(each imports from the module that owns the name; tests/test_layers.py checks both). The
+imports under TYPE_CHECKING are the same names for type checkers and editors.
+"""
+
+from __future__ import annotations
+
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from koinii import channel, identity
-from koinii.client import Client, connect
-from koinii.errors import KoiniiError, Refused, Unavailable
-from koinii.kb import KB, Edited, Event, Retracted, Sentex, open_kb
-from koinii.terms import Sym, Var, parse, show
+from koinii._version import __version__
 
 if TYPE_CHECKING:
+    from koinii import channel, identity
     from koinii.aclient import AsyncClient, aconnect
+    from koinii.client import Client, connect
+    from koinii.errors import KoiniiError, Refused, Unavailable
+    from koinii.kb import KB, Edited, Event, Retracted, Sentex, open_kb
+    from koinii.terms import Sym, Var, parse, show
 
-__version__ = "0.1.0"
+# Each re-exported name -> the module that owns it (a module re-exported as itself).
+_OWNERS = {
+    "KB": "koinii.kb",
+    "Edited": "koinii.kb",
+    "Event": "koinii.kb",
+    "Retracted": "koinii.kb",
+    "Sentex": "koinii.kb",
+    "open_kb": "koinii.kb",
+    "AsyncClient": "koinii.aclient",
+    "aconnect": "koinii.aclient",
+    "Client": "koinii.client",
+    "connect": "koinii.client",
+    "KoiniiError": "koinii.errors",
+    "Refused": "koinii.errors",
+    "Unavailable": "koinii.errors",
+    "Sym": "koinii.terms",
+    "Var": "koinii.terms",
+    "parse": "koinii.terms",
+    "show": "koinii.terms",
+    "channel": "koinii.channel",
+    "identity": "koinii.identity",
+}
 
 __all__ = [
     "KB",
@@ -38,10 +70,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The asyncio client, imported on first use: it loads httpx, which costs every
-    blocking program (the CLI, a script) a fifth of a second it does not need."""
-    if name in ("AsyncClient", "aconnect"):
-        from koinii import aclient
+    """A re-exported name, imported from its owner on first use and kept here after."""
+    owner = _OWNERS.get(name)
+    if owner is None:
+        raise AttributeError(f"module 'koinii' has no attribute {name!r}")
+    module = importlib.import_module(owner)
+    value = module if owner == f"koinii.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
 
-        return getattr(aclient, name)
-    raise AttributeError(f"module 'koinii' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

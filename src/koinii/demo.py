@@ -30,8 +30,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import koinii
 from koinii import channel, wraps
+from koinii.client import Client, connect
+from koinii.errors import Unavailable
 from koinii.narrator import Narrator
 from koinii.operations import invoker
 from koinii.server.tokens import add_token
@@ -61,7 +62,7 @@ def _until(what: str, found: Callable[[], Any]) -> Any:
 
 
 def _join(url: str, token: str, agent: str) -> channel.Agent:
-    return channel.join(channel.wire(koinii.connect(url, token=token)), CHANNEL, agent)
+    return channel.join(channel.wire(connect(url, token=token)), CHANNEL, agent)
 
 
 def _question(me: channel.Agent) -> int:
@@ -220,7 +221,7 @@ def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
             stdout=subprocess.DEVNULL,
         )
         processes.append(daemon)
-        watcher = koinii.connect(url, token=tokens["AgentLead"])
+        watcher = connect(url, token=tokens["AgentLead"])
         _until("the daemon", lambda: _healthy(watcher))
         say(
             f"[bold]koinii demo[/bold]: daemon on {url}; a coordinator, three agents and the "
@@ -289,10 +290,10 @@ def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _healthy(client: koinii.Client) -> bool:
+def _healthy(client: Client) -> bool:
     try:
         return client.health()["ok"]
-    except koinii.Unavailable:
+    except Unavailable:
         return False
 
 

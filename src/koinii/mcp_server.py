@@ -39,7 +39,7 @@ from pydantic import BeforeValidator, ValidationError
 
 from koinii import speech
 from koinii.channel import Agent, join, local, wire
-from koinii.errors import KoiniiError, Refused
+from koinii.errors import DEFAULT_FIX, KINDS, KoiniiError, Refused
 from koinii.narrator import STRUCTURE, WRAP_NOTES, Narrator, Told
 from koinii.projects import project_of
 from koinii.terms import parse, show
@@ -77,73 +77,10 @@ Session tools: read_session() and get_session() read your own session by default
 read_session its last turns (turns=5), `older` paging back; list_sessions(search=...)
 finds past ones."""
 
-# What to do about each refusal a tool can return, in words a model can act on.
-REFUSAL_FIXES: dict[str, str] = {
-    "parse": "write exactly one s-expression, e.g. (usesDatabase ProdCluster PostgreSQL16); "
-    'put free text in "double quotes"',
-    "shape": "write one sentence: a list whose first element is a predicate, e.g. "
-    "(usesDatabase ProdCluster PostgreSQL16), within the size the message gives (say a long "
-    "text in several shorter ones)",
-    "naming": "name predicates lowerCamelCase (usesDatabase), individuals CapitalCamelCase "
-    '(ProdCluster), contexts Cx + CapitalCamelCase (CxTeam), and quote text ("like this")',
-    "not-ground": "a claim holds no ?variables; to ask which value holds, "
-    'ask("(usesDatabase ProdCluster ?db)") instead',
-    "not-well-formed": "state a plain sentence or (not sentence); the message names the part "
-    "that is wrong",
-    "arity": "give the predicate as many arguments as its declaration says",
-    "unknown-handle": "name a handle that exists: thread(), questions() and recent_changes() "
-    "show live ones",
-    "bad-handle": "a handle is the positive integer a move returned, e.g. 42",
-    "koinii/no-such-handle": "use a live handle from questions(), thread() or recent_changes() "
-    "(the move may have been withdrawn)",
-    "koinii/speaker-mismatch": "you speak only as yourself; to challenge another agent's move, "
-    "dispute(handle) it",
-    "koinii/answer-mismatch": "answer with bindings for the question's ?variables, e.g. "
-    'bindings={"?db": "PostgreSQL16"}, or with an instance of its pattern; thread(question) '
-    "shows the pattern",
-    "koinii/not-a-question": "answer() and close() take a question's handle: questions() lists "
-    "them",
-    "koinii/bad-question": "ask one sentence (a pattern with ?variables, or a yes/no sentence) "
-    "or free text",
-    "koinii/not-disputable": "dispute the claim itself (the message names its handle), or "
-    'vote(handle, "against") on it; withdraw your own claim instead of disputing it',
-    "koinii/not-votable": "vote on a claim or an answer: thread(handle) shows which handle "
-    "is the claim",
-    "koinii/not-a-claim": "endorse or justify a claim or an answer, not a reply to one",
-    "koinii/not-an-answer": "accept takes an answer's handle: thread(question) lists the answers",
-    "koinii/not-the-asker": "only the asker accepts or closes a question; endorse the answer or "
-    'vote(handle, "for") instead',
-    "koinii/foreign-sentex": "withdraw only your own moves; to challenge another agent's, "
-    "dispute(handle) it",
-    "koinii/not-a-move": "withdraw a move you made (a claim, question, answer or reply); "
-    "thread(handle) shows what rests on what",
-    "bad-option": "give each argument the message names a value of the kind it says (where "
-    "there are few accepted values, it lists them)",
-    "bad-search": 'search for a few words, e.g. search(text="postgres version")',
-    "bad-wrap": "fix the field the message names; leave parent_session_id out if no "
-    "coordinator spawned you",
-    "budget-exhausted": "bind more of the goal (fewer ?variables) so it does less work",
-    "read-only-context": "name one real context, e.g. the channel",
-    "forbidden": "this token may not do that: ask whoever runs the daemon for an agent token",
-    "koinii/foreign-context": "you write only your own context: claim() puts a claim there",
-    "derivation-limit": "the claim sets off too many rule conclusions: claim less at once",
-    "koinii/no-session": "start koinii mcp with --session ID (or KOINII_SESSION), or pass the "
-    "session's id as target",
-    "unavailable": "the daemon did not answer: wait a moment and call again",
-    "bad-cursor": "pass the cursor the last reply gave as since, or leave since out",
-    "koinii/use-the-move": "call the tool the message names for that move",
-    "koinii/not-your-session": "permeate your own session (the message names it), or leave "
-    "session_id out",
-    "bad-coordinator": "fix the field the message names: ids are non-empty strings",
-    "koinii/question-closed": "claim() what you know instead, or ask the asker to reopen it",
-    "unsupported-connective": "the message says what to write instead; state each part as a "
-    "claim of its own",
-    "koinii/foreign-mask": "to challenge another agent's move, dispute(handle) it",
-    "koinii/foreign-mark": "join marks your own context for you: claim facts instead",
-    "bad-value": "write the value the message names differently (a finite number, text "
-    "without NUL characters)",
-}
-_DEFAULT_FIX = "read the message, correct the call, and try again"
+# What to do about each refusal a tool can return, in words a model can act on: the
+# catalogue's fixes (koinii.errors.KINDS), where every kind has one.
+REFUSAL_FIXES: dict[str, str] = {name: kind.fix for name, kind in KINDS.items()}
+_DEFAULT_FIX = DEFAULT_FIX
 
 About = Literal["mine", "channel", "questions"]
 QuestionState = Literal["unsettled", "open", "answered", "contested", "settled", "closed", "all"]
@@ -331,12 +268,13 @@ def build_server(
     Its project — the `project_id` its wraps and its recorded session carry unless a
     call names one — is `project`, else the one `directory` (default: the server's
     working directory) belongs to, by the rule of koinii/projects.py."""
-    import koinii
+    from koinii.client import connect
+    from koinii.kb import open_kb
 
     if url is not None:
-        medium = wire(koinii.connect(url, token=token))
+        medium = wire(connect(url, token=token))
     else:
-        medium = local(koinii.open_kb(db))
+        medium = local(open_kb(db))
     agent: Agent = join(medium, channel, agent_id)
     store = agent.store
     if project is None:

@@ -11,8 +11,8 @@ import sys
 
 import click
 
-import koinii
-from koinii.errors import Refused, Unavailable
+from koinii._version import __version__
+from koinii.errors import Refused, Unavailable, exit_code_of
 
 UNREACHABLE_HINT = "start it with `koinii serve`, or give --db FILE to open a store in-process"
 
@@ -20,9 +20,10 @@ UNREACHABLE_HINT = "start it with `koinii serve`, or give --db FILE to open a st
 class _Koinii(click.Group):
     """The command group: a refusal or a failure ends the command with one readable line.
 
-    Exit codes: 0 done; 1 refused (the line names the refusal's kind); 2 bad usage, or a
-    daemon refusing to bind a non-loopback address without tokens; 3 the daemon cannot be
-    reached; 4 an unexpected error (the traceback with --debug).
+    Exit codes: 0 done; 1 refused (the line names the refusal's kind; the code is the
+    kind's in the catalogue, `koinii.errors.KINDS`); 2 bad usage, or a daemon refusing to
+    bind a non-loopback address without tokens; 3 the daemon cannot be reached (the
+    catalogue's `unavailable`); 4 an unexpected error (the traceback with --debug).
 
     `--debug` is taken anywhere on the line (`koinii query … --debug`), before a `--`.
     """
@@ -38,10 +39,10 @@ class _Koinii(click.Group):
             return super().invoke(ctx)
         except Refused as refusal:
             click.echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
-            sys.exit(1)
+            sys.exit(exit_code_of(refusal.kind))
         except Unavailable as unavailable:
             click.echo(f"koinii: unavailable: {unavailable} ({UNREACHABLE_HINT})", err=True)
-            sys.exit(3)
+            sys.exit(exit_code_of("unavailable"))
         except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt, SystemExit):
             raise
         except Exception as error:
@@ -52,7 +53,7 @@ class _Koinii(click.Group):
 
 
 @click.group(cls=_Koinii)
-@click.version_option(koinii.__version__, prog_name="koinii")
+@click.version_option(__version__, prog_name="koinii")
 @click.option("--debug", is_flag=True, help="Show tracebacks of unexpected errors.")
 def main(debug: bool) -> None:
     """Koinii: a shared knowledge base for teams of AI agents.
@@ -275,12 +276,12 @@ def token_revoke(principal: str, path: str) -> None:
 
 
 def refusing(call):
-    """Run `call`; a refusal becomes one readable line on stderr and exit code 1."""
+    """Run `call`; a refusal becomes one readable line on stderr and its kind's exit code."""
     try:
         return call()
     except Refused as refusal:
         click.echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
-        sys.exit(1)
+        sys.exit(exit_code_of(refusal.kind))
 
 
 for _command in importlib.import_module("koinii.cli.core").COMMANDS:

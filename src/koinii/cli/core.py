@@ -20,7 +20,8 @@ from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
-import koinii
+from koinii.client import connect
+from koinii.kb import KB, open_kb
 from koinii.terms import show
 from koinii.wire import encode_bindings
 
@@ -77,7 +78,7 @@ def open_source(db: str | None, url: str | None, token: str | None, *, create: b
     that writes passes `create`: for one that reads, a mistyped --db is refused
     (`no-such-store`) rather than answered from a new, empty store."""
     db, url = resolve_source(db, url)
-    return koinii.open_kb(db, create=create) if db else koinii.connect(url, token=token)
+    return open_kb(db, create=create) if db else connect(url, token=token)
 
 
 def json_option(fn):
@@ -156,7 +157,7 @@ def withdraw_command(handle, agent_id, channel, as_json, url, token, db) -> None
     from koinii.wire import encode_edited
 
     with open_source(db, url, token) as store:
-        local = isinstance(store, koinii.KB)
+        local = isinstance(store, KB)
         seat = medium.join(medium.local(store) if local else medium.wire(store), channel, agent_id)
         edited = encode_edited(seat.withdraw(handle))
     if as_json:
@@ -219,7 +220,7 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
 
     store = open_source(db, url, token)
     narrator = Narrator(store)
-    follow = follow and not isinstance(store, koinii.KB)  # a store in-process has no news
+    follow = follow and not isinstance(store, KB)  # a store in-process has no news
     for entry in entries(
         store, since=since, goal=goal, ctx=context, follow=follow, on_outage=outage
     ):

@@ -27,7 +27,7 @@ from rich.table import Table
 
 from koinii.cli import UNREACHABLE_HINT, refusing
 from koinii.cli.core import open_source, source_options
-from koinii.errors import Refused, Unavailable
+from koinii.errors import Refused, Unavailable, exit_code_of
 from koinii.kb import KB
 from koinii.sessions import Introspection, SessionStore
 from koinii.sessions.importing import import_paths
@@ -63,7 +63,7 @@ def _run(call: Callable[[], Any]) -> Any:
         return refusing(call)
     except Unavailable as exc:
         click.echo(f"koinii: unavailable: {exc} ({UNREACHABLE_HINT})", err=True)
-        sys.exit(3)
+        sys.exit(exit_code_of("unavailable"))
 
 
 def _console() -> Console:

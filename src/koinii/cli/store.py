@@ -20,9 +20,10 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-import koinii
+from koinii._version import __version__
 from koinii.cli.core import echo_json, json_option, open_source, resolve_source, source_options
 from koinii.errors import Refused
+from koinii.kb import KB
 from koinii.kb.store.dump import starts_a_dump
 from koinii.terms import show, statements
 
@@ -59,9 +60,9 @@ def status_command(as_json, url, token, db) -> None:
 
 
 def _status(store: Any) -> dict[str, Any]:
-    if isinstance(store, koinii.KB):
+    if isinstance(store, KB):
         lost = store.check_writer()
-        health: dict[str, Any] = {"ok": lost is None, "version": koinii.__version__}
+        health: dict[str, Any] = {"ok": lost is None, "version": __version__}
         health["durability"] = store.durability
         health["opened"] = store.opened
         if lost is not None:

@@ -54,7 +54,7 @@ import zlib
 from itertools import chain, repeat
 from typing import Any
 
-import koinii
+from koinii._version import __version__
 from koinii.errors import Refused
 from koinii.kb import semantic
 from koinii.kb.index import Index
@@ -487,7 +487,7 @@ def _layout() -> str:
     without a new version number)."""
     global _LAYOUT
     if _LAYOUT is None:
-        digest = hashlib.blake2b(koinii.__version__.encode(), digest_size=16)
+        digest = hashlib.blake2b(__version__.encode(), digest_size=16)
         for name in _LAYOUT_MODULES:
             digest.update(name.encode())
             source = importlib.import_module(name).__file__

@@ -19,8 +19,9 @@ Invariants:
 - Every request body is checked against the operation's field table before the engine
   sees it; the same table generates `/openapi.json`, so the document cannot drift.
 - Every refusal leaves as `{"ok": false, "error": {kind, message, data}}` with the status
-  of `status_of(kind)`, whatever its data holds (`wire.render` repairs what JSON cannot
-  carry); any other exception is a 500 `internal-error` with no traceback.
+  the catalogue gives its kind (`koinii.errors.status_of`), whatever its data holds
+  (`wire.render` repairs what JSON cannot carry); any other exception is a 500
+  `internal-error` with no traceback.
 - A daemon whose store is no longer its own (`writer-lost`: a PostgreSQL writer that lost
   its connection and could not come back as the same writer) serves nothing from then
   on — every operation and `/health` answer 503 with that refusal — and exits non-zero.
@@ -46,8 +47,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-import koinii
-from koinii.errors import Refused
+from koinii._version import __version__
+from koinii.errors import Refused, status_of
 from koinii.kb import KB, semantic
 from koinii.operations import Operation, load_domains
 from koinii.server import access
@@ -91,19 +92,6 @@ class Limits:
     max_connections: int | None = None  # None: what the descriptor limit leaves
 
 
-_FORBIDDEN = {
-    "forbidden",
-    "cross-origin",
-    "koinii/foreign-context",
-    "koinii/registry-forbidden",
-    "koinii/admin-off-registry",
-    "koinii/foreign-sentex",
-    "koinii/foreign-session",
-    "koinii/foreign-subscription",
-    "bad-host",
-}
-
-
 # The refusals that say the store may no longer be this daemon's (see `Daemon.watch_writer`).
 STORE_LOSS = frozenset({"writer-lost", "outcome-unknown"})
 # sentexes indexed for search per housekeeping tick, a bounded slice of the loop: ~2 ms
@@ -112,26 +100,6 @@ STORE_LOSS = frozenset({"writer-lost", "outcome-unknown"})
 SEARCH_CATCH_UP = 250
 WRITER_CHECK_S = 0.25
 WRITER_LEASE_S = 0.5
-
-
-def status_of(kind: str) -> int:
-    if kind in STORE_LOSS:
-        return 503
-    if kind == "unauthorized":
-        return 401
-    if kind in _FORBIDDEN:
-        return 403
-    if kind == "not-found":
-        return 404
-    if kind == "method-not-allowed":
-        return 405
-    if kind == "body-timeout":
-        return 408
-    if kind == "body-too-large":
-        return 413
-    if kind == "internal-error":
-        return 500
-    return 400
 
 
 # --- the operation table -----------------------------------------------------------------
@@ -1010,7 +978,7 @@ def build_app(
         return JSONResponse(
             {
                 "ok": True,
-                "version": koinii.__version__,
+                "version": __version__,
                 "seq": kb.seq,
                 "durability": durability,
                 "ranking": ranking,
@@ -1210,7 +1178,7 @@ def openapi_document() -> dict[str, Any]:
         }
     return {
         "openapi": "3.1.0",
-        "info": {"title": "Koinii daemon", "version": koinii.__version__},
+        "info": {"title": "Koinii daemon", "version": __version__},
         "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "security": [{"bearer": []}],
         "paths": paths,

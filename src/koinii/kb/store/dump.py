@@ -61,7 +61,7 @@ def starts_a_dump(text: str) -> bool:
 
 def write_dump(parts: Parts, out: IO[str], source: str) -> dict[str, int]:
     """Write `parts` to `out` in the format above; returns the counts of the end line."""
-    import koinii
+    from koinii._version import __version__
 
     def line(value: dict[str, Any]) -> None:
         out.write(json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -70,7 +70,7 @@ def write_dump(parts: Parts, out: IO[str], source: str) -> dict[str, int]:
         {
             "koinii": "export",
             "format": FORMAT,
-            "version": koinii.__version__,
+            "version": __version__,
             "source": source,
             **parts.meta,
             "domains": parts.domains,

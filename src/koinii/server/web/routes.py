@@ -28,10 +28,11 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from koinii import __version__, conversation
-from koinii.errors import Refused
+from koinii import conversation
+from koinii._version import __version__
+from koinii.errors import Refused, status_of
 from koinii.operations import Caller
-from koinii.server.app import Daemon, openapi_document, status_of
+from koinii.server.app import Daemon, openapi_document
 from koinii.server.tokens import OPEN
 from koinii.server.web import reads
 from koinii.server.web.live import LiveFeed
