@@ -25,7 +25,10 @@ from koinii.server.tokens import add_token
 
 # Every daemon of the suite takes port 0 and says which port it got (its --port-file): a
 # port picked here and handed to it could be taken by another process in between (another
-# run of the suite on this machine, or a client's outgoing connection).
+# run of the suite on this machine, or a client's outgoing connection), and a test would
+# then talk to another test's daemon, which answered `/health` for it. The port comes from
+# the daemon the test started, written once that daemon answers, never from whoever
+# answers on a port.
 
 
 def port_from(port_file: pathlib.Path, proc: subprocess.Popen, timeout: float = 15.0) -> int:
