@@ -43,7 +43,6 @@ import os
 import platform
 import random
 import secrets
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -56,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import koinii
+from daemon_port import port_from_log  # beside this script
 from koinii import Sym, Var
 
 SEED = 20_240_611
@@ -262,23 +262,20 @@ def postgres_location(server: str) -> Iterator[str]:
 # ================================================================ the daemon
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def daemon(location: str, workdir: str) -> Iterator[str]:
     """`python -m koinii serve` over `location` as a child process; yields its URL."""
-    port = free_port()
-    url = f"http://{HOST}:{port}"
-    command = [sys.executable, "-m", "koinii", "serve", "--host", HOST, "--port", str(port)]
+    command = [sys.executable, "-m", "koinii", "serve", "--host", HOST, "--port", "0"]
     command += ["--db", location]
-    log_path = os.path.join(workdir, f"daemon-{port}.log")
-    with open(log_path, "wb") as log:
+    descriptor, log_path = tempfile.mkstemp(prefix="daemon-", suffix=".log", dir=workdir)
+    with open(descriptor, "wb") as log:
         child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:
+            try:
+                port = port_from_log(log_path, child, START_TIMEOUT_S)
+            except RuntimeError as exc:
+                raise RuntimeError(f"{exc}; its log ends:\n{log_tail(log_path)}") from None
+            url = f"http://{HOST}:{port}"
             wait_for_health(url, child, log_path)
             yield url
         finally:

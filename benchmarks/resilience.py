@@ -46,7 +46,6 @@ import multiprocessing
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -55,11 +54,11 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import koinii
+from daemon_port import port_from_log  # beside this script
 from koinii import Refused, Unavailable, channel
 
 HOST = "127.0.0.1"
@@ -70,12 +69,6 @@ JOIN = ["(r ?a ?b)", "(r ?b ?c)", "(r ?c ?d)"]
 
 
 # --- a daemon process ----------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -90,24 +83,24 @@ class Daemon:
         return f"http://{HOST}:{self.port}"
 
     def start(self, same_port: bool = False) -> Daemon:
-        if not (same_port and self.port):
-            self.port = free_port()
+        """Start it on a port the system chooses; `same_port` on the port it had."""
+        port = self.port if same_port and self.port else 0
         env = dict(os.environ)
         if self.source is not None:
             env["PYTHONPATH"] = self.source + os.pathsep + env.get("PYTHONPATH", "")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "koinii", "serve", "--db", self.db, "--port", str(self.port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with suppress(OSError):
-                urllib.request.urlopen(self.url + "/health", timeout=1).close()
-                return self
-            time.sleep(0.05)
-        raise RuntimeError("the daemon did not come up")
+        descriptor, log_path = tempfile.mkstemp(prefix="koinii-daemon-", suffix=".log")
+        with open(descriptor, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "koinii", "serve", "--db", self.db, "--port", str(port)],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env=env,
+            )
+        try:
+            self.port = port_from_log(log_path, self.proc, timeout=30)
+        finally:
+            os.remove(log_path)  # what it says later is not read (it was not before either)
+        return self
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -58,7 +58,6 @@ import os
 import platform
 import random
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -73,6 +72,7 @@ from typing import Any
 import psutil
 
 import koinii
+from daemon_port import port_from_log  # beside this script
 from koinii import Sym, Var
 
 SEED = 20_261_201
@@ -456,13 +456,13 @@ def koinii_writes(kb: koinii.KB, w: Workload) -> dict[str, Any]:
 
 def daemon_start_s(path: str, workdir: str) -> float:
     """Seconds from starting `koinii serve` on an existing store to its first /health."""
-    with free_port() as port:
-        pass
-    command = [sys.executable, "-m", "koinii", "serve", "--host", HOST, "--port", str(port)]
-    with open(os.path.join(workdir, f"daemon-{port}.log"), "wb") as log:
+    command = [sys.executable, "-m", "koinii", "serve", "--host", HOST, "--port", "0"]
+    descriptor, log_path = tempfile.mkstemp(prefix="daemon-", suffix=".log", dir=workdir)
+    with open(descriptor, "wb") as log:
         start = time.perf_counter()
         child = subprocess.Popen([*command, "--db", path], stdout=log, stderr=subprocess.STDOUT)
         try:
+            port = port_from_log(log_path, child, timeout=600)  # it prints it as it answers
             with koinii.connect(f"http://{HOST}:{port}", timeout=1) as probe:
                 wait_for_health(probe, child)
                 return time.perf_counter() - start
@@ -655,14 +655,13 @@ def koinii_feed(count: int, workdir: str) -> list[float]:
     principals = [f"Watcher{k}" for k in range((count + 24) // 25)]
     secrets = {p: token_add(p, "reader", tokens) for p in principals}
     writer_secret = token_add("Writer", "operator", tokens)
-    with free_port() as port:
-        pass
-    url = f"http://{HOST}:{port}"
-    command = [sys.executable, "-m", "koinii", "serve", "--host", HOST, "--port", str(port)]
+    command = [sys.executable, "-m", "koinii", "serve", "--host", HOST, "--port", "0"]
     command += ["--db", os.path.join(workdir, f"feed-{count}.db"), "--tokens", tokens]
-    with open(os.path.join(workdir, f"feed-{count}.log"), "wb") as log:
+    log_path = os.path.join(workdir, f"feed-{count}.log")
+    with open(log_path, "wb") as log:
         child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:
+            url = f"http://{HOST}:{port_from_log(log_path, child)}"
             with koinii.connect(url, token=writer_secret, timeout=5) as writer:
                 wait_for_health(writer, child)
                 return fan_out(
@@ -693,13 +692,6 @@ def token_add(principal: str, role: str, path: str) -> str:
         check=True,
     )
     return made.stdout.strip().split()[-1]
-
-
-@contextlib.contextmanager
-def free_port() -> Iterator[int]:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        yield s.getsockname()[1]
 
 
 def wait_for_health(client: koinii.Client, child: subprocess.Popen) -> None:

@@ -32,7 +32,6 @@ import argparse
 import http.client
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,7 @@ import urllib.parse
 from collections.abc import Sequence
 
 import koinii
+from daemon_port import port_from_log  # beside this script
 from koinii import channel, conversation
 from koinii.narrator import Narrator
 from koinii.server.tokens import add_token
@@ -85,12 +85,6 @@ def build(path: str, moves: int) -> tuple[int, int]:
         return made, last
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def fetch(port: int, path: str, cookie: str) -> float:
     """One GET on a fresh connection; its seconds (the page must answer 200)."""
     started = time.perf_counter()
@@ -115,33 +109,22 @@ def sign_in(port: int, token: str) -> str:
     return reply.getheader("set-cookie").split(";", 1)[0]
 
 
-def serve(db: str, tokens: str, port: int) -> subprocess.Popen:
-    daemon = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "koinii",
-            "serve",
-            "--db",
-            db,
-            "--port",
-            str(port),
-            "--tokens",
-            tokens,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return daemon
-        except OSError:
-            if daemon.poll() is not None:
-                raise SystemExit(daemon.stderr.read().decode()) from None
-            time.sleep(0.1)
-    raise SystemExit("the daemon did not come up")
+def serve(db: str, tokens: str) -> tuple[subprocess.Popen, int]:
+    """The daemon over `db`, and the port it listens on (one the system chose)."""
+    log_path = db + ".log"
+    with open(log_path, "wb") as log:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "koinii", "serve", "--db", db, "--port", "0"]
+            + ["--tokens", tokens],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    try:
+        return daemon, port_from_log(log_path, daemon)
+    except RuntimeError as exc:
+        daemon.kill()
+        with open(log_path, encoding="utf-8", errors="replace") as log:
+            raise SystemExit(f"{exc}: {log.read()}") from None
 
 
 def ms(seconds: float) -> str:
@@ -173,8 +156,7 @@ def run(moves: int, calls: int) -> str:
 
     tokens = os.path.join(folder, "team.tokens")
     token = add_token(tokens, "Viewer", "reader")
-    port = free_port()
-    daemon = serve(db, tokens, port)
+    daemon, port = serve(db, tokens)
     try:
         cookie = sign_in(port, token)
         pages = [

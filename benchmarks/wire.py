@@ -66,6 +66,7 @@ from typing import Any
 import psutil
 
 import koinii
+from daemon_port import port_from_log  # beside this script
 from koinii.client import _Transport
 from koinii.protocol import Call, endpoint
 
@@ -136,12 +137,6 @@ class Server:
 # ================================================================ servers
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
 def wait_until_answering(probe: Callable[[], Any], alive: Callable[[], bool], what: str) -> None:
     """Call `probe` until it succeeds; give up when the server dies or the time is up."""
     deadline = time.monotonic() + START_TIMEOUT_S
@@ -159,22 +154,18 @@ def wait_until_answering(probe: Callable[[], Any], alive: Callable[[], bool], wh
 @contextmanager
 def koinii_daemon(workdir: str) -> Iterator[Server]:
     """A fresh `python -m koinii serve` on a new database."""
-    port = free_port()
-    url = f"http://{HOST}:{port}"
-    command = [sys.executable, "-m", "koinii", "serve", "--host", HOST, "--port", str(port)]
-    command += ["--db", os.path.join(workdir, f"koinii-{port}.db")]
-    log_path = os.path.join(workdir, f"koinii-{port}.log")
+    folder = tempfile.mkdtemp(prefix="koinii-", dir=workdir)
+    command = [sys.executable, "-m", "koinii", "serve", "--host", HOST, "--port", "0"]
+    command += ["--db", os.path.join(folder, "koinii.db")]
+    log_path = os.path.join(folder, "koinii.log")
     with open(log_path, "wb") as log:
         daemon = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:
-            probe = koinii.connect(url, timeout=1)
             try:
-                wait_until_answering(probe.health, lambda: daemon.poll() is None, "the daemon")
+                port = port_from_log(log_path, daemon, START_TIMEOUT_S)
             except RuntimeError as exc:
                 raise RuntimeError(f"{exc}; its log ends:\n{log_tail(log_path)}") from None
-            finally:
-                probe.close()
-            yield Server(url, daemon.pid)
+            yield Server(f"http://{HOST}:{port}", daemon.pid)
         finally:
             daemon.terminate()  # SIGTERM: a graceful shutdown that closes the store
             try:
@@ -189,8 +180,9 @@ def log_tail(path: str, lines: int = 20) -> str:
         return "".join(f.readlines()[-lines:])
 
 
-def serve_ceiling(port: int) -> None:
-    """The ceiling (runs in a child process): one JSON POST route on the daemon's stack."""
+def serve_ceiling(ports: Any) -> None:
+    """The ceiling (runs in a child process): one JSON POST route on the daemon's stack,
+    on a port the system chooses (port 0), which it puts on `ports` (a queue)."""
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -202,24 +194,26 @@ def serve_ceiling(port: int) -> None:
         return JSONResponse({"ok": True, "result": 1})
 
     app = Starlette(routes=[Route(CEILING_PATH, bare, methods=["POST"])])
-    uvicorn.run(
+    listening = socket.socket()
+    listening.bind((HOST, 0))
+    ports.put(listening.getsockname()[1])
+    config = uvicorn.Config(
         app,
-        host=HOST,
-        port=port,
         loop="uvloop",
         http="httptools",
         lifespan="off",
         access_log=False,
         log_level="warning",
     )
+    uvicorn.Server(config).run(sockets=[listening])
 
 
 @contextmanager
 def ceiling_server() -> Iterator[Server]:
     """The bare Starlette app in a child process."""
-    port = free_port()
-    url = f"http://{HOST}:{port}"
-    with child_processes(serve_ceiling, [(port,)]) as (server,):
+    ports = SPAWN.Queue()
+    with child_processes(serve_ceiling, [(ports,)]) as (server,):
+        url = f"http://{HOST}:{ports.get(timeout=START_TIMEOUT_S)}"
         probe = _Transport(endpoint(url, None), 1)
         try:
             wait_until_answering(

@@ -1,41 +1,70 @@
-"""Shared fixtures: real daemon processes on free ports with temporary databases."""
+"""Shared fixtures: real daemon processes, each on a port the system chose for it (port 0),
+with temporary databases."""
 
 from __future__ import annotations
 
-import itertools
 import os
+import pathlib
+import queue
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
-import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import IO
 
 import pytest
 
 import koinii
 from koinii.server.tokens import add_token
 
-# Each pytest-xdist worker hands out ports from a range of its own, below the kernel's
-# ephemeral range. A port the kernel called free (a bind to port 0) could be handed to
-# both workers before either daemon bound it: a test then talked to the other test's
-# daemon, which answered `/health` for it (`unauthorized`; an old writer that seemed to
-# answer after a takeover, when its standby had in fact failed to listen).
-_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
-_PORTS = itertools.cycle(range(20_000 + 2_000 * _WORKER, 22_000 + 2_000 * _WORKER))
+# Every daemon of the suite takes port 0 and says which port it got (its --port-file): a
+# port picked here and handed to it could be taken by another process in between (another
+# run of the suite on this machine, or a client's outgoing connection), and a test would
+# then talk to another test's daemon, which answered `/health` for it. The port comes from
+# the daemon the test started, written once that daemon answers, never from whoever
+# answers on a port.
 
 
-def free_port() -> int:
-    """A port no daemon of this run holds now, and that no other worker hands out."""
-    while True:
-        port = next(_PORTS)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue  # in use, or its last connection still winding down
-            return port
+def port_from(port_file: pathlib.Path, proc: subprocess.Popen, timeout: float = 15.0) -> int:
+    """The port a daemon started with `--port-file port_file` listens on, once it answers
+    (it writes the file then, whole). RuntimeError if `proc` exits first or `timeout`
+    passes: never a wait without end."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_file.exists():
+            return int(port_file.read_text())
+        if proc.poll() is not None:
+            raise RuntimeError(f"the daemon exited with {proc.returncode} before it answered")
+        time.sleep(0.02)
+    raise RuntimeError(f"the daemon did not answer within {timeout:g} s")
+
+
+def line_within(stream: IO[str], timeout: float) -> str:
+    """The next line a child process writes to `stream`, or TimeoutError after `timeout`
+    seconds: a child that never says it is ready fails the test instead of hanging it (the
+    reading thread ends when the child is killed and its end of the pipe closes)."""
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: lines.put(stream.readline()), daemon=True).start()
+    try:
+        return lines.get(timeout=timeout)
+    except queue.Empty:
+        raise TimeoutError(f"no line within {timeout:g} s") from None
+
+
+@pytest.fixture
+def unreachable_url() -> Iterator[str]:
+    """A URL where nothing listens while the test runs: its port is bound here and never
+    listened on, so a connection to it is refused, and no other process (another run of
+    the suite included) can take the port meanwhile."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{held.getsockname()[1]}"
 
 
 @dataclass
@@ -54,9 +83,10 @@ class Daemon:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 15.0, *, same_port: bool = False) -> Daemon:
-        """Start it (again); `same_port` comes back where it was, as a restarted service."""
-        if not (same_port and self.port):
-            self.port = free_port()
+        """Start it (again) on a port the system chooses (port 0), returning once it
+        answers; `same_port` comes back on the port it had, as a restarted service."""
+        port = self.port if same_port and self.port else 0
+        folder = pathlib.Path(tempfile.mkdtemp(prefix="koinii-daemon-"))
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -66,24 +96,23 @@ class Daemon:
                 "--db",
                 self.db,
                 "--port",
-                str(self.port),
+                str(port),
+                "--port-file",
+                str(folder / "port"),
                 *self.args,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             preexec_fn=None if self.fd_limit is None else self._limit_fds,
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"daemon exited: {self.proc.stderr.read().decode()}")
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("daemon did not come up")
+        try:
+            self.port = port_from(folder / "port", self.proc, timeout)
+        except RuntimeError as failed:
+            said = self.proc.communicate(timeout=10)[1] if self.proc.poll() is not None else b""
+            raise RuntimeError(f"{failed}: {said.decode()}") from None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return self
 
     def _limit_fds(self) -> None:
         import resource

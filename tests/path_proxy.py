@@ -1,7 +1,7 @@
 """A tiny reverse proxy that serves a daemon under a path prefix, as nginx's
 `location /koinii/ { proxy_pass http://daemon/; }` would: `python -m tests.path_proxy
 PORT PREFIX TARGET`. A request outside the prefix gets a 404 that is not Koinii's.
-It prints "ready" once it listens."""
+It prints "ready PORT" once it listens (PORT 0: a port the system chooses)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def serve(port: int, prefix: str, target: str) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Forward)
-    print("ready", flush=True)
+    print("ready", server.server_address[1], flush=True)
     server.serve_forever()
 
 

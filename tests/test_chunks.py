@@ -5,6 +5,7 @@ app that mixes chunks it writes by the call with chunks it sends."""
 from __future__ import annotations
 
 import http.client
+import socket
 import threading
 import time
 
@@ -12,7 +13,6 @@ import uvicorn
 
 from koinii.server.chunks import WRITE_NOW, with_write_now
 from koinii.server.guards import guarded_protocol
-from tests.conftest import free_port
 
 
 def test_a_chunk_written_at_once_reaches_the_client_in_order_between_sent_ones():
@@ -30,17 +30,17 @@ def test_a_chunk_written_at_once_reaches_the_client_in_order_between_sent_ones()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         said["after the end"] = write_now(b"four\n")
 
-    port = free_port()
+    listening = socket.socket()  # bound here, on a port the system chooses, as the daemon's
+    listening.bind(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
     config = uvicorn.Config(
         app,
-        host="127.0.0.1",
-        port=port,
         http=with_write_now(guarded_protocol(64, 10.0)),
         lifespan="off",
         log_level="warning",
     )
     server = uvicorn.Server(config)
-    serving = threading.Thread(target=server.run, daemon=True)
+    serving = threading.Thread(target=server.run, args=([listening],), daemon=True)
     serving.start()
     try:
         deadline = time.monotonic() + 10
@@ -56,4 +56,5 @@ def test_a_chunk_written_at_once_reaches_the_client_in_order_between_sent_ones()
     finally:
         server.should_exit = True
         serving.join(10)
+        listening.close()
     assert said == {"before the start": False, "while open": True, "after the end": False}

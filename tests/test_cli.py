@@ -7,6 +7,7 @@ import sys
 import time
 
 import koinii
+from tests.conftest import line_within, wait_until
 
 
 def koinii_cli(
@@ -55,10 +56,8 @@ def test_a_refusal_is_one_readable_line_with_its_kind(daemon):
     assert "Traceback" not in result.stderr
 
 
-def test_an_unreachable_daemon_exits_3_in_one_line():
-    from tests.conftest import free_port
-
-    result = koinii_cli("query", "(p ?x)", "-c", "CxA", "--url", f"http://127.0.0.1:{free_port()}")
+def test_an_unreachable_daemon_exits_3_in_one_line(unreachable_url):
+    result = koinii_cli("query", "(p ?x)", "-c", "CxA", "--url", unreachable_url)
     assert result.returncode == 3
     assert result.stderr.startswith("koinii: unavailable: ") and "Traceback" not in result.stderr
 
@@ -87,15 +86,16 @@ def test_tail_receives_a_write_made_by_another_process(daemon):
         text=True,
     )
     try:
-        time.sleep(1.5)  # the tail starts at the current seq and long-polls
         writer = daemon.client()
+        # the tail starts at the current seq: it has read it once its long poll is parked
+        assert wait_until(lambda: writer.health()["parked"], timeout=20)
         q = writer.assert_("(queries AgentAtlas WhichDb)", "CxAtlas")
         writer.assert_("(unrelated Noise)", "CxAtlas")
         writer.assert_(f"(answers AgentBoreas PostgreSQL14 (sentexHandle {q}))", "CxBoreas")
         deadline = time.monotonic() + 10
         line = ""
         while time.monotonic() < deadline and "answered" not in line:
-            line = tail.stdout.readline()
+            line = line_within(tail.stdout, timeout=deadline - time.monotonic())
         assert f"AgentBoreas answered question #{q} with PostgreSQL14" in line  # who, what
     finally:
         tail.terminate()

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import koinii
 from koinii import channel
 from koinii.cli import main
-from tests.conftest import Daemon, free_port
+from tests.conftest import Daemon
 
 NO_SOURCE_ENV = {"KOINII_URL": None, "KOINII_DB": None, "KOINII_TOKEN": None}
 
@@ -339,16 +339,16 @@ def test_wraps_lists_print_json(source, team):
     ],
     ids=lambda c: "-".join(c[:2]),
 )
-def test_every_command_exits_3_when_its_daemon_is_unreachable(command, tmp_path):
-    result = koinii_(*command, "--url", f"http://127.0.0.1:{free_port()}")
+def test_every_command_exits_3_when_its_daemon_is_unreachable(command, unreachable_url):
+    result = koinii_(*command, "--url", unreachable_url)
     assert result.exit_code == 3, result.output
     assert result.stderr.startswith("koinii: unavailable: cannot reach the daemon")
 
 
-def test_load_exits_3_when_its_daemon_is_unreachable(tmp_path):
+def test_load_exits_3_when_its_daemon_is_unreachable(tmp_path, unreachable_url):
     file = tmp_path / "a.kif"
     file.write_text("(ready A)\n")
-    result = koinii_("load", str(file), "-c", "CxA", "--url", f"http://127.0.0.1:{free_port()}")
+    result = koinii_("load", str(file), "-c", "CxA", "--url", unreachable_url)
     assert result.exit_code == 3 and result.stderr.startswith("koinii: unavailable: ")
 
 

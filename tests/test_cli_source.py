@@ -14,7 +14,6 @@ from click.testing import CliRunner
 import koinii
 from koinii.cli import main
 from koinii.cli.core import DEFAULT_URL, resolve_source
-from tests.conftest import free_port
 
 # One reading command of each group, as `koinii` takes it after the source options.
 READERS = {
@@ -39,10 +38,6 @@ def store(tmp_path) -> str:
     return path
 
 
-def dead_url() -> str:
-    return f"http://127.0.0.1:{free_port()}"
-
-
 def test_with_no_source_a_command_talks_to_the_daemon_where_serve_listens():
     with click.Context(main):
         assert resolve_source(None, None) == (None, DEFAULT_URL)
@@ -65,23 +60,24 @@ def test_every_group_reaches_a_daemon_by_url_or_koinii_url(group, daemon):
 
 
 @pytest.mark.parametrize("group", READERS)
-def test_an_unreachable_daemon_exits_3_from_every_group(group):
-    result = koinii_(*READERS[group], "--url", dead_url())
+def test_an_unreachable_daemon_exits_3_from_every_group(group, unreachable_url):
+    result = koinii_(*READERS[group], "--url", unreachable_url)
     assert result.exit_code == 3, result.output
     assert result.output.startswith("koinii: unavailable: ")
     assert "koinii serve" in result.output and "--db" in result.output  # what to do
 
 
 @pytest.mark.parametrize("group", READERS)
-def test_two_sources_at_once_are_bad_usage(group, store):
-    flags = koinii_(*READERS[group], "--db", store, "--url", dead_url())
+def test_two_sources_at_once_are_bad_usage(group, store, unreachable_url):
+    flags = koinii_(*READERS[group], "--db", store, "--url", unreachable_url)
     assert flags.exit_code == 2 and "--db and --url" in flags.output
-    both_env = koinii_(*READERS[group], env={"KOINII_DB": store, "KOINII_URL": dead_url()})
+    both_env = koinii_(*READERS[group], env={"KOINII_DB": store, "KOINII_URL": unreachable_url})
     assert both_env.exit_code == 2 and "KOINII_DB and KOINII_URL" in both_env.output
 
 
-def test_a_flag_beats_the_environment(store, daemon):
-    assert koinii_(*READERS["query"], "--db", store, env={"KOINII_URL": dead_url()}).exit_code == 0
+def test_a_flag_beats_the_environment(store, daemon, unreachable_url):
+    by_flag = koinii_(*READERS["query"], "--db", store, env={"KOINII_URL": unreachable_url})
+    assert by_flag.exit_code == 0
     over = koinii_(*READERS["query"], "--url", daemon.url, "--json", env={"KOINII_DB": store})
     assert over.exit_code == 0 and json.loads(over.output) == []  # the daemon's, not the file's
 

@@ -7,20 +7,20 @@ import sys
 import pytest
 
 import koinii
-from tests.conftest import free_port, refused
+from tests.conftest import line_within, refused
 
 
 @pytest.fixture
 def proxy(daemon):
     """The daemon served under /koinii by a real reverse proxy process (tests/path_proxy.py)."""
-    port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.path_proxy", str(port), "/koinii", daemon.url],
+        [sys.executable, "-m", "tests.path_proxy", "0", "/koinii", daemon.url],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        assert proc.stdout.readline().strip() == "ready"
+        ready, port = line_within(proc.stdout, timeout=15).split()
+        assert ready == "ready"
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.kill()
@@ -38,9 +38,11 @@ def test_connect_reads_the_url_and_token_from_the_environment(start_daemon, monk
         assert client.provenance(handle)["principal"] == "AgentAtlas"
 
 
-def test_what_the_call_names_wins_over_the_environment(start_daemon, monkeypatch):
+def test_what_the_call_names_wins_over_the_environment(
+    start_daemon, monkeypatch, unreachable_url
+):
     daemon = start_daemon(principals={"AgentAtlas": "agent", "AgentBoreas": "agent"})
-    monkeypatch.setenv("KOINII_URL", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("KOINII_URL", unreachable_url)
     monkeypatch.setenv("KOINII_TOKEN", daemon.tokens["AgentAtlas"])
     with koinii.connect(daemon.url, token=daemon.tokens["AgentBoreas"]) as client:
         handle = client.assert_("(p B)", "CxBoreas")

@@ -1,7 +1,8 @@
 """What a daemon shows its operator and its callers: a start-up line saying where it
 listens, on what store, as what and for whom; a line when a standby takes over; an access
 log on request; SIGHUP reloading the token table; 405 for a wrong method; a browsable
-API page served offline; and a refusal, not "unreachable", for a port it cannot have."""
+API page served offline; a refusal, not "unreachable", for a port it cannot have; and on
+port 0, the port the system chose, on its start-up line and in its port file."""
 
 import http.client
 import json
@@ -17,7 +18,7 @@ import pytest
 import koinii
 from koinii.server.app import OPERATIONS
 from koinii.server.tokens import add_token, revoke
-from tests.conftest import Daemon, free_port, pg_location, refused, wait_until
+from tests.conftest import Daemon, line_within, pg_location, port_from, refused, wait_until
 from tests.web_client import Browser
 
 
@@ -82,16 +83,16 @@ def test_a_standby_says_it_waits_and_when_it_takes_over(postgres):
 
 
 def serve_logging_to(tmp_path, *args: str) -> tuple[subprocess.Popen, int, pathlib.Path]:
-    port = free_port()
     log = tmp_path / "stderr.log"
     with log.open("w") as out:  # a file: a pipe nobody reads would stall a chatty daemon
         proc = subprocess.Popen(
             [sys.executable, "-m", "koinii", "serve", "--db", str(tmp_path / "kb.db")]
-            + ["--port", str(port), *args],
+            + ["--port", "0", "--port-file", str(tmp_path / "port"), *args],
             stdout=subprocess.DEVNULL,
             stderr=out,
         )
-    assert wait_until(lambda: "listening on" in log.read_text(), timeout=15), log.read_text()
+    port = port_from(tmp_path / "port", proc)
+    assert "listening on" in log.read_text(), log.read_text()
     return proc, port, log
 
 
@@ -229,4 +230,49 @@ def test_a_busy_port_is_refused_with_exit_code_1_and_leaves_the_store_free(tmp_p
     assert done.stderr.startswith(f"koinii serve: cannot-listen: cannot listen on 127.0.0.1:{port}")
     assert "Traceback" not in done.stderr
     with koinii.open_kb(db) as kb:  # the store was closed again: its lock is free
+        assert kb.seq >= 0
+
+
+# --- port 0: a port the system chooses ----------------------------------------------------------
+
+
+def test_on_port_0_it_listens_where_the_system_chose_and_says_so_twice(tmp_path):
+    """The start-up line and the port file name the port it listens on, never 0: how a
+    supervisor (the test harness, `koinii demo`) starts a daemon without picking a port
+    that another process could take before the daemon binds it."""
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "koinii", "serve", "--db", str(tmp_path / "kb.db")]
+        + ["--port", "0", "--port-file", str(port_file)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = line_within(proc.stderr, timeout=30)
+        port = port_from(port_file, proc)
+        assert port != 0 and port_file.read_text() == f"{port}\n"
+        url = f"http://127.0.0.1:{port}"
+        assert line.startswith(f"koinii serve: listening on {url} (pid {proc.pid})"), line
+        with koinii.connect(url) as client:
+            assert client.health()["ok"] is True
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+
+
+def test_a_port_file_it_cannot_write_stops_it_with_exit_code_1(tmp_path):
+    nowhere = tmp_path / "no-such-folder" / "port"
+    done = subprocess.run(
+        [sys.executable, "-m", "koinii", "serve", "--db", str(tmp_path / "kb.db")]
+        + ["--port", "0", "--port-file", str(nowhere)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    said = done.stderr.splitlines()[-1].removeprefix("koinii serve: ")
+    assert said.startswith(f"cannot-write-port-file: cannot write the port to {nowhere}:"), said
+    assert "Traceback" not in done.stderr and not nowhere.parent.exists()
+    with koinii.open_kb(str(tmp_path / "kb.db")) as kb:  # it closed its store on the way out
         assert kb.seq >= 0

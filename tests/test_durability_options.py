@@ -16,13 +16,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
 import koinii
-from tests.conftest import free_port, refused
+from tests.conftest import port_from, refused
 
 WRITES = 40
 
@@ -72,23 +70,16 @@ def _syncs_behind_writes(tmp_path, args: list[str]) -> int:
     acknowledged WRITES writes (killed then, so shutdown's checkpoint is not counted)."""
     tmp_path.mkdir()
     out = tmp_path / "strace.txt"
-    port = free_port()
     traced = subprocess.Popen(
         ["strace", "-f", "-qq", "-c", "-o", str(out), "-e", "trace=fsync,fdatasync",
          sys.executable, "-m", "koinii", "serve", "--db", str(tmp_path / "kb.db"),
-         "--port", str(port), *args],
+         "--port", "0", "--port-file", str(tmp_path / "port"), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url + "/health", timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        client = koinii.connect(url)
+        port = port_from(tmp_path / "port", traced, timeout=60)  # slower, traced
+        client = koinii.connect(f"http://127.0.0.1:{port}")
         for i in range(WRITES):
             client.assert_(f"(wrote Item{i})", "CxA")
         import psutil

@@ -20,7 +20,7 @@ import pytest
 
 import koinii
 from koinii import Refused, Sym
-from tests.conftest import free_port, refused
+from tests.conftest import refused
 
 HUGE = "9" * 4301  # one digit past terms.MAX_INT_DIGITS
 
@@ -156,7 +156,7 @@ def one_refusal_line(result: subprocess.CompletedProcess, kind: str) -> str:
 
 def test_serve_with_a_missing_token_table_refuses_to_start(tmp_path):
     missing = tmp_path / "teem.tokens"
-    result = koinii_cli("serve", "--db", str(tmp_path / "kb.db"), "--port", str(free_port()),
+    result = koinii_cli("serve", "--db", str(tmp_path / "kb.db"), "--port", "0",
                         "--tokens", str(missing))  # fmt: skip
     line = one_refusal_line(result, "no-token-table")
     assert f"koinii token add AgentAtlas --role agent --tokens {missing}" in line

@@ -1,6 +1,6 @@
 """The README runs as written: its quick start is exactly the two commands CI runs, and
 every shell and Python block of "Run it for real" runs in order, in one shell, against a
-real daemon on a port of its own."""
+real daemon on a port of its own: the one the system gave it (port 0)."""
 
 import os
 import pathlib
@@ -9,9 +9,8 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
-from tests.conftest import free_port, wait_until
+from tests.conftest import wait_until
 
 ROOT = pathlib.Path(__file__).parent.parent
 README = ROOT / "README.md"
@@ -41,11 +40,12 @@ def runnable_blocks() -> list[tuple[str, str]]:
 
 
 def test_every_block_of_run_it_for_real_runs_in_order(tmp_path):
-    port = free_port()
+    port = 0  # the daemon's, once the block that starts it has run
+    port_file = tmp_path / ".port"
 
-    def here(code: str) -> str:  # the README's port, 7411, is this test's own
-        code = code.replace("127.0.0.1:7411", f"127.0.0.1:{port}")
-        return code.replace("koinii serve ", f"koinii serve --port {port} ")
+    def here(code: str) -> str:  # the README's port, 7411, is the one its daemon got
+        code = code.replace("koinii serve ", f"koinii serve --port 0 --port-file {port_file.name} ")
+        return code.replace("127.0.0.1:7411", f"127.0.0.1:{port}") if port else code
 
     # the clone as the README's reader has it: the sample data, and a .venv whose
     # activate puts this interpreter's koinii and python first on PATH
@@ -92,7 +92,13 @@ def test_every_block_of_run_it_for_real_runs_in_order(tmp_path):
             background = (tmp_path / ".background-pid").read_text().strip() if lang == "sh" else ""
             if background and int(background) not in daemons:
                 daemons.append(int(background))
-                assert wait_until(lambda: _healthy(port), timeout=30), outputs[-1]
+                # it writes its port file once it answers
+                assert wait_until(port_file.exists, timeout=30), outputs[-1]
+                port = int(port_file.read_text())
+                # and $KOINII_URL, exported before it chose its port, names that port
+                assert "KOINII_URL=" in state.read_text()
+                with state.open("a") as exports:
+                    exports.write(f"export KOINII_URL=http://127.0.0.1:{port}\n")
     finally:
         for pid in daemons:
             os.kill(pid, signal.SIGTERM)
@@ -108,14 +114,6 @@ def test_every_block_of_run_it_for_real_runs_in_order(tmp_path):
     assert "answered" in step2.splitlines()[-1]
     assert "PostgreSQL16" in step4 and "flaky test" in step4
     assert "(usesDatabase ?cluster ?db)" not in step5 and "Traceback" not in step5
-
-
-def _healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as reply:
-            return reply.status == 200
-    except OSError:
-        return False
 
 
 def _alive(pid: int) -> bool:

@@ -19,7 +19,7 @@ import pytest
 import koinii
 from koinii import Refused, Unavailable, channel
 from tests.blocking import Loop, Subscribed
-from tests.conftest import Daemon, wait_until
+from tests.conftest import Daemon, line_within, wait_until
 
 
 @pytest.fixture
@@ -155,7 +155,7 @@ def test_koinii_tail_follows_across_restarts(service):
         lines: list[str] = []
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not any("After" in line for line in lines):
-            lines.append(tail.stdout.readline())
+            lines.append(line_within(tail.stdout, timeout=deadline - time.monotonic()))
         assert tail.poll() is None  # still following
     finally:
         tail.terminate()

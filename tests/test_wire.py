@@ -149,9 +149,7 @@ def test_the_openapi_document_lists_every_operation(daemon):
     assert "/v1/assert" in doc["paths"] and "/v1/poll" in doc["paths"]
 
 
-def test_a_daemon_that_cannot_be_reached_is_unavailable(connect):
-    from tests.conftest import free_port
-
-    client = connect(f"http://127.0.0.1:{free_port()}", timeout=2)
+def test_a_daemon_that_cannot_be_reached_is_unavailable(connect, unreachable_url):
+    client = connect(unreachable_url, timeout=2)
     with pytest.raises(koinii.Unavailable):
         client.stats()

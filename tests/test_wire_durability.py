@@ -80,7 +80,9 @@ def test_sigterm_wakes_parked_polls_and_exits_promptly(daemon):
     started = time.monotonic()
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.proc.wait(20) == 0
-    assert time.monotonic() - started < 2
+    # well before the 30 s the poll was parked for: two runs of the suite sharing two busy
+    # cores took 8 s, past the 2 s this bound was (the normal reply below is the proof)
+    assert time.monotonic() - started < 15
     parked.join(10)
     assert outcome["result"] == "returned"  # a normal reply: what it has, at once
 

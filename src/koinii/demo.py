@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,8 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from koinii import channel, wraps
-from koinii.client import Client, connect
-from koinii.errors import Unavailable
+from koinii.client import connect
 from koinii.narrator import Narrator
 from koinii.operations import invoker
 from koinii.server.tokens import add_token
@@ -163,10 +161,17 @@ ROLES: dict[str, Callable[..., None]] = {
 # --- the show (the parent process) ------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _port_of(daemon: subprocess.Popen, port_file: str) -> int | None:
+    """The port the daemon listens on, from its --port-file once it answers; None before.
+    It takes port 0, a port the system chooses: one picked here and handed to it could be
+    taken by another process first."""
+    if daemon.poll() is not None:
+        raise SystemExit(f"demo: the daemon exited with {daemon.returncode}")
+    try:
+        with open(port_file) as f:
+            return int(f.read())
+    except FileNotFoundError:
+        return None
 
 
 _STYLE = {
@@ -202,8 +207,7 @@ def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
     tokens = {
         principal: add_token(table, principal, role) for principal, role in PRINCIPALS.items()
     }
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
+    port_file = os.path.join(folder, "port")
     processes: list[subprocess.Popen] = []
     koinii_command = [sys.executable, "-m", "koinii"]
     try:
@@ -214,15 +218,17 @@ def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
                 "--db",
                 os.path.join(folder, "demo.db"),
                 "--port",
-                str(port),
+                "0",
+                "--port-file",
+                port_file,
                 "--tokens",
                 table,
             ],
             stdout=subprocess.DEVNULL,
         )
         processes.append(daemon)
+        url = f"http://127.0.0.1:{_until('the daemon', lambda: _port_of(daemon, port_file))}"
         watcher = connect(url, token=tokens["AgentLead"])
-        _until("the daemon", lambda: _healthy(watcher))
         say(
             f"[bold]koinii demo[/bold]: daemon on {url}; a coordinator, three agents and the "
             f"adjudicator on channel {CHANNEL}\n"
@@ -288,13 +294,6 @@ def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
                 process.kill()
                 process.wait(5)
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def _healthy(client: Client) -> bool:
-    try:
-        return client.health()["ok"]
-    except Unavailable:
-        return False
 
 
 def _summary(store: Any, moves: int, seconds: float, codes: list[int]) -> dict[str, Any]:

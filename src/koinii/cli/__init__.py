@@ -65,7 +65,19 @@ def main(debug: bool) -> None:
 @main.command()
 @click.option("--db", default="koinii.db", show_default=True, help="SQLite file (or DSN).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=7411, show_default=True, type=int, help="Port to listen on.")
+@click.option(
+    "--port",
+    default=7411,
+    show_default=True,
+    type=int,
+    help="Port to listen on; 0 takes a free one (the start-up line says which).",
+)
+@click.option(
+    "--port-file",
+    default=None,
+    metavar="PATH",
+    help="Once it answers, write the port it listens on to PATH (for --port 0).",
+)
 @click.option("--tokens", default=None, help="Token table file (required off loopback).")
 @click.option("--ring-size", default=256, show_default=True, help="Events kept per subscription.")
 @click.option(
@@ -149,6 +161,7 @@ def serve(
     db,
     host,
     port,
+    port_file,
     tokens,
     ring_size,
     reap_after,
@@ -171,8 +184,9 @@ def serve(
 
     It says on stderr where it listens, its store, writer or standby, and its token
     table. SIGHUP reads the token table again; SIGTERM or SIGINT stops it cleanly.
-    Exit codes: 0 stopped, 1 refused (the store, the token table, or a port it cannot
-    have: cannot-listen), 2 a non-loopback address without a token table."""
+    Exit codes: 0 stopped, 1 refused (the store, the token table, a port it cannot
+    have: cannot-listen, or a port file it cannot write: cannot-write-port-file), 2 a
+    non-loopback address without a token table."""
     from koinii.server import Limits
     from koinii.server import serve as run
 
@@ -201,6 +215,7 @@ def serve(
             allow_hosts=allow_hosts,
             synchronous=synchronous,
             access_log=access_log,
+            port_file=port_file,
         )
     )
 

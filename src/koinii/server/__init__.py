@@ -3,13 +3,15 @@
 `serve()` opens the store (refusing a second writer), loads the token table, refuses to
 bind a non-loopback address without one, binds its port (a port it cannot have is
 refused `cannot-listen`, exit 1, with the store closed again), says on stderr where it
-listens and over what (`startup_line`), and runs the ASGI app (`app.build_app`) under
-uvicorn until SIGTERM/SIGINT: then it stops accepting, answers every parked wait at once
-(a normal reply), lets in-flight requests finish, and closes the store — releasing the
-writer lock — before the process exits. SIGHUP reads the token table again, on the
-event loop, between requests (`TokenTable.reload`). Its connections are uvicorn's
-httptools protocol under the connection guards (guards.guarded_protocol), offering each
-reply a plain call that writes its next chunk (chunks.with_write_now: the feed's pass).
+listens and over what (`startup_line`; with port 0, the port the system chose), writes
+that port to a port file if asked (`write_port_file`: once it answers, whole or not at
+all), and runs the ASGI app (`app.build_app`) under uvicorn until SIGTERM/SIGINT: then it
+stops accepting, answers every parked wait at once (a normal reply), lets in-flight
+requests finish, and closes the store — releasing the writer lock — before the process
+exits. SIGHUP reads the token table again, on the event loop, between requests
+(`TokenTable.reload`). Its connections are uvicorn's httptools protocol under the
+connection guards (guards.guarded_protocol), offering each reply a plain call that writes
+its next chunk (chunks.with_write_now: the feed's pass).
 
 Everything it tells an operator goes to stderr as lines beginning `koinii serve:`; the
 access log (uvicorn's, one line per request) only with `access_log`.
@@ -18,6 +20,7 @@ access log (uvicorn's, one line per request) only with `access_log`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import ipaddress
 import logging
@@ -94,6 +97,25 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def write_port_file(path: str, port: int) -> None:
+    """Write the port the daemon listens on to `path`, for a supervisor that started it on
+    port 0 (the test harness, `koinii demo`). Written beside it and renamed into place, so
+    a reader polling for the file never sees half a number."""
+    partial = f"{path}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.write(f"{port}\n")
+        os.replace(partial, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.remove(partial)
+        raise Refused(
+            "cannot-write-port-file",
+            f"cannot write the port to {path}: {exc.strerror or exc} (does its folder exist?)",
+            {"path": path, "errno": exc.errno},
+        ) from None
+
+
 def serve(
     db: str = "koinii.db",
     host: str = "127.0.0.1",
@@ -105,10 +127,13 @@ def serve(
     allow_hosts: Iterable[str] = (),
     synchronous: str = "normal",
     access_log: bool = False,
+    port_file: str | None = None,
 ) -> int:
     """Run the daemon in the foreground; returns the process exit code. It answers to
     the loopback names, `host`, and `allow_hosts` (guards.Hosts); `access_log` logs
-    every request to stderr."""
+    every request to stderr. Port 0 takes a free port the system chooses, stated on the
+    start-up line and, with `port_file`, written there once the daemon answers: a
+    supervisor learns it without guessing a free port another process could take first."""
     import uvicorn
 
     if tokens is None and not is_loopback(host):
@@ -159,7 +184,8 @@ def serve(
     gc.freeze()
 
     shown_host = f"[{host}]" if ":" in host else host
-    url = f"http://{shown_host}:{sock.getsockname()[1]}"
+    bound_port = sock.getsockname()[1]
+    url = f"http://{shown_host}:{bound_port}"
 
     def reload_tokens() -> None:  # SIGHUP, run on the loop between requests
         if table is None:
@@ -182,6 +208,12 @@ def serve(
             if self.started:
                 asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload_tokens)
                 say(startup_line(url, kb, table, standby))
+                if port_file is not None:
+                    try:
+                        write_port_file(port_file, bound_port)
+                    except Refused as refusal:  # its supervisor would wait for it in vain
+                        say(f"{refusal.kind}: {refusal.message}")
+                        stop_failing()
 
     config = uvicorn.Config(
         app,
@@ -207,11 +239,11 @@ def serve(
     server = Server(config)
     exit_code = [0]
 
-    def stop_on_lost() -> None:  # the store is no longer ours: stop, and say so on exit
-        exit_code[0] = 1
+    def stop_failing() -> None:  # the store is no longer ours, or the port file could not
+        exit_code[0] = 1  # be written: stop, and say so in the exit code
         server.should_exit = True
 
-    daemon.on_lost = stop_on_lost
+    daemon.on_lost = stop_failing
     # uvicorn keeps every request's task in this set from the moment the request is read:
     # the daemon's group commit asks it whether a write has company (app.Daemon.join_group)
     daemon.in_flight = server.server_state.tasks.__len__
