@@ -389,6 +389,12 @@ _CATALOGUE = (
         "stop what holds the port, or give another --port",
     ),
     Kind(
+        "cannot-write-port-file",
+        400,
+        "the daemon cannot write the port it bound to its --port-file",
+        "give --port-file a path in a folder that exists and is writable",
+    ),
+    Kind(
         "too-many-subscriptions",
         400,
         "a watch past the caller's or the daemon's subscription quota",
