@@ -23,7 +23,11 @@ from koinii.server.tokens import add_token
 # daemon, which answered `/health` for it (`unauthorized`; an old writer that seemed to
 # answer after a takeover, when its standby had in fact failed to listen).
 _WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
-_PORTS = itertools.cycle(range(20_000 + 2_000 * _WORKER, 22_000 + 2_000 * _WORKER))
+# Each run starts at a point of its own in that range: runs of other checkouts on the same
+# machine walk the same ranges, and in step they took each other's ports.
+_RANGE = range(20_000 + 2_000 * _WORKER, 22_000 + 2_000 * _WORKER)
+_START = os.getpid() % len(_RANGE)
+_PORTS = itertools.cycle([*_RANGE[_START:], *_RANGE[:_START]])
 
 
 def free_port() -> int:
@@ -79,8 +83,8 @@ class Daemon:
                 raise RuntimeError(f"daemon exited: {self.proc.stderr.read().decode()}")
             try:
                 with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
-                    if r.status == 200:
-                        return self
+                    if r.status == 200 and self.proc.poll() is None:
+                        return self  # (answered by this daemon, not one that took its port)
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("daemon did not come up")

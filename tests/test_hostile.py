@@ -252,6 +252,59 @@ def test_an_agent_cannot_hijack_a_channel_with_an_agent_context_mark(members):
     assert channel.join(medium, "CxNext", "AgentBoreas").channel == "CxNext"
 
 
+def test_a_rule_cannot_take_over_a_channel_by_concluding_an_ownership_mark(members):
+    """Issue 37: a rule over Atlas's own mark, placed where both contexts are seen — the
+    channel — marked CxTeam as Boreas's, and every later join was refused."""
+    agents, store = members
+    seq = store.seq
+    for rule in (
+        "(implies (agentContext CxBoreas AgentBoreas) (agentContext CxTeam AgentAtlas))",
+        "(implies (agentContext ?c AgentAtlas) (agentContext CxTeam AgentBoreas))",
+        "(implies (usesDb ?x ?y) (and (isDb ?y) (not (agentContext CxTeam AgentBoreas))))",
+    ):
+        refusal = refused(lambda r=rule: agents["AgentBoreas"].assert_(r))
+        assert refusal.kind == "koinii/underivable", rule
+        assert refusal.data["predicate"] == "agentContext"
+        assert "written by join" in refusal.message and "of your own" in refusal.message
+    assert store.seq == seq
+    medium = agents["AgentCharlie"].medium
+    assert channel.join(medium, "CxTeam", "AgentCharlie").channel == "CxTeam"
+
+
+def test_a_rule_cannot_derive_the_systems_vocabulary(team):
+    """Declarations, registry rows and dispute marks are each written by one operation;
+    derived, an agent's rule would decide how everyone's writes are read."""
+    boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    for conclusion in (
+        "(arity ?x 3)",
+        "(functional ?x)",
+        "(carriesClaim ?x 1)",
+        "(speechAct ?x)",
+        "(trustLevel AgentBoreas 1.0)",
+        "(registeredAgent AgentBoreas)",
+        "(disputeStale ?x 1 Gone)",
+    ):
+        refusal = refused(lambda c=conclusion: boreas.assert_(f"(implies (pick ?x) {c})"))
+        assert refusal.kind == "koinii/underivable", conclusion
+        assert refusal.data["predicate"] == conclusion[1:].split()[0]
+
+
+def test_a_rule_concludes_in_its_own_context_never_in_the_channel(members):
+    """Issue 37: Boreas's rule over Atlas's claim concluded in CxTeam — the one context
+    that sees both — a claim the channel then held as its own, shown as Boreas's. A
+    rule applies to what its own context sees, and concludes there."""
+    agents, store = members
+    agents["AgentAtlas"].assert_(CLAIM)
+    boreas = agents["AgentBoreas"]
+    boreas.assert_("(implies (usesDb Prod ?db) (usesDb Staging ?db))")
+    boreas.assert_("(usesDb Prod My)")  # its own claim: the rule applies
+    derived = store.sentexes_matching("(usesDb Staging ?db)", "?ctx")
+    assert [(s.text, s.context) for s in derived] == [("(usesDb Staging My)", "CxBoreas")]
+    assert store.query("(usesDb Staging ?db)", "CxTeam") == [{"?db": koinii.Sym("My")}]
+    assert store.violations() == []  # Atlas's claim is not the rule's to use: no firing
+    # the rule derived nothing into Atlas's context, which sees neither
+
+
 def test_the_raw_wire_writes_meet_the_same_rules(team):
     """The same attacks as raw requests with Atlas's token: the daemon refuses them."""
     boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")

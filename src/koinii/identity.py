@@ -79,10 +79,15 @@ def agent_context_mark(ctx: str, agent: str) -> tuple:
 
 
 def owners_of(store: Any, ctx: str) -> list[str]:
-    """The agents whose own context `ctx` is, read from the marks stored in `ctx` itself
-    (sorted): a mark another context holds claims nothing (check_meaning)."""
+    """The agents whose own context `ctx` is, read from the marks asserted in `ctx` itself
+    (sorted): a mark another context holds claims nothing (check_meaning), and a derived
+    one claims nothing either — ownership is written by join, never concluded by a rule
+    (a rule concluding a mark is refused `koinii/underivable`; one stored before that was
+    refused may still fire)."""
     found = store.sentexes_matching(agent_context_mark(ctx, "?agent"), ctx)
-    return sorted({s.sentence[2].name for s in found if type(s.sentence[2]) is Sym})
+    return sorted(
+        {s.sentence[2].name for s in found if type(s.sentence[2]) is Sym and not s.derived}
+    )
 
 
 def check_channel_parent(store: Any, agent_id: str, parent: str) -> None:
