@@ -305,6 +305,77 @@ def test_a_rule_concludes_in_its_own_context_never_in_the_channel(members):
     # the rule derived nothing into Atlas's context, which sees neither
 
 
+# --- placements: an agent places its own context, and only under a channel ---------------
+
+DUNE = {**TEAM, "AgentDune": "agent"}
+
+
+def test_an_agent_cannot_squat_the_context_of_a_principal_that_has_not_joined_yet(
+    start_daemon,
+):
+    """Issue 37: (genlCx CxDune CxAtlas) before Dune's first join made CxDune see
+    CxAtlas, and stayed after it: Atlas's claims and rules read as Dune's own."""
+    daemon = start_daemon(principals=DUNE)
+    atlas = channel.join(channel.wire(daemon.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    atlas.assert_("(implies (pick ?x) (usesDb Prod ?x))")
+    ops = daemon.client("Ops")
+    seq = ops.seq
+    refusal = refused(lambda: atlas.store.assert_("(genlCx CxDune CxAtlas)", "CxUniverse"))
+    assert refusal.kind == "koinii/not-a-channel"
+    assert refusal.data == {"agent": "AgentAtlas", "parent": "CxDune", "owners": ["AgentDune"]}
+    assert "reserved" in refusal.message and "(genlCx CxTeam CxAtlas)" in refusal.message
+    assert ops.seq == seq
+    dune = channel.join(channel.wire(daemon.client("AgentDune")), "CxTeam", "AgentDune")
+    dune.assert_("(pick Pg)")
+    assert ops.context_up("CxDune") == frozenset({"CxDune", "CxSpeechActs", "CxCore", "CxUniverse"})
+    assert ops.query("(usesDb Prod ?db)", "CxDune") == []  # Atlas's rule is not Dune's
+    # nor may any agent place a principal's context under its own (or anything else)
+    refusal = refused(lambda: atlas.store.assert_("(genlCx CxAtlas CxDune)", "CxUniverse"))
+    assert refusal.kind == "koinii/not-vocabulary" and "CxDune" in refusal.message
+
+
+def test_an_agent_cannot_pull_another_channel_into_its_own(team):
+    """Issue 37: (genlCx CxAtlas CxOther) made CxTeam — which sees CxAtlas — list
+    CxOther's questions and disputes as its own. An agent's own context sees only
+    vocabulary; to take part in CxOther, it joins it."""
+    wire = {a: channel.wire(team.client(a)) for a in ("AgentAtlas", "AgentBoreas")}
+    atlas = channel.join(wire["AgentAtlas"], "CxTeam", "AgentAtlas")
+    boreas = channel.join(wire["AgentBoreas"], "CxOther", "AgentBoreas")
+    boreas.pose_query("(quote (usesDb Prod ?db))")
+    ops = team.client("Ops")
+    seq = ops.seq
+    for sup, why in (
+        ("CxOther", "a channel (it sees CxBoreas)"),
+        ("CxBoreas", "AgentBoreas's own context"),
+        ("CxNowhere", "empty"),
+    ):
+        refusal = refused(lambda s=sup: atlas.store.assert_(f"(genlCx CxAtlas {s})", "CxUniverse"))
+        assert refusal.kind == "koinii/not-vocabulary", sup
+        assert why in refusal.message and f"(genlCx {sup} CxAtlas)" in refusal.message
+    assert ops.seq == seq
+    assert ops.context_up("CxTeam") == frozenset(
+        {"CxTeam", "CxAtlas", "CxSpeechActs", "CxCore", "CxUniverse"}
+    )
+    # joining is how Atlas takes part: the channel sees it
+    assert channel.join(wire["AgentAtlas"], "CxOther", "AgentAtlas").channel == "CxOther"
+    assert atlas.store.context_up("CxTeam") == ops.context_up("CxTeam")
+
+
+def test_an_agent_cannot_make_the_vocabulary_its_channel(team):
+    """Placed under CxSpeechActs — which every agent's context sees — an agent's claims,
+    rules and declarations would be in every agent's own view."""
+    boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    atlas = team.client("AgentAtlas")
+    for parent in ("CxSpeechActs", "CxRegistry"):
+        refusal = refused(lambda p=parent: channel.join(channel.wire(atlas), p, "AgentAtlas"))
+        assert refusal.kind == "koinii/not-a-channel", parent
+    refusal = refused(lambda: atlas.assert_("(genlCx CxSpeechActs CxAtlas)", "CxUniverse"))
+    assert refusal.kind == "koinii/not-a-channel" and "AgentBoreas" in refusal.data["owners"]
+    assert boreas.store.context_up("CxBoreas") == frozenset(
+        {"CxBoreas", "CxSpeechActs", "CxCore", "CxUniverse"}
+    )
+
+
 def test_the_raw_wire_writes_meet_the_same_rules(team):
     """The same attacks as raw requests with Atlas's token: the daemon refuses them."""
     boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")

@@ -34,6 +34,7 @@ from koinii.speech import ACTS
 from koinii.terms import Sym, Var, is_individual_name, parse, show
 
 REGISTRY = "CxRegistry"
+UNIVERSE_CONTEXT = "CxUniverse"
 AGENT_CONTEXT = Sym("agentContext")
 POLICIES = ("cooperative", "proof-tier")
 # Argument 1 of each speech act is the acting agent (channel.md §2).
@@ -90,23 +91,98 @@ def owners_of(store: Any, ctx: str) -> list[str]:
     )
 
 
-def check_channel_parent(store: Any, agent_id: str, parent: str) -> None:
+def owned_contexts(store: Any) -> dict[str, str]:
+    """Every context some agent owns, to its owner: the marks asserted in the context
+    they name (`owners_of`, for all contexts at once; the first owner of a context kept)."""
+    owned: dict[str, str] = {}
+    for mark in store.sentexes_matching((AGENT_CONTEXT, Var("?ctx"), Var("?agent")), "?in"):
+        ctx, agent = mark.sentence[1], mark.sentence[2]
+        mine = type(ctx) is Sym and type(agent) is Sym and mark.context == ctx.name
+        if mine and not mark.derived:  # (ownership is asserted by join, never concluded)
+            owned.setdefault(ctx.name, agent.name)
+    return owned
+
+
+def principal_contexts(store: Any, reserved: Iterable[str] = ()) -> dict[str, str]:
+    """The contexts of every principal, to its id: those marked as an agent's own, and —
+    before their first join — those of the principals `reserved` names (the daemon's
+    token table): a principal's context is its own from the moment it has a token."""
+    contexts = owned_contexts(store)
+    for principal in reserved:
+        contexts.setdefault(context_for(principal), principal)
+    return contexts
+
+
+def check_channel_parent(
+    store: Any, agent_id: str, parent: str, reserved: Iterable[str] = ()
+) -> None:
     """Refuse to place an agent's context under something that is not a channel: the
-    registry, the agent's own context, or a context marked as another agent's own."""
+    registry, the agent's own context, another principal's own context (marked, or
+    reserved for a principal of the daemon that has not joined yet: placed under another
+    agent's context, Atlas's claims and declarations would read as Dune's), or vocabulary
+    another agent's context speaks (placed under CxSpeechActs, an agent's claims would
+    appear in every context that speaks it)."""
     own = context_for(agent_id)
     owners = [] if parent == REGISTRY else owners_of(store, parent)
+    contexts = principal_contexts(store, reserved)
     if parent == REGISTRY:
         why = "the registry"
     elif parent == own:
         why = "the agent's own context"
     elif any(owner != agent_id for owner in owners):
         why = f"{next(o for o in owners if o != agent_id)}'s own context"
+    elif contexts.get(parent, agent_id) != agent_id:
+        owners = [contexts[parent]]
+        why = (
+            f"{owners[0]}'s own context, reserved for it before its first join "
+            f"({owners[0]} holds a token of this daemon)"
+        )
+    else:
+        speakers = sorted(
+            contexts[c] for c in store.context_down(parent) if c in contexts and c != own
+        )
+        if not speakers:
+            return
+        owners = speakers
+        why = (
+            f"vocabulary {speakers[0]}'s own context speaks (it sees {parent}): under it, "
+            f"your claims would appear in every context that speaks {parent}"
+        )
+    raise Refused(
+        "koinii/not-a-channel",
+        f"{parent} is not a channel: it is {why}. Join a channel of its own name instead, "
+        f"e.g. (genlCx CxTeam {own})",
+        {"agent": agent_id, "parent": parent, "owners": owners},
+    )
+
+
+def check_own_super(store: Any, agent_id: str, sup: str, reserved: Iterable[str] = ()) -> None:
+    """An agent's own context sees only vocabulary: CxUniverse, or a context holding
+    sentences (loaded by an operator: no agent writes there) that is no principal's
+    context and sees none. Seeing a channel or another agent's context (`(genlCx CxAtlas
+    CxOther)`) would make every channel Atlas's context is in show CxOther's questions and
+    disputes as its own; an empty context would become a channel later, pulled in the same
+    way. (To take part in a channel, join it: the channel sees you, not you it.)"""
+    if sup == UNIVERSE_CONTEXT:
+        return
+    own = context_for(agent_id)
+    contexts = principal_contexts(store, reserved)
+    seen = sorted(c for c in store.context_up(sup) if c in contexts and c != own)
+    if sup in contexts and contexts[sup] != agent_id:
+        why = f"{contexts[sup]}'s own context"
+    elif seen:
+        why = f"a channel (it sees {', '.join(seen)})"
+    elif not store.context_counts().get(sup):
+        why = "empty: no vocabulary has been loaded there"
     else:
         return
     raise Refused(
-        "koinii/not-a-channel",
-        f"{parent} is not a channel: it is {why}",
-        {"agent": agent_id, "parent": parent, "owners": owners},
+        "koinii/not-vocabulary",
+        f"{own} may see only vocabulary (CxUniverse, or a context an operator loaded that "
+        f"sees no agent's context); {sup} is {why}. To take part in {sup}, join it — "
+        f"(genlCx {sup} {own}), the channel sees you — and speak loaded vocabulary such "
+        "as CxSpeechActs",
+        {"agent": agent_id, "context": sup, "own": own, "sees": seen},
     )
 
 

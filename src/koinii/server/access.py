@@ -15,6 +15,7 @@ client library may check the same rules earlier; this is where they are enforced
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from koinii.errors import Refused
@@ -23,6 +24,7 @@ from koinii.identity import (
     check_channel_parent,
     check_creator,
     check_meaning,
+    check_own_super,
     check_registry_write,
     check_speaker,
     check_write_boundary,
@@ -72,7 +74,9 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
 
 
 def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
-    """An agent may place its own context: under a channel, or over the vocabulary it speaks."""
+    """An agent may place its own context: under a channel, or over the vocabulary it
+    speaks — never another principal's context, joined yet or not (the daemon knows them
+    all from its token table), and never over a channel or another agent's context."""
     sub, sup = atom[1].name, atom[2].name
     if own not in (sub, sup):
         raise Refused(
@@ -80,8 +84,30 @@ def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
             f"{agent} may only place its own context {own}",
             {"agent": agent, "context": UNIVERSE, "own": own},
         )
+    reserved = known_principals(kb)
     if sup == own:  # (genlCx channel own): the channel must be a channel
-        check_channel_parent(kb, agent, sub)
+        check_channel_parent(kb, agent, sub, reserved)
+    else:  # (genlCx own vocabulary): own sees only vocabulary
+        check_own_super(kb, agent, sup, reserved)
+
+
+# The principals each daemon's KB serves, from its token table (read again on SIGHUP):
+# their contexts are theirs before their first join. Keyed by the KB, not held in the
+# access check's arguments, so that every write path that calls `check_add` has them.
+_TABLES: weakref.WeakKeyDictionary[KB, Any] = weakref.WeakKeyDictionary()
+
+
+def know_principals(kb: KB, table: Any) -> None:
+    """Reserve, for the writes to `kb`, the context of every principal in `table` (a
+    `TokenTable`, whose `principals` follow its reloads)."""
+    _TABLES[kb] = table
+
+
+def known_principals(kb: KB) -> frozenset[str]:
+    """The ids of the agents (and arbiters) holding a token of the daemon serving `kb`:
+    the principals that own a context (a reader's or an operator's name reserves none)."""
+    table = _TABLES.get(kb)
+    return frozenset() if table is None else table.agents
 
 
 def check_remove(kb: KB, caller: Caller, handle: Any) -> None:

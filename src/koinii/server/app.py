@@ -420,6 +420,8 @@ class Daemon:
     ) -> None:
         self.kb = kb
         self.tokens = tokens
+        if tokens is not None:
+            access.know_principals(kb, tokens)  # their contexts are theirs before a join
         self.limits = limits
         self.hosts = hosts or Hosts()
         kb.query_budget_s = limits.query_budget_s  # for what runs without a budget of its own

@@ -111,6 +111,10 @@ def revoke(path: str, principal: str) -> int:
     return removed
 
 
+def _agents(callers: Any) -> frozenset[str]:
+    return frozenset(c.id for c in callers if c.role in ("agent", "arbiter"))
+
+
 class TokenTable:
     """The loaded table; `caller(header)` authenticates an Authorization header.
 
@@ -131,6 +135,12 @@ class TokenTable:
         loaded = [(bytes.fromhex(e["sha256"]), Caller(e["id"], e["role"])) for e in entries]
         self._entries = loaded  # one assignment: a request sees the old table or the new
         self._callers = frozenset(caller for _, caller in loaded)
+
+    @property
+    def agents(self) -> frozenset[str]:
+        """The ids that own a context (agents and arbiters): reserved for them before
+        their first join (`server.access`)."""
+        return _agents(self._callers)
 
     @property
     def count(self) -> int:
