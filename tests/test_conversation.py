@@ -15,7 +15,7 @@ from koinii.terms import parse, show
 from tests.conftest import refused
 
 TEAM = ("AgentAtlas", "AgentBoreas", "AgentCyra", "AgentDune")
-PRINCIPALS = {**{a: "agent" for a in TEAM}, "AgentMajority": "agent", "Ops": "operator"}
+PRINCIPALS = {**{a: "agent" for a in TEAM}, "AgentMajority": "arbiter", "Ops": "operator"}
 VERSION = "(postgresMajorVersion ProdCluster ?version)"
 READY = "(readyToShip BillingRelease)"
 

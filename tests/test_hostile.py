@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import http.client
 import json
+import signal
 import socket
 import subprocess
 import sys
 import time
 
 import pytest
+from click.testing import CliRunner
 
 import koinii
 from koinii import adjudication, channel
+from koinii.cli import main
 from koinii.server.tokens import add_token
 from koinii.sessions import Introspection, SessionStore
-from tests.conftest import Daemon, refused
+from tests.conftest import Daemon, refused, wait_until
 
 TEAM = {
     "AgentAtlas": "agent",
@@ -106,6 +109,99 @@ def test_the_daemon_refuses_to_start_on_a_table_where_two_principals_share_a_con
     message = str(exited.value)
     assert "koinii/context-taken" in message and "CxAtlas" in message
     assert "Atlas" in message and f"koinii token revoke Atlas --tokens {table}" in message
+
+
+def token_cli(*args: str):
+    """`koinii token …` in process (click's CliRunner), stderr apart."""
+    return CliRunner().invoke(main, ["token", *args])
+
+
+def test_token_add_refuses_reserved_and_system_names(tmp_path):
+    """Issue 37: `token add` minted AgentUniverse, AgentSpeechActs, AgentMajority — ids
+    that own the system's contexts or that the system speaks as — without a word."""
+    table = str(tmp_path / "team.tokens")
+    for principal, role in (
+        ("AgentUniverse", "agent"),
+        ("Universe", "reader"),
+        ("AgentSpeechActs", "agent"),
+        ("AgentRegistry", "agent"),
+        ("AgentCore", "arbiter"),
+        ("AgentDisputes", "agent"),
+        ("AgentEverything", "agent"),
+        ("AgentMajority", "agent"),
+        ("Majority", "arbiter"),
+    ):
+        result = token_cli("add", principal, "--role", role, "--tokens", table)
+        assert result.exit_code == 1, principal
+        assert result.stderr.startswith("koinii: koinii/reserved-name: "), result.stderr
+        assert f"{principal} is reserved: " in result.stderr and "Choose an id" in result.stderr
+        assert not (tmp_path / "team.tokens").exists()
+    # the adjudicator's arbiter token is the one AgentMajority
+    assert token_cli("add", "AgentMajority", "--role", "arbiter", "--tokens", table).exit_code == 0
+
+
+def test_token_add_warns_of_a_look_alike_of_a_principal_in_the_table(tmp_path):
+    table = str(tmp_path / "team.tokens")
+    for principal in ("AgentAtlas", "AgentKim", "AgentOrion"):
+        result = token_cli("add", principal, "--tokens", table)
+        assert result.exit_code == 0 and result.stderr == ""
+    for principal, like in (
+        ("AgentAtIas", "AgentAtlas"),  # capital I for l
+        ("AgentATLAS", "AgentAtlas"),  # case
+        ("AgentKirn", "AgentKim"),  # rn for m
+        ("Agent0rion", "AgentOrion"),  # zero for O
+    ):
+        result = token_cli("add", principal, "--tokens", table)
+        assert result.exit_code == 0 and result.stdout.startswith("kt_")  # minted
+        assert result.stderr.startswith(f"koinii: warning: {principal} looks like ")
+        assert f"looks like {like}, already in the table" in result.stderr
+        assert f"koinii token revoke {principal} --tokens {table}" in result.stderr
+    assert token_cli("add", "AgentBoreas", "--tokens", table).stderr == ""
+
+
+def test_the_daemon_refuses_a_table_whose_agent_would_own_a_channel(tmp_path):
+    """Issue 37: AgentTeam owns CxTeam — a channel in the store — and could write as it.
+    `token add` sees the table, not the store (its daemon holds it), so the daemon
+    refuses the table: at its start (exit 1), and on SIGHUP (the table in force kept)."""
+    db = str(tmp_path / "team.db")
+    with koinii.open_kb(db) as kb:
+        channel.join(channel.local(kb), "CxTeam", "AgentAtlas")
+    table = str(tmp_path / "team.tokens")
+    tokens = {p: add_token(table, p, "agent") for p in ("AgentAtlas", "AgentTeam")}
+    daemon = Daemon(db, ["--tokens", table], tokens)
+    try:
+        with pytest.raises(RuntimeError) as exited:
+            daemon.start()
+    finally:
+        daemon.kill()
+    message = str(exited.value)
+    assert "koinii/context-taken" in message and "AgentTeam would own CxTeam" in message
+    assert "a channel in the store (it sees the contexts of AgentAtlas)" in message
+    assert f"koinii token revoke AgentTeam --tokens {table}" in message
+    assert koinii_cli("token", "revoke", "AgentTeam", "--tokens", table).returncode == 0
+    daemon = Daemon(db, ["--tokens", table], tokens).start()
+    try:
+        tokens["AgentCiel"] = add_token(table, "AgentCiel", "agent")
+        tokens["AgentTeam"] = add_token(table, "AgentTeam", "agent")
+        daemon.proc.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        assert refused(lambda: daemon.client("AgentCiel").seq).kind == "unauthorized"
+        assert koinii_cli("token", "revoke", "AgentTeam", "--tokens", table).returncode == 0
+        daemon.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: _answers(daemon.client("AgentCiel")))
+        tokens["Team"] = add_token(table, "Team", "reader")  # a reader's name owns nothing
+        daemon.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: _answers(daemon.client("Team")))
+    finally:
+        daemon.kill()
+
+
+def _answers(client) -> bool:
+    try:
+        client.seq  # noqa: B018 (a read that needs a token)
+    except koinii.Refused:
+        return False
+    return True
 
 
 # --- sessions: written by the principal that started them, and operators -------------------
