@@ -472,6 +472,40 @@ def test_an_agent_cannot_make_the_vocabulary_its_channel(team):
     )
 
 
+# --- declarations: they govern the writes of the contexts that see them ------------------
+
+
+def test_a_declaration_governs_only_the_contexts_that_see_it(members):
+    """Issue 37: Atlas's `(functional P)` in its own context made two values of Boreas's
+    a clash in every context — in channels Atlas never joined too."""
+    agents, store = members
+    agents["AgentAtlas"].assert_("(functional level)")
+    agents["AgentBoreas"].assert_("(level Prod 1)")
+    agents["AgentBoreas"].assert_("(level Prod 2)")
+    assert store.contradictions("CxTeam") == [] and store.contradictions() == []
+    agents["AgentAtlas"].assert_("(level Staging 1)")
+    agents["AgentAtlas"].assert_("(level Staging 2)")  # its own values: its own rule
+    for ctx in ("CxTeam", "CxAtlas", None):
+        [clash] = store.contradictions(ctx)
+        assert {s["sentence"] for s in clash["sides"]} == {"(level Staging 1)", "(level Staging 2)"}
+    assert store.contradictions("CxBoreas") == []
+
+
+def test_a_functional_clash_of_thousands_of_values_is_one_group_read_at_once(team):
+    """Issue 37: 2,000 values of one functional predicate were compared in pairs — 4
+    million — and any read listing clashes (disputes, a thread, the web view's channel
+    page) held the daemon 4 to 16 s. Values are grouped, so the read is one pass."""
+    atlas = channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    atlas.assert_("(functional level)")
+    for first in range(0, 2000, 100):  # (in batches each within a write's budget)
+        atlas.store.edit(add=[(f"(level Prod {i})", "CxAtlas") for i in range(first, first + 100)])
+    ops = team.client("Ops")
+    # (paired, each read ran past its budget, 0.5 s: refused budget-exhausted)
+    [clash] = ops.contradictions("CxTeam")
+    [everywhere] = ops.contradictions()
+    assert len(clash["handles"]) == 2000 and everywhere["handles"] == clash["handles"]
+
+
 def test_the_raw_wire_writes_meet_the_same_rules(team):
     """The same attacks as raw requests with Atlas's token: the daemon refuses them."""
     boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
