@@ -7,8 +7,14 @@ Invariants:
   refused wherever one is made (`check_one_context_each`: the token table, at `token add`
   and at the daemon's start).
 - Which context belongs to an agent is a written fact — the mark
-  `(agentContext CxAtlas AgentAtlas)` — never inferred from a name, because agent
-  contexts and channels are spelled alike.
+  `(agentContext CxAtlas AgentAtlas)`, asserted by join, never derived — never inferred
+  from a name, because agent contexts and channels are spelled alike. Before its first
+  join an agent's context is reserved for it by the daemon's token table, and no id may
+  name a system context or one the store gives another (`check_reserved_name`,
+  `check_names_in_store`).
+- An agent places only its own context: under a channel (`check_channel_parent`), over
+  vocabulary (`check_own_super`) — so what it writes reaches no other agent's context,
+  only what others see at a channel (docs/security.md, non-interference).
 - A `Principal` is only as good as its grant: `authenticate` mints an HMAC-SHA256 grant
   over a fixed serialisation under the process key, and every check that matters
   (admin writes, attestation) verifies it in constant time. A hand-built or altered
