@@ -15,7 +15,7 @@ from koinii.terms import parse, show
 from tests.conftest import refused
 
 TEAM = ("AgentAtlas", "AgentBoreas", "AgentCyra", "AgentDune")
-PRINCIPALS = {**{a: "agent" for a in TEAM}, "AgentMajority": "agent", "Ops": "operator"}
+PRINCIPALS = {**{a: "agent" for a in TEAM}, "AgentMajority": "arbiter", "Ops": "operator"}
 VERSION = "(postgresMajorVersion ProdCluster ?version)"
 READY = "(readyToShip BillingRelease)"
 
@@ -259,7 +259,9 @@ def test_a_free_text_answer_claims_its_content_for_the_question(team):
 
 
 def test_two_answers_to_a_functional_pattern_are_a_contradiction(team):
-    team.store.assert_("(functional postgresMajorVersion)", "CxAtlas", creator="AgentAtlas")
+    # declared in the vocabulary every agent speaks: a declaration governs the writes of
+    # the contexts that see it, so one in Atlas's own context would govern Atlas's alone
+    team.store.assert_("(functional postgresMajorVersion)", "CxSpeechActs")
     q = team["Atlas"].pose_query(VERSION)
     b = team["Boreas"].answer("16", q)
     c = team["Cyra"].answer("15", q)

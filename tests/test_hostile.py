@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import http.client
 import json
+import signal
 import socket
 import subprocess
 import sys
 import time
 
 import pytest
+from click.testing import CliRunner
 
 import koinii
 from koinii import adjudication, channel
+from koinii.cli import main
 from koinii.server.tokens import add_token
 from koinii.sessions import Introspection, SessionStore
-from tests.conftest import Daemon, refused
+from tests.conftest import Daemon, refused, wait_until
 
 TEAM = {
     "AgentAtlas": "agent",
@@ -106,6 +109,99 @@ def test_the_daemon_refuses_to_start_on_a_table_where_two_principals_share_a_con
     message = str(exited.value)
     assert "koinii/context-taken" in message and "CxAtlas" in message
     assert "Atlas" in message and f"koinii token revoke Atlas --tokens {table}" in message
+
+
+def token_cli(*args: str):
+    """`koinii token …` in process (click's CliRunner), stderr apart."""
+    return CliRunner().invoke(main, ["token", *args])
+
+
+def test_token_add_refuses_reserved_and_system_names(tmp_path):
+    """Issue 37: `token add` minted AgentUniverse, AgentSpeechActs, AgentMajority — ids
+    that own the system's contexts or that the system speaks as — without a word."""
+    table = str(tmp_path / "team.tokens")
+    for principal, role in (
+        ("AgentUniverse", "agent"),
+        ("Universe", "reader"),
+        ("AgentSpeechActs", "agent"),
+        ("AgentRegistry", "agent"),
+        ("AgentCore", "arbiter"),
+        ("AgentDisputes", "agent"),
+        ("AgentEverything", "agent"),
+        ("AgentMajority", "agent"),
+        ("Majority", "arbiter"),
+    ):
+        result = token_cli("add", principal, "--role", role, "--tokens", table)
+        assert result.exit_code == 1, principal
+        assert result.stderr.startswith("koinii: koinii/reserved-name: "), result.stderr
+        assert f"{principal} is reserved: " in result.stderr and "Choose an id" in result.stderr
+        assert not (tmp_path / "team.tokens").exists()
+    # the adjudicator's arbiter token is the one AgentMajority
+    assert token_cli("add", "AgentMajority", "--role", "arbiter", "--tokens", table).exit_code == 0
+
+
+def test_token_add_warns_of_a_look_alike_of_a_principal_in_the_table(tmp_path):
+    table = str(tmp_path / "team.tokens")
+    for principal in ("AgentAtlas", "AgentKim", "AgentOrion"):
+        result = token_cli("add", principal, "--tokens", table)
+        assert result.exit_code == 0 and result.stderr == ""
+    for principal, like in (
+        ("AgentAtIas", "AgentAtlas"),  # capital I for l
+        ("AgentATLAS", "AgentAtlas"),  # case
+        ("AgentKirn", "AgentKim"),  # rn for m
+        ("Agent0rion", "AgentOrion"),  # zero for O
+    ):
+        result = token_cli("add", principal, "--tokens", table)
+        assert result.exit_code == 0 and result.stdout.startswith("kt_")  # minted
+        assert result.stderr.startswith(f"koinii: warning: {principal} looks like ")
+        assert f"looks like {like}, already in the table" in result.stderr
+        assert f"koinii token revoke {principal} --tokens {table}" in result.stderr
+    assert token_cli("add", "AgentBoreas", "--tokens", table).stderr == ""
+
+
+def test_the_daemon_refuses_a_table_whose_agent_would_own_a_channel(tmp_path):
+    """Issue 37: AgentTeam owns CxTeam — a channel in the store — and could write as it.
+    `token add` sees the table, not the store (its daemon holds it), so the daemon
+    refuses the table: at its start (exit 1), and on SIGHUP (the table in force kept)."""
+    db = str(tmp_path / "team.db")
+    with koinii.open_kb(db) as kb:
+        channel.join(channel.local(kb), "CxTeam", "AgentAtlas")
+    table = str(tmp_path / "team.tokens")
+    tokens = {p: add_token(table, p, "agent") for p in ("AgentAtlas", "AgentTeam")}
+    daemon = Daemon(db, ["--tokens", table], tokens)
+    try:
+        with pytest.raises(RuntimeError) as exited:
+            daemon.start()
+    finally:
+        daemon.kill()
+    message = str(exited.value)
+    assert "koinii/context-taken" in message and "AgentTeam would own CxTeam" in message
+    assert "a channel in the store (it sees the contexts of AgentAtlas)" in message
+    assert f"koinii token revoke AgentTeam --tokens {table}" in message
+    assert koinii_cli("token", "revoke", "AgentTeam", "--tokens", table).returncode == 0
+    daemon = Daemon(db, ["--tokens", table], tokens).start()
+    try:
+        tokens["AgentCiel"] = add_token(table, "AgentCiel", "agent")
+        tokens["AgentTeam"] = add_token(table, "AgentTeam", "agent")
+        daemon.proc.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        assert refused(lambda: daemon.client("AgentCiel").seq).kind == "unauthorized"
+        assert koinii_cli("token", "revoke", "AgentTeam", "--tokens", table).returncode == 0
+        daemon.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: _answers(daemon.client("AgentCiel")))
+        tokens["Team"] = add_token(table, "Team", "reader")  # a reader's name owns nothing
+        daemon.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: _answers(daemon.client("Team")))
+    finally:
+        daemon.kill()
+
+
+def _answers(client) -> bool:
+    try:
+        client.seq  # noqa: B018 (a read that needs a token)
+    except koinii.Refused:
+        return False
+    return True
 
 
 # --- sessions: written by the principal that started them, and operators -------------------
@@ -254,6 +350,164 @@ def test_an_agent_cannot_hijack_a_channel_with_an_agent_context_mark(members):
     assert refusal.kind == "koinii/foreign-mark" and store.seq == seq
     medium = agents["AgentBoreas"].medium
     assert channel.join(medium, "CxNext", "AgentBoreas").channel == "CxNext"
+
+
+def test_a_rule_cannot_take_over_a_channel_by_concluding_an_ownership_mark(members):
+    """Issue 37: a rule over Atlas's own mark, placed where both contexts are seen — the
+    channel — marked CxTeam as Boreas's, and every later join was refused."""
+    agents, store = members
+    seq = store.seq
+    for rule in (
+        "(implies (agentContext CxBoreas AgentBoreas) (agentContext CxTeam AgentAtlas))",
+        "(implies (agentContext ?c AgentAtlas) (agentContext CxTeam AgentBoreas))",
+        "(implies (usesDb ?x ?y) (and (isDb ?y) (not (agentContext CxTeam AgentBoreas))))",
+    ):
+        refusal = refused(lambda r=rule: agents["AgentBoreas"].assert_(r))
+        assert refusal.kind == "koinii/underivable", rule
+        assert refusal.data["predicate"] == "agentContext"
+        assert "written by join" in refusal.message and "of your own" in refusal.message
+    assert store.seq == seq
+    medium = agents["AgentCharlie"].medium
+    assert channel.join(medium, "CxTeam", "AgentCharlie").channel == "CxTeam"
+
+
+def test_a_rule_cannot_derive_the_systems_vocabulary(team):
+    """Declarations, registry rows and dispute marks are each written by one operation;
+    derived, an agent's rule would decide how everyone's writes are read."""
+    boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    for conclusion in (
+        "(arity ?x 3)",
+        "(functional ?x)",
+        "(carriesClaim ?x 1)",
+        "(speechAct ?x)",
+        "(trustLevel AgentBoreas 1.0)",
+        "(registeredAgent AgentBoreas)",
+        "(disputeStale ?x 1 Gone)",
+    ):
+        refusal = refused(lambda c=conclusion: boreas.assert_(f"(implies (pick ?x) {c})"))
+        assert refusal.kind == "koinii/underivable", conclusion
+        assert refusal.data["predicate"] == conclusion[1:].split()[0]
+
+
+def test_a_rule_concludes_in_its_own_context_never_in_the_channel(members):
+    """Issue 37: Boreas's rule over Atlas's claim concluded in CxTeam — the one context
+    that sees both — a claim the channel then held as its own, shown as Boreas's. A
+    rule applies to what its own context sees, and concludes there."""
+    agents, store = members
+    agents["AgentAtlas"].assert_(CLAIM)
+    boreas = agents["AgentBoreas"]
+    boreas.assert_("(implies (usesDb Prod ?db) (usesDb Staging ?db))")
+    boreas.assert_("(usesDb Prod My)")  # its own claim: the rule applies
+    derived = store.sentexes_matching("(usesDb Staging ?db)", "?ctx")
+    assert [(s.text, s.context) for s in derived] == [("(usesDb Staging My)", "CxBoreas")]
+    assert store.query("(usesDb Staging ?db)", "CxTeam") == [{"?db": koinii.Sym("My")}]
+    assert store.violations() == []  # Atlas's claim is not the rule's to use: no firing
+    # the rule derived nothing into Atlas's context, which sees neither
+
+
+# --- placements: an agent places its own context, and only under a channel ---------------
+
+DUNE = {**TEAM, "AgentDune": "agent"}
+
+
+def test_an_agent_cannot_squat_the_context_of_a_principal_that_has_not_joined_yet(
+    start_daemon,
+):
+    """Issue 37: (genlCx CxDune CxAtlas) before Dune's first join made CxDune see
+    CxAtlas, and stayed after it: Atlas's claims and rules read as Dune's own."""
+    daemon = start_daemon(principals=DUNE)
+    atlas = channel.join(channel.wire(daemon.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    atlas.assert_("(implies (pick ?x) (usesDb Prod ?x))")
+    ops = daemon.client("Ops")
+    seq = ops.seq
+    refusal = refused(lambda: atlas.store.assert_("(genlCx CxDune CxAtlas)", "CxUniverse"))
+    assert refusal.kind == "koinii/not-a-channel"
+    assert refusal.data == {"agent": "AgentAtlas", "parent": "CxDune", "owners": ["AgentDune"]}
+    assert "reserved" in refusal.message and "(genlCx CxTeam CxAtlas)" in refusal.message
+    assert ops.seq == seq
+    dune = channel.join(channel.wire(daemon.client("AgentDune")), "CxTeam", "AgentDune")
+    dune.assert_("(pick Pg)")
+    assert ops.context_up("CxDune") == frozenset({"CxDune", "CxSpeechActs", "CxCore", "CxUniverse"})
+    assert ops.query("(usesDb Prod ?db)", "CxDune") == []  # Atlas's rule is not Dune's
+    # nor may any agent place a principal's context under its own (or anything else)
+    refusal = refused(lambda: atlas.store.assert_("(genlCx CxAtlas CxDune)", "CxUniverse"))
+    assert refusal.kind == "koinii/not-vocabulary" and "CxDune" in refusal.message
+
+
+def test_an_agent_cannot_pull_another_channel_into_its_own(team):
+    """Issue 37: (genlCx CxAtlas CxOther) made CxTeam — which sees CxAtlas — list
+    CxOther's questions and disputes as its own. An agent's own context sees only
+    vocabulary; to take part in CxOther, it joins it."""
+    wire = {a: channel.wire(team.client(a)) for a in ("AgentAtlas", "AgentBoreas")}
+    atlas = channel.join(wire["AgentAtlas"], "CxTeam", "AgentAtlas")
+    boreas = channel.join(wire["AgentBoreas"], "CxOther", "AgentBoreas")
+    boreas.pose_query("(quote (usesDb Prod ?db))")
+    ops = team.client("Ops")
+    seq = ops.seq
+    for sup, why in (
+        ("CxOther", "a channel (it sees CxBoreas)"),
+        ("CxBoreas", "AgentBoreas's own context"),
+        ("CxNowhere", "empty"),
+    ):
+        refusal = refused(lambda s=sup: atlas.store.assert_(f"(genlCx CxAtlas {s})", "CxUniverse"))
+        assert refusal.kind == "koinii/not-vocabulary", sup
+        assert why in refusal.message and f"(genlCx {sup} CxAtlas)" in refusal.message
+    assert ops.seq == seq
+    assert ops.context_up("CxTeam") == frozenset(
+        {"CxTeam", "CxAtlas", "CxSpeechActs", "CxCore", "CxUniverse"}
+    )
+    # joining is how Atlas takes part: the channel sees it
+    assert channel.join(wire["AgentAtlas"], "CxOther", "AgentAtlas").channel == "CxOther"
+    assert atlas.store.context_up("CxTeam") == ops.context_up("CxTeam")
+
+
+def test_an_agent_cannot_make_the_vocabulary_its_channel(team):
+    """Placed under CxSpeechActs — which every agent's context sees — an agent's claims,
+    rules and declarations would be in every agent's own view."""
+    boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    atlas = team.client("AgentAtlas")
+    for parent in ("CxSpeechActs", "CxRegistry"):
+        refusal = refused(lambda p=parent: channel.join(channel.wire(atlas), p, "AgentAtlas"))
+        assert refusal.kind == "koinii/not-a-channel", parent
+    refusal = refused(lambda: atlas.assert_("(genlCx CxSpeechActs CxAtlas)", "CxUniverse"))
+    assert refusal.kind == "koinii/not-a-channel" and "AgentBoreas" in refusal.data["owners"]
+    assert boreas.store.context_up("CxBoreas") == frozenset(
+        {"CxBoreas", "CxSpeechActs", "CxCore", "CxUniverse"}
+    )
+
+
+# --- declarations: they govern the writes of the contexts that see them ------------------
+
+
+def test_a_declaration_governs_only_the_contexts_that_see_it(members):
+    """Issue 37: Atlas's `(functional P)` in its own context made two values of Boreas's
+    a clash in every context — in channels Atlas never joined too."""
+    agents, store = members
+    agents["AgentAtlas"].assert_("(functional level)")
+    agents["AgentBoreas"].assert_("(level Prod 1)")
+    agents["AgentBoreas"].assert_("(level Prod 2)")
+    assert store.contradictions("CxTeam") == [] and store.contradictions() == []
+    agents["AgentAtlas"].assert_("(level Staging 1)")
+    agents["AgentAtlas"].assert_("(level Staging 2)")  # its own values: its own rule
+    for ctx in ("CxTeam", "CxAtlas", None):
+        [clash] = store.contradictions(ctx)
+        assert {s["sentence"] for s in clash["sides"]} == {"(level Staging 1)", "(level Staging 2)"}
+    assert store.contradictions("CxBoreas") == []
+
+
+def test_a_functional_clash_of_thousands_of_values_is_one_group_read_at_once(team):
+    """Issue 37: 2,000 values of one functional predicate were compared in pairs — 4
+    million — and any read listing clashes (disputes, a thread, the web view's channel
+    page) held the daemon 4 to 16 s. Values are grouped, so the read is one pass."""
+    atlas = channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    atlas.assert_("(functional level)")
+    for first in range(0, 2000, 100):  # (in batches each within a write's budget)
+        atlas.store.edit(add=[(f"(level Prod {i})", "CxAtlas") for i in range(first, first + 100)])
+    ops = team.client("Ops")
+    # (paired, each read ran past its budget, 0.5 s: refused budget-exhausted)
+    [clash] = ops.contradictions("CxTeam")
+    [everywhere] = ops.contradictions()
+    assert len(clash["handles"]) == 2000 and everywhere["handles"] == clash["handles"]
 
 
 def test_the_raw_wire_writes_meet_the_same_rules(team):

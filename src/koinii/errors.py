@@ -139,6 +139,14 @@ _CATALOGUE = (
         "state a plain sentence or (not sentence); the message names the part that is wrong",
     ),
     Kind(
+        "koinii/underivable",
+        400,
+        "a rule (or an answer's claim) that would conclude what only the system writes: an "
+        "ownership mark, a declaration, a registry row, a dispute's lifecycle mark",
+        "claim it directly where you may, or let the move or the operator that owns it "
+        "write it (the message says which)",
+    ),
+    Kind(
         "not-range-restricted",
         400,
         "a rule's consequent variable that no antecedent binds",
@@ -543,6 +551,13 @@ _CATALOGUE = (
         _OPERATOR,
     ),
     Kind(
+        "koinii/reserved-name",
+        400,
+        "a principal named for a system context or as the system speaks (AgentUniverse, "
+        "AgentSpeechActs, AgentMajority but as an arbiter)",
+        _OPERATOR,
+    ),
+    Kind(
         "koinii/identity-unverified",
         400,
         "a claimed identity that could not be verified, or a principal not minted by authenticate",
@@ -560,6 +575,13 @@ _CATALOGUE = (
         400,
         "joining under a parent context that is not a channel",
         "join a channel: a context agents' contexts see",
+    ),
+    Kind(
+        "koinii/not-vocabulary",
+        400,
+        "an agent's own context placed to see something but vocabulary (a channel, another "
+        "principal's context, an empty context)",
+        "join a channel to take part in it (the channel sees you); speak only vocabulary",
     ),
     Kind(
         "koinii/registry-not-functional",

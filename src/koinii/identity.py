@@ -7,8 +7,14 @@ Invariants:
   refused wherever one is made (`check_one_context_each`: the token table, at `token add`
   and at the daemon's start).
 - Which context belongs to an agent is a written fact — the mark
-  `(agentContext CxAtlas AgentAtlas)` — never inferred from a name, because agent
-  contexts and channels are spelled alike.
+  `(agentContext CxAtlas AgentAtlas)`, asserted by join, never derived — never inferred
+  from a name, because agent contexts and channels are spelled alike. Before its first
+  join an agent's context is reserved for it by the daemon's token table, and no id may
+  name a system context or one the store gives another (`check_reserved_name`,
+  `check_names_in_store`).
+- An agent places only its own context: under a channel (`check_channel_parent`), over
+  vocabulary (`check_own_super`) — so what it writes reaches no other agent's context,
+  only what others see at a channel (docs/security.md, non-interference).
 - A `Principal` is only as good as its grant: `authenticate` mints an HMAC-SHA256 grant
   over a fixed serialisation under the process key, and every check that matters
   (admin writes, attestation) verifies it in constant time. A hand-built or altered
@@ -24,6 +30,7 @@ import hmac
 import inspect
 import json
 import secrets
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,6 +41,7 @@ from koinii.speech import ACTS
 from koinii.terms import Sym, Var, is_individual_name, parse, show
 
 REGISTRY = "CxRegistry"
+UNIVERSE_CONTEXT = "CxUniverse"
 AGENT_CONTEXT = Sym("agentContext")
 POLICIES = ("cooperative", "proof-tier")
 # Argument 1 of each speech act is the acting agent (channel.md §2).
@@ -79,29 +87,128 @@ def agent_context_mark(ctx: str, agent: str) -> tuple:
 
 
 def owners_of(store: Any, ctx: str) -> list[str]:
-    """The agents whose own context `ctx` is, read from the marks stored in `ctx` itself
-    (sorted): a mark another context holds claims nothing (check_meaning)."""
+    """The agents whose own context `ctx` is, read from the marks asserted in `ctx` itself
+    (sorted): a mark another context holds claims nothing (check_meaning), and a derived
+    one claims nothing either — ownership is written by join, never concluded by a rule
+    (a rule concluding a mark is refused `koinii/underivable`; one stored before that was
+    refused may still fire)."""
     found = store.sentexes_matching(agent_context_mark(ctx, "?agent"), ctx)
-    return sorted({s.sentence[2].name for s in found if type(s.sentence[2]) is Sym})
+    return sorted(
+        {s.sentence[2].name for s in found if type(s.sentence[2]) is Sym and not s.derived}
+    )
 
 
-def check_channel_parent(store: Any, agent_id: str, parent: str) -> None:
+def owned_contexts(store: Any) -> dict[str, str]:
+    """Every context some agent owns, to its owner: the marks asserted in the context
+    they name (`owners_of`, for all contexts at once; the first owner of a context kept)."""
+    owned: dict[str, str] = {}
+    for mark in store.sentexes_matching((AGENT_CONTEXT, Var("?ctx"), Var("?agent")), "?in"):
+        ctx, agent = mark.sentence[1], mark.sentence[2]
+        mine = type(ctx) is Sym and type(agent) is Sym and mark.context == ctx.name
+        if mine and not mark.derived:  # (ownership is asserted by join, never concluded)
+            owned.setdefault(ctx.name, agent.name)
+    return owned
+
+
+def principal_contexts(store: Any, reserved: Iterable[str] = ()) -> dict[str, str]:
+    """The contexts of every principal, to its id: those marked as an agent's own, and —
+    before their first join — those of the principals `reserved` names (the daemon's
+    token table): a principal's context is its own from the moment it has a token."""
+    contexts = owned_contexts(store)
+    for principal in reserved:
+        contexts.setdefault(context_for(principal), principal)
+    return contexts
+
+
+# The principals each daemon's store serves, from its token table (read again on SIGHUP):
+# their contexts are theirs before their first join. Keyed by the store, so every write
+# path on it — the access check of a plain write, and the join move — has them.
+_PRINCIPALS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def reserve_principals(store: Any, table: Any) -> None:
+    """Reserve, for the writes to `store`, the context of every agent in `table` (a
+    `TokenTable`, whose `agents` follow its reloads)."""
+    _PRINCIPALS[store] = table
+
+
+def reserved_principals(store: Any) -> frozenset[str]:
+    """The ids of the agents (and arbiters) holding a token of the daemon serving `store`:
+    the principals that own a context (a reader's or an operator's name reserves none)."""
+    table = _PRINCIPALS.get(store)
+    return frozenset() if table is None else table.agents
+
+
+def check_channel_parent(
+    store: Any, agent_id: str, parent: str, reserved: Iterable[str] = ()
+) -> None:
     """Refuse to place an agent's context under something that is not a channel: the
-    registry, the agent's own context, or a context marked as another agent's own."""
+    registry, the agent's own context, another principal's own context (marked, or
+    reserved for a principal of the daemon that has not joined yet: placed under another
+    agent's context, Atlas's claims and declarations would read as Dune's), or vocabulary
+    another agent's context speaks (placed under CxSpeechActs, an agent's claims would
+    appear in every context that speaks it)."""
     own = context_for(agent_id)
     owners = [] if parent == REGISTRY else owners_of(store, parent)
+    contexts = principal_contexts(store, reserved)
     if parent == REGISTRY:
         why = "the registry"
     elif parent == own:
         why = "the agent's own context"
     elif any(owner != agent_id for owner in owners):
         why = f"{next(o for o in owners if o != agent_id)}'s own context"
+    elif contexts.get(parent, agent_id) != agent_id:
+        owners = [contexts[parent]]
+        why = (
+            f"{owners[0]}'s own context, reserved for it before its first join "
+            f"({owners[0]} holds a token of this daemon)"
+        )
+    else:
+        speakers = sorted(
+            contexts[c] for c in store.context_down(parent) if c in contexts and c != own
+        )
+        if not speakers:
+            return
+        owners = speakers
+        why = (
+            f"vocabulary {speakers[0]}'s own context speaks (it sees {parent}): under it, "
+            f"your claims would appear in every context that speaks {parent}"
+        )
+    raise Refused(
+        "koinii/not-a-channel",
+        f"{parent} is not a channel: it is {why}. Join a channel of its own name instead, "
+        f"e.g. (genlCx CxTeam {own})",
+        {"agent": agent_id, "parent": parent, "owners": owners},
+    )
+
+
+def check_own_super(store: Any, agent_id: str, sup: str, reserved: Iterable[str] = ()) -> None:
+    """An agent's own context sees only vocabulary: CxUniverse, or a context holding
+    sentences (loaded by an operator: no agent writes there) that is no principal's
+    context and sees none. Seeing a channel or another agent's context (`(genlCx CxAtlas
+    CxOther)`) would make every channel Atlas's context is in show CxOther's questions and
+    disputes as its own; an empty context would become a channel later, pulled in the same
+    way. (To take part in a channel, join it: the channel sees you, not you it.)"""
+    if sup == UNIVERSE_CONTEXT:
+        return
+    own = context_for(agent_id)
+    contexts = principal_contexts(store, reserved)
+    seen = sorted(c for c in store.context_up(sup) if c in contexts and c != own)
+    if sup in contexts and contexts[sup] != agent_id:
+        why = f"{contexts[sup]}'s own context"
+    elif seen:
+        why = f"a channel (it sees {', '.join(seen)})"
+    elif not store.context_counts().get(sup):
+        why = "empty: no vocabulary has been loaded there"
     else:
         return
     raise Refused(
-        "koinii/not-a-channel",
-        f"{parent} is not a channel: it is {why}",
-        {"agent": agent_id, "parent": parent, "owners": owners},
+        "koinii/not-vocabulary",
+        f"{own} may see only vocabulary (CxUniverse, or a context an operator loaded that "
+        f"sees no agent's context); {sup} is {why}. To take part in {sup}, join it — "
+        f"(genlCx {sup} {own}), the channel sees you — and speak loaded vocabulary such "
+        "as CxSpeechActs",
+        {"agent": agent_id, "context": sup, "own": own, "sees": seen},
     )
 
 
@@ -124,6 +231,94 @@ def speaker_of_sentence(sentence: Any) -> str | None:
         speaker = sentence[1]
         return speaker.name if type(speaker) is Sym else show(speaker)
     return None
+
+
+# --- names: which ids a principal may hold --------------------------------------------------
+
+# The system's own contexts: a principal named for one would own it (AgentUniverse owns
+# CxUniverse), write where every context reads, and be listed as the author of its
+# vocabulary.
+SYSTEM_CONTEXTS = frozenset(
+    {"CxUniverse", "CxEverything", "CxCore", "CxSpeechActs", "CxRegistry", "CxDisputes"}
+)
+# Ids the system speaks as, each held only in its role: the majority's rulings are made
+# as AgentMajority (adjudication.MAJORITY_ARBITER), by the adjudicator's arbiter token.
+SYSTEM_IDS = {"AgentMajority": "arbiter"}
+
+
+def check_reserved_name(principal: str, role: str) -> None:
+    """Refuse an id that names a system context, or a system id in another role
+    (`koinii/reserved-name`, saying why and what to do instead)."""
+    ctx = context_for(principal)
+    if ctx in SYSTEM_CONTEXTS:
+        why = f"it would own {ctx}, one of the system's contexts"
+    elif principal in SYSTEM_IDS and role != SYSTEM_IDS[principal]:
+        why = (
+            f"the system speaks as {principal}; only its {SYSTEM_IDS[principal]} token "
+            "(the adjudicator's) may hold it"
+        )
+    elif ctx in {context_for(i) for i in SYSTEM_IDS} and principal not in SYSTEM_IDS:
+        why = f"it would own {ctx}, the context the system rules in"
+    else:
+        return
+    raise Refused(
+        "koinii/reserved-name",
+        f"{principal} is reserved: {why}. Reserved: the ids owning "
+        f"{', '.join(sorted(SYSTEM_CONTEXTS))}, and "
+        + ", ".join(f"{i} (role {r} only)" for i, r in sorted(SYSTEM_IDS.items()))
+        + f". Choose an id of the agent's own, e.g. Agent{principal.removeprefix('Agent')}Bot",
+        {"principal": principal, "role": role, "context": ctx},
+    )
+
+
+_CONFUSABLE = (("rn", "m"), ("0", "o"), ("1", "l"), ("i", "l"), ("|", "l"))
+
+
+def skeleton(principal: str) -> str:
+    """What an id looks like to a reader who cannot tell case, 0 from O, 1 from l from I,
+    or rn from m: two ids with one skeleton are look-alikes."""
+    text = context_for(principal).casefold()
+    for seen, like in _CONFUSABLE:
+        text = text.replace(seen, like)
+    return text
+
+
+def lookalikes(principal: str, existing: Iterable[str]) -> list[str]:
+    """The ids in `existing` (other than `principal`) that look like `principal`."""
+    mine = skeleton(principal)
+    return sorted({e for e in existing if e != principal and skeleton(e) == mine})
+
+
+def check_names_in_store(store: Any, agents: Iterable[str], table: str = "FILE") -> None:
+    """Refuse agent ids whose context the store already gives to another: marked as
+    another agent's own (a revoked principal's, say), a channel (it sees agents' own
+    contexts: `AgentTeam` would own `CxTeam` and write as the channel), or vocabulary
+    agents speak. Run by the daemon at its start and on each reload of its table: `token
+    add` sees the table alone, and the store is its daemon's (locked while it runs)."""
+    owned = owned_contexts(store)
+    known = store.context_counts()
+    for principal in agents:
+        ctx = context_for(principal)
+        owner = owned.get(ctx)
+        if owner == principal or (owner is None and ctx not in known):
+            continue
+        members = sorted({owned[c] for c in store.context_up(ctx) if c in owned} - {owner})
+        speakers = sorted({owned[c] for c in store.context_down(ctx) if c in owned} - {owner})
+        if owner is not None:
+            why = f"marked in the store as {owner}'s own"
+        elif members:
+            why = f"a channel in the store (it sees the contexts of {', '.join(members)})"
+        elif speakers:
+            why = f"vocabulary {', '.join(speakers)} speak in the store"
+        else:
+            continue
+        raise Refused(
+            "koinii/context-taken",
+            f"{principal} would own {ctx}, which is {why}: a principal owns its context "
+            f"alone. Give {principal} an id of its own, or revoke it (koinii token revoke "
+            f"{principal} --tokens {table})",
+            {"context": ctx, "principal": principal, "owner": owner, "members": members},
+        )
 
 
 # --- the process key, grants and attestations ---------------------------------------------

@@ -39,10 +39,12 @@ from koinii.identity import (
     check_channel_parent,
     check_creator,
     check_meaning,
+    check_own_super,
     check_registry_write,
     check_speaker,
     context_for,
     place_agent_context,
+    reserved_principals,
 )
 from koinii.kb import KB, Sentex
 from koinii.kb.checks import context_name
@@ -299,7 +301,9 @@ def join(kb: KB, agent: str, channel: str, speaks: str = "CxSpeechActs") -> dict
             f"{agent} would own {REGISTRY}, which no agent may write",
             {"agent": agent, "context": own},
         )
-    check_channel_parent(kb, agent, channel)
+    reserved = reserved_principals(kb)
+    check_channel_parent(kb, agent, channel, reserved)
+    check_own_super(kb, agent, context_name(speaks), reserved)
     adds: list[tuple[Any, str, dict[str, Any]]] = []
     place_agent_context(lambda s, c, o: adds.append((s, c, o)), channel, agent, speaks)
     kb.edit(add=adds)

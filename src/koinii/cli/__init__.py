@@ -258,10 +258,22 @@ def token() -> None:
 )
 @click.option("--tokens", "path", required=True, help="Token table file.")
 def token_add(principal: str, role: str, path: str) -> None:
-    """Mint a token for PRINCIPAL; it is printed once and only its hash is stored."""
-    from koinii.server.tokens import add_token
+    """Mint a token for PRINCIPAL; it is printed once and only its hash is stored.
 
+    Refused: a reserved or system name (koinii/reserved-name), a second id for one
+    context (koinii/context-taken). Warned of on stderr: an id that looks like one in
+    the table (case, 0/O, 1/l/I, rn/m)."""
+    from koinii.server.tokens import add_token, lookalikes_of
+
+    alike = refusing(lambda: lookalikes_of(path, principal))
     click.echo(refusing(lambda: add_token(path, principal, role)))
+    for other in alike:
+        click.echo(
+            f"koinii: warning: {principal} looks like {other}, already in the table (case, "
+            "0/O, 1/l/I, rn/m): a reader of a thread may take one for the other. If that "
+            f"was not meant: koinii token revoke {principal} --tokens {path}",
+            err=True,
+        )
 
 
 @token.command("list")

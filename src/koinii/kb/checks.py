@@ -22,6 +22,7 @@ from koinii.kb.rules import (
     SENTEX_HANDLE,
     Rule,
     compile_rule,
+    refuse_underivable,
     split,
 )
 from koinii.kb.sentex import MAX_HANDLE, NOT, key_of
@@ -145,6 +146,7 @@ def prepare(sentence: Term | str, context: Any) -> list[Entry]:
         parts = split(term)
         for part in parts:
             rule = compile_rule(part)
+            refuse_underivable(rule.consequent[1], "a rule", show(part))
             entry = Entry(True, part, show(part), ctx, rule, split=parts[0] is not term)
             _walk(part, entry, top=True, in_rule=True)
             entries.append(entry)

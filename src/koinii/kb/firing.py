@@ -25,6 +25,7 @@ from koinii.kb.joins import Derivation, every_firing
 from koinii.kb.rules import (
     NOT_DERIVABLE,
     Rule,
+    refuse_underivable,
 )
 from koinii.kb.sentex import DEFAULT, NOT, Justification, Node, key_of
 from koinii.kb.state import State
@@ -102,7 +103,6 @@ class Firing(State):
         made before, so a justification held already is not added again, and each
         firing's (antecedents, context) placed is added to it."""
         budget = self._budget
-        hierarchy = self._hierarchy
         home = rule_node.context
         positive, pattern = rule.consequent
         # Whether a conclusion speaks for another is asked only where its functor is a
@@ -115,14 +115,13 @@ class Firing(State):
         for atom, antecedents in firings:
             if budget is not None:
                 budget.tick()
-            placements: Collection[str] = (home,)
+            placements: Collection[str] | None = (home,)
             for a in antecedents:
                 if a.context != home:  # else the rule's context sees them all
-                    contexts = {home, *(a.context for a in antecedents)}
-                    placements = hierarchy.maximal_common_descendants(contexts)
+                    placements = self._placements(rule_node, antecedents)
                     break
             if not placements:
-                continue  # reported by violations()
+                continue  # not the rule's to make, or reported by violations()
             try:
                 key = key_of(atom)
             except Refused as refusal:
@@ -135,6 +134,28 @@ class Firing(State):
                 continue  # reported by violations()
             for ctx in placements:
                 self._derive(tx, rule_node, atom, positive, key, ctx, antecedents, placed)
+
+    def _placements(self, rule_node: Node, antecedents: tuple[Node, ...]) -> Collection[str] | None:
+        """Where a firing's conclusion is placed (engine.md §5, amended by the
+        non-interference rule, docs/security.md).
+
+        A rule with an author (a creator: every rule an agent writes has one) concludes in
+        its own context alone, and only from what that context sees; a firing over
+        anything else is not its to make (None, and no violation: the rule does not apply
+        there). Placed by the spec's rule — the maximal common descendants of the rule's
+        and the antecedents' contexts — such a conclusion landed in a context that holds
+        no part of it: a channel both contexts are under, or another agent's context
+        placed under the author's, and spoke there as that context's own (a derived mark
+        in a channel took the channel over). A rule without an author — the vocabulary
+        an operator loads, such as `contested` — keeps the spec's placement: it concludes
+        in the contexts that speak it. An empty placement is a violation (`no-context`).
+        """
+        home = rule_node.context
+        if rule_node.creator is not None:
+            seen = self._hierarchy.up(home)
+            return (home,) if all(a.context in seen for a in antecedents) else None
+        contexts = {home, *(a.context for a in antecedents)}
+        return self._hierarchy.maximal_common_descendants(contexts)
 
     def _speaks_for_another(
         self, atom: tuple, author: str | None, placements: Collection[str], tx: Transaction | None
@@ -176,6 +197,7 @@ class Firing(State):
                     f"`{entry.atom[0].name}` is not a claim",
                     {"sentence": entry.text},
                 )
+            refuse_underivable(entry.atom, "a carried claim", entry.text)
             for handle in entry.handles:
                 if handle not in self._index.by_handle:
                     raise Refused(
@@ -400,8 +422,10 @@ class Firing(State):
                 ):
                     self._spend()
                     contexts = {rule_node.context, *(a.context for a in antecedents)}
-                    placements = self._hierarchy.maximal_common_descendants(contexts)
+                    placements = self._placements(rule_node, antecedents)
                     positive = rule.consequent[0]
+                    if placements is None:
+                        continue  # the rule does not apply there
                     if not placements:
                         reason = "no-context"
                     elif self._speaks_for_another(atom, rule_node.creator, placements, None):

@@ -226,12 +226,13 @@ class Maintenance(State):
             return None
         return node.atom[2]
 
-    def _functional_predicates(self) -> set[Sym]:
-        return {
-            n.atom[1]
-            for n in self._index.with_functor(FUNCTIONAL)
-            if n.believed and n.positive and len(n.atom) == 2 and type(n.atom[1]) is Sym
-        }
+    def _functional_declarations(self) -> dict[Sym, set[str]]:
+        """Each predicate declared functional, to the contexts that declare it (believed)."""
+        declared: dict[Sym, set[str]] = {}
+        for n in self._index.with_functor(FUNCTIONAL):
+            if n.believed and n.positive and len(n.atom) == 2 and type(n.atom[1]) is Sym:
+                declared.setdefault(n.atom[1], set()).add(n.context)
+        return declared
 
     def _settle(self, tx: Transaction) -> None:
         derives = bool(self._rules) or bool(self._carriers)

@@ -24,6 +24,39 @@ RESERVED = frozenset({NOT, AND, IMPLIES, GENL_CX, EXCEPT, SENTEX_HANDLE, QUOTE})
 # A rule may not conclude these: the hierarchy, masks and rules are never derived, so
 # belief can be computed over a fixed hierarchy and a fixed set of rules.
 NOT_DERIVABLE = frozenset({NOT, AND, IMPLIES, GENL_CX, EXCEPT, SENTEX_HANDLE, QUOTE})
+# Nor these, the system's own sentences, each written by one named operation: a derived
+# one would let an agent's rule decide who owns what, what sees what, or how everyone's
+# writes are read (docs/security.md, non-interference). Refused `koinii/underivable` at
+# write time (refused at load too would strand an old store: a stored one fires only in
+# its own context, and `identity.owners_of` counts no derived mark); each says what
+# writes it instead. (`genlCx` is refused with the structural ones above.)
+UNDERIVABLE: dict[Sym, str] = {
+    Sym("agentContext"): "an ownership mark is written by join, for the joining agent alone",
+    Sym("arity"): "declarations are vocabulary, loaded by an operator",
+    Sym("functional"): "declarations are vocabulary, loaded by an operator",
+    Sym("target_following_predicate"): "declarations are vocabulary, loaded by an operator",
+    CARRIES_CLAIM: "declarations are vocabulary, loaded by an operator",
+    Sym("speechAct"): "declarations are vocabulary, loaded by an operator",
+    Sym("registeredAgent"): "registry rows are written by an admin (register_agent)",
+    Sym("displayNameOf"): "registry rows are written by an admin (register_agent)",
+    Sym("trustLevel"): "registry rows are written by an admin (set_trust)",
+    Sym("disputeNotified"): "a dispute's lifecycle marks are written by the daemon",
+    Sym("disputeStale"): "a dispute's lifecycle marks are written by the daemon",
+}
+
+
+def refuse_underivable(atom: tuple, what: str, sentence: str) -> None:
+    """Refuse `atom` as the conclusion of `what` (a rule, a carried claim) if it is one of
+    the system's own sentences (`UNDERIVABLE`)."""
+    why = UNDERIVABLE.get(atom[0])
+    if why is not None:
+        name = atom[0].name
+        raise Refused(
+            "koinii/underivable",
+            f"{what} cannot conclude ({name} …): {why}, never derived by a rule; "
+            "conclude a predicate of your own instead",
+            {"predicate": name, "sentence": sentence},
+        )
 
 
 class Rule:

@@ -31,6 +31,7 @@ import sys
 from collections.abc import Iterable
 
 from koinii.errors import Refused
+from koinii.identity import check_names_in_store
 from koinii.kb import KB, open_kb
 from koinii.server.app import WRITER_LEASE_S, Limits, build_app
 from koinii.server.chunks import with_write_now
@@ -160,6 +161,8 @@ def serve(
         if standby:
             say(f"standby: took over, now the writer of {kb.location}")
         try:
+            if table is not None:  # no agent's name may own a context the store gives another
+                table.vet_with(lambda agents: check_names_in_store(kb, agents, tokens))
             # and waits out the lease of a daemon that may still answer (a freeze, a cut)
             kb.hold_lease(WRITER_LEASE_S)
             sock = listen(host, port)

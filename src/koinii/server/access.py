@@ -30,10 +30,12 @@ from koinii.identity import (
     check_channel_parent,
     check_creator,
     check_meaning,
+    check_own_super,
     check_registry_write,
     check_speaker,
     check_write_boundary,
     context_for,
+    reserved_principals,
 )
 from koinii.kb import KB
 from koinii.kb.checks import prepare
@@ -84,7 +86,9 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
 
 
 def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
-    """An agent may place its own context: under a channel, or over the vocabulary it speaks."""
+    """An agent may place its own context: under a channel, or over the vocabulary it
+    speaks — never another principal's context, joined yet or not (the daemon knows them
+    all from its token table), and never over a channel or another agent's context."""
     sub, sup = atom[1].name, atom[2].name
     if own not in (sub, sup):
         raise Refused(
@@ -92,8 +96,11 @@ def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
             f"{agent} may only place its own context {own}",
             {"agent": agent, "context": UNIVERSE, "own": own},
         )
+    reserved = reserved_principals(kb)
     if sup == own:  # (genlCx channel own): the channel must be a channel
-        check_channel_parent(kb, agent, sub)
+        check_channel_parent(kb, agent, sub, reserved)
+    else:  # (genlCx own vocabulary): own sees only vocabulary
+        check_own_super(kb, agent, sup, reserved)
 
 
 def check_remove(kb: KB, caller: Caller, handle: Any) -> None:

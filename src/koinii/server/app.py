@@ -49,6 +49,7 @@ from starlette.routing import Route
 
 from koinii._version import __version__
 from koinii.errors import Refused, status_of
+from koinii.identity import reserve_principals
 from koinii.kb import KB, semantic
 from koinii.operations import Operation, load_domains
 from koinii.server import access
@@ -390,6 +391,8 @@ class Daemon:
     ) -> None:
         self.kb = kb
         self.tokens = tokens
+        if tokens is not None:
+            reserve_principals(kb, tokens)  # their contexts are theirs before a join
         self.limits = limits
         self.hosts = hosts or Hosts()
         kb.query_budget_s = limits.query_budget_s  # for what runs without a budget of its own

@@ -17,10 +17,15 @@ import os
 import secrets
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.identity import check_one_context_each
+from koinii.identity import (
+    check_one_context_each,
+    check_reserved_name,
+    lookalikes,
+)
 from koinii.operations import Caller
 from koinii.terms import is_individual_name
 
@@ -82,6 +87,7 @@ def add_token(path: str, principal: str, role: str) -> str:
             f"{principal!r} is not an id: ids are CapitalCamelCase, e.g. AgentAtlas",
             {"symbol": str(principal), "role": "individual"},
         )
+    check_reserved_name(principal, role)
     data = _read(path)
     check_one_context_each([*(e["id"] for e in data["tokens"]), principal], path)
     token = _PREFIX + secrets.token_urlsafe(32)
@@ -90,6 +96,13 @@ def add_token(path: str, principal: str, role: str) -> str:
     )
     _write(path, data)
     return token
+
+
+def lookalikes_of(path: str, principal: str) -> list[str]:
+    """The principals of the table at `path` whose ids look like `principal`'s (case,
+    0/O, 1/l/I, rn/m): `token add` warns of them — a reader of a thread may take one for
+    the other — but does not refuse (two people may be named alike)."""
+    return lookalikes(principal, (e["id"] for e in _read(path)["tokens"]))
 
 
 def list_tokens(path: str) -> list[dict[str, Any]]:
@@ -111,6 +124,10 @@ def revoke(path: str, principal: str) -> int:
     return removed
 
 
+def _agents(callers: Any) -> frozenset[str]:
+    return frozenset(c.id for c in callers if c.role in ("agent", "arbiter"))
+
+
 class TokenTable:
     """The loaded table; `caller(header)` authenticates an Authorization header.
 
@@ -121,6 +138,7 @@ class TokenTable:
     def __init__(self, path: str) -> None:
         self.path = path
         self._entries: list[tuple[bytes, Caller]] = []
+        self._vet: Callable[[frozenset[str]], None] | None = None
         self.reload()
 
     def reload(self) -> None:
@@ -129,8 +147,23 @@ class TokenTable:
         entries = _read(self.path)["tokens"]
         check_one_context_each((e["id"] for e in entries), self.path)
         loaded = [(bytes.fromhex(e["sha256"]), Caller(e["id"], e["role"])) for e in entries]
+        if self._vet is not None:
+            self._vet(_agents(caller for _, caller in loaded))
         self._entries = loaded  # one assignment: a request sees the old table or the new
         self._callers = frozenset(caller for _, caller in loaded)
+
+    def vet_with(self, check: Callable[[frozenset[str]], None]) -> None:
+        """Check the agents of this table, and of every reload, with `check` (the
+        daemon's: against its store, `identity.check_names_in_store`); a refusal now
+        is raised, on a reload it keeps the table in force."""
+        check(self.agents)
+        self._vet = check
+
+    @property
+    def agents(self) -> frozenset[str]:
+        """The ids that own a context (agents and arbiters): reserved for them before
+        their first join (`server.access`)."""
+        return _agents(self._callers)
 
     @property
     def count(self) -> int:
