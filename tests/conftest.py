@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import pathlib
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+import zlib
 from dataclasses import dataclass, field
 
 import pytest
@@ -22,8 +24,14 @@ from koinii.server.tokens import add_token
 # both workers before either daemon bound it: a test then talked to the other test's
 # daemon, which answered `/health` for it (`unauthorized`; an old writer that seemed to
 # answer after a takeover, when its standby had in fact failed to listen).
+# Checkouts of the repository on one machine (several engineers' worktrees) start at
+# different places too, so two runs at once rarely meet on a port.
 _WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
-_PORTS = itertools.cycle(range(20_000 + 2_000 * _WORKER, 22_000 + 2_000 * _WORKER))
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+_CHECKOUT = zlib.crc32(str(pathlib.Path(__file__).resolve().parent).encode()) % 6
+_SHARE = 2_000 // max(_WORKERS, 1)
+_FIRST = 20_000 + 2_000 * _CHECKOUT + _SHARE * _WORKER
+_PORTS = itertools.cycle(range(_FIRST, _FIRST + _SHARE))
 
 
 def free_port() -> int:
