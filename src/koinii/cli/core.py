@@ -17,16 +17,15 @@ from typing import Any
 
 import click
 from click.core import ParameterSource
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 import koinii
+from koinii.cli.terminal import terminal
 from koinii.terms import show
 from koinii.wire import encode_bindings
 
 DEFAULT_URL = "http://127.0.0.1:7411"
-
-console = Console(highlight=False, soft_wrap=True)
 
 
 def source_options(fn):
@@ -185,12 +184,12 @@ def query_command(goal, context, limit, as_json, url, token, db) -> None:
     if as_json:
         return echo_json([encode_bindings(solution) for solution in solutions])
     if not solutions:
-        console.print("[dim]no solutions[/dim]")
+        terminal().print(Text("no solutions", style="dim"))
         return
     table = Table(*solutions[0].keys())
     for solution in solutions:
         table.add_row(*(show(value) for value in solution.values()))
-    console.print(table)
+    terminal().print(table)
 
 
 @click.command("tail")
@@ -219,6 +218,7 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
 
     store = open_source(db, url, token)
     narrator = Narrator(store)
+    console = terminal()
     follow = follow and not isinstance(store, koinii.KB)  # a store in-process has no news
     for entry in entries(
         store, since=since, goal=goal, ctx=context, follow=follow, on_outage=outage
@@ -228,17 +228,22 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
             if as_json:
                 click.echo(json.dumps({**told.to_dict(), "at": entry["at"]}))
                 continue
-            prefix = f"[dim]{stamp} seq {entry['seq']:>6}[/dim]"
+            prefix = (f"{stamp} seq {entry['seq']:>6}", "dim")
             if raw:
-                sign = "[green]+[/green]" if told.added else "[red]-[/red]"
-                why = f" [dim]({told.reason})[/dim]" if told.reason else ""
-                who = f" [bold]{told.speaker}[/bold]" if told.speaker else ""
                 console.print(
-                    f"{prefix} {sign} {told.sentence}  [cyan]{told.context}[/cyan]{who}{why}"
+                    Text.assemble(
+                        prefix,
+                        " ",
+                        ("+", "green") if told.added else ("-", "red"),
+                        f" {told.sentence}  ",
+                        (told.context, "cyan"),
+                        *([" ", (told.speaker, "bold")] if told.speaker else []),
+                        *([" ", (f"({told.reason})", "dim")] if told.reason else []),
+                    )
                 )
             else:
-                handle = f"  [dim]#{told.handle}[/dim]" if told.handle else ""
-                console.print(f"{prefix} {told.text}{handle}")
+                handle = ("", "") if not told.handle else (f"  #{told.handle}", "dim")
+                console.print(Text.assemble(prefix, " ", told.text, handle))
 
 
 @click.command("mcp", short_help="An MCP server (stdio) for one LLM agent.")
