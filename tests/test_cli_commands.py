@@ -166,6 +166,27 @@ def test_contradictions_and_disputes_show_the_clash(source, team):
     assert koinii_("disputes", "-c", "CxTeam", "--state", "nope", *source).exit_code == 2
 
 
+def test_a_ruling_prints_as_a_sentence_not_a_dict(tmp_path):
+    from koinii.adjudicator import Adjudicator, Policy
+
+    path = str(tmp_path / "ruled.db")
+    with koinii.open_kb(path) as kb:
+        atlas = channel.join(channel.local(kb), "CxTeam", "AgentAtlas")
+        boreas = channel.join(channel.local(kb), "CxTeam", "AgentBoreas")
+        claim = atlas.assert_("(usesDatabase ProdCluster Postgres)")
+        boreas.dispute(claim)
+        boreas.vote("against", claim)
+        Adjudicator(kb, "CxTeam", Policy(quorum=1)).settle()
+        [ruling] = kb.sentexes_matching("(not (usesDatabase ProdCluster Postgres))", "CxMajority")
+    text = koinii_("disputes", "-c", "CxTeam", "--db", path).stdout
+    assert "resolved, raised by AgentBoreas; votes 0 for, 1 against" in text
+    assert (
+        f"  ruled by AgentMajority against #{claim}: (not (usesDatabase ProdCluster Postgres)) "
+        f"(ruling #{ruling.handle})\n"
+    ) in text
+    assert "{" not in text and "'arbiter'" not in text
+
+
 # --- load -------------------------------------------------------------------------------
 
 SENTENCES = """\
