@@ -140,24 +140,28 @@ def retract_command(handle, as_json, url, token, db) -> None:
 
 @click.command("withdraw")
 @click.argument("handle", type=int)
-@click.option("--agent", "agent_id", required=True, help="The agent whose move it is.")
-@click.option("--channel", required=True, help="The channel the agent is in, e.g. CxTeam.")
+@click.option(
+    "--agent",
+    "agent_id",
+    default=None,
+    help="The agent whose move it is [default: the owner of the context that holds it].",
+)
 @json_option
 @source_options
-def withdraw_command(handle, agent_id, channel, as_json, url, token, db) -> None:
+def withdraw_command(handle, agent_id, as_json, url, token, db) -> None:
     """Take back an agent's move, with the replies to it.
 
-    HANDLE is the move (a question, an answer, a claim, a dispute, a vote…), --agent
-    the agent whose move it is and --channel its channel: an agent may only withdraw
-    its own moves (docs/channel.md).
+    HANDLE is the move (a question, an answer, a claim, a dispute, a vote…); it is taken
+    back as the agent whose own context holds it (--agent names it, as a check): an
+    agent may only withdraw its own moves (docs/channel.md). No channel is joined.
     """
     from koinii import channel as medium
     from koinii.wire import encode_edited
 
     with open_source(db, url, token) as store:
         local = isinstance(store, koinii.KB)
-        seat = medium.join(medium.local(store) if local else medium.wire(store), channel, agent_id)
-        edited = encode_edited(seat.withdraw(handle))
+        way = medium.local(store) if local else medium.wire(store)
+        edited = encode_edited(medium.withdraw(way, handle, agent_id))
     if as_json:
         return echo_json(edited)
     click.echo(
