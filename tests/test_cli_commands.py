@@ -110,13 +110,24 @@ def test_retract_removes_a_sentex_and_what_rested_on_it(source, team):
 
 
 def test_withdraw_takes_back_an_agents_own_move_only(source, team):
-    mine = ["--agent", "AgentBoreas", "--channel", "CxTeam"]
-    foreign = koinii_("withdraw", str(team["claim"]), *mine, *source)
+    foreign = koinii_("withdraw", str(team["claim"]), "--agent", "AgentBoreas", *source)
     assert "AgentAtlas" in refusal(foreign, "koinii/foreign-sentex")
+    mine = ["--agent", "AgentBoreas"]
     withdrawn = as_json(koinii_("withdraw", str(team["dispute"]), *mine, "--json", *source))
     assert withdrawn["removed_sentexes"] >= 2  # the dispute, its rebuttal, what followed
     assert as_json(koinii_("contradictions", "--json", *source)) == []
-    assert koinii_("withdraw", str(team["claim"]), *source).exit_code == 2  # no --agent
+    assert "--channel" in koinii_("withdraw", "1", "--channel", "CxTeam", *source).stderr
+
+
+def test_withdraw_needs_no_agent_or_channel_and_joins_nothing(source, team):
+    before = as_json(koinii_("status", "--json", *source))["counts"]["sentexes"]
+    withdrawn = as_json(koinii_("withdraw", str(team["dispute"]), "--json", *source))
+    assert withdrawn["removed_sentexes"] >= 2  # as AgentBoreas, whose context holds it
+    after = as_json(koinii_("status", "--json", *source))["counts"]["sentexes"]
+    assert after == before - withdrawn["removed_sentexes"]  # no join wrote a mark
+    plain = refusal(koinii_("withdraw", str(team["rule"]), *source), "koinii/not-a-move")
+    assert "CxTeam, which is no agent's own context" in plain
+    refusal(koinii_("withdraw", "99999", *source), "koinii/no-such-handle")
 
 
 # --- why, why-not, contradictions, disputes ---------------------------------------------
@@ -164,6 +175,27 @@ def test_contradictions_and_disputes_show_the_clash(source, team):
         as_json(koinii_("disputes", "-c", "CxTeam", "--state", "resolved", "--json", *source)) == []
     )
     assert koinii_("disputes", "-c", "CxTeam", "--state", "nope", *source).exit_code == 2
+
+
+def test_a_ruling_prints_as_a_sentence_not_a_dict(tmp_path):
+    from koinii.adjudicator import Adjudicator, Policy
+
+    path = str(tmp_path / "ruled.db")
+    with koinii.open_kb(path) as kb:
+        atlas = channel.join(channel.local(kb), "CxTeam", "AgentAtlas")
+        boreas = channel.join(channel.local(kb), "CxTeam", "AgentBoreas")
+        claim = atlas.assert_("(usesDatabase ProdCluster Postgres)")
+        boreas.dispute(claim)
+        boreas.vote("against", claim)
+        Adjudicator(kb, "CxTeam", Policy(quorum=1)).settle()
+        [ruling] = kb.sentexes_matching("(not (usesDatabase ProdCluster Postgres))", "CxMajority")
+    text = koinii_("disputes", "-c", "CxTeam", "--db", path).stdout
+    assert "resolved, raised by AgentBoreas; votes 0 for, 1 against" in text
+    assert (
+        f"  ruled by AgentMajority against #{claim}: (not (usesDatabase ProdCluster Postgres)) "
+        f"(ruling #{ruling.handle})\n"
+    ) in text
+    assert "{" not in text and "'arbiter'" not in text
 
 
 # --- load -------------------------------------------------------------------------------
@@ -328,7 +360,7 @@ def test_wraps_lists_print_json(source, team):
         ["status"],
         ["assert", "(ready A)", "-c", "CxA"],
         ["retract", "5"],
-        ["withdraw", "5", "--agent", "AgentAtlas", "--channel", "CxTeam"],
+        ["withdraw", "5"],
         ["why", "5"],
         ["why-not", "5"],
         ["contradictions"],

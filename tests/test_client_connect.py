@@ -1,13 +1,18 @@
 """Where a client connects: $KOINII_URL and $KOINII_TOKEN when not given (as the CLI
-reads them), a URL's path kept (a daemon behind a path-prefix proxy), a bad URL refused."""
+reads them), a URL's path kept (a daemon behind a path-prefix proxy), a bad URL refused,
+and a token that is not of a token's form — the docs' placeholder `kt_…` — refused
+`unauthorized` with the fix, by both clients, the CLI and `koinii mcp`."""
 
+import asyncio
+import os
 import subprocess
 import sys
 
 import pytest
 
 import koinii
-from tests.conftest import line_within, refused
+from koinii.server.tokens import add_token
+from tests.conftest import Daemon, line_within, refused
 
 
 @pytest.fixture
@@ -81,3 +86,89 @@ def test_a_url_that_is_not_a_daemons_is_refused(url):
     refusal = refused(lambda: koinii.connect(url))
     assert refusal.kind == "bad-url" and refusal.data == {"url": url}
     assert "http://host:port" in refusal.message
+
+
+# --- a token's form -------------------------------------------------------------------------
+
+FIX = "paste the kt_… that `koinii token add` printed"
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory):
+    """One daemon with a token table (SQLite: the form is checked before any store)."""
+    folder = tmp_path_factory.mktemp("guarded")
+    table = str(folder / "guarded.tokens")
+    daemon = Daemon(
+        str(folder / "guarded.db"),
+        ["--tokens", table],
+        {"AgentAtlas": add_token(table, "AgentAtlas", "agent")},
+    ).start()
+    yield daemon
+    daemon.kill()
+
+
+NOT_TOKENS = ["kt_…", "kt_...", "Bearer kt_abc", "kt_", "kt_abc\u00e9", "AgentAtlas", 7411]
+
+
+@pytest.mark.parametrize("token", NOT_TOKENS)
+def test_a_token_not_of_a_tokens_form_is_refused_unauthorized_with_the_fix(guarded, token):
+    daemon = guarded
+    refusal = refused(lambda: koinii.connect(daemon.url, token=token).stats())
+    assert refusal.kind == "unauthorized" and FIX in refusal.message
+    assert refusal.data == {"option": "token"}
+
+    async def asynchronously() -> None:
+        async with koinii.aconnect(daemon.url, token=token) as client:
+            await client.stats()
+
+    assert refused(lambda: asyncio.run(asynchronously())).message == refusal.message
+
+
+def test_the_placeholder_is_named_and_a_token_read_from_a_file_keeps_working(guarded, monkeypatch):
+    daemon = guarded
+    monkeypatch.setenv("KOINII_TOKEN", "kt_…")
+    refusal = refused(lambda: koinii.connect(daemon.url))
+    assert "the docs' placeholder" in refusal.message and FIX in refusal.message
+    monkeypatch.setenv("KOINII_TOKEN", daemon.tokens["AgentAtlas"] + "\n")  # $(cat file)
+    with koinii.connect(daemon.url) as client:
+        assert client.provenance(client.assert_("(p A)", "CxAtlas"))["principal"] == "AgentAtlas"
+
+
+def koinii_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "koinii", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **env},
+    )
+
+
+def test_the_cli_refuses_the_placeholder_token_exit_1_with_the_fix(guarded):
+    daemon = guarded
+    given = koinii_cli("query", "(p ?x)", "-c", "CxAtlas", "--url", daemon.url, "--token", "kt_…")
+    from_env = koinii_cli(
+        "query", "(p ?x)", "-c", "CxAtlas", "--url", daemon.url, KOINII_TOKEN="kt_…"
+    )
+    for ran in (given, from_env):
+        assert ran.returncode == 1, ran.stderr
+        assert ran.stderr.startswith("koinii: unauthorized: the token given")
+        assert FIX in ran.stderr and "Traceback" not in ran.stderr
+
+
+def test_koinii_mcp_refuses_the_placeholder_token_at_start_exit_1_with_the_fix(guarded):
+    daemon = guarded
+    ran = koinii_cli(
+        "mcp",
+        "--agent",
+        "AgentAtlas",
+        "--channel",
+        "CxTeam",
+        "--url",
+        daemon.url,
+        "--token",
+        "kt_…",
+    )
+    assert ran.returncode == 1, ran.stderr
+    assert ran.stderr.startswith("koinii: unauthorized: the token given") and FIX in ran.stderr

@@ -239,3 +239,170 @@ def test_the_conversation_appears_live_then_its_thread_dispute_ruling_graph_and_
     assert "defeated" in text(page.locator(".verdict"))
     assert "CxMajority, monotonic, by AgentMajority" in text(page.locator("main"))
     page.screenshot(path=shots / "why-defeated.png", animations="disabled", full_page=True)
+
+
+# --- every page, empty and full: no template text leaks -------------------------------------
+
+# What a template shows when it went wrong: a macro or an undefined value printed, a tag
+# left unrendered, a script's missing value (a closing "}}" alone is JSON on the API page)
+LEAKS_IN_TEXT = (
+    "<Macro",
+    "{{",
+    "{%",
+    "{#",
+    "None",
+    "Undefined",
+    "undefined",
+    "NaN",
+    "[object Object]",
+)
+LEAKS_IN_HTML = ("Macro", '="None"', "=None", "None&", "{{", "{%")
+STATES = ("open", "notified", "stale", "resolved")
+
+
+def leaks(page) -> list[str]:
+    shown = page.locator("body").inner_text()
+    html = page.content()
+    return [f"text {t!r}" for t in LEAKS_IN_TEXT if t in shown] + [
+        f"html {t!r}" for t in LEAKS_IN_HTML if t in html
+    ]
+
+
+def boreas_answer(boreas, q: int) -> int:
+    return next(a["handle"] for a in boreas.thread(q)["answers"] if a["speaker"] == boreas.agent)
+
+
+def world(folder: pathlib.Path, full: bool, monkeypatch) -> tuple[Daemon, dict[str, int | str]]:
+    """A daemon with introspection on and a channel CxTeam of Atlas and Boreas: with
+    nothing said (and one unanswered question in CxQuiet, a session with no turn), or with
+    every kind of thing a page shows."""
+    from koinii import channel
+    from koinii.adjudicator import Adjudicator
+    from koinii.server.tokens import add_token
+    from koinii.sessions import SessionStore
+    from koinii.wraps import Coordinators, wrap_session
+
+    monkeypatch.setenv("KOINII_INTROSPECTION", "1")  # the daemon process inherits it
+    table = str(folder / "world.tokens")
+    roles = {"AgentAtlas": "agent", "AgentBoreas": "agent", "Ops": "operator", "Viewer": "reader"}
+    tokens = {who: add_token(table, who, role) for who, role in roles.items()}
+    daemon = Daemon(str(folder / "world.db"), ["--tokens", table], tokens).start()
+    atlas = channel.join(channel.wire(daemon.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    boreas = channel.join(channel.wire(daemon.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    sessions = SessionStore(daemon.client("AgentAtlas"))
+    session = sessions.start_session(title="Check the cluster")
+    if not full:
+        quiet = channel.join(channel.wire(daemon.client("AgentAtlas")), "CxQuiet", "AgentAtlas")
+        q = quiet.pose_query(VERSION)
+        return daemon, {"channel": "CxTeam", "thread": q, "why": q, "session": session}
+    q = atlas.pose_query(VERSION)
+    a = boreas.answer({"?version": "16"}, q)
+    atlas.answer({"?version": "15"}, q)
+    claim = boreas_answer(boreas, q)
+    atlas.endorse(claim)
+    boreas.justify("(releaseNotes ProdCluster Pg16)", claim)
+    atlas.dispute(claim)
+    for agent in (atlas, boreas):  # Atlas convinced: the count rules for the claim
+        agent.vote("for", claim)
+    other = atlas.pose_query("(usesCache ProdCluster ?cache)")
+    cache = boreas.answer("Redis", other)
+    atlas.dispute(boreas_answer(boreas, other))
+    boreas.vote("for", boreas_answer(boreas, other))
+    Adjudicator(daemon.client("Ops"), "CxTeam").settle()  # rules the one both voted on
+    Coordinators(daemon.client("AgentAtlas")).register(
+        "AgentAtlas", project_id="ops", session_id="session:atlas"
+    )
+    wrap_session(
+        boreas,
+        session_id="session:boreas",
+        parent_session_id="session:atlas",
+        project_id="ops",
+        notes=["the cluster runs 16"],
+        decisions=["keep 16"],
+    )
+    turn = sessions.start_turn(session, "Which version does the cluster run?")
+    sessions.finish_turn(turn, "done", "complete", answer="16, by its release notes.")
+    return daemon, {"channel": "CxTeam", "thread": q, "why": a, "session": session, "c": cache}
+
+
+FULL = {  # a page of the full world, and something it must show
+    "/channel/CxTeam/disputes?state=resolved": "AgentMajority upholds",
+    "/channel/CxTeam/disputes?state=notified": "Raised by AgentAtlas",
+    "/wraps": "the cluster runs 16",
+    "/sessions": "Check the cluster",
+}
+
+
+def every_page(where: dict) -> list[str]:
+    channel = f"/channel/{where['channel']}"
+    thread_channel = "/channel/CxQuiet" if "c" not in where else channel
+    return [
+        "/",
+        "/api",
+        f"{channel}/",
+        f"{thread_channel}/thread/{where['thread']}",
+        f"{channel}/disputes",
+        *(f"{channel}/disputes?state={s}" for s in STATES),
+        "/contexts",
+        "/contexts/CxAtlas",
+        "/contexts/CxTeam",
+        f"/why/{where['why']}",
+        "/wraps",
+        "/sessions",
+        "/sessions?search=cluster",
+        f"/sessions/{where['session']}",
+    ]
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["empty", "full"])
+def test_every_page_shows_no_template_text_empty_or_full(chromium, tmp_path, monkeypatch, full):
+    daemon, where = world(tmp_path, full, monkeypatch)
+    context = chromium.new_context(viewport={"width": 1280, "height": 860})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        page.goto(daemon.url + "/login")
+        assert not leaks(page), "/login"
+        page.get_by_label("Token").fill(daemon.tokens["Viewer"])
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(daemon.url + "/")
+        found = {}
+        for path in every_page(where):
+            response = page.goto(daemon.url + path)
+            assert response.status == 200, (path, page.locator("main").inner_text())
+            if leaks(page):
+                found[path] = leaks(page)
+            if full and path in FULL:  # full indeed
+                assert FULL[path] in page.locator("main").inner_text(), path
+        page.goto(daemon.url + "/why/999999")  # the error page
+        assert "Refused" in page.locator("main").inner_text()
+        if leaks(page):
+            found["/why/999999"] = leaks(page)
+        assert found == {}
+    finally:
+        context.close()
+        daemon.kill()
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_the_disputes_filter_names_its_state_and_is_the_one_highlighted(chromium, tmp_path, state):
+    from koinii import channel
+    from koinii.server.tokens import add_token
+
+    table = str(tmp_path / "filter.tokens")
+    tokens = {"AgentAtlas": add_token(table, "AgentAtlas", "agent")}
+    daemon = Daemon(str(tmp_path / "filter.db"), [], tokens).start()  # open: no sign-in
+    channel.join(channel.wire(daemon.client()), "CxTeam", "AgentAtlas")
+    context = chromium.new_context()
+    try:
+        page = context.new_page()
+        page.goto(f"{daemon.url}/channel/CxTeam/disputes?state={state}")
+        assert text(page.locator("p.empty")) == f"No {state} dispute."
+        current = page.locator('.filters a[aria-current="page"]')
+        assert current.count() == 1 and text(current) == f"{state} 0"
+        page.goto(f"{daemon.url}/channel/CxTeam/disputes")
+        assert text(page.locator("p.empty")) == "No dispute."
+        assert text(page.locator('.filters a[aria-current="page"]')) == "all 0"
+    finally:
+        context.close()
+        daemon.kill()

@@ -32,10 +32,12 @@ from typing import Any
 from koinii import speech
 from koinii.adjudication import STANCES, stance_predicate
 from koinii.errors import Refused
+from koinii.identity import context_for, owners_of
 from koinii.kb import Edited, Event, Hit, Sentex
+from koinii.moves import sentex_named
 from koinii.operations import invoker
 from koinii.speech import ANSWERS, ENDORSES, ref
-from koinii.terms import Sym, Term, Var, show
+from koinii.terms import Sym, Term, Var, is_individual_name, show
 
 __all__ = [
     "STANCES",
@@ -323,6 +325,29 @@ def _deprecated(old: str, new: str) -> None:
         DeprecationWarning,
         stacklevel=4,
     )
+
+
+def withdraw(medium: Local | Wire, handle: int, agent_id: str | None = None) -> Edited:
+    """Take back a move as the agent whose context holds it (`Agent.withdraw`, the same
+    checks and cascade), joining no channel: a withdrawal names none, and a join writes.
+    `agent_id` defaults to the owner of the move's context (its join's mark, else the
+    move's creator when the context is the creator's own); naming another agent is
+    refused `koinii/foreign-sentex`, a sentex no agent's context holds `koinii/not-a-move`."""
+    if agent_id is None:
+        moved = sentex_named(medium.store, handle)  # refuses a bad or unknown handle
+        owners = owners_of(medium.store, moved.context)
+        creator = moved.provenance.get("creator")
+        if not owners and isinstance(creator, str) and is_individual_name(creator):
+            owners = [creator] if context_for(creator) == moved.context else []
+        if len(owners) != 1:
+            raise Refused(
+                "koinii/not-a-move",
+                f"#{handle} is in {moved.context}, which is no agent's own context: it is "
+                "not a move to withdraw (retract takes back a plain sentence)",
+                {"handle": handle, "context": moved.context},
+            )
+        agent_id = owners[0]
+    return Agent(medium, agent_id, context_for(agent_id), "").withdraw(handle)
 
 
 # --- the agent handle -------------------------------------------------------------------------

@@ -183,23 +183,28 @@ _STYLE = {
 }
 
 
-def _shown(told: Any) -> str:
-    style = _STYLE.get(told.kind)
+def _shown(told: Any) -> Any:
+    """A move's line as rich Text: the agents' words are text, never markup."""
+    from rich.text import Text
+
+    style = _STYLE.get(told.kind) or ""
     speaker = told.speaker or ""
     text = told.text
     if speaker and text.startswith(speaker) and told.kind not in ("ruling", "defeat"):
-        text = f"[bold]{speaker}[/bold]{text[len(speaker) :]}"
-    elif style:
-        text = f"[{style}]{text}[/{style}]"
-    return f"{text}  [dim]#{told.handle}[/dim]" if told.handle else text
+        line = Text.assemble((speaker, "bold"), text[len(speaker) :])
+    else:
+        line = Text(text, style=style)
+    return line.append(f"  #{told.handle}", style="dim") if told.handle else line
 
 
 def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
     """Run the whole demo, narrating to the terminal; returns the summary. Everything it
     started is stopped, whatever happens."""
-    from rich.console import Console
+    from rich.text import Text
 
-    console = Console(highlight=False, soft_wrap=True)
+    from koinii.cli.terminal import terminal
+
+    console = terminal()
     say = console.print
     started = time.monotonic()
     folder = tempfile.mkdtemp(prefix="koinii-demo-")
@@ -230,8 +235,11 @@ def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
         url = f"http://127.0.0.1:{_until('the daemon', lambda: _port_of(daemon, port_file))}"
         watcher = connect(url, token=tokens["AgentLead"])
         say(
-            f"[bold]koinii demo[/bold]: daemon on {url}; a coordinator, three agents and the "
-            f"adjudicator on channel {CHANNEL}\n"
+            Text.assemble(
+                ("koinii demo", "bold"),
+                f": daemon on {url}; a coordinator, three agents and the adjudicator on "
+                f"channel {CHANNEL}\n",
+            )
         )
         since = watcher.seq
         narrator = Narrator(watcher)

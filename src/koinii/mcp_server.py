@@ -37,7 +37,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import BeforeValidator, ValidationError
 
-from koinii import speech
+from koinii import __version__, speech
 from koinii.channel import Agent, join, local, wire
 from koinii.errors import DEFAULT_FIX, KINDS, KoiniiError, Refused
 from koinii.narrator import STRUCTURE, WRAP_NOTES, Narrator, Told
@@ -152,7 +152,12 @@ def _argument_refusal(tool: str, error: ValidationError) -> Refused:
 class _Server(FastMCP):
     """The SDK's server, with a call whose arguments do not fit a tool's schema refused
     as every other call is (`kind: message Fix: …`, with structured data), where the SDK
-    answers with its validator's report."""
+    answers with its validator's report; and introducing itself at Koinii's version,
+    where the SDK gives its own."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._mcp_server.version = __version__
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         try:

@@ -64,7 +64,13 @@ from koinii.speech import (
 )
 from koinii.terms import QUOTE, Sym, Term, Var, parse, show
 
-__all__ = ["MOVE_OF_KIND", "check_not_a_move", "check_system_fields", "use_the_move"]
+__all__ = [
+    "MOVE_OF_KIND",
+    "check_not_a_move",
+    "check_system_fields",
+    "sentex_named",
+    "use_the_move",
+]
 
 # The move that writes each kind of speech act (speech.ACTS's kinds), as a call.
 MOVE_OF_KIND = {
@@ -119,7 +125,7 @@ def check_system_fields(provenance: Any) -> None:
 # --- what the moves read -------------------------------------------------------------------
 
 
-def _sentex(kb: KB, handle: Any) -> Sentex:
+def sentex_named(kb: Any, handle: Any) -> Sentex:
     """The stored sentex `handle` names, or a refusal that says how to find one."""
     if type(handle) is not int or handle <= 0:
         raise Refused(
@@ -153,7 +159,7 @@ def _carrier(kb: KB, claim: Sentex) -> Sentex | None:
 def _claim(kb: KB, handle: Any, action: str) -> Sentex:
     """What `action` (dispute, vote, endorse, justify) acts on for `handle`: a claim,
     or an answer's claim; any other move is refused by name with what to do."""
-    moved = _sentex(kb, handle)
+    moved = sentex_named(kb, handle)
     kind = speech.move_kind(moved.sentence)
     if kind == "claim":
         return moved
@@ -171,7 +177,7 @@ def _claim(kb: KB, handle: Any, action: str) -> Sentex:
 
 def _answer(kb: KB, handle: Any) -> Sentex:
     """The answer `handle` names: an answer, or the claim an answer carries."""
-    moved = _sentex(kb, handle)
+    moved = sentex_named(kb, handle)
     kind = speech.move_kind(moved.sentence)
     if kind == "claim" and moved.derived:
         act = _carrier(kb, moved)
@@ -188,7 +194,7 @@ def _answer(kb: KB, handle: Any) -> Sentex:
 
 
 def _question(kb: KB, handle: Any, action: str) -> Sentex:
-    question = _sentex(kb, handle)
+    question = sentex_named(kb, handle)
     if speech.move_kind(question.sentence) != "question":
         raise _not_a_question(question, action)
     return question
@@ -520,7 +526,7 @@ def accept(kb: KB, agent: str, answer: Any, reason: Any = None) -> dict[str, Any
     with it. Refused `koinii/not-an-answer`, `koinii/not-the-asker`, `bad-option`."""
     opts = _reasoned(agent, reason)
     act = _answer(kb, answer)
-    question = _sentex(kb, speech.target_of(act.sentence))
+    question = sentex_named(kb, speech.target_of(act.sentence))
     _require_asker(question, agent, "accept an answer to it")
     own = context_for(agent)
     earlier = []
@@ -575,7 +581,7 @@ def withdraw(kb: KB, agent: str, handle: Any) -> dict[str, Any]:
     it; a rebuttal its disputes). Refused `koinii/foreign-sentex` for another agent's
     move, `koinii/not-a-move` for what no move wrote (a rule's conclusion, the join's
     own marks)."""
-    moved = _sentex(kb, handle)
+    moved = sentex_named(kb, handle)
     if not _mine(moved, agent):
         raise _foreign(moved, agent)
     if moved.derived:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypedDict, TypeVar, cast
@@ -75,10 +76,11 @@ class Endpoint:
 
 def endpoint(url: str | None, token: str | None) -> Endpoint:
     """Resolve a client's address as the CLI does: `url`, else $KOINII_URL, else
-    DEFAULT_URL; `token`, else $KOINII_TOKEN (an empty one counts as none). The
-    URL's path is kept, so a daemon behind a path-prefix proxy is reachable."""
+    DEFAULT_URL; `token`, else $KOINII_TOKEN (an empty one counts as none), checked for
+    form (`checked_token`). The URL's path is kept, so a daemon behind a path-prefix
+    proxy is reachable."""
     url = url or os.environ.get("KOINII_URL") or DEFAULT_URL
-    token = os.environ.get("KOINII_TOKEN") if token is None else token
+    token = checked_token(os.environ.get("KOINII_TOKEN") if token is None else token)
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -99,6 +101,41 @@ def endpoint(url: str | None, token: str | None) -> Endpoint:
         port=port or (443 if secure else 80),
         prefix=parts.path.rstrip("/"),
         headers=headers,
+    )
+
+
+_TOKEN = re.compile(r"kt_[A-Za-z0-9_-]+")  # what `koinii token add` mints: URL-safe base64
+
+
+def checked_token(token: object) -> str:
+    """The token every client sends, checked for form before it goes into a header: the
+    one place both clients, the CLI and `koinii mcp` read a token through. Surrounding
+    whitespace (a newline from a file) is dropped; "" is no token. Anything else but
+    `kt_` and URL-safe base64 — the docs' placeholder `kt_…` first of all, which no
+    header can carry — is refused `unauthorized` here, with the fix, instead of failing
+    as an encoding error in the transport. The message never repeats the token."""
+    if token is None:
+        return ""
+    if not isinstance(token, str):
+        why = f"it is a {type(token).__name__}, not a string"
+    else:
+        token = token.strip()
+        if not token or _TOKEN.fullmatch(token):
+            return token
+        odd = next((c for c in token[3:] if not (c.isascii() and (c.isalnum() or c in "_-"))), None)
+        if not token.startswith("kt_"):
+            why = "it does not start with kt_"
+        elif odd == "\u2026":
+            why = "it holds '…', the docs' placeholder, not a token"
+        elif odd is not None:
+            why = f"it holds {odd!r} (U+{ord(odd):04X}), which no token holds"
+        else:
+            why = "it has nothing after kt_"
+    raise Refused(
+        "unauthorized",
+        f"the token given (--token, KOINII_TOKEN or token=) is not a Koinii token: {why}; "
+        "paste the kt_… that `koinii token add` printed",
+        {"option": "token"},
     )
 
 

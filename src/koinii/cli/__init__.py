@@ -229,11 +229,12 @@ def serve(
 def migrate(source: str, target: str, as_json: bool) -> None:
     """Move a whole store between SQLite and PostgreSQL, handles and seqs kept; a
     *.jsonl path is an export (`koinii export`): migrate from one to make a store of it."""
-    from rich.console import Console
+    from rich.text import Text
 
+    from koinii.cli.terminal import terminal
     from koinii.kb.store.migrate import migrate as move
 
-    with Console(stderr=True).status(f"moving {source} to {target}"):
+    with terminal(stderr=True).status(Text(f"moving {source} to {target}")):
         counts = refusing(lambda: move(source, target))
     if as_json:
         from koinii.cli.core import echo_json

@@ -17,17 +17,16 @@ from typing import Any
 
 import click
 from click.core import ParameterSource
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from koinii.cli.terminal import terminal
 from koinii.client import connect
 from koinii.kb import KB, open_kb
 from koinii.terms import show
 from koinii.wire import encode_bindings
 
 DEFAULT_URL = "http://127.0.0.1:7411"
-
-console = Console(highlight=False, soft_wrap=True)
 
 
 def source_options(fn):
@@ -142,24 +141,28 @@ def retract_command(handle, as_json, url, token, db) -> None:
 
 @click.command("withdraw")
 @click.argument("handle", type=int)
-@click.option("--agent", "agent_id", required=True, help="The agent whose move it is.")
-@click.option("--channel", required=True, help="The channel the agent is in, e.g. CxTeam.")
+@click.option(
+    "--agent",
+    "agent_id",
+    default=None,
+    help="The agent whose move it is [default: the owner of the context that holds it].",
+)
 @json_option
 @source_options
-def withdraw_command(handle, agent_id, channel, as_json, url, token, db) -> None:
+def withdraw_command(handle, agent_id, as_json, url, token, db) -> None:
     """Take back an agent's move, with the replies to it.
 
-    HANDLE is the move (a question, an answer, a claim, a dispute, a vote…), --agent
-    the agent whose move it is and --channel its channel: an agent may only withdraw
-    its own moves (docs/channel.md).
+    HANDLE is the move (a question, an answer, a claim, a dispute, a vote…); it is taken
+    back as the agent whose own context holds it (--agent names it, as a check): an
+    agent may only withdraw its own moves (docs/channel.md). No channel is joined.
     """
     from koinii import channel as medium
     from koinii.wire import encode_edited
 
     with open_source(db, url, token) as store:
         local = isinstance(store, KB)
-        seat = medium.join(medium.local(store) if local else medium.wire(store), channel, agent_id)
-        edited = encode_edited(seat.withdraw(handle))
+        way = medium.local(store) if local else medium.wire(store)
+        edited = encode_edited(medium.withdraw(way, handle, agent_id))
     if as_json:
         return echo_json(edited)
     click.echo(
@@ -186,12 +189,12 @@ def query_command(goal, context, limit, as_json, url, token, db) -> None:
     if as_json:
         return echo_json([encode_bindings(solution) for solution in solutions])
     if not solutions:
-        console.print("[dim]no solutions[/dim]")
+        terminal().print(Text("no solutions", style="dim"))
         return
     table = Table(*solutions[0].keys())
     for solution in solutions:
         table.add_row(*(show(value) for value in solution.values()))
-    console.print(table)
+    terminal().print(table)
 
 
 @click.command("tail")
@@ -220,6 +223,7 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
 
     store = open_source(db, url, token)
     narrator = Narrator(store)
+    console = terminal()
     follow = follow and not isinstance(store, KB)  # a store in-process has no news
     for entry in entries(
         store, since=since, goal=goal, ctx=context, follow=follow, on_outage=outage
@@ -229,17 +233,22 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
             if as_json:
                 click.echo(json.dumps({**told.to_dict(), "at": entry["at"]}))
                 continue
-            prefix = f"[dim]{stamp} seq {entry['seq']:>6}[/dim]"
+            prefix = (f"{stamp} seq {entry['seq']:>6}", "dim")
             if raw:
-                sign = "[green]+[/green]" if told.added else "[red]-[/red]"
-                why = f" [dim]({told.reason})[/dim]" if told.reason else ""
-                who = f" [bold]{told.speaker}[/bold]" if told.speaker else ""
                 console.print(
-                    f"{prefix} {sign} {told.sentence}  [cyan]{told.context}[/cyan]{who}{why}"
+                    Text.assemble(
+                        prefix,
+                        " ",
+                        ("+", "green") if told.added else ("-", "red"),
+                        f" {told.sentence}  ",
+                        (told.context, "cyan"),
+                        *([" ", (told.speaker, "bold")] if told.speaker else []),
+                        *([" ", (f"({told.reason})", "dim")] if told.reason else []),
+                    )
                 )
             else:
-                handle = f"  [dim]#{told.handle}[/dim]" if told.handle else ""
-                console.print(f"{prefix} {told.text}{handle}")
+                handle = ("", "") if not told.handle else (f"  #{told.handle}", "dim")
+                console.print(Text.assemble(prefix, " ", told.text, handle))
 
 
 @click.command("mcp", short_help="An MCP server (stdio) for one LLM agent.")

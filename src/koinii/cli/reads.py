@@ -121,16 +121,24 @@ def disputes_command(channel, state, as_json, url, token, db) -> None:
         return
     for dispute in found:
         tally = dispute["tally"]
-        ruling = dispute["ruling"]
-        ruled = f", ruled {ruling}" if ruling is not None else ""
         raised = ", ".join(m["speaker"] for m in dispute["raised_by"]) or "a clash"
         click.echo(
             f"dispute {'/'.join(map(str, dispute['dispute_id']))}: {dispute['state']}, "
-            f"raised by {raised}; votes {tally['for']} for, {tally['against']} against{ruled}"
+            f"raised by {raised}; votes {tally.get('for', 0)} for, "
+            f"{tally.get('against', 0)} against"
         )
         for side in dispute["sides"]:
             who = side["speaker"] or side["context"]  # a sentex no agent wrote: its context
             click.echo(f"  #{side['handle']} {who}: {side['sentence']}")
+        if dispute["ruling"] is not None:
+            click.echo("  " + _ruling(dispute["ruling"], dispute["target"]))
+
+
+def _ruling(ruling: dict, target: dict | None) -> str:
+    """`ruled by AgentMajority for #102: (p A) (ruling #110)`, or `against`."""
+    side = "for" if ruling["upholds"] else "against"
+    on = f" {side} #{target['handle']}" if target else ""
+    return f"ruled by {ruling['arbiter']}{on}: {ruling['sentence']} (ruling #{ruling['handle']})"
 
 
 COMMANDS = (why_command, why_not_command, contradictions_command, disputes_command)

@@ -9,7 +9,8 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from koinii.cli.core import console, echo_json, json_option, open_source, source_options
+from koinii.cli.core import echo_json, json_option, open_source, source_options
+from koinii.cli.terminal import terminal
 from koinii.wire import encode_hit
 
 
@@ -36,7 +37,7 @@ def search_command(text, context, limit, ranking, as_json, url, token, db) -> No
     if as_json:
         return echo_json([encode_hit(h) for h in hits])
     if not hits:
-        console.print(f"[dim]nothing {context} sees matches {text!r}[/dim]")
+        terminal().print(Text(f"nothing {context} sees matches {text!r}", style="dim"))
         return
     table = Table("handle", "sentence", "context", "author", "matched")
     for column in table.columns:
@@ -44,8 +45,8 @@ def search_command(text, context, limit, ranking, as_json, url, token, db) -> No
     for hit in hits:
         matched = hit.snippet if hit.matched == "words" else f"{hit.snippet} ({hit.matched})"
         cells = (hit.sentex.text, hit.sentex.context, hit.author or "", matched)
-        table.add_row(str(hit.sentex.handle), *(Text(cell) for cell in cells))  # not markup
-    console.print(table)
+        table.add_row(str(hit.sentex.handle), *cells)
+    terminal().print(table)
 
 
 @click.command("vocabulary", short_help="The predicates in use where a context sees.")
@@ -60,14 +61,14 @@ def vocabulary_command(context, as_json, url, token, db) -> None:
     if as_json:
         return echo_json(found)
     if not found:
-        console.print(f"[dim]{context} sees no sentences yet[/dim]")
+        terminal().print(Text(f"{context} sees no sentences yet", style="dim"))
         return
     table = Table("predicate", "count", "example")
     for column in table.columns:
         column.overflow = "fold"
     for entry in found:
-        table.add_row(entry["predicate"], str(entry["count"]), Text(entry["example"]["sentence"]))
-    console.print(table)
+        table.add_row(entry["predicate"], str(entry["count"]), entry["example"]["sentence"])
+    terminal().print(table)
 
 
 COMMANDS = (search_command, vocabulary_command)

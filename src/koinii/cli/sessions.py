@@ -21,12 +21,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
+from rich.text import Text
 
 from koinii.cli import UNREACHABLE_HINT, refusing
 from koinii.cli.core import open_source, source_options
+from koinii.cli.terminal import terminal
 from koinii.errors import Refused, Unavailable, exit_code_of
 from koinii.kb import KB
 from koinii.sessions import Introspection, SessionStore
@@ -34,7 +35,6 @@ from koinii.sessions.importing import import_paths
 from koinii.sessions.search import RANKINGS
 
 BANDS = ("title", "request", "reply", "thinking", "tool")
-PIPED_WIDTH = 1_000_000  # columns of a table printed to a pipe: wide enough for any name
 
 
 @click.group("sessions")
@@ -64,15 +64,6 @@ def _run(call: Callable[[], Any]) -> Any:
     except Unavailable as exc:
         click.echo(f"koinii: unavailable: {exc} ({UNREACHABLE_HINT})", err=True)
         sys.exit(exit_code_of("unavailable"))
-
-
-def _console() -> Console:
-    """A terminal's width on a terminal; piped (not a tty), no width at all, so a table
-    never cuts a name a script reads."""
-    console = Console(soft_wrap=False, highlight=False)
-    if not console.is_terminal:
-        console = Console(soft_wrap=False, highlight=False, width=PIPED_WIDTH)
-    return console
 
 
 def _when(iso: str | None) -> str:
@@ -112,7 +103,7 @@ def list_sessions(limit, as_json, db, url, token) -> None:
             str(row["turn_count"]),
             row["title"] or "",
         )
-    _console().print(table)
+    terminal().print(table)
 
 
 @command.command("search", short_help="THE ranked search over every session.")
@@ -156,7 +147,7 @@ def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
             str(row["turn_count"]),
             text,
         )
-    _console().print(table)
+    terminal().print(table)
 
 
 @command.command("show", short_help="One session: its turns, usage and failures.")
@@ -173,8 +164,8 @@ def show_session(target, as_json, db, url, token) -> None:
     if as_json:
         return _echo_json(found)
     session, usage = found["session"], found["usage"] or {}
-    console = _console()
-    console.print(f"[bold]{session['title'] or '(untitled)'}[/bold]")
+    console = terminal()
+    console.print(Text(session["title"] or "(untitled)", style="bold"))
     model = "/".join(x for x in (session.get("provider"), session.get("model")) if x)
     console.print(
         f"{session['id']}  {session['channel']}  {model}  "
@@ -265,7 +256,7 @@ def import_sessions(paths, quiet, as_json, db, url, token) -> None:
                 _short(report["session_id"]) if report.get("session_id") else "",
                 report.get("title") or report.get("message") or "",
             )
-        _console().print(table)
+        terminal().print(table)
     counts: dict[str, int] = {}
     for report in reports:
         counts[report["status"]] = counts.get(report["status"], 0) + 1
@@ -302,8 +293,8 @@ def _progress(quiet: bool) -> Iterator[tuple[Callable[[int], None], Callable[[di
         TextColumn("importing"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        console=Console(stderr=True),
+        TextColumn("{task.description}", markup=False),  # a file's name, as it is
+        console=terminal(stderr=True),
         transient=True,
     )
     task = bar.add_task("", total=None)

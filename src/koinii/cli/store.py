@@ -17,11 +17,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.text import Text
 
 from koinii._version import __version__
 from koinii.cli.core import echo_json, json_option, open_source, resolve_source, source_options
+from koinii.cli.terminal import terminal
 from koinii.errors import Refused
 from koinii.kb import KB
 from koinii.kb.store.dump import starts_a_dump
@@ -224,7 +225,7 @@ def _problem(line: int, column: int, kind: str, message: str) -> dict[str, Any]:
 @contextlib.contextmanager
 def _progress(total: int, quiet: bool) -> Iterator[Any]:
     """`advance(n)` on a progress bar on stderr (none when stderr is not a terminal)."""
-    console = Console(stderr=True)
+    console = terminal(stderr=True)
     bar = Progress(
         TextColumn("loading"),
         BarColumn(),
@@ -266,7 +267,7 @@ def export_command(target, as_json, url, token, db) -> None:
     from koinii.kb.store.migrate import export
 
     source = _store_location(db, url, "export")
-    with Console(stderr=True).status(f"exporting {source}"):
+    with terminal(stderr=True).status(Text(f"exporting {source}")):
         counts = export(source, target)
     if as_json:
         return echo_json({"target": target, "bytes": os.path.getsize(target), "counts": counts})

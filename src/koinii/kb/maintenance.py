@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from koinii.errors import Refused
+from koinii.kb.contexts import EVERYTHING
 from koinii.kb.index import members
 from koinii.kb.rules import (
     CARRIES_CLAIM,
@@ -233,6 +235,61 @@ class Maintenance(State):
             if n.believed and n.positive and len(n.atom) == 2 and type(n.atom[1]) is Sym:
                 declared.setdefault(n.atom[1], set()).add(n.context)
         return declared
+
+    def _check_goal_arity(self, literals: list[tuple[bool, tuple]], ctx: str | None) -> None:
+        """A goal (of `query`, `watch`, `sentexes_matching`) read at a named context is
+        held to the arity declared there for its predicates — the declaration a write
+        there is held to (`_declared_arity`, as `_check_state` uses it): a goal that could
+        never match, `(answers ?who ?what)` where `answers` takes 3, is refused `arity`
+        instead of answered with nothing, or watched forever. Not refused when a sentence
+        of the goal's arity is in view after all (stored where the declaration is not
+        seen), nor read from everywhere (a variable context, CxEverything, none): there
+        a context that does not see the declaration may hold it."""
+        if ctx is None or ctx.startswith("?") or ctx == EVERYTHING:
+            return
+        declarations = self._index.by_functor.get(ARITY)
+        if declarations is None or not declarations.args:
+            return
+        declared_for = declarations.args[0]
+        for _, atom in literals:
+            functor = atom[0]
+            if type(functor) is not Sym or functor not in declared_for:
+                continue
+            declared = self._declared_arity(functor, ctx, None)
+            given = len(atom) - 1
+            if declared is None or declared == given or self._in_view_with(atom, ctx):
+                continue
+            names = [
+                f"?{chr(ord('a') + i)}" if declared <= 26 else f"?x{i}" for i in range(declared)
+            ]
+            example = f"({' '.join([functor.name, *names])})"
+            raise Refused(
+                "arity",
+                f"{functor.name} takes {declared} argument(s) at {ctx}, not {given}: a goal "
+                f"with {given} never matches there; give it {declared}, e.g. {example}",
+                {
+                    "predicate": functor.name,
+                    "declared": declared,
+                    "given": given,
+                    "example": example,
+                },
+            )
+
+    def _in_view_with(self, atom: tuple, ctx: str) -> bool:
+        """Whether a believed sentence of `atom`'s functor and length is in view at `ctx`
+        (the refusal's path only: a scan of the functor's sentences)."""
+        up = self._hierarchy.up(ctx)
+        for node in self._index.with_functor(atom[0]):
+            if len(node.atom) == len(atom) and node.believed and node.context in up:
+                return True
+        return False
+
+    def _functional_predicates(self) -> set[Sym]:
+        return {
+            n.atom[1]
+            for n in self._index.with_functor(FUNCTIONAL)
+            if n.believed and n.positive and len(n.atom) == 2 and type(n.atom[1]) is Sym
+        }
 
     def _settle(self, tx: Transaction) -> None:
         derives = bool(self._rules) or bool(self._carriers)

@@ -110,6 +110,7 @@ class Reads(State):
         positive, atom = literals[0]
         ctx_name = checks.context_name(ctx, query=True)
         with self._lock:
+            self._check_goal_arity(literals, ctx_name)
             out = []
             everything = ctx_name == EVERYTHING
             anywhere = ctx_name.startswith("?")
@@ -149,6 +150,7 @@ class Reads(State):
         paused = False  # the collector, once the answer is big (collector.READ_PAUSE_FROM)
         try:
             with self._lock, self._bounded(self.query_budget_s, "the query"):
+                self._check_goal_arity(literals, ctx_name)
                 admit, accept = self._sight(ctx_name)
                 seen: dict[tuple, dict[str, Any]] = {}
                 bound: list[Var] | None = None

@@ -64,6 +64,8 @@ class Watching(State):
             if ctx_name == EVERYTHING:
                 raise Refused("not-watchable", "CxEverything is not watchable", {})
         with self._lock:
+            if literal_ is not None:
+                self._check_goal_arity([literal_], ctx_name)
             entries = [] if since is None else self._replayable(since)
             token = self._feed.add(callback, literal_, ctx_name, goal_text)
             if entries:

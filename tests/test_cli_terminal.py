@@ -1,0 +1,117 @@
+"""Agent text is never markup in any terminal view: a claim, a question, a session title
+or a turn holding rich markup ("[/bold]", "[red]") or an emoji code (":fire:") prints as
+that text in `koinii tail`, `query`, `search`, `vocabulary` and `sessions`, and the
+command ends 0 — over a real daemon, and on a store opened in-process. (Printed as
+markup, one such string made every one of them exit 4, for everyone reading.)
+Piped, nothing is wrapped: a long sentence stays on one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import koinii
+from koinii import channel
+from koinii.server.tokens import add_token
+from koinii.sessions import SessionStore
+from tests.conftest import Daemon
+
+MARKUP = '"[/bold] [red]alarm :fire: [link=http://x]here"'
+CLAIM = f"(saidOnce AgentAtlas {MARKUP})"
+WORDS = " ".join(f"Word{i}" for i in range(40))  # 270 characters
+LONG = f'(sawLongly AgentAtlas "{WORDS}")'
+
+
+def koinii_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "koinii", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "80"},  # as a pipe in an 80-column terminal
+    )
+
+
+def write_markup(store) -> str:
+    """Atlas says it, asks it, and records a session titled with it; the session's id."""
+    medium = channel.local(store) if isinstance(store, koinii.KB) else channel.wire(store)
+    atlas = channel.join(medium, "CxTeam", "AgentAtlas")
+    atlas.assert_(CLAIM)
+    atlas.assert_(LONG)
+    atlas.pose_query("(saidOnce AgentAtlas ?what)")
+    sessions = SessionStore(store)
+    session = sessions.start_session(title="[/bold] session [red]")
+    turn = sessions.start_turn(session, "[/bold] why :fire:?")
+    sessions.finish_turn(turn, "done", "complete", answer="[/red] because")
+    return session
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("markup")
+    table = str(folder / "markup.tokens")
+    tokens = {"AgentAtlas": add_token(table, "AgentAtlas", "agent")}
+    os.environ["KOINII_INTROSPECTION"] = "1"  # the daemon process inherits it
+    try:
+        daemon = Daemon(str(folder / "markup.db"), ["--tokens", table], tokens).start()
+    finally:
+        del os.environ["KOINII_INTROSPECTION"]
+    session = write_markup(daemon.client("AgentAtlas"))
+    yield ["--url", daemon.url, "--token", tokens["AgentAtlas"]], session
+    daemon.kill()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("markup-db") / "markup.db")
+    with koinii.open_kb(path) as kb:
+        session = write_markup(kb)
+    return ["--db", path], session
+
+
+COMMANDS = {
+    "tail": ("tail", "--no-follow", "--since", "0"),
+    "tail --raw": ("tail", "--no-follow", "--since", "0", "--raw"),
+    "query": ("query", "(saidOnce ?who ?what)", "-c", "CxAtlas"),
+    "search": ("search", "alarm", "-c", "CxAtlas"),
+    "vocabulary": ("vocabulary", "-c", "CxAtlas"),
+    "sessions list": ("sessions", "list"),
+    "sessions search": ("sessions", "search", "session"),
+}
+
+
+@pytest.mark.parametrize("where", ["daemon", "store"])
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_stored_markup_prints_as_text_and_the_command_ends_0(request, where, command):
+    source, _session = request.getfixturevalue(where)
+    ran = koinii_cli(*COMMANDS[command], *source)
+    assert ran.returncode == 0, ran.stderr
+    shown = (
+        "[/bold] session [red]" if command.startswith("sessions") else "[/bold] [red]alarm :fire:"
+    )
+    assert shown in ran.stdout
+
+
+@pytest.mark.parametrize("where", ["daemon", "store"])
+def test_a_session_shown_keeps_its_title_and_turns_as_text(request, where):
+    source, session = request.getfixturevalue(where)
+    ran = koinii_cli("sessions", "show", session, *source)
+    assert ran.returncode == 0, ran.stderr
+    for text in ("[/bold] session [red]", "[/bold] why :fire:?", "[/red] because"):
+        assert text in ran.stdout
+
+
+@pytest.mark.parametrize("command", ["query", "search"])
+def test_piped_a_long_sentence_is_not_wrapped(daemon, command):
+    source, _session = daemon
+    args = {
+        "query": ("query", "(sawLongly ?who ?what)", "-c", "CxAtlas"),
+        "search": ("search", "Word39", "-c", "CxAtlas"),
+    }[command]
+    ran = koinii_cli(*args, *source)
+    assert ran.returncode == 0, ran.stderr
+    assert WORDS in ran.stdout, ran.stdout  # on one line: not folded at 80 columns
