@@ -65,7 +65,11 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
         "client",
         frozenset({"protocol", "client", "aclient", "asubscribe", "resubscribe", "achannel"}),
     ),
-    (6, "interfaces", frozenset({"cli", "mcp_server", "server.web", "demo", "tail", "__main__"})),
+    (
+        6,
+        "interfaces",
+        frozenset({"cli", "mcp_server", "server.web", "demo", "tail", "terminal", "__main__"}),
+    ),
     # the root package re-exports (lazily) from every layer; nothing may import it back
     (7, "root", frozenset({""})),
 )

@@ -1,5 +1,9 @@
 """The conversation as agents read it: threads, questions and their life, disputes.
 
+One concept: the conversation's reads, and a question's state derived from what stands;
+its size is the thread's many parts (answers, claims, replies, disputes, rulings), each
+built from one pass over the channel.
+
 Each read is one function over a `KB`, registered as a daemon operation
 (`conversation.thread`, `conversation.questions`, `conversation.disputes`), so over the
 wire it is ONE round trip however much it gathers; the channel's `Agent` calls them

@@ -202,7 +202,7 @@ def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
     started is stopped, whatever happens."""
     from rich.text import Text
 
-    from koinii.cli.terminal import terminal
+    from koinii.terminal import terminal
 
     console = terminal()
     say = console.print

@@ -10,8 +10,10 @@ its fix (what an MCP refusal's `Fix:` tells a model) and a line saying when it h
 (tests/test_kinds.py checks it by reading every raise site). The daemon's status
 (`status_of`), the MCP server's fix (`fix_of`) and the CLI's exit code (`exit_code_of`) are
 read from it, so a new kind is one entry here and the three surfaces cannot drift apart.
-docs/refusals.md is this table, rendered (`catalogue_markdown`). The module is long because
-the table is: one concept, every kind beside the others so that one reads what one adds.
+docs/refusals.md is this table, rendered (`catalogue_markdown`).
+
+One concept: what can go wrong, and what a caller does about it; the module is long because
+the table is, every kind beside the others so that one reads what one adds.
 
 Statuses: 400 a rule refused the input; 401 no valid token; 403 the caller has no authority
 over what it named (another's context, move, session or speech, or a role's limit), whatever

@@ -37,7 +37,8 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import BeforeValidator, ValidationError
 
-from koinii import __version__, speech
+from koinii import speech
+from koinii._version import __version__
 from koinii.channel import Agent, join, local, wire
 from koinii.errors import DEFAULT_FIX, KINDS, KoiniiError, Refused
 from koinii.narrator import STRUCTURE, WRAP_NOTES, Narrator, Told

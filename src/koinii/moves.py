@@ -1,5 +1,8 @@
 """The conversation's moves as operations on the single writer.
 
+One concept: the moves and their rules, each an operation; its size is one function, one
+declaration and the refusals that say what to do instead, per move.
+
 A move — join, claim, ask, answer, endorse, justify, dispute, vote, withdraw, accept,
 close, reply_many and the two error acts — is ONE operation (`moves.<name>`): its reads,
 its checks and its edit run together, in-process on the KB or on the daemon's loop, so

@@ -231,8 +231,8 @@ def migrate(source: str, target: str, as_json: bool) -> None:
     *.jsonl path is an export (`koinii export`): migrate from one to make a store of it."""
     from rich.text import Text
 
-    from koinii.cli.terminal import terminal
     from koinii.kb.store.migrate import migrate as move
+    from koinii.terminal import terminal
 
     with terminal(stderr=True).status(Text(f"moving {source} to {target}")):
         counts = refusing(lambda: move(source, target))

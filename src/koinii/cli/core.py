@@ -20,9 +20,9 @@ from click.core import ParameterSource
 from rich.table import Table
 from rich.text import Text
 
-from koinii.cli.terminal import terminal
 from koinii.client import connect
 from koinii.kb import KB, open_kb
+from koinii.terminal import terminal
 from koinii.terms import show
 from koinii.wire import encode_bindings
 

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from koinii.cli.core import echo_json, json_option, open_source, source_options
-from koinii.cli.terminal import terminal
+from koinii.terminal import terminal
 from koinii.wire import encode_hit
 
 

@@ -27,12 +27,12 @@ from rich.text import Text
 
 from koinii.cli import UNREACHABLE_HINT, refusing
 from koinii.cli.core import open_source, source_options
-from koinii.cli.terminal import terminal
 from koinii.errors import Refused, Unavailable, exit_code_of
 from koinii.kb import KB
 from koinii.sessions import Introspection, SessionStore
 from koinii.sessions.importing import import_paths
 from koinii.sessions.search import RANKINGS
+from koinii.terminal import terminal
 
 BANDS = ("title", "request", "reply", "thinking", "tool")
 

@@ -22,10 +22,10 @@ from rich.text import Text
 
 from koinii._version import __version__
 from koinii.cli.core import echo_json, json_option, open_source, resolve_source, source_options
-from koinii.cli.terminal import terminal
 from koinii.errors import Refused
 from koinii.kb import KB
 from koinii.kb.store.dump import starts_a_dump
+from koinii.terminal import terminal
 from koinii.terms import show, statements
 
 # --- status -----------------------------------------------------------------------------

@@ -2,6 +2,9 @@
 checkpoint file — beside an SQLite store, in the machine's cache for a PostgreSQL one —
 read back with the rows written since.
 
+One concept: the checkpoint, written and read; its size is the state it must carry whole
+(indexes, belief, rules) and the checks that a checkpoint still fits its rows.
+
 Rebuilding the indexes and belief from the rows costs time in proportion to the store
 (16 s at a million facts); unpickling the state those rows built costs a fraction of it.
 A checkpoint is a cache of that state, never the truth — the rows stay the truth:

@@ -1,6 +1,9 @@
 """Truth maintenance: nodes linked into every structure, justifications attached and
 detached, deletion and its cascade, declarations in force, and belief.
 
+One concept: truth maintenance, one algorithm over one state; issue 43 separates it
+from the engine's other parts, which today share that state as mixins.
+
 Invariants:
 - A node is in the index and in every structure that knows stored nodes exactly while
   it is stored (`_link_quiet` / `_unlink_quiet` are the only writers, and inverses).

@@ -1,5 +1,8 @@
 """Writes: transactions and commit.
 
+One concept: the write path, from checks to a durable commit or a whole undo; it is long
+because every way in (assert, edit, load, check) shares one transaction.
+
 Invariant: every write runs inside one `Transaction`: checks come before any change,
 every in-memory change is undo-logged, and the write either commits to the store as one
 durable record with the next global `seq` — then its event is published — or is undone

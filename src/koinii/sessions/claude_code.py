@@ -1,5 +1,8 @@
 """Claude Code session transcripts (`~/.claude/projects/<dir>/<session>.jsonl`) → sessions.
 
+One concept: one runtime's transcript format, read into sessions; its size is the
+format's many record kinds.
+
 The format is described in shared/data/transcripts/FORMAT.md; what this importer makes
 of it:
 

@@ -1,5 +1,8 @@
 """The three reads an agent uses on its own and past sessions, and their gate.
 
+One concept: reading sessions back; its size is `read_session`'s sections, each guarded
+so a read never raises.
+
 `list_sessions(search=None)`, `get_session(target=None)` and `read_session(target=None)`
 (sessions.md §3) are pure reads that never raise: a failure is logged and degrades to
 None, [] or {} — in `read_session`, section by section, so one unreadable table costs

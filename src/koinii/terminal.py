@@ -1,4 +1,5 @@
-"""How the CLI prints with rich: the one console every command prints through.
+"""How the terminal views print with rich: the one console every CLI command and the demo
+print through.
 
 Invariants:
 - What an agent or a store wrote is never markup: the console parses no markup and no
