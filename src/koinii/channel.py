@@ -31,10 +31,10 @@ from typing import Any
 
 from koinii import speech
 from koinii.adjudication import STANCES, stance_predicate
+from koinii.conversation import sentex_named
 from koinii.errors import Refused
 from koinii.identity import context_for, owners_of
 from koinii.kb import Edited, Event, Hit, Sentex
-from koinii.moves import sentex_named
 from koinii.operations import invoker
 from koinii.speech import ANSWERS, ENDORSES, ref
 from koinii.terms import Sym, Term, Var, is_individual_name, show

@@ -53,7 +53,7 @@ from koinii.speech import (
 )
 from koinii.terms import Sym, Var, show
 
-__all__ = ["QUESTION_STATES", "disputes_on", "questions", "thread"]
+__all__ = ["QUESTION_STATES", "disputes_on", "questions", "sentex_named", "thread"]
 
 QUESTION_STATES = ("open", "answered", "contested", "settled", "closed")
 UNSETTLED = ("open", "answered", "contested")
@@ -372,7 +372,7 @@ def thread(
     _positive("limit", limit, "a positive integer, e.g. 20")
     _positive("before", before, "an answer's handle: the `older` a thread gave")
     reader = _Reader(kb, _channel(channel))
-    sentex = _sentex(kb, handle)
+    sentex = sentex_named(kb, handle)
     kind = move_kind(sentex.sentence)
     if kind == "question":
         return _answers_window(reader.question_thread(sentex), limit, before)
@@ -518,7 +518,9 @@ def _channel(channel: Any) -> str:
     return context_name(channel.name if type(channel) is Sym else channel)
 
 
-def _sentex(kb: KB, handle: Any) -> Sentex:
+def sentex_named(kb: Any, handle: Any) -> Sentex:
+    """The stored sentex `handle` names (for a read or a move), or a refusal that says how
+    to find one: `bad-handle`, `koinii/no-such-handle`."""
     if type(handle) is not int or handle <= 0:
         raise Refused(
             "bad-handle",

@@ -35,6 +35,7 @@ from typing import Any
 from koinii import speech
 from koinii.adjudication import TAG as RULING_TAG
 from koinii.adjudication import stance_predicate
+from koinii.conversation import sentex_named
 from koinii.errors import Refused
 from koinii.identity import (
     AGENT_CONTEXT,
@@ -71,7 +72,6 @@ __all__ = [
     "MOVE_OF_KIND",
     "check_not_a_move",
     "check_system_fields",
-    "sentex_named",
     "use_the_move",
 ]
 
@@ -126,25 +126,6 @@ def check_system_fields(provenance: Any) -> None:
 
 
 # --- what the moves read -------------------------------------------------------------------
-
-
-def sentex_named(kb: Any, handle: Any) -> Sentex:
-    """The stored sentex `handle` names, or a refusal that says how to find one."""
-    if type(handle) is not int or handle <= 0:
-        raise Refused(
-            "bad-handle",
-            f"a handle is a positive integer, not {handle!r:.40}",
-            {"handle": repr(handle)[:40]},
-        )
-    sentex = kb.sentex(handle)
-    if sentex is None:
-        raise Refused(
-            "koinii/no-such-handle",
-            f"there is no sentex {handle} (never made, or withdrawn since); "
-            "questions() and disputes() list the live ones",
-            {"handle": handle},
-        )
-    return sentex
 
 
 def _stored(kb: KB, sentence: Any, context: str) -> Sentex | None:
