@@ -501,8 +501,8 @@ def test_a_functional_clash_of_thousands_of_values_is_one_group_read_at_once(tea
     page) held the daemon 4 to 16 s. Values are grouped, so the read is one pass."""
     atlas = channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
     atlas.assert_("(functional level)")
-    for first in range(0, 2000, 100):  # (in batches each within a write's budget)
-        atlas.store.edit(add=[(f"(level Prod {i})", "CxAtlas") for i in range(first, first + 100)])
+    for first in range(0, 2000, 25):  # (in batches each within a write's budget)
+        atlas.store.edit(add=[(f"(level Prod {i})", "CxAtlas") for i in range(first, first + 25)])
     ops = team.client("Ops")
     # (paired, each read ran past its budget, 0.5 s: refused budget-exhausted)
     [clash] = ops.contradictions("CxTeam")

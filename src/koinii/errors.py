@@ -399,6 +399,12 @@ _CATALOGUE = (
         "stop what holds the port, or give another --port",
     ),
     Kind(
+        "batch-too-large",
+        400,
+        "an agent's edit adding more entries than the daemon takes from an agent at once",
+        "send the entries in parts of at most the limit the message names",
+    ),
+    Kind(
         "cannot-write-port-file",
         400,
         "the daemon cannot write the port it bound to its --port-file",

@@ -180,6 +180,11 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         if budget is not None:
             budget.tick()
 
+    def spend(self) -> None:
+        """`_spend`, for work done on the KB's behalf outside it (the daemon's access check
+        of each entry of a batch): counted toward the budget in force."""
+        self._spend()
+
     def check_writer(self) -> Refused | None:
         """None while this KB is still its store's writer; else the refusal every write
         now gets (`writer-lost`: a PostgreSQL writer whose connection was lost and that

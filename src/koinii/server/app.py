@@ -91,6 +91,7 @@ class Limits:
     header_s: float = 10.0  # a request's line and headers arrive within this
     body_s: float = 60.0  # its body arrives within this, once its headers have
     max_connections: int | None = None  # None: what the descriptor limit leaves
+    agent_batch: int = 10_000  # entries one edit of an agent (or arbiter) may add
 
 
 # The refusals that say the store may no longer be this daemon's (see `Daemon.watch_writer`).
@@ -542,7 +543,19 @@ class Daemon:
     # --- writes ---------------------------------------------------------------------
 
     def _guard_adds(self, caller: Caller, entries: list[tuple], batch: bool) -> None:
+        """Each entry's access check, counted toward the write's budget: a batch of a
+        hundred thousand entries would spend seconds here before the engine's own work
+        (and its budget) began. An agent's batch holds at most `Limits.agent_batch`."""
+        limit = self.limits.agent_batch
+        if batch and caller.is_agent and len(entries) > limit:
+            raise Refused(
+                "batch-too-large",
+                f"an agent's edit adds at most {limit:,} entries, not {len(entries):,}: send "
+                "it in parts (an operator loads more at once)",
+                {"limit": limit, "entries": len(entries), "rolled_back": True},
+            )
         for i, (sentence, context, opts) in enumerate(entries):
+            self.kb.spend()
             try:
                 access.check_add(self.kb, caller, sentence, context, opts)
             except Refused as refusal:
