@@ -432,3 +432,35 @@ def test_every_help_line_is_whole_and_plain():
                 walk(command, [*path, name])
 
     walk(main, [])
+
+
+# --- questions, thread ----------------------------------------------------------------------
+
+
+def test_the_conversation_reads_from_the_shell(tmp_path):
+    path = str(tmp_path / "asked.db")
+    with koinii.open_kb(path) as kb:
+        atlas = channel.join(channel.local(kb), "CxTeam", "AgentAtlas")
+        boreas = channel.join(channel.local(kb), "CxTeam", "AgentBoreas")
+        q = atlas.ask("(usesDatabase ProdCluster ?db)")
+        a = boreas.answer(q, "Postgres")
+        atlas.accept(a, reason="it is in the deploy config")
+        claim = atlas.claim("(usesCache ProdCluster Redis)")
+        boreas.dispute(claim)
+    db = ["--db", path]
+    assert koinii_("questions", "-c", "CxTeam", *db).stdout == (
+        f"#{q} settled: AgentAtlas asked (usesDatabase ProdCluster ?db) (1 answer)\n"
+    )
+    assert koinii_("questions", "-c", "CxTeam", "--state", "open", *db).stdout == (
+        "no questions on CxTeam in state open\n"
+    )
+    (entry,) = as_json(koinii_("questions", "-c", "CxTeam", "--json", *db))
+    assert (entry["handle"], entry["state"]) == (q, "settled")
+    text = koinii_("thread", str(q), "-c", "CxTeam", *db).stdout
+    assert f"#{a} AgentBoreas: (usesDatabase ProdCluster Postgres) (accepted)" in text
+    assert "accepted because: it is in the deploy config" in text
+    text = koinii_("thread", str(claim), "-c", "CxTeam", *db).stdout
+    assert text.startswith(f"#{claim} AgentAtlas: (usesCache ProdCluster Redis)")
+    assert "open, raised by AgentBoreas" in text
+    assert as_json(koinii_("thread", str(q), "-c", "CxTeam", "--json", *db))["accepted"] == a
+    refusal(koinii_("thread", "999999", "-c", "CxTeam", *db), "koinii/no-such-handle")

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from koinii.cli.core import echo_json, json_option, open_source, source_options
-from koinii.conversation import DISPUTE_STATES
+from koinii.conversation import DISPUTE_STATES, QUESTION_STATES
 from koinii.errors import Refused
 from koinii.operations import invoker
 
@@ -141,4 +141,77 @@ def _ruling(ruling: dict, target: dict | None) -> str:
     return f"ruled by {ruling['arbiter']}{on}: {ruling['sentence']} (ruling #{ruling['handle']})"
 
 
-COMMANDS = (why_command, why_not_command, contradictions_command, disputes_command)
+@click.command("questions", short_help="A channel's questions, each with its state.")
+@click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
+@click.option(
+    "--state",
+    type=click.Choice([*QUESTION_STATES, "unsettled", "all"]),
+    default=None,
+    help="Only these (unsettled: open, answered or contested).",
+)
+@json_option
+@source_options
+def questions_command(channel, state, as_json, url, token, db) -> None:
+    """A channel's questions, oldest first: each with its handle, asker, state and how
+    many answers it has (the conversation read `conversation.questions`)."""
+    with open_source(db, url, token) as store:
+        found = invoker(store)("conversation.questions", channel=channel, state=state)
+    if as_json:
+        return echo_json(found)
+    if not found:
+        click.echo(f"no questions on {channel}" + (f" in state {state}" if state else ""))
+        return
+    for q in found:
+        answers = q["answer_count"]
+        click.echo(
+            f"#{q['handle']} {q['state']}: {q['speaker']} asked {q['question']} "
+            f"({answers} answer{'' if answers == 1 else 's'})"
+        )
+
+
+@click.command("thread", short_help="A question or claim with everything said about it.")
+@click.argument("handle", type=int)
+@click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
+@json_option
+@source_options
+def thread_command(handle, channel, as_json, url, token, db) -> None:
+    """A question with its state and answers — each answer's claim with its endorsements,
+    disputes and rulings — or a claim with what was said about it, in one read
+    (`conversation.thread`)."""
+    with open_source(db, url, token) as store:
+        found = invoker(store)("conversation.thread", handle=handle, channel=channel)
+    if as_json:
+        return echo_json(found)
+    if "answers" in found:
+        click.echo(
+            f"#{found['handle']} {found['state']}: {found['speaker']} asked {found['question']}"
+        )
+        for answer in found["answers"]:
+            mark = " (accepted)" if answer["accepted"] else ""
+            click.echo(f"  #{answer['handle']} {answer['speaker']}: {answer['content']}{mark}")
+        for key, what in (("acceptance_reason", "accepted"), ("closing_reason", "closed")):
+            if found.get(key):
+                click.echo(f"  {what} because: {found[key]}")
+        return
+    click.echo(
+        f"#{found['handle']} {found.get('speaker') or found['context']}: {found['sentence']}"
+    )
+    for key in ("endorsements", "justifications"):
+        for move in found.get(key) or []:
+            click.echo(f"  {key[:-1]} #{move['handle']} by {move['speaker']}")
+    for dispute in found.get("disputes") or []:
+        raised = ", ".join(m["speaker"] for m in dispute["raised_by"]) or "a clash"
+        click.echo(
+            f"  dispute {'/'.join(map(str, dispute['dispute_id']))}: "
+            f"{dispute['state']}, raised by {raised}"
+        )
+
+
+COMMANDS = (
+    why_command,
+    why_not_command,
+    contradictions_command,
+    disputes_command,
+    questions_command,
+    thread_command,
+)
