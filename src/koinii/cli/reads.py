@@ -117,14 +117,11 @@ def disputes_command(channel, state, as_json, url, token, db) -> None:
     if as_json:
         return echo_json(found)
     if not found:
-        click.echo(f"no disputes on {channel}" + (f" in state {state}" if state else ""))
-        return
+        return _none("disputes", channel, state)
     for dispute in found:
         tally = dispute["tally"]
-        raised = ", ".join(m["speaker"] for m in dispute["raised_by"]) or "a clash"
         click.echo(
-            f"dispute {'/'.join(map(str, dispute['dispute_id']))}: {dispute['state']}, "
-            f"raised by {raised}; votes {tally.get('for', 0)} for, "
+            f"{_dispute(dispute)}; votes {tally.get('for', 0)} for, "
             f"{tally.get('against', 0)} against"
         )
         for side in dispute["sides"]:
@@ -132,6 +129,17 @@ def disputes_command(channel, state, as_json, url, token, db) -> None:
             click.echo(f"  #{side['handle']} {who}: {side['sentence']}")
         if dispute["ruling"] is not None:
             click.echo("  " + _ruling(dispute["ruling"], dispute["target"]))
+
+
+def _none(what: str, channel: str, state: str | None) -> None:
+    click.echo(f"no {what} on {channel}" + (f" in state {state}" if state else ""))
+
+
+def _dispute(dispute: dict) -> str:
+    """`dispute 95/96: open, raised by AgentBoreas` (a clash no one raised: by `a clash`)."""
+    raised = ", ".join(m["speaker"] for m in dispute["raised_by"]) or "a clash"
+    named = "/".join(map(str, dispute["dispute_id"]))
+    return f"dispute {named}: {dispute['state']}, raised by {raised}"
 
 
 def _ruling(ruling: dict, target: dict | None) -> str:
@@ -159,8 +167,7 @@ def questions_command(channel, state, as_json, url, token, db) -> None:
     if as_json:
         return echo_json(found)
     if not found:
-        click.echo(f"no questions on {channel}" + (f" in state {state}" if state else ""))
-        return
+        return _none("questions", channel, state)
     for q in found:
         answers = q["answer_count"]
         click.echo(
@@ -200,11 +207,7 @@ def thread_command(handle, channel, as_json, url, token, db) -> None:
         for move in found.get(key) or []:
             click.echo(f"  {key[:-1]} #{move['handle']} by {move['speaker']}")
     for dispute in found.get("disputes") or []:
-        raised = ", ".join(m["speaker"] for m in dispute["raised_by"]) or "a clash"
-        click.echo(
-            f"  dispute {'/'.join(map(str, dispute['dispute_id']))}: "
-            f"{dispute['state']}, raised by {raised}"
-        )
+        click.echo(f"  {_dispute(dispute)}")
 
 
 COMMANDS = (

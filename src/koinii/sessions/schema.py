@@ -175,10 +175,26 @@ CREATE TABLE attachment (
 CREATE INDEX attachment_of_turn ON attachment (turn_n);
 """
 
+# The title index's triggers, which a rebuilt session table needs again (v4).
+_TITLE_TRIGGERS = """
+CREATE TRIGGER session_inserted AFTER INSERT ON session BEGIN
+    INSERT INTO session_title (rowid, title_fold) VALUES (new.n, new.title_fold);
+END;
+CREATE TRIGGER session_deleted AFTER DELETE ON session BEGIN
+    INSERT INTO session_title (session_title, rowid, title_fold)
+    VALUES ('delete', old.n, old.title_fold);
+END;
+CREATE TRIGGER session_retitled AFTER UPDATE OF title_fold ON session BEGIN
+    INSERT INTO session_title (session_title, rowid, title_fold)
+    VALUES ('delete', old.n, old.title_fold);
+    INSERT INTO session_title (rowid, title_fold) VALUES (new.n, new.title_fold);
+END;
+"""
+
 # SQLite: an FTS5 index over turn_text (external content: the text is stored once), and
 # a trigram index over the folded titles (substring search), kept in step by triggers,
 # so whatever writes the rows (the writer, `koinii migrate`) indexes them.
-_SQLITE_SEARCH = """
+_SQLITE_SEARCH = f"""
 CREATE VIRTUAL TABLE turn_search USING fts5 (
     request, reply, thinking, content = 'turn_text', content_rowid = 'n', prefix = '2 3'
 );
@@ -199,19 +215,7 @@ END;
 CREATE VIRTUAL TABLE session_title USING fts5 (
     title_fold, content = 'session', content_rowid = 'n', tokenize = 'trigram case_sensitive 1'
 );
-CREATE TRIGGER session_inserted AFTER INSERT ON session BEGIN
-    INSERT INTO session_title (rowid, title_fold) VALUES (new.n, new.title_fold);
-END;
-CREATE TRIGGER session_deleted AFTER DELETE ON session BEGIN
-    INSERT INTO session_title (session_title, rowid, title_fold)
-    VALUES ('delete', old.n, old.title_fold);
-END;
-CREATE TRIGGER session_retitled AFTER UPDATE OF title_fold ON session BEGIN
-    INSERT INTO session_title (session_title, rowid, title_fold)
-    VALUES ('delete', old.n, old.title_fold);
-    INSERT INTO session_title (rowid, title_fold) VALUES (new.n, new.title_fold);
-END;
-"""
+{_TITLE_TRIGGERS}"""
 
 # PostgreSQL: one GIN index per searchable column, on the expression search.py matches.
 _POSTGRES_SEARCH = "".join(
@@ -307,19 +311,7 @@ DROP TABLE session;
 ALTER TABLE session_owned RENAME TO session;
 CREATE INDEX session_recent ON session (parent_session_n, modified_at);
 {_IMPORT_KEY}
-CREATE TRIGGER session_inserted AFTER INSERT ON session BEGIN
-    INSERT INTO session_title (rowid, title_fold) VALUES (new.n, new.title_fold);
-END;
-CREATE TRIGGER session_deleted AFTER DELETE ON session BEGIN
-    INSERT INTO session_title (session_title, rowid, title_fold)
-    VALUES ('delete', old.n, old.title_fold);
-END;
-CREATE TRIGGER session_retitled AFTER UPDATE OF title_fold ON session BEGIN
-    INSERT INTO session_title (session_title, rowid, title_fold)
-    VALUES ('delete', old.n, old.title_fold);
-    INSERT INTO session_title (rowid, title_fold) VALUES (new.n, new.title_fold);
-END;
-"""
+{_TITLE_TRIGGERS}"""
 _OWNED_IMPORTS_POSTGRES = f"""
 ALTER TABLE session DROP CONSTRAINT session_external_id_key;
 {_IMPORT_KEY}
