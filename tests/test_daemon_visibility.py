@@ -16,8 +16,8 @@ import threading
 import pytest
 
 import koinii
-from koinii.server.app import OPERATIONS
 from koinii.server.tokens import add_token, revoke
+from koinii.server.verbs import served
 from tests.conftest import Daemon, line_within, pg_location, port_from, refused, wait_until
 from tests.web_client import Browser
 
@@ -200,8 +200,8 @@ def test_the_api_page_lists_every_operation_offline_and_needs_no_sign_in(start_d
     status, headers, body = get(daemon, "/api")
     page = body.decode()
     assert status == 200 and headers["content-type"].startswith("text/html")
-    for op in OPERATIONS:
-        assert f"<code>POST /v1/{op}</code>" in page, op
+    for op in served():
+        assert f"<code>POST /v1/{op.route}</code>" in page, op.name
     assert "<code>POST /v1/wraps/" in page and "<code>POST /v1/sessions/" in page
     assert "budget_ms" in page and "a sentence in canonical text" in page  # the field table
     assert 'src="http' not in page and 'href="http' not in page  # nothing from elsewhere

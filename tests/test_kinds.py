@@ -179,7 +179,7 @@ def test_the_kinds_built_at_run_time_are_followed_to_their_literals():
     # a module constant (kb.values.KIND, sessions.checks.KIND), a conditional (mcp_server)
     for kind in ("koinii/not-votable", "bad-coordinator", "bad-value", "bad-session"):
         assert kind in raised, kind
-    assert "server/app.py" in raised["bad-request"]  # (_TYPE_REFUSAL.get(name, default))
+    assert "server/endpoints.py" in raised["bad-request"]  # (_TYPE_REFUSAL.get(name, default))
 
 
 def test_every_catalogued_kind_is_raised_somewhere():
@@ -201,7 +201,7 @@ def test_authority_refusals_answer_403():
     """Whether the caller may act on what it named — another's context, move, question,
     speech, session or statement — is authority, answered 403 as `koinii/foreign-sentex`
     always was; before the catalogue five of these answered 400."""
-    from koinii.server.app import _refusal
+    from koinii.server.endpoints import refusal_reply
 
     authority = [
         "koinii/speaker-mismatch",
@@ -220,8 +220,8 @@ def test_authority_refusals_answer_403():
         "forbidden",
     ]
     for kind in authority:
-        assert _refusal(Refused(kind, "no")).status_code == 403, kind
-    assert _refusal(Refused("parse", "no")).status_code == 400
+        assert refusal_reply(Refused(kind, "no")).status_code == 403, kind
+    assert refusal_reply(Refused("parse", "no")).status_code == 400
 
 
 # --- the three surfaces read the catalogue -------------------------------------------------
@@ -237,10 +237,10 @@ def recatalogued(monkeypatch):
 
 
 def test_the_daemons_status_is_the_catalogues(recatalogued):
-    from koinii.server.app import _refusal
+    from koinii.server.endpoints import refusal_reply
 
     assert status_of("parse") == 418
-    assert _refusal(Refused("parse", "no")).status_code == 418
+    assert refusal_reply(Refused("parse", "no")).status_code == 418
     for name, kind in KINDS.items():
         assert status_of(name) == kind.status
     assert status_of("some-kind-of-a-newer-daemon") == 400

@@ -86,11 +86,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "resubscribe",
     ): "channel's Wire medium follows a daemon subscription itself; moves with the "
     "followers into the client (issue 36, registry step 9)",
-    (
-        "koinii.server.app",
-        "server.web",
-    ): "the daemon mounts the web view by importing it; it should be mounted by a hook "
-    "(issue 36, registry step 6)",
 }
 
 

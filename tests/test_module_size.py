@@ -13,7 +13,6 @@ LIMIT = 600
 
 # module (relative to src/koinii) -> why it is long today, and what splits it
 TO_SPLIT = {
-    "server/app.py": "eight concerns (routes, budgets, group commit, OpenAPI, …): issue 36",
     "sessions/store.py": "access, writes, imports and the client facade: issue 43",
     "mcp_server.py": "every tool in one function: the MCP package of issue 36",
     "identity.py": "naming, grants and the write rules: issue 43",

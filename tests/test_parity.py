@@ -12,7 +12,7 @@ import inspect
 from koinii import achannel, channel
 from koinii.mcp_server import build_server
 from koinii.operations import load_domains
-from koinii.server.app import openapi_document
+from koinii.server.openapi import openapi_document
 
 MOVES = sorted(name.removeprefix("moves.") for name in load_domains() if name.startswith("moves."))
 # a tool's own ways of giving a field (answer's `bindings` is its `content` as a map)

@@ -266,6 +266,7 @@ def _move(name: str, fields: dict[str, tuple[Any, bool, str]], summary: str, **o
         fields={**_AGENT, **fields},
         summary=summary,
         authorize=authorize,
+        writes=True,  # a reader is refused before its body is read
         **options,
     )
 

@@ -1,14 +1,20 @@
-"""Domain operations: one definition, run in-process on a KB or over the wire.
+"""The operation registry: every capability the daemon serves, declared once.
 
-A domain (wraps, sessions) defines each operation once with `@operation`: its JSON
-fields, its access rule for the daemon, and the function that runs it on a `KB`. Then:
-- in-process, `invoker(kb)(name, **fields)` calls the function directly;
-- over the wire, `invoker(client)` is `client.invoke`, which POSTs to the daemon, and
-  the daemon serves every registered operation at `POST /v1/<domain>/<name>` after
-  checking its fields (the same table generates the OpenAPI document) and its access rule.
+Each operation is declared with `@operation` beside the code it runs: its JSON fields
+(which the daemon checks and the OpenAPI document describes), its summary, its access rule,
+and how the daemon schedules it. Two kinds of code run them:
+- a domain's operation (moves, conversation reads, wraps, sessions) runs on a `KB`:
+  in-process, `invoker(kb)(name, **fields)` calls it directly; over the wire,
+  `invoker(client)` is `client.invoke`, which POSTs to the daemon, and the daemon serves it
+  at `POST /v1/<domain>/<name>`. So a domain class written against `invoker(source)` runs
+  the same over either medium, and never imports the transport;
+- an engine verb (assert, query, watch, ...) runs on the daemon (`on="daemon"`,
+  `koinii.server.verbs`): it is the `KB` method of the same name with the daemon's access
+  checks, attribution and subscriptions around it; in one process the `KB` method is it.
 
-So a domain class written against `invoker(source)` runs the same over either medium,
-and never imports the transport.
+The daemon builds its routes, field checks, scheduling, body limits and OpenAPI document
+from this one table; the clients' methods and the MCP tools are checked against it
+(tests/test_parity.py).
 
 Invariant: every operation's arguments and result are JSON values (terms as text).
 """
@@ -60,16 +66,46 @@ class Operation:
     # The daemon passes the authenticated `caller` to `run` (in one process: None), for
     # an operation whose rules depend on the caller's role beyond `authorize`.
     takes_caller: bool = False
-    # How the daemon schedules it: "write" (on the loop, within the write budget; the
-    # default) or "read" (a slice of the loop, then the rest of the read budget on a
-    # forked snapshot, so a long read never holds everyone; nothing it does may write).
+    # How the daemon schedules it (one of SCHEDULES; what each means is said there).
     schedule: str = "write"
+    # What runs it: "kb" (a domain's `run(kb, **fields)`) or "daemon" (an engine verb's
+    # `run(daemon, caller, body)`, served only by the daemon).
+    on: str = "kb"
+    # The body may be large (`Limits.body_bytes`: a batch, records) or not
+    # (`Limits.small_body_bytes`: a sentence or a goal, refused bigger before it is read).
+    large_body: bool = True
+    # A reader is refused before its body is read: the operation only ever writes.
+    writes: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def route(self) -> str:
         return self.name.replace(".", "/")
 
+
+# How the daemon runs an operation (docs/daemon.md, bounded work):
+SCHEDULES = {
+    # on the event loop, at once: answers from memory in microseconds
+    "loop": "on the loop, at once",
+    # a slice of the loop; if it needs more, the rest of the read budget on a forked
+    # snapshot while the loop serves everyone else (nothing it does may write)
+    "read": "a slice of the loop, then a snapshot",
+    # on the loop within the caller's budget, after the open group commits (a dry run, a
+    # search of the committed index)
+    "budgeted": "on the loop within its budget",
+    # the committed search index, on the loop within the read budget, after the open
+    # group commits (the store's connection must not cross a fork: no snapshot)
+    "index_read": "the committed index, on the loop, within the read budget",
+    # a domain's write: the open group commits first (its records are written at once);
+    # with a `wait_field`, a long poll re-run after each write
+    "write": "on the loop, after the open group commits",
+    # an engine write: joins the open group commit, within the write budget
+    "grouped_write": "on the loop, in a group commit, within the write budget",
+    # waits for a future (a long poll of the feed), never holding the loop
+    "long_poll": "awaits the feed, never holding the loop",
+    # a reply that stays open (the feed's stream)
+    "stream": "a reply that stays open",
+}
 
 REGISTRY: dict[str, Operation] = {}
 
@@ -83,14 +119,30 @@ def operation(
     wait_field: str | None = None,
     takes_caller: bool = False,
     schedule: str = "write",
+    on: str = "kb",
+    large_body: bool = True,
+    writes: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register `run(kb, **fields)` as the operation `name`."""
-    if schedule not in ("read", "write"):
-        raise ValueError(f"{name}: schedule is read or write, not {schedule!r}")
+    """Register `run` as the operation `name` (`run(kb, **fields)`, or for an engine
+    verb, `run(daemon, caller, body)`)."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"{name}: schedule is one of {sorted(SCHEDULES)}, not {schedule!r}")
+    if name in REGISTRY:
+        raise ValueError(f"{name} is declared twice: one declaration per operation")
 
     def register(run: Callable[..., Any]) -> Callable[..., Any]:
         REGISTRY[name] = Operation(
-            name, run, fields, summary, authorize, wait_field, takes_caller, schedule
+            name,
+            run,
+            fields,
+            summary,
+            authorize,
+            wait_field,
+            takes_caller,
+            schedule,
+            on,
+            large_body,
+            writes,
         )
         return run
 
@@ -103,6 +155,8 @@ def invoker(source: Any) -> Callable[..., Any]:
 
         def call(name: str, /, **fields: Any) -> Any:
             found = REGISTRY.get(name) or load_domains()[name]
+            if found.on != "kb":
+                raise ValueError(f"{name} is an engine verb: in one process, call kb.{name}")
             return found.run(source, **fields)
 
         return call

@@ -189,6 +189,7 @@ def serve(
     non-loopback address without a token table."""
     from koinii.server import Limits
     from koinii.server import serve as run
+    from koinii.server.web import routes as web_view
 
     limits = Limits(
         body_bytes=max_body,
@@ -216,6 +217,7 @@ def serve(
             synchronous=synchronous,
             access_log=access_log,
             port_file=port_file,
+            pages=web_view,
         )
     )
 

@@ -33,9 +33,10 @@ from collections.abc import Iterable
 from koinii.errors import Refused
 from koinii.identity import check_names_in_store
 from koinii.kb import KB, open_kb
-from koinii.server.app import WRITER_LEASE_S, Limits, build_app
+from koinii.server.app import Limits, Pages, build_app
 from koinii.server.chunks import with_write_now
 from koinii.server.guards import Hosts, connection_cap, guarded_protocol
+from koinii.server.limits import WRITER_LEASE_S
 from koinii.server.tokens import TokenTable
 
 __all__ = ["Limits", "build_app", "serve", "is_loopback"]
@@ -129,12 +130,14 @@ def serve(
     synchronous: str = "normal",
     access_log: bool = False,
     port_file: str | None = None,
+    pages: Pages | None = None,
 ) -> int:
     """Run the daemon in the foreground; returns the process exit code. It answers to
     the loopback names, `host`, and `allow_hosts` (guards.Hosts); `access_log` logs
     every request to stderr. Port 0 takes a free port the system chooses, stated on the
     start-up line and, with `port_file`, written there once the daemon answers: a
-    supervisor learns it without guessing a free port another process could take first."""
+    supervisor learns it without guessing a free port another process could take first.
+    `pages` makes the routes served beside the API (`koinii serve` mounts the web view's)."""
     import uvicorn
 
     if tokens is None and not is_loopback(host):
@@ -173,7 +176,7 @@ def serve(
         say(f"{refusal.kind}: {refusal.message}")
         return 1
     limits = limits or Limits()
-    app = build_app(kb, table, limits, Hosts(host, allow_hosts))
+    app = build_app(kb, table, limits, Hosts(host, allow_hosts), pages)
     daemon = app.state.daemon
     # The daemon holds its whole KB in memory, a heap that mostly grows. With the
     # collector's default thresholds every few thousand writes brought a full collection

@@ -32,7 +32,8 @@ from koinii import conversation
 from koinii._version import __version__
 from koinii.errors import Refused, status_of
 from koinii.operations import Caller
-from koinii.server.app import Daemon, openapi_document
+from koinii.server.daemon import Daemon
+from koinii.server.openapi import openapi_document
 from koinii.server.tokens import OPEN
 from koinii.server.web import reads
 from koinii.server.web.live import LiveFeed
@@ -334,7 +335,8 @@ def api_page() -> dict[str, Any]:
 
 
 def routes(daemon: Daemon) -> list[Route]:
-    """The view's routes, for `app.build_app` to serve beside the API."""
+    """The view's routes, mounted beside the API by `koinii serve` (`build_app`'s
+    `pages`)."""
     view = View(daemon)
     page = view.page
     return [
