@@ -69,3 +69,59 @@ def test_every_mcp_move_tool_is_its_operation_with_the_same_argument_order(tmp_p
         assert arguments == fields_of(f"moves.{move}")[: len(arguments)], (move, arguments)
     for read in set(READS) - {"members"}:  # (the roster tool is still to come)
         assert read in tools, read
+
+
+# --- the engine's verbs ------------------------------------------------------------------------
+
+# The clients' methods keep the `KB`'s parameter names (a program moves between the two by
+# changing how it opens the store): the operation's `context` is their `ctx` where the KB
+# reads at a context, `load_text` takes a path or the text itself (`source`), and `check`
+# takes its write options as keywords. `budget_ms` is `Client.budget(...)`, not a parameter.
+KB_NAMES = {"context": "ctx"}
+AS_KEYWORDS = {"check": ["opts"]}
+SOURCE = {"load_text": {"text": "source"}}
+
+
+def method_name(op) -> str:
+    return "assert_" if op.name == "assert" else op.name
+
+
+def expected_parameters(op, method) -> list[str]:
+    names = [f for f in op.fields if f != "budget_ms"]
+    names = [SOURCE.get(op.name, {}).get(f, f) for f in names]
+    if op.name in AS_KEYWORDS:
+        return names[:2] + AS_KEYWORDS[op.name]
+    given = set(inspect.signature(method).parameters)
+    return [KB_NAMES[f] if f in KB_NAMES and KB_NAMES[f] in given else f for f in names]
+
+
+def all_parameters(method) -> list[str]:
+    return [p for p in inspect.signature(method).parameters if p != "self"]
+
+
+def test_every_engine_verb_is_a_method_of_both_clients_with_its_fields_in_order():
+    from koinii.aclient import AsyncClient
+    from koinii.client import Client
+    from koinii.server.verbs import served
+
+    verbs = [op for op in served() if op.on == "daemon"]
+    assert len(verbs) >= 30
+    for op in verbs:
+        for client in (Client, AsyncClient):
+            method = getattr(client, method_name(op), None)
+            assert method is not None, (client.__name__, op.name)
+            assert all_parameters(method) == expected_parameters(op, method), (
+                client.__name__,
+                op.name,
+            )
+
+
+def test_every_served_operation_is_declared_once_with_a_known_schedule():
+    from koinii.operations import SCHEDULES
+    from koinii.server.verbs import served
+
+    ops = served()
+    assert len({op.route for op in ops}) == len(ops)
+    for op in ops:
+        assert op.schedule in SCHEDULES, op.name
+        assert op.summary and all(len(spec) == 3 for spec in op.fields.values()), op.name
