@@ -7,7 +7,7 @@ import pytest
 
 from koinii import Refused, channel
 from koinii.operations import invoker
-from koinii.wraps import WrapQueue, permeate, queue, wrap_session
+from koinii.wraps import WrapQueue, coordinate, permeate, queue, wrap_session
 from tests.conftest import refused
 
 SESSION = dict(session_id="session:ling-1", parent_session_id="session:coord-a")
@@ -138,6 +138,19 @@ def test_permeate_returns_the_entries_and_twice_processes_nothing_the_second_tim
     ]
     again = permeate(coordinator, session_id="session:coord-a")
     assert again == {"processed": 0, "agent_ids": [], "wraps": [], "entries": [], "skipped": []}
+
+
+def test_a_coordinator_coordinates_one_session_in_every_surface(kb, team):
+    """The rule lives in the wraps domain (`coordinate`), not in one tool: its first
+    permeate makes the session its own, another session is refused while it is active."""
+    ling, coordinator = team["AgentLingA"], team["AgentCoordA"]
+    wrap_session(ling, **SESSION, project_id="hive:api", notes=["n1"])
+    first = coordinate(coordinator, "AgentCoordA", default_session="session:coord-a")
+    assert first["processed"] == 1 and first["entries"][0]["sentence"].startswith("(memoryNote")
+    again = coordinate(coordinator, "AgentCoordA")  # its own session, held
+    assert again["processed"] == 0 and again["note"] == "no unprocessed wraps"
+    other = refused(lambda: coordinate(coordinator, "AgentCoordA", session_id="session:other"))
+    assert other.kind == "koinii/not-your-session" and other.data["yours"] == "session:coord-a"
 
 
 def test_permeate_by_project_takes_the_children_unless_told_not_to(kb, team):

@@ -44,7 +44,6 @@ from koinii.errors import DEFAULT_FIX, KINDS, KoiniiError, Refused
 from koinii.narrator import STRUCTURE, WRAP_NOTES, Narrator, Told
 from koinii.projects import project_of
 from koinii.terms import parse, show
-from koinii.wraps.queue import GLOBAL as GLOBAL_PROJECT
 
 __all__ = ["INSTRUCTIONS", "REFUSAL_FIXES", "build_server", "run"]
 
@@ -655,48 +654,11 @@ def build_server(
         one session, and no other agent can take its wraps; your own --session by
         default. Example: permeate(session_id="s-lead"). Returns {processed, wraps,
         entries, …}."""
-        from koinii.wraps import Coordinators
-        from koinii.wraps import permeate as collect
+        from koinii.wraps import coordinate
 
-        registry = Coordinators(store)
-        held = registry.get(agent_id)
-        held = held["session_id"] if held and held["status"] == "active" else None
-        session_id = session_id or held or session
-        if session_id is None:
-            raise Refused(
-                "bad-option",
-                "permeate needs your coordinator session: permeate(session_id=...) with the "
-                "parent_session_id your workers' wraps name",
-                {"option": "session_id"},
-            )
-        if held is not None and session_id != held:
-            raise Refused(
-                "koinii/not-your-session",
-                f"you coordinate session {held!r} (your first permeate made it yours), not "
-                f"{session_id!r}: permeate(session_id={held!r}) collects your workers' wraps; "
-                "another session's are its own coordinator's",
-                {"session_id": session_id, "yours": held},
-            )
-        holder = None
-        try:  # (again for the session it holds: a heartbeat)
-            registry.register(agent_id, project_id=project or GLOBAL_PROJECT, session_id=session_id)
-        except Refused as refusal:
-            if refusal.kind != "bad-coordinator" or "holder" not in refusal.data:
-                raise
-            holder = refusal.data["holder"]
-        result = collect(agent, session_id=session_id)
-        entries = [
-            {"handle": s.handle, "sentence": s.text, "context": s.context}
-            for s in result["entries"]
-        ]
-        out = {**result, "entries": entries}
-        if holder is not None:
-            out["note"] = (
-                f"session {session_id} belongs to coordinator {holder}: its wraps are left for it"
-            )
-        elif not result["processed"]:
-            out["note"] = "no unprocessed wraps"
-        return out
+        return coordinate(
+            agent, agent_id, session_id=session_id, default_session=session, project_id=project
+        )
 
     if introspection:
         assert sessions is not None

@@ -12,7 +12,7 @@ permeate), `access` (who may change what), `checks` (what is well-formed), `stor
 """
 
 from koinii.wraps.coordinators import Coordinators
-from koinii.wraps.flows import permeate, wrap_session
+from koinii.wraps.flows import coordinate, permeate, wrap_session
 from koinii.wraps.queue import WrapQueue
 
-__all__ = ["Coordinators", "WrapQueue", "permeate", "wrap_session"]
+__all__ = ["Coordinators", "WrapQueue", "coordinate", "permeate", "wrap_session"]

@@ -207,3 +207,64 @@ def permeate(
         "entries": entries,
         "skipped": skipped,
     }
+
+
+def coordinate(
+    agent: Any,
+    coordinator_id: str,
+    *,
+    session_id: str | None = None,
+    default_session: str | None = None,
+    project_id: str | None = None,
+) -> dict[str, Any]:
+    """A coordinator's permeate, as every surface makes it (the MCP tool, `koinii wraps
+    permeate`): one coordinator, one session. Its first permeate registers it as the
+    coordinator of that session (`session_id`, else `default_session`: its own); from
+    then on it collects that session's wraps only (`koinii/not-your-session` for another
+    while it is active), and each permeate is its heartbeat. A session another
+    coordinator holds is left to it, with a `note` saying whose it is.
+
+    Returns `permeate`'s result, its entries as `{handle, sentence, context}`, and a
+    `note` when nothing was collected."""
+    from koinii.wraps.coordinators import Coordinators
+
+    registry = Coordinators(store_of(agent))
+    held = registry.get(coordinator_id)
+    held = held["session_id"] if held and held["status"] == "active" else None
+    session_id = session_id or held or default_session
+    if session_id is None:
+        raise Refused(
+            "bad-option",
+            "permeate needs your coordinator session: permeate(session_id=...) with the "
+            "parent_session_id your workers' wraps name",
+            {"option": "session_id"},
+        )
+    if held is not None and session_id != held:
+        raise Refused(
+            "koinii/not-your-session",
+            f"you coordinate session {held!r} (your first permeate made it yours), not "
+            f"{session_id!r}: permeate(session_id={held!r}) collects your workers' wraps; "
+            "another session's are its own coordinator's",
+            {"session_id": session_id, "yours": held},
+        )
+    holder = None
+    try:  # (again for the session it holds: a heartbeat)
+        registry.register(
+            coordinator_id, project_id=project_id or queue.GLOBAL, session_id=session_id
+        )
+    except Refused as refusal:
+        if refusal.kind != "bad-coordinator" or "holder" not in refusal.data:
+            raise
+        holder = refusal.data["holder"]
+    result = permeate(agent, session_id=session_id)
+    entries = [
+        {"handle": s.handle, "sentence": s.text, "context": s.context} for s in result["entries"]
+    ]
+    out = {**result, "entries": entries}
+    if holder is not None:
+        out["note"] = (
+            f"session {session_id} belongs to coordinator {holder}: its wraps are left for it"
+        )
+    elif not result["processed"]:
+        out["note"] = "no unprocessed wraps"
+    return out
