@@ -10,7 +10,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -22,6 +21,7 @@ import pytest
 
 import koinii
 from koinii.server.tokens import add_token
+from tests import forks
 
 # Every daemon of the suite takes port 0 and says which port it got (its --port-file): a
 # port picked here and handed to it could be taken by another process in between (another
@@ -67,9 +67,27 @@ def unreachable_url() -> Iterator[str]:
         yield f"http://127.0.0.1:{held.getsockname()[1]}"
 
 
+_FORKER: list[forks.Forker] = []
+
+
+def forker() -> forks.Forker:
+    """This test process's zygote (tests/forks.py), started at its first use: Koinii's
+    commands forked from it skip the imports a new interpreter spends most of its start on."""
+    if not _FORKER:
+        _FORKER.append(forks.Forker())
+    return _FORKER[0]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _zygote_stops_with_the_run():
+    yield
+    if _FORKER:
+        _FORKER.pop().close()
+
+
 @dataclass
 class Daemon:
-    """A `koinii serve` child process."""
+    """A `koinii serve` child process (forked from the zygote: see `forker`)."""
 
     db: str
     args: list[str]
@@ -87,23 +105,11 @@ class Daemon:
         answers; `same_port` comes back on the port it had, as a restarted service."""
         port = self.port if same_port and self.port else 0
         folder = pathlib.Path(tempfile.mkdtemp(prefix="koinii-daemon-"))
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "koinii",
-                "serve",
-                "--db",
-                self.db,
-                "--port",
-                str(port),
-                "--port-file",
-                str(folder / "port"),
-                *self.args,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            preexec_fn=None if self.fd_limit is None else self._limit_fds,
+        self.proc = forker().popen(
+            ["serve", "--db", self.db, "--port", str(port), "--port-file", str(folder / "port")]
+            + self.args,
+            stderr=forks.PIPE,
+            fd_limit=self.fd_limit,
         )
         try:
             self.port = port_from(folder / "port", self.proc, timeout)
@@ -113,11 +119,6 @@ class Daemon:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return self
-
-    def _limit_fds(self) -> None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_NOFILE, (self.fd_limit, self.fd_limit))
 
     def client(self, principal: str | None = None, **kw) -> koinii.Client:
         token = self.tokens[principal] if principal is not None else None

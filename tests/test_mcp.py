@@ -21,6 +21,7 @@ from koinii import Refused
 from koinii.errors import DEFAULT_FIX
 from koinii.kb import semantic
 from koinii.mcp_server import REFUSAL_FIXES
+from tests.conftest import forker
 
 TOOLS = {
     "claim",
@@ -92,26 +93,28 @@ def server_environment() -> dict[str, str]:
     return {**get_default_environment(), **kept}
 
 
+def koinii_mcp(*args: str, cwd=None) -> StdioServerParameters:
+    """`koinii mcp <args>` as the SDK's client starts it: forked from the zygote by its
+    launcher (tests/forks.py), with the SDK's environment."""
+    command, arguments, extra = forker().command(["mcp", *args])
+    return StdioServerParameters(
+        cwd=cwd, env={**server_environment(), **extra}, command=command, args=arguments
+    )
+
+
 @contextlib.asynccontextmanager
 async def mcp_agent(daemon, agent: str, *extra: str, cwd=None) -> AsyncIterator[Tools]:
-    params = StdioServerParameters(
+    params = koinii_mcp(
+        "--agent",
+        agent,
+        "--channel",
+        "CxTeam",
+        "--url",
+        daemon.url,
+        "--token",
+        daemon.tokens[agent],
+        *extra,
         cwd=cwd,
-        env=server_environment(),
-        command=sys.executable,
-        args=[
-            "-m",
-            "koinii",
-            "mcp",
-            "--agent",
-            agent,
-            "--channel",
-            "CxTeam",
-            "--url",
-            daemon.url,
-            "--token",
-            daemon.tokens[agent],
-            *extra,
-        ],
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -152,23 +155,16 @@ def test_the_tools_are_written_for_a_model(daemon):
 
 def test_the_instructions_explain_the_conversation_and_the_session_tools(daemon):
     async def instructions(*extra):
-        params = StdioServerParameters(
-            env=server_environment(),
-            command=sys.executable,
-            args=[
-                "-m",
-                "koinii",
-                "mcp",
-                "--agent",
-                "AgentLead",
-                "--channel",
-                "CxTeam",
-                "--url",
-                daemon.url,
-                "--token",
-                daemon.tokens["AgentLead"],
-                *extra,
-            ],
+        params = koinii_mcp(
+            "--agent",
+            "AgentLead",
+            "--channel",
+            "CxTeam",
+            "--url",
+            daemon.url,
+            "--token",
+            daemon.tokens["AgentLead"],
+            *extra,
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             return (await s.initialize()).instructions
