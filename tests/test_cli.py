@@ -7,19 +7,13 @@ import sys
 import time
 
 import koinii
-from tests.conftest import line_within, wait_until
+from tests.conftest import forker, line_within, wait_until
 
 
 def koinii_cli(
     *args: str, env: dict | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "koinii", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
+    return forker().run(list(args), timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def test_version_and_help():

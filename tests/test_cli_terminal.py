@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -17,7 +16,7 @@ import koinii
 from koinii import channel
 from koinii.server.tokens import add_token
 from koinii.sessions import SessionStore
-from tests.conftest import Daemon
+from tests.conftest import Daemon, forker
 
 MARKUP = '"[/bold] [red]alarm :fire: [link=http://x]here"'
 CLAIM = f"(saidOnce AgentAtlas {MARKUP})"
@@ -26,14 +25,8 @@ LONG = f'(sawLongly AgentAtlas "{WORDS}")'
 
 
 def koinii_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "koinii", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "COLUMNS": "80"},  # as a pipe in an 80-column terminal
-    )
+    # as a pipe in an 80-column terminal
+    return forker().run(list(args), env={**os.environ, "COLUMNS": "80"})
 
 
 def write_markup(store) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 import koinii
 from koinii.server.tokens import add_token
-from tests.conftest import Daemon, line_within, refused
+from tests.conftest import Daemon, forker, line_within, refused
 
 
 @pytest.fixture
@@ -43,9 +43,7 @@ def test_connect_reads_the_url_and_token_from_the_environment(start_daemon, monk
         assert client.provenance(handle)["principal"] == "AgentAtlas"
 
 
-def test_what_the_call_names_wins_over_the_environment(
-    start_daemon, monkeypatch, unreachable_url
-):
+def test_what_the_call_names_wins_over_the_environment(start_daemon, monkeypatch, unreachable_url):
     daemon = start_daemon(principals={"AgentAtlas": "agent", "AgentBoreas": "agent"})
     monkeypatch.setenv("KOINII_URL", unreachable_url)
     monkeypatch.setenv("KOINII_TOKEN", daemon.tokens["AgentAtlas"])
@@ -135,14 +133,7 @@ def test_the_placeholder_is_named_and_a_token_read_from_a_file_keeps_working(gua
 
 
 def koinii_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "koinii", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **env},
-    )
+    return forker().run(list(args), env={**os.environ, **env})
 
 
 def test_the_cli_refuses_the_placeholder_token_exit_1_with_the_fix(guarded):

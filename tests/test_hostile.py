@@ -17,7 +17,6 @@ import json
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
@@ -28,7 +27,7 @@ from koinii import adjudication, channel
 from koinii.cli import main
 from koinii.server.tokens import add_token
 from koinii.sessions import Introspection, SessionStore
-from tests.conftest import Daemon, refused, wait_until
+from tests.conftest import Daemon, forker, refused, wait_until
 
 TEAM = {
     "AgentAtlas": "agent",
@@ -72,9 +71,7 @@ def on_sqlite(tmp_path):
 
 
 def koinii_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "koinii", *args], capture_output=True, text=True, timeout=60
-    )
+    return forker().run(list(args))
 
 
 # --- one context per principal -------------------------------------------------------------

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 
 import koinii
 from koinii import Refused, Sym
-from tests.conftest import refused
+from tests.conftest import forker, refused
 
 HUGE = "9" * 4301  # one digit past terms.MAX_INT_DIGITS
 
@@ -137,13 +136,7 @@ def test_an_integer_past_the_digit_limit_is_refused_over_the_wire(client):
 
 
 def koinii_cli(*args: str, cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "koinii", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-    )
+    return forker().run(list(args), timeout=timeout, cwd=None if cwd is None else str(cwd))
 
 
 def one_refusal_line(result: subprocess.CompletedProcess, kind: str) -> str:
