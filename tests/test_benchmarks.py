@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+# Smoke runs of the benchmarks: slow, so CI runs them after the main suite (pytest -m slow).
+pytestmark = pytest.mark.slow
 BENCHMARKS = pathlib.Path(__file__).parent.parent / "benchmarks"
 
 

@@ -12,7 +12,12 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import Daemon
+
+# The CLI reference's examples, run: slow, so CI runs it after the main suite (pytest -m slow).
+pytestmark = pytest.mark.slow
 
 DOC = pathlib.Path(__file__).parent.parent / "docs" / "cli.md"
 BLOCK = re.compile(r"```sh\n(.*?)```", re.DOTALL)

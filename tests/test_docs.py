@@ -5,6 +5,9 @@ import re
 
 import pytest
 
+# The docs' examples, run: slow, so CI runs it after the main suite (pytest -m slow).
+pytestmark = pytest.mark.slow
+
 DOCS = pathlib.Path(__file__).parent.parent / "docs"
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 

@@ -4,6 +4,11 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
+# The example programs, run: slow, so CI runs it after the main suite (pytest -m slow).
+pytestmark = pytest.mark.slow
+
 EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.conftest import wait_until
 
 ROOT = pathlib.Path(__file__).parent.parent
@@ -39,6 +41,7 @@ def runnable_blocks() -> list[tuple[str, str]]:
     return [(lang, code) for lang, code in blocks if not code.startswith("claude ")]
 
 
+@pytest.mark.slow  # the README's blocks against a real daemon: CI runs it after the main suite
 def test_every_block_of_run_it_for_real_runs_in_order(tmp_path):
     port = 0  # the daemon's, once the block that starts it has run
     port_file = tmp_path / ".port"

@@ -8,6 +8,9 @@ import sys
 
 import pytest
 
+# mypy --strict over a user's program: slow, so CI runs it after the main suite (pytest -m slow).
+pytestmark = pytest.mark.slow
+
 HERE = pathlib.Path(__file__).parent / "typing"
 
 

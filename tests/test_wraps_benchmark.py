@@ -6,6 +6,11 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
+# A smoke run of the wraps benchmark: slow, so CI runs it after the main suite (pytest -m slow).
+pytestmark = pytest.mark.slow
+
 BENCHMARK = pathlib.Path(__file__).parent.parent / "benchmarks" / "wraps.py"
 
 
