@@ -269,7 +269,7 @@ def _zygote(path: str) -> None:
     # server, the clients. Nothing here may start a thread (a fork copies only the caller).
     import koinii.cli
     import koinii.client
-    import koinii.mcp_server
+    import koinii.mcp
     import koinii.server
     import koinii.server.web  # noqa: F401
 

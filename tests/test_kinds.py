@@ -176,7 +176,7 @@ def test_every_kind_raised_in_src_is_in_the_catalogue():
 def test_the_kinds_built_at_run_time_are_followed_to_their_literals():
     raised = raised_kinds()
     # a dict's .get (channel's not-votable), a helper's parameter (wraps.checks._refuse),
-    # a module constant (kb.values.KIND, sessions.checks.KIND), a conditional (mcp_server)
+    # a module constant (kb.values.KIND, sessions.checks.KIND), a conditional (mcp)
     for kind in ("koinii/not-votable", "bad-coordinator", "bad-value", "bad-session"):
         assert kind in raised, kind
     assert "server/endpoints.py" in raised["bad-request"]  # (_TYPE_REFUSAL.get(name, default))
@@ -247,15 +247,15 @@ def test_the_daemons_status_is_the_catalogues(recatalogued):
 
 
 def test_the_mcp_fix_is_the_catalogues():
-    from koinii import mcp_server
+    from koinii import mcp
 
     fixes = {name: kind.fix for name, kind in KINDS.items()}
-    assert fixes == mcp_server.REFUSAL_FIXES
-    _, text, _ = mcp_server.refusal_text(Refused("koinii/not-the-asker", "no"))
+    assert fixes == mcp.REFUSAL_FIXES
+    _, text, _ = mcp.refusal_text(Refused("koinii/not-the-asker", "no"))
     assert text == f"koinii/not-the-asker: no. Fix: {fix_of('koinii/not-the-asker')}"
-    _, text, _ = mcp_server.refusal_text(errors.Unavailable("connection refused"))
+    _, text, _ = mcp.refusal_text(errors.Unavailable("connection refused"))
     assert text.endswith(f"Fix: {fix_of('unavailable')}")
-    _, text, _ = mcp_server.refusal_text(Refused("some-kind-of-a-newer-daemon", "no"))
+    _, text, _ = mcp.refusal_text(Refused("some-kind-of-a-newer-daemon", "no"))
     assert text.endswith(f"Fix: {errors.DEFAULT_FIX}") and fix_of("x-y") == errors.DEFAULT_FIX
 
 

@@ -20,7 +20,7 @@ from mcp.client.stdio import stdio_client
 from koinii import Refused
 from koinii.errors import DEFAULT_FIX
 from koinii.kb import semantic
-from koinii.mcp_server import REFUSAL_FIXES
+from koinii.mcp import REFUSAL_FIXES
 from tests.conftest import forker
 
 TOOLS = {

@@ -14,7 +14,6 @@ LIMIT = 600
 # module (relative to src/koinii) -> why it is long today, and what splits it
 TO_SPLIT = {
     "sessions/store.py": "access, writes, imports and the client facade: issue 43",
-    "mcp_server.py": "every tool in one function: the MCP package of issue 36",
     "identity.py": "naming, grants and the write rules: issue 43",
     "adjudication.py": "rulings, ballots and quarantine: the disputes package of issue 43",
 }

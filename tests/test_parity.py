@@ -10,7 +10,7 @@ import asyncio
 import inspect
 
 from koinii import achannel, channel
-from koinii.mcp_server import build_server
+from koinii.mcp import build_server
 from koinii.operations import load_domains
 from koinii.server.openapi import openapi_document
 

@@ -276,7 +276,7 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
 @source_options
 def mcp_command(agent_id, channel, url, token, db, introspection, session, record, project) -> None:
     """Serve an MCP server over stdio: an LLM agent joins CHANNEL as AGENT."""
-    from koinii.mcp_server import run
+    from koinii.mcp import run
 
     db, url = resolve_source(db, url)
     run(
