@@ -26,8 +26,6 @@ import inspect
 import json
 import math
 import os
-import threading
-import time
 import typing
 import uuid
 from collections.abc import Callable
@@ -41,7 +39,8 @@ from koinii import speech
 from koinii._version import __version__
 from koinii.channel import Agent, join, local, wire
 from koinii.errors import DEFAULT_FIX, KINDS, KoiniiError, Refused
-from koinii.narrator import STRUCTURE, WRAP_NOTES, Narrator, Told
+from koinii.narrator import STRUCTURE, WRAP_NOTES
+from koinii.news import MAX_TOLD, Feed
 from koinii.projects import project_of
 from koinii.terms import parse, show
 from koinii.wraps.queue import GLOBAL as GLOBAL_PROJECT
@@ -98,7 +97,6 @@ def _not_a_bool(value: Any) -> Any:
 # A move's handle: an integer, and not a boolean.
 Handle = Annotated[int, BeforeValidator(_not_a_bool)]
 MAX_WAIT_S = 120.0
-MAX_TOLD = 100  # changes per reply; the cursor says where the next read starts
 # Questions, disputes, solutions, predicates or sessions per reply: a long channel's whole
 # list would fill a model's context; `older` says where the window before starts, `more`
 # that there is more.
@@ -290,7 +288,7 @@ def build_server(
     if introspection:
         instructions += SESSION_INSTRUCTIONS
     server = _Server("koinii", instructions=instructions, log_level="WARNING")
-    feed = _Feed(agent)
+    feed = Feed(agent)
 
     def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
         """Register `fn` with its docstring dedented, refusals as tool errors, and each
@@ -757,99 +755,6 @@ def build_server(
     # what `run` calls when the server ends: the recorded tool calls still buffered
     server.koinii_flush = sessions.flush if sessions is not None else lambda: None
     return server
-
-
-class _Feed:
-    """The change log as this agent follows it: told in words, filtered by `about`."""
-
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-        self.store = agent.store
-        self.narrator = Narrator(self.store, me=agent.agent)
-        self.cursor: int | None = None  # the last cursor returned, for `since` left out
-        self._view: frozenset[str] | None = None
-        self._lock = threading.Lock()
-
-    def read(self, since: int, limit: int, about: str | None) -> tuple[list[dict], int]:
-        """What the log holds after `since` (no wait), up to `limit` told changes."""
-        told, cursor = self._collect(since, limit, about, wait_ms=0)
-        with self._lock:
-            self.cursor = cursor
-        return told, cursor
-
-    def wait(self, since: int | None, seconds: float, about: str) -> tuple[list[dict], int]:
-        """Long-poll the log until a change concerns the agent, or `seconds` pass. The
-        lock is not held while it waits: the agent's other calls go on meanwhile."""
-        with self._lock:
-            cursor = since if since is not None else self.cursor
-        if cursor is None:
-            cursor = self.store.seq
-        deadline = time.monotonic() + seconds
-        while True:
-            left = deadline - time.monotonic()
-            wait_ms = max(0, min(30_000, int(left * 1000)))
-            told, cursor = self._collect(cursor, MAX_TOLD, about, wait_ms=wait_ms)
-            if told or left <= 0:
-                with self._lock:
-                    self.cursor = cursor
-                return told, cursor
-
-    def _collect(
-        self, since: int, limit: int, about: str | None, wait_ms: int
-    ) -> tuple[list[dict], int]:
-        reply = self.store.changes(since=since, limit=1000, wait_ms=wait_ms)
-        if reply["too_old"]:
-            since = reply["floor"]
-            reply = self.store.changes(since=since, limit=1000)
-        if since > reply["seq"]:
-            raise Refused(
-                "bad-cursor",
-                f"since={since} is past the end of the change log (its last position is "
-                f"{reply['seq']}): pass the cursor a reply gave, or leave since out",
-                {"since": since, "seq": reply["seq"]},
-            )
-        cursor = since
-        told: list[dict] = []
-        with self._lock:  # (the narrator and the view are this agent's, one call at a time)
-            for entry in reply["entries"]:
-                added_and_removed = entry["added"] + entry["removed"]
-                if any(c["sentence"].startswith("(genlCx ") for c in added_and_removed):
-                    self._view = None  # the hierarchy changed: so may what the channel sees
-                for one in self.narrator.entry(entry):
-                    if about is None or self._concerns(one, about):
-                        told.append(one.to_dict())
-                cursor = entry["seq"]
-                if len(told) >= limit:
-                    break
-        return told, cursor
-
-    def _concerns(self, told: Told, about: str) -> bool:
-        me = self.agent.agent
-        own = told.context == self.agent.context
-        if told.added and (told.speaker == me or own):
-            return False  # your own moves are no news to you
-        if not told.added and told.reason == "retracted" and own:
-            return False
-        if about == "questions":  # asked, or reopened (its closing withdrawn)
-            return told.move == "question" if told.added else told.move == "closing"
-        if about == "channel":
-            return told.kind != "structure" and told.context in self.view()
-        # mine: replies to my moves, rulings on what I claimed, my claims defeated
-        if not told.added and own:
-            return True
-        if told.target is not None:
-            return told.target_context == self.agent.context
-        if told.kind == "ruling":
-            term = parse(told.sentence)
-            for sentence in (term, speech.negation(term)):
-                if self.store.sentexes_matching(sentence, self.agent.context):
-                    return True
-        return False
-
-    def view(self) -> frozenset[str]:
-        if self._view is None:
-            self._view = frozenset(self.store.context_up(self.agent.channel))
-        return self._view
 
 
 class _Sessions:
