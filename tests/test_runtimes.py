@@ -530,3 +530,37 @@ def test_a_codex_turn_imports_its_rollout_and_a_worker_wraps_into_its_coordinato
         assert [e.text for e in absorbed["entries"]] == [
             '(memoryNote AgentCodexWorker "Two tests fail: test_push and test_retry.")'
         ]
+
+
+# --- docs/runtimes.md runs ----------------------------------------------------------------
+
+
+def test_the_runtimes_page_runs_against_a_daemon(home, start_daemon):
+    """Every ```sh block of docs/runtimes.md, line by line, as tests/test_cli_docs.py
+    runs docs/cli.md; then what it promised is there."""
+    from tests.test_cli_docs import script_of
+
+    doc = (pathlib.Path(__file__).parent.parent / "docs" / "runtimes.md").read_text()
+    daemon = start_daemon()
+    env = {
+        **os.environ,
+        "PATH": f"{pathlib.Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "KOINII_URL": daemon.url,
+    }
+    env.pop("CODEX_HOME")
+    ran = subprocess.run(
+        ["bash", "-c", script_of(doc)],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stderr + ran.stdout
+    assert "installed: yes" in ran.stdout and "your session is" not in ran.stderr
+    assert "Koinii: your session is 7d0c2b1e-0a4f-4c9e-9d3a-5b6f7e8d9c01" in ran.stdout
+    settings_file = json.loads((home / "shop" / ".claude" / "settings.json").read_text())
+    assert "--handback" in settings_file["hooks"]["Stop"][0]["hooks"][0]["command"]
+    with daemon.client() as client:
+        found = {s["id"] for s in Introspection(client).list_sessions()}
+        assert {"7d0c2b1e-0a4f-4c9e-9d3a-5b6f7e8d9c01", THREAD} <= found

@@ -41,6 +41,12 @@ def _options(run_: object) -> object:
                 help="At Stop, hand back to the agent what concerns it (off by default).",
             ),
             click.option(
+                "--parent-session",
+                default=None,
+                help="The coordinator's session the wraps go to [default: each process's "
+                "KOINII_PARENT_SESSION].",
+            ),
+            click.option(
                 "--command",
                 "command_",
                 default=None,
@@ -110,14 +116,25 @@ def _print(result: dict, as_json: bool) -> None:
 @_where
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def install(
-    runtime, channel, agent, url, db, handback, command_, scope, project_dir, codex_home, as_json
+    runtime,
+    channel,
+    agent,
+    url,
+    db,
+    handback,
+    parent_session,
+    command_,
+    scope,
+    project_dir,
+    codex_home,
+    as_json,
 ):
     """Merge Koinii's hooks (and, with --channel, its MCP server) into RUNTIME's settings.
 
     Idempotent; what is there already stays. The token is never written: the hooks and
     the MCP server read KOINII_TOKEN from the environment the runtime runs in.
     """
-    options = settings.Options(channel, agent, url, db, handback, command_)
+    options = settings.Options(channel, agent, url, db, handback, command_, parent_session)
     if runtime == "claude":
         _print(settings.install_claude(options, scope, project_dir), as_json)
     else:

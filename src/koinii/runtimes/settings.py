@@ -64,8 +64,9 @@ _MCP_BLOCK = re.compile(
 class Options:
     """What the installed commands name: the channel, the agent (None: each process's
     KOINII_AGENT, else one derived from the runtime's session), the daemon or store, Stop
-    handing news back, and how to run koinii (None: `koinii` when it is on PATH, else
-    this Python with `-m koinii`)."""
+    handing news back, how to run koinii (None: `koinii` when it is on PATH, else this
+    Python with `-m koinii`), and the coordinator's session the wraps go to (None: each
+    process's KOINII_PARENT_SESSION)."""
 
     channel: str | None = None
     agent: str | None = None
@@ -73,6 +74,7 @@ class Options:
     db: str | None = None
     handback: bool = False
     command: str | None = None
+    parent_session: str | None = None
 
     def prefix(self) -> list[str]:
         if self.command:
@@ -86,6 +88,7 @@ class Options:
             ("--agent", self.agent),
             ("--url", self.url),
             ("--db", self.db),
+            ("--parent-session", self.parent_session),
         ):
             if value:
                 out += [flag, value]
