@@ -23,9 +23,10 @@ import pytest
 import koinii
 from koinii import channel
 from koinii.runtimes import settings
+from koinii.runtimes.hooks import koinii_id
 from koinii.sessions import Introspection, SessionStore
 from koinii.sessions.importing import import_paths
-from koinii.wraps import permeate
+from koinii.wraps import WrapQueue, permeate
 
 SAMPLES = pathlib.Path(__file__).parent / "data" / "sessions"
 TOOLS = SAMPLES / "claude-code_v2.1.38_sample_tools.jsonl"
@@ -484,10 +485,17 @@ def test_a_daemon_that_is_down_leaves_the_agent_unharmed_and_the_next_hook_catch
     assert (garbage.returncode, garbage.stdout, garbage.stderr) == (0, "", "")
     logged = (home / "state" / "hooks.log").read_text()
     assert "claude SessionStart" in logged and "codex" in logged
-    daemon = start_daemon()  # the daemon is back: the next Stop imports what was missed
+    daemon = start_daemon()  # the daemon is back: the next hook does what was missed
     claude("Stop", {**base, "stop_hook_active": False}, daemon)
     with daemon.client() as client:
         assert turns_of(client, lead)[0][0] == "deploy"
+        # the hooks that come once were kept, and ran again: the wraps are filed
+        filed = {w["session_id"] for w in WrapQueue(client).get_unprocessed_wraps()}
+        sub = koinii_id(f"claude-code:{lead}/agent-x1")
+        assert filed == {lead, sub}
+        assert Introspection(client).get_session(THREAD)["id"] == THREAD
+    assert not list((home / "state" / "kept").glob("*.json"))
+    assert "ran the kept claude SessionEnd" in (home / "state" / "hooks.log").read_text()
 
 
 def test_a_codex_turn_imports_its_rollout_and_a_worker_wraps_into_its_coordinator(

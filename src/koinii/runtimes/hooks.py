@@ -45,7 +45,7 @@ import os
 import signal
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,28 +107,67 @@ def _out_of_time(signum: int, frame: Any) -> None:
 
 def run(runtime: str, event: str | None, raw: str, config: Config) -> str:
     """Run one hook; returns what to print (often nothing). Never raises: Koinii's
-    trouble is logged, and the agent goes on."""
+    trouble is logged, and the agent goes on. A hook that comes once (SubagentStop,
+    SessionEnd, a Codex turn) and fails is kept, and the next hook that reaches Koinii
+    runs it again (its work is idempotent: a wrap is filed once)."""
     try:
         with _deadline(BUDGET_S):
-            payload = json.loads(raw) if raw.strip() else {}
-            if not isinstance(payload, dict):
-                raise ValueError("the hook's input is not a JSON object")
-            if runtime == "codex":
-                return _Hook(config, CODEX, payload).codex_turn()
-            hook = _Hook(config, CLAUDE, payload)
-            name = event or payload.get("hook_event_name") or ""
-            handler = {
-                "SessionStart": hook.session_start,
-                "Stop": hook.stop,
-                "SubagentStop": hook.subagent_stop,
-                "SessionEnd": hook.session_end,
-            }.get(name)
-            return handler() if handler is not None else ""
+            out = _handle(runtime, event, raw, config)
+            try:
+                _retry_kept(config)
+            except Exception as exc:  # the hook's own work is done: say so all the same
+                state.log(f"retrying kept hooks: {type(exc).__name__}: {exc}")
+            return out
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             return ""
         state.log(f"{runtime} {event or ''}: {type(exc).__name__}: {exc}")
+        if (event if runtime == "claude" else "codex") in COMES_ONCE:
+            state.keep(runtime, event, raw, {**asdict(config), "token": None})
         return ""
+
+
+COMES_ONCE = ("SubagentStop", "SessionEnd", "codex")
+RETRIED_PER_RUN = 3
+TRIES = 20  # a kept hook that failed this often is dropped (and the log says so)
+
+
+def _handle(runtime: str, event: str | None, raw: str, config: Config) -> str:
+    payload = json.loads(raw) if raw.strip() else {}
+    if not isinstance(payload, dict):
+        raise ValueError("the hook's input is not a JSON object")
+    hook = _Hook(config, CODEX if runtime == "codex" else CLAUDE, payload)
+    with hook.locked():
+        if runtime == "codex":
+            return hook.codex_turn()
+        handler = {
+            "SessionStart": hook.session_start,
+            "Stop": hook.stop,
+            "SubagentStop": hook.subagent_stop,
+            "SessionEnd": hook.session_end,
+        }.get(event or payload.get("hook_event_name") or "")
+        return handler() if handler is not None else ""
+
+
+def _retry_kept(config: Config) -> None:
+    """Run again the oldest hooks kept when they failed, while Koinii answers."""
+    for path, kept in state.kept()[:RETRIED_PER_RUN]:
+        # what the agent was (its channel, id, coordinator) as kept; where Koinii is, now
+        where = {"url": config.url, "db": config.db, "token": config.token}
+        again = Config(**{**kept["config"], **where})
+        try:
+            _handle(kept["runtime"], kept["event"], kept["raw"], again)
+        except Exception as exc:
+            tries = kept.get("tries", 0) + 1
+            if tries >= TRIES:
+                state.log(f"dropped a kept {kept['runtime']} {kept['event']} after {tries} tries")
+                path.unlink(missing_ok=True)
+            else:
+                state.write_json(path, {**kept, "tries": tries})
+                state.log(f"kept {kept['runtime']} {kept['event']}: {type(exc).__name__}: {exc}")
+            return
+        path.unlink(missing_ok=True)
+        state.log(f"ran the kept {kept['runtime']} {kept['event']}")
 
 
 def koinii_id(external_id: str, runtime_id: str | None = None) -> str:
@@ -181,9 +220,17 @@ class _Hook:
         self.session_id = koinii_id(self.external_id, runtime_id)
         self.cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
         self.state_path = state.session_path(source, runtime_id)
-        self.state = state.read_json(self.state_path)
-        self.state.setdefault("imported", {})
+        self.state: dict[str, Any] = {}
         self._store: Any = None
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """The session's state, read and written by one hook at a time (two sub-agents
+        stopping at once run their hooks at once)."""
+        with state.locked(self.state_path):
+            self.state = state.read_json(self.state_path)
+            self.state.setdefault("imported", {})
+            yield
 
     # --- where things are -------------------------------------------------------------------
 

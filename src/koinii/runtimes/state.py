@@ -13,13 +13,20 @@ be read counts as empty — the worst that costs is one redone, idempotent impor
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: hooks of one session then do not wait for each other
+    fcntl = None  # type: ignore[assignment]
 
 LOG_NAME = "hooks.log"
 LOG_MAX_BYTES = 1_000_000  # past this, the log starts again (one older copy is kept)
@@ -109,3 +116,45 @@ def log(message: str) -> None:
             f.write(f"{stamp} {message}\n")
     except OSError:
         pass
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock beside `path` (`<path>.lock`) while the block runs."""
+    lock = path.with_name(path.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as held:
+        if fcntl is not None:
+            fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(held, fcntl.LOCK_UN)
+
+
+def keep(runtime: str, event: str | None, raw: str, config: dict[str, Any]) -> None:
+    """Keep a hook that failed, to run it again later (the same hook kept twice is one)."""
+    digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    path = state_dir() / "kept" / _name(runtime, event or "", digest)
+    with contextlib.suppress(OSError):
+        old = read_json(path)
+        write_json(
+            path,
+            {
+                "runtime": runtime,
+                "event": event,
+                "raw": raw,
+                "config": config,
+                "tries": old.get("tries", 0),
+                "kept_at": old.get("kept_at", time.time()),
+            },
+        )
+
+
+def kept() -> list[tuple[Path, dict[str, Any]]]:
+    """The kept hooks, oldest first."""
+    folder = state_dir() / "kept"
+    found = [(path, read_json(path)) for path in folder.glob("*.json")] if folder.exists() else []
+    found = [(p, k) for p, k in found if {"runtime", "event", "raw", "config"} <= set(k)]
+    return sorted(found, key=lambda item: item[1].get("kept_at", 0))
