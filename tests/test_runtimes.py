@@ -572,3 +572,38 @@ def test_the_runtimes_page_runs_against_a_daemon(home, start_daemon):
     with daemon.client() as client:
         found = {s["id"] for s in Introspection(client).list_sessions()}
         assert {"7d0c2b1e-0a4f-4c9e-9d3a-5b6f7e8d9c01", THREAD} <= found
+
+
+def test_over_a_daemon_with_tokens_a_hook_acts_only_as_its_tokens_agent(home, start_daemon):
+    daemon = start_daemon(principals={"AgentLead": "agent", "AgentWorker": "agent"})
+    lead, worker = "11111111-2222-4333-8444-555555555555", "66666666-7777-4888-9999-aaaaaaaaaaaa"
+    as_lead = {"KOINII_TOKEN": daemon.tokens["AgentLead"]}
+    claude(
+        "SessionStart",
+        {"session_id": lead, "transcript_path": "", "cwd": str(home)},
+        daemon,
+        "--channel",
+        "CxShop",
+        "--agent",
+        "AgentLead",
+        env=as_lead,
+    )
+    base = {"session_id": worker, "transcript_path": "", "cwd": str(home)}
+    # the worker's token, but the hook says it is the lead: its wrap is refused, quietly
+    posing = {"KOINII_TOKEN": daemon.tokens["AgentWorker"], "KOINII_PARENT_SESSION": lead}
+    said = claude(
+        "SessionEnd", {**base, "reason": "other"}, daemon, "--agent", "AgentLead", env=posing
+    )
+    assert said == ""
+    assert "koinii/creator-mismatch" in (home / "state" / "hooks.log").read_text()
+    assert not (home / "state" / "kept").exists()  # a refusal is not tried again
+    with daemon.client("AgentLead") as client:
+        assert WrapQueue(client).get_unprocessed_wraps() == []
+    # as itself, the worker's wrap reaches the lead
+    honest = {**posing, "KOINII_AGENT": "AgentWorker"}
+    other = {**base, "session_id": "66666666-7777-4888-9999-bbbbbbbbbbbb"}
+    claude("SessionEnd", {**other, "reason": "other"}, daemon, env=honest)
+    with daemon.client("AgentLead") as client:
+        coordinator = channel.join(channel.wire(client), "CxShop", "AgentLead")
+        (wrap,) = permeate(coordinator, session_id=lead)["wraps"]
+        assert wrap["agent_id"] == "AgentWorker"

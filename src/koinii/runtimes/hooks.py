@@ -122,7 +122,10 @@ def run(runtime: str, event: str | None, raw: str, config: Config) -> str:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             return ""
         state.log(f"{runtime} {event or ''}: {type(exc).__name__}: {exc}")
-        if (event if runtime == "claude" else "codex") in COMES_ONCE:
+        # what Koinii refused will be refused again: only trouble reaching it is kept
+        if (event if runtime == "claude" else "codex") in COMES_ONCE and not isinstance(
+            exc, Refused
+        ):
             state.keep(runtime, event, raw, {**asdict(config), "token": None})
         return ""
 
