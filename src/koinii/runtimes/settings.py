@@ -387,9 +387,8 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return (
-            "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
-        )
+        pairs = ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items())
+        return f"{{ {pairs} }}" if pairs else "{}"
     return json.dumps(value, ensure_ascii=False)  # a TOML basic string is a JSON string
 
 
@@ -444,7 +443,7 @@ def install_codex(options: Options, home: str | os.PathLike | None = None) -> di
             f"[mcp_servers.{SERVER}]\n"
             f"command = {_toml_value(server['command'])}\n"
             f"args = {_toml_value(server['args'])}\n"
-            + (f"env = {_toml_value(server['env'])}\n" if server["env"] else "")
+            + f"env = {_toml_value(server['env'])}\n"  # where a token of yours can go
         )
         added = rest != "" and not rest.endswith("\n")
         new += ("\n# >>> koinii mcp (newline added)\n" if added else "# >>> koinii mcp\n") + table
