@@ -607,3 +607,57 @@ def test_over_a_daemon_with_tokens_a_hook_acts_only_as_its_tokens_agent(home, st
         coordinator = channel.join(channel.wire(client), "CxShop", "AgentLead")
         (wrap,) = permeate(coordinator, session_id=lead)["wraps"]
         assert wrap["agent_id"] == "AgentWorker"
+
+
+def test_a_stop_hook_killed_mid_import_loses_nothing_and_doubles_nothing(home, start_daemon):
+    """A hook killed while its import is half-way (some parts written, the session not
+    complete): the next Stop imports again, and the session is what one import makes."""
+    import signal
+    import time
+
+    daemon = start_daemon()
+    session = "c0ffee00-1111-4222-8333-444455556666"
+    lines, parent = [], None
+    for n in range(1, 1201):  # 1,200 turns: six parts of an import (SessionStore: 200 a part)
+        asked, said = f"{n}-1", f"{n}-2"
+        lines.append(record("user", asked, parent, f"step {n}: go on", session))
+        reply = [{"type": "text", "text": f"done with step {n}"}]
+        lines.append(record("assistant", said, asked, reply, session, message_id=f"m{n}"))
+        parent = said
+    transcript = home / f"{session}.jsonl"
+    write_lines(transcript, lines)
+    body = json.dumps(
+        {
+            "hook_event_name": "Stop",
+            "session_id": session,
+            "transcript_path": str(transcript),
+            "cwd": str(home),
+            "stop_hook_active": False,
+        }
+    )
+    killed = subprocess.Popen(
+        [sys.executable, "-m", "koinii", "hook", "claude", "Stop", "--url", daemon.url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    killed.stdin.write(body)
+    killed.stdin.close()
+    with daemon.client() as client:
+        deadline = time.monotonic() + 60
+        while killed.poll() is None and time.monotonic() < deadline:
+            found = Introspection(client).get_session(session)
+            if found and found["turn_count"]:  # a part is in: kill it now
+                break
+            time.sleep(0.05)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(10)
+        killed.stdout.close()
+        killed.stderr.close()
+        assert claude("Stop", json.loads(body), daemon) == ""
+        after = turns_of(client, session)
+    with koinii.open_kb() as kb:
+        (report,) = import_paths(SessionStore(kb), [transcript])
+        assert after == turns_of(kb, report["session_id"])
+    assert len(after) == 1200
