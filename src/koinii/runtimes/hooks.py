@@ -140,7 +140,7 @@ def _handle(runtime: str, event: str | None, raw: str, config: Config) -> str:
     if not isinstance(payload, dict):
         raise ValueError("the hook's input is not a JSON object")
     hook = _Hook(config, CODEX if runtime == "codex" else CLAUDE, payload)
-    with hook.locked():
+    with hook.locked(), contextlib.closing(hook):
         if runtime == "codex":
             return hook.codex_turn()
         handler = {
@@ -265,6 +265,12 @@ class _Hook:
 
     def save(self) -> None:
         state.write_json(self.state_path, self.state)
+
+    def close(self) -> None:
+        """Close the store if one was opened (a KB in-process writes its last pages)."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
     # --- the session and its transcript --------------------------------------------------------
 
