@@ -87,10 +87,10 @@ class _OutOfTime(Exception):
 @contextlib.contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
     """Raise _OutOfTime in the hook once `seconds` pass (main thread only; elsewhere the
-    client's own timeouts bound it)."""
+    client's own timeouts bound it; on Windows, which has no SIGALRM, too)."""
     try:
         previous = signal.signal(signal.SIGALRM, _out_of_time)
-    except ValueError:  # not the main thread
+    except (ValueError, AttributeError):  # not the main thread, or no SIGALRM
         yield
         return
     signal.setitimer(signal.ITIMER_REAL, seconds)
