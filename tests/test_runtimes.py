@@ -661,3 +661,12 @@ def test_a_stop_hook_killed_mid_import_loses_nothing_and_doubles_nothing(home, s
         (report,) = import_paths(SessionStore(kb), [transcript])
         assert after == turns_of(kb, report["session_id"])
     assert len(after) == 1200
+
+
+def test_a_hook_told_two_stores_does_nothing_and_says_why_in_its_log(home):
+    env = {"KOINII_URL": "http://127.0.0.1:7411", "KOINII_DB": str(home / "team.db")}
+    body = json.dumps({"session_id": THREAD, "transcript_path": "", "cwd": str(home)})
+    done = hook("claude", "SessionStart", stdin=body, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert "KOINII_DB and KOINII_URL name two stores" in (home / "state" / "hooks.log").read_text()
+    assert not (home / "team.db").exists()

@@ -13,7 +13,8 @@ import sys
 
 import click
 
-from koinii.runtimes import settings
+from koinii.cli.core import resolve_source, source_options
+from koinii.runtimes import settings, state
 from koinii.runtimes.hooks import Config, run
 
 
@@ -166,15 +167,21 @@ def status(runtime, scope, project_dir, codex_home, as_json):
         _print({"runtime": "codex", **settings.status_codex(codex_home)}, as_json)
 
 
-def _config(channel, agent, url, db, handback, project, parent_session) -> Config:
-    import os
-
+def _config(channel, agent, url, token, db, handback, project, parent_session) -> Config | None:
+    """The hook's Config, its source chosen by the rule every command follows
+    (`koinii.cli.core.resolve_source`); None, and a line in the hooks' log, when it names
+    two stores: a hook never fails the agent, even on a usage error."""
+    try:
+        db, url = resolve_source(db, url)
+    except click.UsageError as error:
+        state.log(f"hook: {error.message}")
+        return None
     return Config(
         channel=channel,
         agent=agent,
         url=url,
-        token=os.environ.get("KOINII_TOKEN") or None,
-        db=None if url else db,
+        token=token,
+        db=db,
         project=project,
         parent_session=parent_session,
         handback=handback,
@@ -185,8 +192,6 @@ def _hook_options(run_: object) -> object:
     for name, env, text in (
         ("--channel", "KOINII_CHANNEL", "The channel the agent joins."),
         ("--agent", "KOINII_AGENT", "The agent's id [default: derived from the session id]."),
-        ("--url", "KOINII_URL", "The daemon."),
-        ("--db", "KOINII_DB", "A store opened in-process instead of a daemon."),
         (
             "--project",
             "KOINII_PROJECT",
@@ -200,12 +205,13 @@ def _hook_options(run_: object) -> object:
         ),
     ):
         run_ = click.option(name, envvar=env, default=None, help=f"{text} [env: {env}]")(run_)
-    return click.option(
+    run_ = click.option(
         "--handback/--no-handback",
         envvar="KOINII_HANDBACK",
         default=False,
         help="At Stop, hand back what concerns the agent [env: KOINII_HANDBACK].",
     )(run_)
+    return source_options(run_)  # --url, --token, --db: as every command takes them
 
 
 @click.group("hook", short_help="What the runtimes run (installed by `koinii hooks install`).")
@@ -217,13 +223,12 @@ def hook() -> None:
 @hook.command("claude")
 @click.argument("event", type=click.Choice(["SessionStart", "Stop", "SubagentStop", "SessionEnd"]))
 @_hook_options
-def hook_claude(event, channel, agent, url, db, project, parent_session, handback):
+def hook_claude(event, channel, agent, project, parent_session, handback, url, token, db):
     """A Claude Code command hook: the event's JSON on stdin; prints only what the agent
     is meant to read."""
     raw = sys.stdin.read()
-    out = run(
-        "claude", event, raw, _config(channel, agent, url, db, handback, project, parent_session)
-    )
+    config = _config(channel, agent, url, token, db, handback, project, parent_session)
+    out = run("claude", event, raw, config) if config is not None else ""
     if out:
         click.echo(out)
 
@@ -231,14 +236,11 @@ def hook_claude(event, channel, agent, url, db, project, parent_session, handbac
 @hook.command("codex")
 @click.argument("payload", required=False)
 @_hook_options
-def hook_codex(payload, channel, agent, url, db, project, parent_session, handback):
+def hook_codex(payload, channel, agent, project, parent_session, handback, url, token, db):
     """Codex CLI's notify: the event's JSON is the last argument."""
-    run(
-        "codex",
-        None,
-        payload or "",
-        _config(channel, agent, url, db, handback, project, parent_session),
-    )
+    config = _config(channel, agent, url, token, db, handback, project, parent_session)
+    if config is not None:
+        run("codex", None, payload or "", config)
 
 
 COMMANDS = (hooks, hook)
