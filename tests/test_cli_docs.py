@@ -51,6 +51,10 @@ def test_the_cli_reference_examples_run_against_a_daemon(tmp_path):
             **os.environ,
             "PATH": f"{pathlib.Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
             "KOINII_URL": daemon.url,
+            # `koinii hooks` keeps what it installed over in the state directory, and
+            # writes Codex's settings in its home: the test's own, not the user's
+            "KOINII_STATE_DIR": str(tmp_path / "state"),
+            "CODEX_HOME": str(tmp_path / "codex"),
         }
         for name in ("KOINII_DB", "KOINII_TOKEN", "KOINII_INTROSPECTION"):
             env.pop(name, None)

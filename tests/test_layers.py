@@ -53,6 +53,7 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
                 "channel",
                 "catchup",
                 "adjudicator",
+                "news",
                 "wraps",
                 "sessions",
             }
@@ -68,7 +69,18 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
     (
         6,
         "interfaces",
-        frozenset({"cli", "mcp", "server.web", "demo", "tail", "terminal", "__main__"}),
+        frozenset(
+            {
+                "cli",
+                "mcp",
+                "runtimes",
+                "server.web",
+                "demo",
+                "tail",
+                "terminal",
+                "__main__",
+            }
+        ),
     ),
     # the root package re-exports (lazily) from every layer; nothing may import it back
     (7, "root", frozenset({""})),

@@ -765,6 +765,13 @@ _CATALOGUE = (
         "start koinii mcp with --session ID (or KOINII_SESSION), or pass the session's id as "
         "target",
     ),
+    Kind(
+        "runtime-settings",
+        400,
+        "koinii hooks cannot merge into a runtime's settings file: it is not valid JSON or "
+        "TOML, or holds a command of its own where Koinii's goes (data: path, field)",
+        "fix or move what the message names in that file, then run koinii hooks install again",
+    ),
 )
 
 KINDS: dict[str, Kind] = {kind.name: kind for kind in _CATALOGUE}

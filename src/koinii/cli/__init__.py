@@ -325,6 +325,6 @@ for _name in COMMAND_MODULES:
 
 # Commands about a store as a whole, about belief, and finding by words: each module's
 # COMMANDS are added.
-for _name in ("store", "reads", "search"):
+for _name in ("store", "reads", "search", "hooks"):
     for _command in importlib.import_module(f"koinii.cli.{_name}").COMMANDS:
         main.add_command(_command)

@@ -252,8 +252,19 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
 
 
 @click.command("mcp", short_help="An MCP server (stdio) for one LLM agent.")
-@click.option("--agent", "agent_id", required=True, help="The agent id, e.g. AgentAtlas.")
-@click.option("--channel", required=True, help="The channel context to join, e.g. CxDeploy.")
+@click.option(
+    "--agent",
+    "agent_id",
+    envvar="KOINII_AGENT",
+    required=True,
+    help="The agent id, e.g. AgentAtlas [env: KOINII_AGENT].",
+)
+@click.option(
+    "--channel",
+    envvar="KOINII_CHANNEL",
+    required=True,
+    help="The channel context to join, e.g. CxDeploy [env: KOINII_CHANNEL].",
+)
 @click.option("--introspection", is_flag=True, help="Offer the session tools (off by default).")
 @click.option(
     "--session",

@@ -23,11 +23,11 @@ from koinii._version import __version__
 from koinii.channel import Agent, join, local, wire
 from koinii.errors import KoiniiError
 from koinii.mcp import tools
-from koinii.mcp.feed import Feed
 from koinii.mcp.instructions import INSTRUCTIONS, SESSION_INSTRUCTIONS
 from koinii.mcp.replies import argument_refusal, refusal_text, tool_error
 from koinii.mcp.sessions import Sessions
 from koinii.mcp.surface import Surface
+from koinii.news import Feed
 from koinii.projects import project_of
 
 

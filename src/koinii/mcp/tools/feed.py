@@ -7,9 +7,9 @@ import math
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.mcp.feed import MAX_TOLD
 from koinii.mcp.replies import MAX_WAIT_S, About, listed
 from koinii.mcp.surface import Register, Surface
+from koinii.news import MAX_TOLD
 
 
 def register(tool: Register, the: Surface) -> None:

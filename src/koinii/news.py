@@ -1,7 +1,13 @@
-"""An MCP agent's feed: the change log told in words (the narrator), filtered to what
-concerns the agent, read at once or waited for — what `recent_changes` and
-`wait_for_changes` answer. Its cursor is the seq of the last entry it looked at, so
-following it skips nothing and repeats nothing."""
+"""An agent's news: the change log told in words, filtered to what concerns it.
+
+`Feed(agent)` reads the durable change log (`changes(since=seq)`) through the narrator
+and keeps what `about` selects: "mine" (answers to the agent's questions, replies to its
+moves, rulings on what it claimed, its claims taken away), "channel" (any move on its
+channel) or "questions" (asked or reopened). The agent's own moves are never news to it.
+The MCP server's `recent_changes` and `wait_for_changes` and the runtime hooks
+(koinii.runtimes: what changed since an agent's last session, what to hand back at Stop)
+read through it, so "what concerns you" means one thing everywhere.
+"""
 
 from __future__ import annotations
 
