@@ -182,11 +182,16 @@ class Vectors:
             self._pending.clear()
 
 
-def fuse(lexical: Sequence[Any], semantic: Sequence[Any]) -> list[tuple[Any, float]]:
+def fuse(
+    lexical: Sequence[Any], semantic: Sequence[Any], *, lexical_weight: float = 1.0
+) -> list[tuple[Any, float]]:
     """Reciprocal-rank fusion of two best-first lists of keys: (key, fused score), best
-    first; ties go to the lexical order, then the semantic."""
+    first; ties go to the lexical order, then the semantic. `lexical_weight` scales the
+    lexical list's share (the meaning list's is 1): the search sets it by how strong its
+    word evidence is (search.py), and where it is above 1 the lexical first stays first
+    unless the meaning list also ranks another key above it."""
     score: dict[Any, float] = {}
-    for ranked in (lexical, semantic):
+    for weight, ranked in ((lexical_weight, lexical), (1.0, semantic)):
         for rank, key in enumerate(ranked):
-            score[key] = score.get(key, 0.0) + 1.0 / (K + rank + 1)
+            score[key] = score.get(key, 0.0) + weight / (K + rank + 1)
     return sorted(score.items(), key=lambda kv: -kv[1])
