@@ -137,7 +137,7 @@ BEFORE = "before (d1f4c4f)"
 class Switches:
     """Koinii's search as it was before issue 42 (`on=False`) or as it is (`on=True`):
     the tokenisation (whole alphanumeric runs), the compounds and typos, the weighted
-    fusion, the question–answer threads and the entity links — switched together, so
+    fusion, the question-answer threads and the entity links — switched together, so
     both rows come from one run on one machine."""
 
     def __init__(self, on: bool) -> None:
@@ -149,6 +149,7 @@ class Switches:
             (terms_of_search, "COMPOUNDS", on),
             (search, "FUSION_WEIGHT", search.FUSION_WEIGHT if on else 0.0),
             (search, "THREADS", on),
+            (search, "COVERAGE_FIRST", on),
             (search, "ENTITIES", on),
         ]
 
@@ -157,12 +158,14 @@ class Switches:
         for module, name, value in self._settings:
             setattr(module, name, value)
         fulltext._symbol_words.cache_clear()
+        fulltext._split.cache_clear()
         return self
 
     def __exit__(self, *_: object) -> None:
         for module, name, value in self._saved:
             setattr(module, name, value)
         fulltext._symbol_words.cache_clear()
+        fulltext._split.cache_clear()
 
 
 def distractors(count: int, rng: random.Random) -> list[tuple[str, str]]:
@@ -173,10 +176,36 @@ def distractors(count: int, rng: random.Random) -> list[tuple[str, str]]:
     from recall_team import RECORDS
 
     areas = [
-        "Search", "Catalog", "Shipping", "Inventory", "Warehouse", "Analytics", "Mailer",
-        "Reporting", "Pricing", "Cart", "Profile", "Reviews", "Loyalty", "Gift", "Returns",
-        "Fraud", "Payroll", "Scheduler", "Notifier", "Tracking", "Subscription", "Coupon",
-        "Media", "Upload", "Export", "Import", "Audit", "Identity", "Session", "Feed",
+        "Search",
+        "Catalog",
+        "Shipping",
+        "Inventory",
+        "Warehouse",
+        "Analytics",
+        "Mailer",
+        "Reporting",
+        "Pricing",
+        "Cart",
+        "Profile",
+        "Reviews",
+        "Loyalty",
+        "Gift",
+        "Returns",
+        "Fraud",
+        "Payroll",
+        "Scheduler",
+        "Notifier",
+        "Tracking",
+        "Subscription",
+        "Coupon",
+        "Media",
+        "Upload",
+        "Export",
+        "Import",
+        "Audit",
+        "Identity",
+        "Session",
+        "Feed",
     ]
     kinds = ["Api", "Worker", "Service", "Db", "Cluster", "Job", "Gateway", "Cache", "Queue"]
     subjects = [f"{a}{k}{i}" for a in areas for k in kinds for i in range(1, 8)]
@@ -188,14 +217,33 @@ def distractors(count: int, rng: random.Random) -> list[tuple[str, str]]:
             _, _, obj = rest.partition(" ")
             if head not in ("convention", "decision") and not head.startswith("incident"):
                 shapes.append((head, obj))
-    nouns = ["connections", "memory", "disk", "latency", "retries", "timeouts", "errors",
-             "deploys", "backups", "queues", "certificates", "tokens", "webhooks", "emails"]
+    nouns = [
+        "connections",
+        "memory",
+        "disk",
+        "latency",
+        "retries",
+        "timeouts",
+        "errors",
+        "deploys",
+        "backups",
+        "queues",
+        "certificates",
+        "tokens",
+        "webhooks",
+        "emails",
+    ]
     verbs = ["exhausted", "spiked", "dropped", "leaked", "stalled", "doubled", "expired"]
     questions = [
-        "which database does the {s} use?", "can I deploy the {s} on {d}?",
-        "why is the {s} slow?", "who owns the {s}?", "where is the {s} deployed?",
-        "what happens when the {s} fails?", "how do we roll back the {s}?",
-        "what caused the {a} outage?", "is the {s} on k8s yet?",
+        "which database does the {s} use?",
+        "can I deploy the {s} on {d}?",
+        "why is the {s} slow?",
+        "who owns the {s}?",
+        "where is the {s} deployed?",
+        "what happens when the {s} fails?",
+        "how do we roll back the {s}?",
+        "what caused the {a} outage?",
+        "is the {s} on k8s yet?",
     ]
     days = ["monday", "tuesday", "friday afternoon", "the weekend"]
     contexts = ["Cx" + name[5:] for name in TEAM_AGENTS]
@@ -208,7 +256,12 @@ def distractors(count: int, rng: random.Random) -> list[tuple[str, str]]:
         roll = rng.random()
         if roll < 0.55:
             predicate, obj = rng.choice(shapes)
-            if rng.random() < 0.5:
+            # the team's shape, about another subject, with another value of its kind
+            if obj.startswith('"'):
+                obj = f'"{rng.choice(nouns)} {rng.randint(2, 90)}"'
+            elif obj[:1].isdigit():
+                obj = str(rng.randint(1, 999))
+            else:
                 obj = rng.choice(subjects)
             out.append((f"({predicate} {subject} {obj})", where))
         elif roll < 0.70:
@@ -227,8 +280,13 @@ def distractors(count: int, rng: random.Random) -> list[tuple[str, str]]:
             area = rng.choice(areas).lower()
             what = rng.choice(["outage", "slowdown", "data loss", "double charge"])
             out.append((f'(incidentTitle {name} "{area} {what}")', where))
-            out.append((f'(incidentDate {name} "2026-{rng.randint(1, 12):02d}-'
-                        f'{rng.randint(1, 28):02d}")', where))
+            out.append(
+                (
+                    f'(incidentDate {name} "2026-{rng.randint(1, 12):02d}-'
+                    f'{rng.randint(1, 28):02d}")',
+                    where,
+                )
+            )
             cause = f"the {rng.choice(subjects)} {rng.choice(nouns)} {rng.choice(verbs)}"
             out.append((f'(rootCause {name} "{cause}")', where))
     return out[:count]

@@ -45,11 +45,15 @@ TERMS_PER_SEARCH = 20_000  # sentexes whose words a search counts first, at most
 # how much a full word match weighs in the fusion beyond the meaning side's 1: the word
 # ranking's weight is 1 + FUSION_WEIGHT x the share of the search its best hit holds
 FUSION_WEIGHT = 2.0
+FUSION_POWER = 2.0
 ANSWERS_PER_QUESTION = 3  # a question's answers placed before it, at most
+COVERAGE_FIRST = True  # word hits holding more of the typed words first (a benchmark switch)
 THREADS = True  # an answer and its claim one hit, before the question (a benchmark switch)
 ENTITIES = True  # pull in the facts about the best hit's entities (a benchmark switch)
 ENTITY_SPREAD = 25  # an entity named by more sentexes than this is too common to follow
 ENTITY_PULL = 2  # facts pulled in behind the best hit, at most
+ENTITY_DEPTH = 12  # the second search's hits looked at for them
+ENTITY_SOURCES = 3  # the best hits whose entities may be followed
 
 # The conversation's moves, as the engine sees them (koinii.speech names them; the
 # engine sits below it): a question, an answer, and the moves that are no claim.
@@ -59,9 +63,9 @@ HANDLE = Sym("sentexHandle")
 MOVES = frozenset(
     Sym(name)
     for name in (
-        "queries answers endorses justifies disputes votesFor votesAgainst accepts closes "
-        "notUnderstood refuse"
-    ).split()
+        *("queries", "answers", "endorses", "justifies", "disputes", "votesFor"),
+        *("votesAgainst", "accepts", "closes", "notUnderstood", "refuse"),
+    )
 )
 DEFAULT_HITS = 10
 # of the backlog a hybrid search embeds first, at most (0.1-0.3 s: it holds the writer)
@@ -128,6 +132,8 @@ class Search(State):
 
             depth = max(limit, semantic.DEPTH)  # each side's hits brought to the ranking
             lexical = self._by_words(query.words, depth, visible) if query.words else []
+            if COVERAGE_FIRST:
+                lexical = _more_of_the_search_first(query, lexical)
             snippets = {node.handle: snippet for node, _, snippet in lexical}
             matched: dict[int, str] = {}
             if ranking == "lexical":
@@ -136,11 +142,17 @@ class Search(State):
             else:
                 meaning = self._by_meaning(text, depth, visible)
                 nodes = {node.handle: node for node, _, _ in lexical} | meaning
-                weight = self._lexical_weight(query, lexical)
+                held = self._best_word_hit_holds(query, lexical)
                 fused = semantic.fuse(
-                    [n.handle for n, _, _ in lexical], list(meaning), lexical_weight=weight
+                    [n.handle for n, _, _ in lexical],
+                    list(meaning),
+                    lexical_weight=1.0 + FUSION_WEIGHT * held**FUSION_POWER,
                 )
                 ranked = [(nodes[handle], score) for handle, score in fused]
+                if held == 1.0 and FUSION_WEIGHT and lexical[0][0] is not ranked[0][0]:
+                    # the best word hit holds every typed word: it keeps the first place
+                    first = lexical[0][0]
+                    ranked = [(first, ranked[0][1])] + [r for r in ranked if r[0] is not first]
                 for handle in nodes:
                     if handle not in snippets:
                         matched[handle] = "meaning"
@@ -189,16 +201,14 @@ class Search(State):
         terms.top = handle
         return counted
 
-    def _lexical_weight(
+    def _best_word_hit_holds(
         self, query: terms_of_search.Query, lexical: list[tuple[Node, float, str | None]]
     ) -> float:
-        """How much the word ranking counts in the fusion, by its best hit's evidence:
-        the share of the search's typed words that hit holds (`coverage`) — a hit that
-        holds them all keeps its place above anything found by meaning alone."""
+        """The word ranking's evidence: the share of the search's typed words its best
+        hit holds (`coverage`; 0 without word hits)."""
         if not lexical or not query.groups:
-            return 1.0
-        held = terms_of_search.coverage(query.groups, " ".join(fulltext.document(lexical[0][0].atom)))
-        return 1.0 + FUSION_WEIGHT * held
+            return 0.0
+        return terms_of_search.coverage(query.groups, _document(lexical[0][0]))
 
     def _by_words(
         self, words: list[str], limit: int, visible: Any
@@ -231,7 +241,7 @@ class Search(State):
     def _threads(
         self, ranked: list[tuple[Node, float]], visible: Any, matched: dict[int, str]
     ) -> list[tuple[Node, float]]:
-        """The ranking with each question–answer thread as one: an answer and the claim
+        """The ranking with each question-answer thread as one: an answer and the claim
         it carries are one hit, the answer (where the claim ranked, if higher); a
         question's visible answers come right before it (`matched`: "answer")."""
         out: list[tuple[Node, float]] = []
@@ -282,44 +292,68 @@ class Search(State):
         visible: Any,
         matched: dict[int, str],
     ) -> list[tuple[Node, float]]:
-        """The ranking with the facts about the entities its best hit names pulled in
-        right behind it (`matched`: "linked"): a claim's argument symbols that few
-        sentexes name (at most ENTITY_SPREAD), not searched for already, the facts
-        naming them ranked by the search's words plus the entity's (so "what caused the
-        checkout outage" finds the incident's cause through the incident's name)."""
-        if not ranked:
-            return ranked
-        top, score = ranked[0]
-        atom = top.atom
-        if atom[0] in MOVES or not top.positive:
-            return ranked
+        """The ranking with the facts about one entity pulled in right behind the hit
+        that names it (`matched`: "linked"), so "when was the checkout outage" finds the
+        incident's date through the incident's name.
+
+        The entities are the argument symbols of the best ENTITY_SOURCES claims — names
+        of two or more parts (Incident17, CheckoutApi), not a context's or an agent's,
+        not searched for already, that at most ENTITY_SPREAD sentexes name. The one
+        followed is the entity whose facts together hold the most of the search's typed
+        words — more than its hit alone holds, unless that hit holds them all; its facts
+        come in the order of the search's words plus the entity's, those holding more of
+        the typed words first, at most ENTITY_PULL of them."""
         searched = set(query.words)
-        forms = []
-        for arg in atom[1:]:
-            # a name of two or more parts (Incident17, CheckoutApi), not a context's or
-            # an agent's: a word alone (Team, Dana) links too much to mean a thing
-            if type(arg) is not Sym or arg.name.startswith(("Agent", "Cx")):
-                continue
-            if len(fulltext.text_words(arg.name)) < 2:
-                continue
-            form = "".join(ch for ch in arg.name.lower() if ch.isalnum())
-            if not form or form in searched:
-                continue
-            if len(self._store.search([form], ENTITY_SPREAD + 1)) <= ENTITY_SPREAD:
-                forms.append(form)
-        if not forms:
+        best: tuple[float, int, str, list[Node]] | None = None
+        for position, (node, _) in enumerate(ranked[:ENTITY_SOURCES]):
+            if node.atom[0] in MOVES or not node.positive or matched.get(node.handle) == "meaning":
+                continue  # a move, or found by meaning alone: too weak a link to follow
+            alone = terms_of_search.coverage(query.groups, _document(node))
+            for arg in node.atom[1:]:
+                if type(arg) is not Sym or arg.name.startswith(("Agent", "Cx")):
+                    continue
+                if len(fulltext.text_words(arg.name)) < 2:
+                    continue  # a word alone (Team, Dana) links too much to name a thing
+                form = "".join(ch for ch in arg.name.lower() if ch.isalnum())
+                if form in searched or (best is not None and best[2] == form):
+                    continue
+                if not 1 < self._terms().count.get(form, 0) <= ENTITY_SPREAD:
+                    continue  # named once (nothing to link) or too often (not a thing)
+                naming = self._store.search([form], ENTITY_SPREAD + 1)
+                facts = [
+                    fact
+                    for handle, _, _ in naming
+                    if (fact := self._index.by_handle.get(handle)) is not None
+                    and fact.atom[0] not in MOVES
+                    and visible(fact)
+                ]
+                together = terms_of_search.coverage(
+                    query.groups, " ".join(_document(fact) for fact in facts)
+                )
+                # followed where its facts hold more of the search than the hit alone,
+                # or the hit holds all of it (the search is about this entity)
+                linked = (together > alone or alone == 1.0) and len(facts) > 1
+                if linked and (best is None or together > best[0]):
+                    best = (together, position, form, facts)
+        if best is None:
             return ranked
-        already = {node.handle for node, _ in ranked[:1]}
-        pulled: list[tuple[Node, float]] = []
-        for node, _, _ in self._by_words(query.words + forms, ENTITY_PULL + 1, visible):
-            if node.handle in already or node.handle == top.handle:
-                continue
-            pulled.append((node, score))
+        _, position, form, facts = best
+        about = {fact.handle for fact in facts}
+        placed = {node.handle for node, _ in ranked[: position + 1]}
+        score = ranked[position][1]
+        candidates = [
+            node
+            for node, _, _ in self._by_words([*query.words, form], ENTITY_DEPTH, visible)
+            if node.handle in about and node.handle not in placed
+        ]
+        # those holding more of the typed words first ("caused": the incident's cause)
+        candidates.sort(key=lambda n: -terms_of_search.coverage(query.groups, _document(n)))
+        pulled = [(node, score) for node in candidates[:ENTITY_PULL]]
+        for node, _ in pulled:
             matched.setdefault(node.handle, "linked")
-            if len(pulled) == ENTITY_PULL:
-                break
         keep = {node.handle for node, _ in pulled}
-        return [ranked[0], *pulled, *(r for r in ranked[1:] if r[0].handle not in keep)]
+        rest = [r for r in ranked[position + 1 :] if r[0].handle not in keep]
+        return [*ranked[: position + 1], *pulled, *rest]
 
     def _by_meaning(self, text: str, depth: int, visible: Any) -> dict[int, Node]:
         """The visible sentexes closest in meaning to `text` (at least
@@ -479,6 +513,22 @@ def _search_words(text: Any) -> list[str]:
             {"words": len(words), "max": MAX_WORDS},
         )
     return words
+
+
+def _more_of_the_search_first(
+    query: terms_of_search.Query, lexical: list[tuple[Node, float, str | None]]
+) -> list[tuple[Node, float, str | None]]:
+    """The word hits, those holding more of the typed words first, then in the store's
+    order: BM25 adds the words' weights, so one rare word can outrank two common ones,
+    and a compound's forms ("roll", "back", "rollback") count as one typed word here."""
+    held = [terms_of_search.coverage(query.groups, _document(node)) for node, _, _ in lexical]
+    order = sorted(range(len(lexical)), key=lambda i: -held[i])
+    return [lexical[i] for i in order]
+
+
+def _document(node: Node) -> str:
+    """A sentex's index texts as one (for `coverage`)."""
+    return " ".join(fulltext.document(node.atom))
 
 
 def _opening(node: Node) -> str:

@@ -18,8 +18,9 @@ Invariants:
   every key up to `top` offered: its owner (the KB's search) catches it up with what is
   stored, and skips a key it no longer holds (vectors are never updated: what they
   embed, a stored sentence, never changes). The sessions keep their own (meaning.py).
-- Fusion is reciprocal-rank fusion (`fuse`): each side contributes 1 / (K + rank) per
-  hit, so neither side's scores need to be comparable; a meaning-only hit counts only
+- Fusion is reciprocal-rank fusion (`fuse`): each side contributes weight / (K + rank)
+  per hit, so neither side's scores need to be comparable (the search weighs the words
+  by how much of the search its best word hit holds); a meaning-only hit counts only
   above `MIN_SIMILARITY`, so a search for something nobody said still finds nothing.
 """
 
@@ -188,8 +189,7 @@ def fuse(
     """Reciprocal-rank fusion of two best-first lists of keys: (key, fused score), best
     first; ties go to the lexical order, then the semantic. `lexical_weight` scales the
     lexical list's share (the meaning list's is 1): the search sets it by how strong its
-    word evidence is (search.py), and where it is above 1 the lexical first stays first
-    unless the meaning list also ranks another key above it."""
+    word evidence is (search.py)."""
     score: dict[Any, float] = {}
     for weight, ranked in ((lexical_weight, lexical), (1.0, semantic)):
         for rank, key in enumerate(ranked):

@@ -8,8 +8,11 @@ Invariants:
   in" → "login") and its splits ("rollback" → the phrase "roll back"), the joins and
   splits only where the store holds the words they make. A hit matches a group when it
   holds any of its terms; `coverage` is the share of groups a hit matches.
-- A typo is corrected only where the typed word is stored nowhere: a word the store holds
-  is never searched as another, so a rare word is not turned into a common one. The
+- An abbreviation in a short general list (`pg`, `k8s`, `db`, `prod`, …) stands for its
+  long form too, and the long form for it.
+- A typo is corrected only where the typed word is stored nowhere, nor a variant of it
+  ("reviews" where "review" is): a word the store holds is never searched as another, so
+  a rare word is not turned into a common one. The
   correction is one edit away (a letter left out, added, changed, or two swapped), for
   words of at least TYPO_MIN_LETTERS letters, the most used first, at most
   TYPO_CANDIDATES of them.
@@ -20,16 +23,30 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from koinii.kb.store.fulltext import STOP_WORDS, _split, _CHUNK
+from koinii.kb.store.fulltext import _CHUNK, STOP_WORDS, _split
 
-TYPO_MIN_LETTERS = 6  # shorter words have too many stored neighbours one edit away
+TYPO_MIN_LETTERS = 7  # shorter words have too many stored neighbours one edit away
 TYPO_CANDIDATES = 2  # stored words a typo is searched as, at most
 SPLIT_MIN_PART = 2  # "log in": the shorter part of a split may be two letters
 COMPOUNDS = True  # joins, splits and typos (a switch for benchmarks/recall.py's "before")
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+# The abbreviations every engineer types, each searched as its long form too (and the
+# long form as the abbreviation): a short, general list — a team's own jargon is not
+# guessed. A typed word that is stored is still searched as itself first.
+# fmt: off
+_ABBREVIATIONS = {
+    "pg": "postgres", "k8s": "kubernetes", "db": "database", "prod": "production",
+    "env": "environment", "auth": "authentication", "repo": "repository",
+    "config": "configuration", "infra": "infrastructure", "msg": "message",
+    "perf": "performance", "deps": "dependencies", "dev": "development",
+}
+# fmt: on
+ABBREVIATIONS = {**_ABBREVIATIONS, **{long: short for short, long in _ABBREVIATIONS.items()}}
 
 
 class Terms:
@@ -38,13 +55,17 @@ class Terms:
 
     def __init__(self) -> None:
         self.count: dict[str, int] = {}
+        self.stems: set[str] = set()  # the words' crude stems: a stored word's variant
         self.top = 0  # the highest handle whose words were counted
 
     def add(self, texts: Iterable[str]) -> None:
         count = self.count
         for text in texts:
             for word in set(text.split()):
-                count[word] = count.get(word, 0) + 1
+                if word not in count:
+                    count[word] = 0
+                    self.stems.add(_stem(word))
+                count[word] += 1
 
     def __contains__(self, word: str) -> bool:
         return word in self.count
@@ -79,6 +100,8 @@ def _query(text: str, terms: Terms | None) -> Query:
         whole = forms[-1] if forms and forms[-1] == lowered[i] else None
         group = {p for p in parts if whole is None or len(p) > 1} | set(forms)
         group -= STOP_WORDS
+        if terms is not None and lowered[i] in ABBREVIATIONS:
+            group.add(ABBREVIATIONS[lowered[i]])
         if terms is not None and lowered[i].isalpha():
             word = lowered[i]
             if i + 1 < len(chunks) and lowered[i + 1].isalpha():
@@ -89,7 +112,11 @@ def _query(text: str, terms: Terms | None) -> Query:
                 group.add(lowered[i - 1] + word)
             if word not in STOP_WORDS:
                 group.update(_splits(word, terms))
-                if word not in terms and len(word) >= TYPO_MIN_LETTERS:
+                if (
+                    len(word) >= TYPO_MIN_LETTERS
+                    and word not in terms
+                    and _stem(word) not in terms.stems  # "reviews" where "review" is stored
+                ):
                     group.update(_corrections(word, terms))
         if group:
             groups.append(group)
@@ -134,17 +161,20 @@ def _corrections(word: str, terms: Terms) -> list[str]:
 
 def coverage(groups: Sequence[frozenset[str]], document: str) -> float:
     """The share of `groups` that `document` (an index row's two texts) matches, each
-    word compared by its stem-like prefix (the store stems; this only has to tell a
-    strong match from a weak one)."""
+    word compared by a crude stem (the store stems; this only has to tell a strong match
+    from a weak one)."""
     if not groups:
         return 0.0
-    held = set(document.lower().split())
+    lowered = document.lower()
+    held = set(lowered.split())
     stems = {_stem(w) for w in held}
-    text = " " + " ".join(document.lower().split()) + " "
+    text = None
     matched = 0
     for group in groups:
         for term in group:
             if " " in term:
+                if text is None:
+                    text = " " + " ".join(lowered.split()) + " "
                 if f" {term} " in text:
                     break
             elif term in held or _stem(term) in stems:
@@ -155,6 +185,15 @@ def coverage(groups: Sequence[frozenset[str]], document: str) -> float:
     return matched / len(groups)
 
 
+_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ers", "er", "ed", "es", "s", "e", "y")
+
+
+@functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """A crude stem (a prefix): enough to see "caused" and "cause" as one word."""
-    return word[: max(4, len(word) - 3)] if len(word) > 5 else word.rstrip("s")
+    """A crude stem (one common suffix off): enough to see "caused" and "cause", or
+    "renders" and "render", as one word — `coverage` only has to tell a strong match
+    from a weak one; the store's own stemmer ranks."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word

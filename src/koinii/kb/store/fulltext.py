@@ -70,7 +70,8 @@ STOP_WORDS = frozenset({
 # fmt: on
 
 
-def _split(chunk: str) -> tuple[list[str], tuple[str, ...]]:
+@functools.lru_cache(maxsize=65536)
+def _split(chunk: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """A run of letters and digits as its words, lower case, and — when it split — the
     forms it is also found by: its letters run together (`ProdCluster`: "prod",
     "cluster"; "prodcluster") and, where it mixes letters and digits, the whole run
@@ -81,7 +82,7 @@ def _split(chunk: str) -> tuple[list[str], tuple[str, ...]]:
         parts = _CAMEL.findall(chunk)
     else:  # no case boundaries outside ASCII: letters and digits apart
         parts = _DIGITS.findall(chunk)
-    words = [p.lower() for p in parts]
+    words = tuple(p.lower() for p in parts)
     if len(words) <= 1:
         return words, ()
     forms: list[str] = []
