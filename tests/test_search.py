@@ -458,3 +458,38 @@ def test_a_search_over_many_hidden_matches_looks_at_a_bounded_number_of_them(kb)
     kb.assert_('(memoryNote AgentBo "postgres")', TEAM)
     kb.search("postgres major version", TEAM, limit=1)
     assert kb.last_examined <= search.MAX_EXAMINED < 20_000 // 4
+
+
+def test_a_store_indexed_before_whole_runs_is_indexed_again_when_opened(
+    backend, new_location, request, monkeypatch
+):
+    from koinii.kb.store import fulltext
+
+    location = new_location()
+    monkeypatch.setattr(fulltext, "WHOLE_RUNS", False)  # the words as they were cut before
+    fulltext._symbol_words.cache_clear()
+    fulltext._split.cache_clear()
+    with koinii.open_kb(location) as kb:
+        kb.assert_("(k8sNamespace InvoiceApi Billing)", TEAM)
+    monkeypatch.setattr(fulltext, "WHOLE_RUNS", True)
+    fulltext._symbol_words.cache_clear()
+    fulltext._split.cache_clear()
+    if backend == "sqlite":  # back to schema 5, before the rows were made again
+        db = sqlite3.connect(location)
+        db.execute("PRAGMA user_version = 5")
+        db.commit()
+        db.close()
+    else:  # back to schema 3
+        postgres = request.getfixturevalue("postgres")
+        schema = location.rsplit("%3D", 1)[1]
+        postgres.execute(f"UPDATE {schema}.koinii_meta SET value = 3 WHERE key = 'schema_version'")
+
+    def extra(kb) -> str:
+        rows = kb.read_records(lambda db: db.execute("SELECT extra FROM sentex_words").fetchall())
+        return " ".join(row[0] for row in rows)
+
+    with koinii.open_kb(location) as kb:
+        assert "k8s" in extra(kb).split()
+        assert texts(kb.search("k8s", TEAM, ranking="lexical")) == [
+            "(k8sNamespace InvoiceApi Billing)"
+        ]

@@ -313,6 +313,15 @@ def sqlite_backfill(db: Any) -> None:
     backfill(db.execute("SELECT handle, text FROM sentex"), db.executemany, SQLITE_INDEX)
 
 
+def sqlite_reindex(db: Any) -> None:
+    """The SQLite store's migration to the words as `document` cuts them now (mixed runs
+    such as `k8s` kept whole too): every row made again from the stored sentexes, and the
+    FTS5 index afresh over them (filled at the first search)."""
+    db.execute("DELETE FROM sentex_words")
+    backfill(db.execute("SELECT handle, text FROM sentex"), db.executemany, SQLITE_INDEX)
+    sqlite_fts(db)
+
+
 def backfill(stored: Any, run_many: Any, statements: Sequence[str], batch: int = 10_000) -> None:
     """Index rows for every (handle, text) of `stored`, written `batch` at a time."""
     while True:
