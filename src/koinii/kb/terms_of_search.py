@@ -61,7 +61,7 @@ class Terms:
     def add(self, texts: Iterable[str]) -> None:
         count = self.count
         for text in texts:
-            for word in set(text.split()):
+            for word in set(_CHUNK.findall(text)):
                 if word not in count:
                     count[word] = 0
                     self.stems.add(_stem(word))
@@ -165,8 +165,8 @@ def coverage(groups: Sequence[frozenset[str]], document: str) -> float:
     from a weak one)."""
     if not groups:
         return 0.0
-    lowered = document.lower()
-    held = set(lowered.split())
+    tokens = _CHUNK.findall(document.lower())
+    held = set(tokens)
     stems = {_stem(w) for w in held}
     text = None
     matched = 0
@@ -174,7 +174,7 @@ def coverage(groups: Sequence[frozenset[str]], document: str) -> float:
         for term in group:
             if " " in term:
                 if text is None:
-                    text = " " + " ".join(lowered.split()) + " "
+                    text = " " + " ".join(tokens) + " "
                 if f" {term} " in text:
                     break
             elif term in held or _stem(term) in stems:
