@@ -130,7 +130,7 @@ def run(queries: Sequence[tuple[str, set[str]]]) -> str:
 
 # ================================================================ the team set
 
-TEAM_SIZES = (0, 100_000)  # distractors beside the team set (--quick: 0 and 5,000)
+TEAM_SIZES = (0, 100_000)  # distractors beside the team set (--quick: 0 and 2,000)
 BEFORE = "before (d1f4c4f)"
 
 
@@ -531,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--distractors", type=int, nargs="*", help="the team set's sizes (default 0 100000)"
     )
     args = parser.parse_args(argv)
-    sizes = args.distractors or ((0, 5_000) if args.quick else TEAM_SIZES)
+    sizes = args.distractors or ((0, 2_000) if args.quick else TEAM_SIZES)
     print(run_team(sizes))
     print()
     if args.team_only:
