@@ -340,3 +340,15 @@ def test_the_fusion_weighs_the_word_list_as_asked():
     ]
     assert [k for k, _ in semantic.fuse(["a"], ["c"], lexical_weight=3.0)] == ["a", "c"]
     assert [k for k, _ in semantic.fuse(["a"], ["c", "a"], lexical_weight=0.5)] == ["a", "c"]
+
+
+def test_a_hybrid_search_over_many_hidden_close_sentences_looks_at_a_bounded_number(kb):
+    """Every list is bounded: 20,000 sentences another context holds, close in words
+    and in meaning to the search (work counted, not timed)."""
+    from koinii.kb import search
+
+    kb.edit(add=[(f"(postgresMajorVersion Cluster{i} 16)", "CxHidden") for i in range(20_000)])
+    kb.assert_('(memoryNote AgentBo "postgres")', TEAM)
+    kb.search("postgres major version", TEAM, limit=1, ranking="hybrid")
+    # words, meaning, and an entity's facts: each list at most MAX_EXAMINED
+    assert kb.last_examined <= 3 * search.MAX_EXAMINED < 20_000

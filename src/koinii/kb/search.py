@@ -118,6 +118,7 @@ class Search(State):
         ranking = semantic.ranking_of(ranking)
         ctx_name = _one_context(ctx, "search")
         with self._lock, self._bounded(self.query_budget_s, "the search"):
+            self.last_examined = 0
             query = self._query_of(text)
             if not query.words and ranking == "lexical":
                 return []
@@ -232,7 +233,7 @@ class Search(State):
                     found.append((node, score, snippet))
                     if len(found) == limit:
                         break
-            self.last_examined = len(ranked)
+            self.last_examined += len(ranked) - seen
             if len(found) == limit or len(ranked) < asked or asked >= MAX_EXAMINED:
                 return found
             seen = len(ranked)
@@ -359,16 +360,20 @@ class Search(State):
         """The visible sentexes closest in meaning to `text` (at least
         `semantic.MIN_SIMILARITY`), nearest first, at most `depth`: handle → node.
         Embeds first what was written since the last search (at most EMBED_PER_SEARCH
-        of it; the rest is found by its words until embedded)."""
+        of it; the rest is found by its words until embedded). Like the words, looks at
+        MAX_EXAMINED close sentexes at most."""
         self._embed_written(EMBED_PER_SEARCH)
         by_handle = self._index.by_handle
         near: dict[int, Node] = {}
-        for handle, _ in self._vectors().nearest(text):
+        for examined, (handle, _) in enumerate(self._vectors().nearest(text), 1):
+            self.last_examined += 1
             node = by_handle.get(handle)
             if visible(node):
                 near[handle] = node
                 if len(near) == depth:
                     break
+            if examined == MAX_EXAMINED:
+                break  # the rest lie past many this context does not see (see _by_words)
         return near
 
     def _vectors(self) -> semantic.Vectors:
