@@ -9,12 +9,19 @@ sentences (`mark_shipped`) left out of both: they say what Koinii ships, not wha
 team knows. The store ranks by words (its full-text index, `store.fulltext`); ranked
 hybrid, the engine also ranks by meaning (`semantic`: the vectors of the stored
 sentences, kept in memory beside the index and caught up at each search) and fuses the
-two; either way the engine decides visibility, so a store never needs to know belief or
-the hierarchy, and a hit the reader cannot see is never returned, only skipped.
+two, weighing the words by how much of the search the best word hit holds; either way
+the engine decides visibility, so a store never needs to know belief or the hierarchy,
+and a hit the reader cannot see is never returned, only skipped. The search's words
+stand for the forms the store holds of them (`terms_of_search`: compounds, typos,
+abbreviations). Over the ranked list, two rules about what was said rather than how: a
+question-answer thread is one (an answer and the claim it carries are one hit, the
+answer; a question's answers come before it), and the facts about an entity the best
+hits name follow the hit that names it. Every list a search ranks looks at no more than
+MAX_EXAMINED matches, so matches hidden from the reader cost bounded work.
 
 A read never changes the KB. The one exception in kind: the indexes kept lazily — the
-in-memory store's and SQLite's FTS5, and the vectors — take in the writes since the
-last search before it answers.
+in-memory store's and SQLite's FTS5, the vectors and the stored words' counts — take in
+the writes since the last search before it answers.
 
 Inside an open group commit (`begin_group`) the store's index holds only what was
 committed before the group: the daemon commits an open group before it searches, so a
@@ -81,7 +88,9 @@ class Hit:
     author: str | None  # the creator (else the principal the daemon attributed it to)
     snippet: str  # the indexed text around the matched words, each match in [ ]
     score: float  # the relevance: higher is better; only the order means anything
-    matched: str = "words"  # by its "words", its "meaning" (hybrid), or "words+meaning"
+    # by its "words", its "meaning" (hybrid), "words+meaning", "answer" (the answer to a
+    # question that matched) or "linked" (a fact about the best hit's entity)
+    matched: str = "words"
 
 
 class Search(State):
