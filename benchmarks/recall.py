@@ -335,17 +335,26 @@ def score_graded(rank: Ranker, searches: Graded) -> dict[str, float]:
     """MRR@10 and hit@1 of the first grade-2 hit, recall@5 and @10 of the grade-2
     labels, searches with nothing relevant (any grade) in the top 10."""
     mrr = hit1 = r5 = r10 = empty = 0.0
+    each: list[float] = []
     for text, labels, _ in searches:
         found = rank(text)
         best = {k for k, g in labels.items() if g == 2}
         first = next((i for i, key in enumerate(found[:10]) if key in best), None)
         mrr += 0.0 if first is None else 1.0 / (first + 1)
+        each.append(0.0 if first is None else 1.0 / (first + 1))
         hit1 += first == 0
         r5 += len(best & set(found[:5])) / len(best)
         r10 += len(best & set(found[:10])) / len(best)
         empty += not set(labels) & set(found[:10])
     n = len(searches) or 1
-    return {"mrr": mrr / n, "hit1": hit1 / n, "r5": r5 / n, "r10": r10 / n, "empty": empty}
+    return {
+        "mrr": mrr / n,
+        "hit1": hit1 / n,
+        "r5": r5 / n,
+        "r10": r10 / n,
+        "empty": empty,
+        "each": each,  # type: ignore[dict-item]
+    }
 
 
 def fts5_peer(kb: Any, key_of: dict[int, str]) -> Ranker:
@@ -392,6 +401,7 @@ def run_team(sizes: Sequence[int]) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     rankings = ["lexical"] + (["hybrid"] if semantic.installed() else [])
+    below: list[str] = []
     for size in sizes:
         rows: list[tuple[str, Ranker]] = []
         kbs = []
@@ -409,6 +419,7 @@ def run_team(sizes: Sequence[int]) -> str:
                 name = f"Koinii {ranking}, " + ("after" if on else BEFORE)
                 rows.append((name, rank))
         rows.insert(0, ("SQLite FTS5 BM25, camelCase split", fts5_peer(*kbs[0])))
+        each: dict[str, list[float]] = {}
         for name, rank in rows:
             import time
 
@@ -421,6 +432,7 @@ def run_team(sizes: Sequence[int]) -> str:
                 return found
 
             every = score_graded(timed, SEARCHES)
+            each[name] = every["each"]
             out = score_graded(rank, held)
             median = sorted(times)[len(times) // 2] * 1000
             lines.append(
@@ -428,8 +440,19 @@ def run_team(sizes: Sequence[int]) -> str:
                 f"{every['r10']:.3f} | {every['hit1']:.2f} | {int(every['empty'])} of "
                 f"{len(SEARCHES)} | {out['mrr']:.3f} ({out['r5']:.3f}) | {median:.1f} |"
             )
+        for version in (BEFORE, "after"):
+            lexical, hybrid = (
+                each.get(f"Koinii lexical, {version}"),
+                each.get(f"Koinii hybrid, {version}"),
+            )
+            if lexical and hybrid:
+                worse = sum(h < x for x, h in zip(lexical, hybrid))
+                below.append(f"{size:,} distractors, {version}: {worse} of {len(SEARCHES)}")
         del kbs
     _ = tuned
+    if below:
+        lines += ["", "Searches where hybrid ranks the first answer lower than lexical:"]
+        lines += [f"- {line}" for line in below]
     return "\n".join(lines)
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from koinii.kb.store.fulltext import _CHUNK, STOP_WORDS, _split
 
 TYPO_MIN_LETTERS = 7  # shorter words have too many stored neighbours one edit away
+TYPO_MAX_LETTERS = 30  # a longer "word" (a hash, a pasted token) is not corrected
 TYPO_CANDIDATES = 2  # stored words a typo is searched as, at most
 SPLIT_MIN_PART = 2  # "log in": the shorter part of a split may be two letters
 COMPOUNDS = True  # joins, splits and typos (a switch for benchmarks/recall.py's "before")
@@ -113,7 +114,7 @@ def _query(text: str, terms: Terms | None) -> Query:
             if word not in STOP_WORDS:
                 group.update(_splits(word, terms))
                 if (
-                    len(word) >= TYPO_MIN_LETTERS
+                    TYPO_MIN_LETTERS <= len(word) <= TYPO_MAX_LETTERS
                     and word not in terms
                     and _stem(word) not in terms.stems  # "reviews" where "review" is stored
                 ):
