@@ -446,6 +446,20 @@ def test_the_facts_about_the_best_hits_entity_follow_it(kb):
     assert [h.matched for h in hits] == ["words", "linked"]
 
 
+def test_what_caused_the_outage_is_found_through_the_incidents_name(kb):
+    """Issue 42's miss: the incident and its cause share only the incident's name."""
+    kb.assert_('(incidentTitle Incident17 "checkout outage")', TEAM)
+    kb.assert_('(incidentDate Incident17 "2026-04-09")', TEAM)
+    kb.assert_('(rootCause Incident17 "the invoice database ran out of connections")', TEAM)
+    for i in range(30):  # other incidents' causes, sharing "cause"
+        kb.assert_(f'(rootCause Incident{100 + i} "the cache {i} was cold")', TEAM)
+    hits = kb.search("what caused the checkout outage in april", TEAM, ranking="lexical")
+    assert texts(hits)[:2] == [
+        '(incidentTitle Incident17 "checkout outage")',
+        '(rootCause Incident17 "the invoice database ran out of connections")',
+    ]
+
+
 # --- the work a search does (issue 37) -------------------------------------------------------
 
 
