@@ -301,6 +301,24 @@ def test_an_agent_finds_what_the_team_said_by_its_words_and_the_vocabulary_in_us
     assert vocabulary["count"] == len(vocabulary["predicates"])
 
 
+def test_a_search_finds_an_answer_and_its_claim_as_one_hit_with_the_answerers_name(daemon):
+    """Issue 38: hits on an answer's claim showed `author: null` over MCP, and the answer
+    and its claim were two hits."""
+    from koinii import channel
+
+    boreas = channel.join(channel.wire(daemon.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    atlas = channel.join(channel.wire(daemon.client("AgentCyra")), "CxTeam", "AgentCyra")
+    question = boreas.ask("(rollbackSafeFor InvoiceRelease ?answer)")
+    answer = atlas.answer(question, {"?answer": "RedeployPrevious"})
+
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead:
+            return await lead.search(text="redeploy previous", limit=10)
+
+    found = play(script)
+    assert [(h["handle"], h["author"]) for h in found["hits"]] == [(answer, "AgentCyra")]
+
+
 def test_the_vocabulary_and_the_sessions_come_in_windows_and_say_there_are_more(daemon):
     from koinii.sessions import SessionStore
 

@@ -312,3 +312,43 @@ def test_a_checkpoint_whose_vectors_are_damaged_is_not_used(tmp_path, caplog):
         assert kb.opened["from"] == "rows"
         assert kb.search("how do clients authenticate", TEAM)[0].sentex.text == AUTH
     assert "its vectors are damaged" in caplog.text
+
+
+# --- fusion that keeps a strong word match (issue 42) ----------------------------------------
+
+
+def test_a_word_hit_holding_every_typed_word_keeps_the_first_place_in_hybrid(kb):
+    """Forty sentences of the same shape about other subjects sit closer in meaning: the
+    fusion weighs the words by how much of the search their best hit holds, and one that
+    holds all of it is not demoted (before: hybrid put a look-alike first)."""
+    kb.assert_('(invoiceNumberFormat Billing "INV-YYYY-NNNNN")', TEAM)
+    for i in range(40):
+        kb.assert_(f'(invoiceNumberFormat Upload{i}Cluster "disk {i}")', TEAM)
+        kb.assert_(f'(note Upload{i}Cluster "the invoice format of cluster {i}")', TEAM)
+    for text in ("invoice number format", "invoicenumberformat"):
+        lexical = kb.search(text, TEAM, ranking="lexical")
+        hybrid = kb.search(text, TEAM, ranking="hybrid")
+        assert lexical[0].sentex.text == '(invoiceNumberFormat Billing "INV-YYYY-NNNNN")'
+        assert hybrid[0].sentex.handle == lexical[0].sentex.handle, text
+
+
+def test_the_fusion_weighs_the_word_list_as_asked():
+    assert [k for k, _ in semantic.fuse(["a", "b"], ["b", "c"])] == ["b", "a", "c"]
+    assert [k for k, _ in semantic.fuse(["a", "b"], ["b", "c"], lexical_weight=3.0)][:2] == [
+        "b",
+        "a",
+    ]
+    assert [k for k, _ in semantic.fuse(["a"], ["c"], lexical_weight=3.0)] == ["a", "c"]
+    assert [k for k, _ in semantic.fuse(["a"], ["c", "a"], lexical_weight=0.5)] == ["a", "c"]
+
+
+def test_a_hybrid_search_over_many_hidden_close_sentences_looks_at_a_bounded_number(kb):
+    """Every list is bounded: 20,000 sentences another context holds, close in words
+    and in meaning to the search (work counted, not timed)."""
+    from koinii.kb import search
+
+    kb.edit(add=[(f"(postgresMajorVersion Cluster{i} 16)", "CxHidden") for i in range(20_000)])
+    kb.assert_('(memoryNote AgentBo "postgres")', TEAM)
+    kb.search("postgres major version", TEAM, limit=1, ranking="hybrid")
+    # words, meaning, and an entity's facts: each list at most MAX_EXAMINED
+    assert kb.last_examined <= 3 * search.MAX_EXAMINED < 20_000

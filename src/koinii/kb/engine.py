@@ -87,6 +87,8 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         self._budget: Budget | None = None  # the running operation's (see `budget`)
         self._shipped: frozenset[int] = frozenset()  # see `mark_shipped`
         self._search_vectors = None  # made at the first hybrid search (search.py)
+        self._search_terms = None  # the stored words, made at the first search (search.py)
+        self.last_examined = 0  # matches the last search looked at (search.py)
         self._checkpoints = checkpoints
         self._checkpoint_seq: int | None = None  # see checkpoint.py
         self._checkpoint_at = -KEEP_EVERY_S

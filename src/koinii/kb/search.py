@@ -9,12 +9,19 @@ sentences (`mark_shipped`) left out of both: they say what Koinii ships, not wha
 team knows. The store ranks by words (its full-text index, `store.fulltext`); ranked
 hybrid, the engine also ranks by meaning (`semantic`: the vectors of the stored
 sentences, kept in memory beside the index and caught up at each search) and fuses the
-two; either way the engine decides visibility, so a store never needs to know belief or
-the hierarchy, and a hit the reader cannot see is never returned, only skipped.
+two, weighing the words by how much of the search the best word hit holds; either way
+the engine decides visibility, so a store never needs to know belief or the hierarchy,
+and a hit the reader cannot see is never returned, only skipped. The search's words
+stand for the forms the store holds of them (`terms_of_search`: compounds, typos,
+abbreviations). Over the ranked list, two rules about what was said rather than how: a
+question-answer thread is one (an answer and the claim it carries are one hit, the
+answer; a question's answers come before it), and the facts about an entity the best
+hits name follow the hit that names it. Every list a search ranks looks at no more than
+MAX_EXAMINED matches, so matches hidden from the reader cost bounded work.
 
 A read never changes the KB. The one exception in kind: the indexes kept lazily — the
-in-memory store's and SQLite's FTS5, and the vectors — take in the writes since the
-last search before it answers.
+in-memory store's and SQLite's FTS5, the vectors and the stored words' counts — take in
+the writes since the last search before it answers.
 
 Inside an open group commit (`begin_group`) the store's index holds only what was
 committed before the group: the daemon commits an open group before it searches, so a
@@ -28,13 +35,45 @@ from dataclasses import dataclass
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb import checks, semantic
+from koinii.kb import checks, semantic, terms_of_search
+from koinii.kb.rules import CARRIES_CLAIM
 from koinii.kb.sentex import Node, Sentex
 from koinii.kb.state import State
 from koinii.kb.store import fulltext
 from koinii.kb.store.fulltext import MAX_SEARCH_TEXT, MAX_WORDS, query_words, text_words
+from koinii.terms import Sym, Var
 
 MAX_HITS = 100  # hits a search returns, at most
+MAX_TERMS = 64  # terms a search asks the store for (its words, forms, compounds, typos)
+# matches a search looks at for visible ones, at most: past them, the rest are another
+# context's (a search must not scan every hidden match: issue 37's 0.4-0.6 s)
+MAX_EXAMINED = 4_000
+TERMS_PER_SEARCH = 5_000  # sentexes whose words a search counts first, at most (~75 ms)
+# how much a full word match weighs in the fusion beyond the meaning side's 1: the word
+# ranking's weight is 1 + FUSION_WEIGHT x the share of the search its best hit holds
+FUSION_WEIGHT = 2.0
+FUSION_POWER = 2.0
+ANSWERS_PER_QUESTION = 3  # a question's answers placed before it, at most
+COVERAGE_FIRST = True  # word hits holding more of the typed words first (a benchmark switch)
+THREADS = True  # an answer and its claim one hit, before the question (a benchmark switch)
+ENTITIES = True  # pull in the facts about the best hit's entities (a benchmark switch)
+ENTITY_SPREAD = 25  # an entity named by more sentexes than this is too common to follow
+ENTITY_PULL = 2  # facts pulled in behind the best hit, at most
+ENTITY_DEPTH = 12  # the second search's hits looked at for them
+ENTITY_SOURCES = 3  # the best hits whose entities may be followed
+
+# The conversation's moves, as the engine sees them (koinii.speech names them; the
+# engine sits below it): a question, an answer, and the moves that are no claim.
+QUERIES = Sym("queries")
+ANSWERS = Sym("answers")
+HANDLE = Sym("sentexHandle")
+MOVES = frozenset(
+    Sym(name)
+    for name in (
+        *("queries", "answers", "endorses", "justifies", "disputes", "votesFor"),
+        *("votesAgainst", "accepts", "closes", "notUnderstood", "refuse"),
+    )
+)
 DEFAULT_HITS = 10
 # of the backlog a hybrid search embeds first, at most (0.1-0.3 s: it holds the writer)
 EMBED_PER_SEARCH = 2_000
@@ -49,7 +88,9 @@ class Hit:
     author: str | None  # the creator (else the principal the daemon attributed it to)
     snippet: str  # the indexed text around the matched words, each match in [ ]
     score: float  # the relevance: higher is better; only the order means anything
-    matched: str = "words"  # by its "words", its "meaning" (hybrid), or "words+meaning"
+    # by its "words", its "meaning" (hybrid), "words+meaning", "answer" (the answer to a
+    # question that matched) or "linked" (a fact about the best hit's entity)
+    matched: str = "words"
 
 
 class Search(State):
@@ -66,13 +107,17 @@ class Search(State):
 
         Any word of `text` may match (stop words such as "the" are left out); a sentex
         matching more of them, or rarer ones, ranks higher. Symbols are searched by
-        their words: `postgres version` finds `(postgresMajorVersion ProdCluster 16)`.
-        `ranking="hybrid"` (the default where `koinii[semantic]` is installed) fuses that
-        rank with the sentences' closeness in meaning, so `which database` finds it too;
-        `"lexical"` ranks by words alone. The shipped vocabulary's own sentences are not
-        searched: what the team stored is.
+        their words: `postgres version` finds `(postgresMajorVersion ProdCluster 16)`;
+        a compound typed joined or split, or a longer word mistyped, by the stored words
+        it stands for (`terms_of_search`). `ranking="hybrid"` (the default where
+        `koinii[semantic]` is installed) fuses that rank with the sentences' closeness in
+        meaning, weighing the words more the better the best word match covers the
+        search; `"lexical"` ranks by words alone. An answer and the claim it carries are
+        one hit (the answer), placed before a question it answers; the facts about an
+        entity the best hit names follow it. The shipped vocabulary's own sentences are
+        not searched: what the team stored is.
         """
-        words = _search_words(text)
+        _search_words(text)
         if type(limit) is not int or not 1 <= limit <= MAX_HITS:
             raise Refused(
                 "bad-option",
@@ -81,9 +126,11 @@ class Search(State):
             )
         ranking = semantic.ranking_of(ranking)
         ctx_name = _one_context(ctx, "search")
-        if not words and ranking == "lexical":
-            return []
         with self._lock, self._bounded(self.query_budget_s, "the search"):
+            self.last_examined = 0
+            query = self._query_of(text)
+            if not query.words and ranking == "lexical":
+                return []
             accept = self._acceptor(ctx_name)
             shipped = self._shipped
 
@@ -93,36 +140,101 @@ class Search(State):
                     node is not None and node.handle not in shipped and accept(node, {}) is not None
                 )
 
-            if ranking == "lexical":
-                found = self._by_words(words, limit, visible)
-                return self._hits(words, found, {})
-            depth = max(limit, semantic.DEPTH)  # each side's hits brought to the fusion
-            lexical = self._by_words(words, depth, visible) if words else []
-            meaning = self._by_meaning(text, depth, visible)
-            by_handle = {node.handle: (node, snippet) for node, _, snippet in lexical}
-            fused = semantic.fuse([n.handle for n, _, _ in lexical], list(meaning))
-            out: list[tuple[Node, float, str | None]] = []
+            depth = max(limit, semantic.DEPTH)  # each side's hits brought to the ranking
+            lexical = self._by_words(query.words, depth, visible) if query.words else []
+            if COVERAGE_FIRST:
+                lexical = _more_of_the_search_first(query, lexical)
+            snippets = {node.handle: snippet for node, _, snippet in lexical}
             matched: dict[int, str] = {}
-            for handle, score in fused[:limit]:
-                node, snippet = by_handle.get(handle) or (meaning[handle], None)
-                if handle not in by_handle:
-                    matched[handle] = "meaning"
-                else:
-                    matched[handle] = "words+meaning" if handle in meaning else "words"
-                out.append((node, score, snippet))
-            return self._hits(words, out, matched)
+            if ranking == "lexical":
+                ranked = [(node, score) for node, score, _ in lexical]
+                matched = dict.fromkeys(snippets, "words")
+            else:
+                meaning = self._by_meaning(text, depth, visible)
+                nodes = {node.handle: node for node, _, _ in lexical} | meaning
+                held = self._best_word_hit_holds(query, lexical)
+                fused = semantic.fuse(
+                    [n.handle for n, _, _ in lexical],
+                    list(meaning),
+                    lexical_weight=1.0 + FUSION_WEIGHT * held**FUSION_POWER,
+                )
+                ranked = [(nodes[handle], score) for handle, score in fused]
+                if held == 1.0 and FUSION_WEIGHT and lexical[0][0] is not ranked[0][0]:
+                    # the best word hit holds every typed word: it keeps the first place
+                    first = lexical[0][0]
+                    ranked = [(first, ranked[0][1])] + [r for r in ranked if r[0] is not first]
+                for handle in nodes:
+                    if handle not in snippets:
+                        matched[handle] = "meaning"
+                    else:
+                        matched[handle] = "words+meaning" if handle in meaning else "words"
+            if ENTITIES:
+                ranked = self._linked(query, ranked, visible, matched)
+            if THREADS:
+                ranked = self._threads(ranked, visible, matched)
+            out = [(node, score, snippets.get(node.handle)) for node, score in ranked[:limit]]
+            return self._hits(query.words, out, matched)
+
+    def _query_of(self, text: str) -> terms_of_search.Query:
+        """The search's terms, its compounds and typos looked up in the stored words
+        (counted first for what was written since the last search, a bounded slice)."""
+        self._count_terms(TERMS_PER_SEARCH)
+        query = terms_of_search.expand(text, self._terms())
+        query.words = query.words[:MAX_TERMS]
+        return query
+
+    def _terms(self) -> terms_of_search.Terms:
+        if self._search_terms is None:
+            self._search_terms = terms_of_search.Terms()
+        return self._search_terms
+
+    def _count_terms(self, limit: int | None) -> int:
+        """Count the words of up to `limit` stored sentexes not counted yet, oldest
+        first (its slices tick the budget); how many."""
+        terms = self._terms()
+        by_handle = self._index.by_handle
+        shipped = self._shipped
+        counted = 0
+        handle = terms.top
+        texts: list[str] = []
+        while handle < self._next_handle - 1 and (limit is None or counted < limit):
+            handle += 1
+            node = by_handle.get(handle)
+            if node is not None and handle not in shipped:
+                texts.append(" ".join(fulltext.document(node.atom)).lower())
+                counted += 1
+                if len(texts) == EMBED_BATCH:
+                    self._spend()
+                    terms.add(texts)
+                    texts = []
+        terms.add(texts)
+        terms.top = handle
+        return counted
+
+    def _best_word_hit_holds(
+        self, query: terms_of_search.Query, lexical: list[tuple[Node, float, str | None]]
+    ) -> float:
+        """The word ranking's evidence: the share of the search's typed words its best
+        hit holds (`coverage`; 0 without word hits)."""
+        if not lexical or not query.groups:
+            return 0.0
+        return terms_of_search.coverage(query.groups, _document(lexical[0][0]))
 
     def _by_words(
         self, words: list[str], limit: int, visible: Any
     ) -> list[tuple[Node, float, str | None]]:
-        """The store's best `limit` visible matches of `words`: (node, score, snippet)."""
+        """The store's best `limit` visible matches of `words`: (node, score, snippet).
+
+        The store ranks every match; the engine checks visibility. It asks for a few
+        more than wanted (some may not be visible here), then for pages eight times
+        larger (without snippets), and looks at MAX_EXAMINED matches at most: a search
+        whose best matches are all hidden from it — another team's — costs a bounded
+        amount of work, never a scan of every match (`last_examined` says how many)."""
         by_handle = self._index.by_handle
         found: list[tuple[Node, float, str | None]] = []
-        # Ask the store for a few more than wanted (some may not be visible here);
-        # only when that was not enough, for every match (then without snippets).
-        first = limit * 3 // 2 + 8
+        asked = limit * 3 // 2 + 8
         seen = 0
-        for asked in (first, None):
+        while True:
             ranked = self._store.search(words, asked)
             for handle, score, snippet in ranked[seen:]:
                 node = by_handle.get(handle)
@@ -130,25 +242,147 @@ class Search(State):
                     found.append((node, score, snippet))
                     if len(found) == limit:
                         break
-            if len(found) == limit or len(ranked) < first:
-                break
+            self.last_examined += len(ranked) - seen
+            if len(found) == limit or len(ranked) < asked or asked >= MAX_EXAMINED:
+                return found
             seen = len(ranked)
-        return found
+            asked = min(asked * 8, MAX_EXAMINED)
+
+    def _threads(
+        self, ranked: list[tuple[Node, float]], visible: Any, matched: dict[int, str]
+    ) -> list[tuple[Node, float]]:
+        """The ranking with each question-answer thread as one: an answer and the claim
+        it carries are one hit, the answer (where the claim ranked, if higher); a
+        question's visible answers come right before it (`matched`: "answer")."""
+        out: list[tuple[Node, float]] = []
+        placed: set[int] = set()
+        for node, score in ranked:
+            unit = self._carrier(node, visible) or node
+            if unit is not node and unit.handle not in matched:
+                matched[unit.handle] = matched.get(node.handle, "words")
+            if unit.atom and unit.atom[0] is QUERIES and node.positive:
+                for answer in self._answers(unit, visible):
+                    if answer.handle not in placed:
+                        placed.add(answer.handle)
+                        out.append((answer, score))
+                        matched.setdefault(answer.handle, "answer")
+            if unit.handle not in placed:
+                placed.add(unit.handle)
+                out.append((unit, score))
+        return out
+
+    def _carrier(self, node: Node, visible: Any) -> Node | None:
+        """The visible answer whose carried claim `node` is (and nothing else holds it
+        up: a claim also asserted by itself stays its own hit)."""
+        if node.premise or not node.justs:
+            return None
+        for j in node.justs:
+            rule = j.rule
+            if rule.atom[0] is CARRIES_CLAIM and rule.atom[1] is ANSWERS:
+                answer = j.first
+                if type(answer) is Node and visible(answer):
+                    return answer
+        return None
+
+    def _answers(self, question: Node, visible: Any) -> list[Node]:
+        """The visible standing answers to `question`, oldest first (at most 3)."""
+        target = (HANDLE, question.handle)
+        pattern = (ANSWERS, Var("who"), Var("what"), target)
+        found = [
+            node
+            for node in self._index.candidates(pattern, {})
+            if node.positive and node.atom[-1] == target and visible(node)
+        ]
+        return sorted(found, key=lambda n: n.handle)[:ANSWERS_PER_QUESTION]
+
+    def _linked(
+        self,
+        query: terms_of_search.Query,
+        ranked: list[tuple[Node, float]],
+        visible: Any,
+        matched: dict[int, str],
+    ) -> list[tuple[Node, float]]:
+        """The ranking with the facts about one entity pulled in right behind the hit
+        that names it (`matched`: "linked"), so "when was the checkout outage" finds the
+        incident's date through the incident's name.
+
+        The entities are the argument symbols of the best ENTITY_SOURCES claims — names
+        of two or more parts (Incident17, CheckoutApi), not a context's or an agent's,
+        not searched for already, that at most ENTITY_SPREAD sentexes name. The one
+        followed is the entity whose facts together hold the most of the search's typed
+        words — more than its hit alone holds, unless that hit holds them all; its facts
+        come in the order of the search's words plus the entity's, those holding more of
+        the typed words first, at most ENTITY_PULL of them."""
+        searched = set(query.words)
+        best: tuple[float, int, str, list[Node]] | None = None
+        for position, (node, _) in enumerate(ranked[:ENTITY_SOURCES]):
+            if node.atom[0] in MOVES or not node.positive or matched.get(node.handle) == "meaning":
+                continue  # a move, or found by meaning alone: too weak a link to follow
+            alone = terms_of_search.coverage(query.groups, _document(node))
+            for arg in node.atom[1:]:
+                if type(arg) is not Sym or arg.name.startswith(("Agent", "Cx")):
+                    continue
+                if len(fulltext.text_words(arg.name)) < 2:
+                    continue  # a word alone (Team, Dana) links too much to name a thing
+                form = "".join(ch for ch in arg.name.lower() if ch.isalnum())
+                if form in searched or (best is not None and best[2] == form):
+                    continue
+                if not 1 < self._terms().count.get(form, 0) <= ENTITY_SPREAD:
+                    continue  # named once (nothing to link) or too often (not a thing)
+                naming = self._store.search([form], ENTITY_SPREAD + 1)
+                facts = [
+                    fact
+                    for handle, _, _ in naming
+                    if (fact := self._index.by_handle.get(handle)) is not None
+                    and fact.atom[0] not in MOVES
+                    and visible(fact)
+                ]
+                together = terms_of_search.coverage(
+                    query.groups, " ".join(_document(fact) for fact in facts)
+                )
+                # followed where its facts hold more of the search than the hit alone,
+                # or the hit holds all of it (the search is about this entity)
+                linked = (together > alone or alone == 1.0) and len(facts) > 1
+                if linked and (best is None or together > best[0]):
+                    best = (together, position, form, facts)
+        if best is None:
+            return ranked
+        _, position, form, facts = best
+        about = {fact.handle for fact in facts}
+        placed = {node.handle for node, _ in ranked[: position + 1]}
+        score = ranked[position][1]
+        candidates = [
+            node
+            for node, _, _ in self._by_words([*query.words, form], ENTITY_DEPTH, visible)
+            if node.handle in about and node.handle not in placed
+        ]
+        # those holding more of the typed words first ("caused": the incident's cause)
+        candidates.sort(key=lambda n: -terms_of_search.coverage(query.groups, _document(n)))
+        pulled = [(node, score) for node in candidates[:ENTITY_PULL]]
+        for node, _ in pulled:
+            matched.setdefault(node.handle, "linked")
+        keep = {node.handle for node, _ in pulled}
+        rest = [r for r in ranked[position + 1 :] if r[0].handle not in keep]
+        return [*ranked[: position + 1], *pulled, *rest]
 
     def _by_meaning(self, text: str, depth: int, visible: Any) -> dict[int, Node]:
         """The visible sentexes closest in meaning to `text` (at least
         `semantic.MIN_SIMILARITY`), nearest first, at most `depth`: handle → node.
         Embeds first what was written since the last search (at most EMBED_PER_SEARCH
-        of it; the rest is found by its words until embedded)."""
+        of it; the rest is found by its words until embedded). Like the words, looks at
+        MAX_EXAMINED close sentexes at most."""
         self._embed_written(EMBED_PER_SEARCH)
         by_handle = self._index.by_handle
         near: dict[int, Node] = {}
-        for handle, _ in self._vectors().nearest(text):
+        for examined, (handle, _) in enumerate(self._vectors().nearest(text), 1):
+            self.last_examined += 1
             node = by_handle.get(handle)
             if visible(node):
                 near[handle] = node
                 if len(near) == depth:
                     break
+            if examined == MAX_EXAMINED:
+                break  # the rest lie past many this context does not see (see _by_words)
         return near
 
     def _vectors(self) -> semantic.Vectors:
@@ -208,6 +442,7 @@ class Search(State):
             if self._closed:
                 return 0
             indexed = self._store.catch_up(limit)
+            self._count_terms(limit)
             if semantic.installed():
                 self._embed_written(limit)
             return indexed
@@ -292,6 +527,22 @@ def _search_words(text: Any) -> list[str]:
             {"words": len(words), "max": MAX_WORDS},
         )
     return words
+
+
+def _more_of_the_search_first(
+    query: terms_of_search.Query, lexical: list[tuple[Node, float, str | None]]
+) -> list[tuple[Node, float, str | None]]:
+    """The word hits, those holding more of the typed words first, then in the store's
+    order: BM25 adds the words' weights, so one rare word can outrank two common ones,
+    and a compound's forms ("roll", "back", "rollback") count as one typed word here."""
+    held = [terms_of_search.coverage(query.groups, _document(node)) for node, _, _ in lexical]
+    order = sorted(range(len(lexical)), key=lambda i: -held[i])
+    return [lexical[i] for i in order]
+
+
+def _document(node: Node) -> str:
+    """A sentex's index texts as one (for `coverage`)."""
+    return " ".join(fulltext.document(node.atom))
 
 
 def _opening(node: Node) -> str:

@@ -18,8 +18,9 @@ Invariants:
   every key up to `top` offered: its owner (the KB's search) catches it up with what is
   stored, and skips a key it no longer holds (vectors are never updated: what they
   embed, a stored sentence, never changes). The sessions keep their own (meaning.py).
-- Fusion is reciprocal-rank fusion (`fuse`): each side contributes 1 / (K + rank) per
-  hit, so neither side's scores need to be comparable; a meaning-only hit counts only
+- Fusion is reciprocal-rank fusion (`fuse`): each side contributes weight / (K + rank)
+  per hit, so neither side's scores need to be comparable (the search weighs the words
+  by how much of the search its best word hit holds); a meaning-only hit counts only
   above `MIN_SIMILARITY`, so a search for something nobody said still finds nothing.
 """
 
@@ -182,11 +183,15 @@ class Vectors:
             self._pending.clear()
 
 
-def fuse(lexical: Sequence[Any], semantic: Sequence[Any]) -> list[tuple[Any, float]]:
+def fuse(
+    lexical: Sequence[Any], semantic: Sequence[Any], *, lexical_weight: float = 1.0
+) -> list[tuple[Any, float]]:
     """Reciprocal-rank fusion of two best-first lists of keys: (key, fused score), best
-    first; ties go to the lexical order, then the semantic."""
+    first; ties go to the lexical order, then the semantic. `lexical_weight` scales the
+    lexical list's share (the meaning list's is 1): the search sets it by how strong its
+    word evidence is (search.py)."""
     score: dict[Any, float] = {}
-    for ranked in (lexical, semantic):
+    for weight, ranked in ((lexical_weight, lexical), (1.0, semantic)):
         for rank, key in enumerate(ranked):
-            score[key] = score.get(key, 0.0) + 1.0 / (K + rank + 1)
+            score[key] = score.get(key, 0.0) + weight / (K + rank + 1)
     return sorted(score.items(), key=lambda kv: -kv[1])

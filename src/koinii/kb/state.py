@@ -61,6 +61,8 @@ class State:
     _budget: Budget | None  # the running operation's (see `KB.budget`)
     _shipped: frozenset[int]  # the shipped vocabulary's handles (see `mark_shipped`)
     _search_vectors: Vectors | None  # the stored sentences' vectors (search, semantic.py)
+    _search_terms: Any  # the stored words' counts (search, terms_of_search.Terms) or None
+    last_examined: int  # matches (by words and by meaning) the last search looked at
     max_depth: int
     max_derivations: int
     query_budget_s: float | None

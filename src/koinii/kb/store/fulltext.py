@@ -46,12 +46,17 @@ from koinii.terms import Sym, Var, parse
 MAX_WORDS = 32  # words a search may hold
 MAX_SEARCH_TEXT = 1000  # characters a search text may hold
 SNIPPET_TOKENS = 16
+MAX_WHOLE = 24  # a mixed run longer than this (a hash, an id) is not also kept whole
+# Keep a run that mixes letters and digits whole as well as split (`k8s`). A switch only
+# so that benchmarks/recall.py can measure the index as it was before, in the same run.
+WHOLE_RUNS = True
 
 Ranked = tuple[int, float, "str | None"]  # (handle, score, snippet or None)
 
 _CHUNK = re.compile(r"[^\W_]+")  # what unicode61 keeps as a token: letters and digits
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _DIGITS = re.compile(r"[0-9]+|[^0-9]+")
+_MIXED = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z0-9]+")  # k8s, p99, ec2
 
 # Words too common to search by: dropped from a search (PostgreSQL's `english`
 # configuration drops these and more from documents too), so both stores answer alike.
@@ -65,19 +70,38 @@ STOP_WORDS = frozenset({
 # fmt: on
 
 
-def _split(chunk: str) -> tuple[list[str], str | None]:
-    """A run of letters and digits as its words, lower case, and — when it split — its
-    letters run together (`ProdCluster`: "prod", "cluster"; "prodcluster")."""
+@functools.lru_cache(maxsize=65536)
+def _split(chunk: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A run of letters and digits as its words, lower case, and — when it split — the
+    forms it is also found by: its letters run together (`ProdCluster`: "prod",
+    "cluster"; "prodcluster") and, where it mixes letters and digits, the whole run
+    (`k8s`: "k", "8", "s"; "ks", "k8s"), and each such run between case boundaries
+    (`k8sNamespace`: "k8s"; `latencyP99Ms`: "p99") — so `k8s`, `s3` or `ec2` is one word
+    too."""
     if chunk.isascii():
         parts = _CAMEL.findall(chunk)
     else:  # no case boundaries outside ASCII: letters and digits apart
         parts = _DIGITS.findall(chunk)
-    words = [p.lower() for p in parts]
-    if len(words) > 1:
-        letters = "".join(p for p in words if not p.isdigit())
-        if letters and letters not in words:
-            return words, letters
-    return words, None
+    words = tuple(p.lower() for p in parts)
+    if len(words) <= 1:
+        return words, ()
+    forms: list[str] = []
+    letters = "".join(p for p in words if not p.isdigit())
+    if letters and letters not in words:
+        forms.append(letters)
+    if WHOLE_RUNS and not chunk.isalpha() and not chunk.isdigit():
+        # the runs of letters and digits between case boundaries, and the whole chunk
+        for run in [*_MIXED.findall(chunk), chunk] if chunk.isascii() else [chunk]:
+            whole = run.lower()
+            if (
+                not whole.isalpha()
+                and not whole.isdigit()
+                and len(whole) <= MAX_WHOLE
+                and whole not in words
+                and whole not in forms
+            ):
+                forms.append(whole)
+    return words, tuple(forms)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -87,21 +111,19 @@ def _symbol_words(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     words: list[str] = []
     joined: list[str] = []
     for chunk in _CHUNK.findall(name):
-        parts, together = _split(chunk)
+        parts, forms = _split(chunk)
         words.extend(parts)
-        if together is not None:
-            joined.append(together)
+        joined.extend(forms)
     return tuple(words), tuple(joined)
 
 
 def text_words(text: str) -> list[str]:
-    """The words of free text or a symbol's name: each run split, then its joined form."""
+    """The words of free text or a symbol's name: each run split, then its joined forms."""
     out: list[str] = []
     for chunk in _CHUNK.findall(text):
-        words, joined = _split(chunk)
+        words, forms = _split(chunk)
         out.extend(words)
-        if joined is not None:
-            out.append(joined)
+        out.extend(forms)
     return out
 
 
@@ -116,11 +138,10 @@ def document(term: Any) -> tuple[str, str]:
     for text in strings:
         # a camelCase or digit-joined token inside a string is also found by its parts
         for chunk in _CHUNK.findall(text):
-            words, joined = _split(chunk)
+            words, forms = _split(chunk)
             if len(words) > 1:
                 extra.extend(words)
-            if joined is not None:
-                extra.append(joined)
+            extra.extend(forms)
     parts = [" ".join(symbols)] if symbols else []
     parts.extend(strings)
     return " · ".join(parts), " ".join(extra)
@@ -290,6 +311,15 @@ def sqlite_backfill(db: Any) -> None:
     stored; `SQLITE_FTS` (the next migration) makes the FTS5 index over it."""
     db.execute(SQLITE_WORDS)
     backfill(db.execute("SELECT handle, text FROM sentex"), db.executemany, SQLITE_INDEX)
+
+
+def sqlite_reindex(db: Any) -> None:
+    """The SQLite store's migration to the words as `document` cuts them now (mixed runs
+    such as `k8s` kept whole too): every row made again from the stored sentexes, and the
+    FTS5 index afresh over them (filled at the first search)."""
+    db.execute("DELETE FROM sentex_words")
+    backfill(db.execute("SELECT handle, text FROM sentex"), db.executemany, SQLITE_INDEX)
+    sqlite_fts(db)
 
 
 def backfill(stored: Any, run_many: Any, statements: Sequence[str], batch: int = 10_000) -> None:

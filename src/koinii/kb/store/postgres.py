@@ -91,6 +91,8 @@ _MIGRATIONS = [
         VALUES ('store_id', floor(random() * 9.0e18)::bigint)
         ON CONFLICT (key) DO NOTHING;
     """,
+    # 4: the full-text rows made again: mixed runs of letters and digits (k8s) kept whole
+    lambda conn: _reindex(conn),
 ]
 
 _PLACEHOLDER = re.compile(r"\?")
@@ -509,6 +511,12 @@ def _backfill(conn: Any) -> None:
         conn.cursor().executemany(sql.replace("?", "%s"), rows)
 
     fulltext.backfill(stored, run_many, fulltext.POSTGRES_INDEX)
+
+
+def _reindex(conn: Any) -> None:
+    """Make every full-text row again, as `fulltext.document` cuts sentences now."""
+    conn.execute("DELETE FROM sentex_words")
+    _backfill(conn)
 
 
 def _redact(dsn: str) -> str:

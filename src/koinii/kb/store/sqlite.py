@@ -65,6 +65,8 @@ _MIGRATIONS = [
     fulltext.sqlite_fts,
     # 5: the seq that last wrote each row, and the store's own id (kb/checkpoint.py)
     lambda db: _written_and_identity(db),
+    # 6: the full-text rows made again: mixed runs of letters and digits (k8s) kept whole
+    fulltext.sqlite_reindex,
 ]
 
 

@@ -102,10 +102,15 @@ def register(tool: Register, the: Surface) -> None:
         finds (postgresMajorVersion ProdCluster 16); any word may match, and where the
         server has semantic ranking a sentence close in meaning is found too ("which
         database" finds it). The best matches come first (keep their order). `limit`: 1
-        to 100. Example: search(text="postgres version"). Returns {hits, count}: each
-        hit's handle, sentence, context, author, snippet (the matched words in [ ]) and
-        matched ("words", "meaning" or "words+meaning"). Then thread(handle) shows what
-        was said about a hit."""
+        to 100. Abbreviations, split or joined words ("roll back"/"rollback") and a
+        longer word's typo are found too; an answer and its claim are one hit (the
+        answer), placed before the question it answers. Example:
+        search(text="postgres version"). Returns {hits, count}: each hit's handle,
+        sentence, context, author (for an answer's claim, who answered), snippet (the
+        matched words in [ ]) and matched ("words", "meaning", "words+meaning",
+        "answer": the answer to a question that matched, or "linked": a fact about an
+        entity the best hit names). Then thread(handle) shows what was said about a
+        hit."""
         hits = [
             {
                 "handle": h.sentex.handle,
