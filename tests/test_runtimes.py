@@ -27,6 +27,7 @@ from koinii.runtimes.hooks import koinii_id
 from koinii.sessions import Introspection, SessionStore
 from koinii.sessions.importing import import_paths
 from koinii.wraps import WrapQueue, permeate
+from tests.conftest import forker
 
 SAMPLES = pathlib.Path(__file__).parent / "data" / "sessions"
 TOOLS = SAMPLES / "claude-code_v2.1.38_sample_tools.jsonl"
@@ -59,14 +60,10 @@ def home(tmp_path, monkeypatch):
 
 
 def hook(*args: str, stdin: str = "", env: dict[str, str] | None = None):
-    """Run `koinii hook …` as the runtime would: a process, the payload on stdin."""
-    return subprocess.run(
-        [sys.executable, "-m", "koinii", "hook", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=HOOK_TIMEOUT_S,
-        env={**os.environ, **(env or {})},
+    """Run `koinii hook …` as the runtime would: a process of its own (forked from the
+    zygote, tests/forks.py), the payload on stdin."""
+    return forker().run(
+        ["hook", *args], input=stdin, timeout=HOOK_TIMEOUT_S, env={**os.environ, **(env or {})}
     )
 
 
