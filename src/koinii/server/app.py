@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -52,7 +51,7 @@ from koinii.errors import Refused, status_of
 from koinii.identity import reserve_principals
 from koinii.kb import KB, semantic
 from koinii.operations import Operation, load_domains
-from koinii.server import access
+from koinii.server import access, bodies
 from koinii.server.chunks import WRITE_NOW
 from koinii.server.guards import Hosts, check_origin
 from koinii.server.snapshot import Snapshots
@@ -91,7 +90,9 @@ class Limits:
     header_s: float = 10.0  # a request's line and headers arrive within this
     body_s: float = 60.0  # its body arrives within this, once its headers have
     max_connections: int | None = None  # None: what the descriptor limit leaves
-    agent_batch: int = 10_000  # entries one edit of an agent (or arbiter) may add
+    agent_batch: int = 10_000  # entries one edit of an agent (or arbiter) may add (or remove)
+    body_slice_s: float = 0.005  # how long decoding a body may hold the loop at a time
+    body_budget_s: float = 2.0  # the loop's time decoding one body may take in all
 
 
 # The refusals that say the store may no longer be this daemon's (see `Daemon.watch_writer`).
@@ -724,10 +725,13 @@ class Daemon:
             return OPEN
         return self.tokens.caller(headers.get(b"authorization"))
 
-    async def body(self, request: Request, headers: dict[bytes, str], limit: int) -> Any:
+    async def body(
+        self, request: Request, headers: dict[bytes, str], limit: int, caps: bodies.Caps
+    ) -> Any:
         """The JSON body, read from the ASGI messages directly (Starlette's stream is an
         async generator per request), refused past `limit` bytes — before it is decoded,
-        and before it is read at all when its declared length is over."""
+        and before it is read at all when its declared length is over — then decoded in
+        slices of the loop, its capped arrays counted as they are read (bodies.py)."""
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
@@ -756,20 +760,8 @@ class Daemon:
                 {"limit_s": self.limits.body_s, "received": size},
             ) from None
         raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        if not raw:
-            return {}
-        try:  # UTF-8 only: json.loads would take bytes in UTF-16 or UTF-32 too
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise Refused(
-                "not-json",
-                f"the body is not UTF-8 (byte {exc.start}): send JSON encoded as UTF-8",
-                {"offset": exc.start},
-            ) from None
-        try:
-            return json.loads(text)
-        except (ValueError, RecursionError):
-            raise Refused("not-json", "the body is not valid JSON (UTF-8)", {}) from None
+        limits = self.limits
+        return await bodies.decode(raw, caps, limits.body_slice_s, limits.body_budget_s)
 
 
 class _Reply(JSONResponse):
@@ -946,7 +938,8 @@ def _serve(daemon: Daemon, op: str, fields, run) -> Callable[[Request], Awaitabl
                     "for an agent token to write",
                     {"principal": caller.id, "operation": op},
                 )
-            body = _check_fields(op, fields, await daemon.body(request, headers, limit))
+            caps = bodies.caps_for(op, caller.is_agent, daemon.limits.agent_batch)
+            body = _check_fields(op, fields, await daemon.body(request, headers, limit, caps))
             result = await run(caller, body)
             await daemon.durable()
             return _reply(result)
