@@ -66,12 +66,14 @@ class Cap:
     items: str  # what the items are, for the message: "entries", "ids", "events"
     fix: str  # how to send them instead
 
-    def refusal(self, at_least: int) -> Refused:
+    def refusal(self, at_least: int, whole: bool = False) -> Refused:
+        """The refusal once `at_least` items were read: all of them (`whole`), or the
+        first ones only — the rest of the body is then never decoded."""
+        held = f"{at_least:,}" if whole else f"more than {self.limit:,} ({at_least:,} read)"
         return Refused(
             self.kind,
-            f"{self.field} holds more than {self.limit:,} {self.items}, over the limit of "
-            f"{self.limit:,} one request may carry: {self.fix} (the body was not read "
-            "further)",
+            f"{self.field} holds {held} {self.items}, over the limit of {self.limit:,} one "
+            f"request may carry: {self.fix}",
             {"field": self.field, "limit": self.limit, "at_least": at_least},
         )
 
@@ -129,7 +131,7 @@ def _check_caps(body: Any, caps: Mapping[str, Cap]) -> None:
     for name, cap in caps.items():
         value = body.get(name)
         if isinstance(value, list) and len(value) > cap.limit:
-            raise cap.refusal(len(value))
+            raise cap.refusal(len(value), whole=True)
 
 
 class _Clock:
@@ -253,7 +255,7 @@ class _Decoder:
                 pos = self.skip(pos)
                 if text[pos : pos + 1] == "]":
                     if cap is not None and len(out) > cap.limit:
-                        raise cap.refusal(len(out))
+                        raise cap.refusal(len(out), whole=True)
                     return out, pos + 1
                 pos = self.expect(pos, ",")
             if cap is not None and len(out) > cap.limit:
@@ -286,8 +288,7 @@ class _Decoder:
 
 # --- the caps of each operation ------------------------------------------------------------
 
-_PARTS = "send them in parts of at most the limit"
-_WRAPS = f"{_PARTS}, each its own wrap_id"
+_WRAPS = "file what the session created in several wraps (each its own wrap_id)"
 # The domains' caps, by operation: the numbers are the domains' own.
 DOMAIN_CAPS: dict[str, dict[str, Cap]] = {
     "wraps.add": {"created_ids": Cap("created_ids", MAX_CREATED_IDS, "bad-wrap", "ids", _WRAPS)},
@@ -296,10 +297,22 @@ DOMAIN_CAPS: dict[str, dict[str, Cap]] = {
         for name in ("notes", "decisions", "conventions")
     },
     "sessions.record_batch": {
-        "events": Cap("events", MAX_BATCH, "bad-session", "events", f"{_PARTS} (a recorder does)")
+        "events": Cap(
+            "events",
+            MAX_BATCH,
+            "bad-session",
+            "events",
+            "send them in several batches (a SessionRecorder does)",
+        )
     },
     "sessions.import_part": {
-        "turns": Cap("turns", MAX_PART_TURNS, "bad-session", "turns", f"{_PARTS} (an import does)")
+        "turns": Cap(
+            "turns",
+            MAX_PART_TURNS,
+            "bad-session",
+            "turns",
+            "send them in several parts (SessionStore.import_session does)",
+        )
     },
 }
 
@@ -310,7 +323,7 @@ def caps_for(op: str, agent: bool, agent_batch: int) -> dict[str, Cap]:
     if op in ("edit", "check_edit"):
         if not agent:
             return {}
-        fix = f"{_PARTS} (an operator edits more at once)"
+        fix = "send it in parts (an operator edits more at once)"
         return {
             name: Cap(name, agent_batch, "batch-too-large", "entries", fix)
             for name in ("add", "remove")
