@@ -129,7 +129,7 @@ class Daemon:
 # --- the prober ------------------------------------------------------------------------------
 
 
-def _probe(url: str, stop: Any, out: Any) -> None:
+def _probe(url: str, stop: Any, out: Any, ready: Any = None) -> None:
     """Another client, in its own process: /health and a one-write round trip, timed."""
     client = koinii.connect(url, timeout=30)
     samples = []
@@ -152,6 +152,8 @@ def _probe(url: str, stop: Any, out: Any) -> None:
             write_ok = False
         write = time.perf_counter() - started
         samples.append((at, health, health_ok, write, write_ok))
+        if ready is not None:
+            ready.set()  # up and probing: the attack may start
         i += 1
         time.sleep(PROBE_EVERY_S)
     out.put(samples)
@@ -162,11 +164,15 @@ class Prober:
         context = multiprocessing.get_context("spawn")
         self._stop = context.Event()
         self._out = context.Queue()
-        self._proc = context.Process(target=_probe, args=(url, self._stop, self._out))
+        self._ready = context.Event()
+        self._proc = context.Process(target=_probe, args=(url, self._stop, self._out, self._ready))
 
     def __enter__(self) -> Prober:
+        """Once the prober has made its first round: on a busy machine a fixed wait was
+        not always enough, and a phase then had no samples."""
         self._proc.start()
-        time.sleep(1.0)  # the prober's interpreter is up and probing
+        if not self._ready.wait(120):
+            raise RuntimeError("the prober did not start probing within 120 s")
         return self
 
     def stop(self) -> list[tuple]:
@@ -235,8 +241,7 @@ def _repeat(call: Callable[[], Any], seconds: float, timeout: float) -> tuple[st
 
 def _grid(client: koinii.Client) -> None:
     facts = [(f"(r N{i} N{j})", "CxA") for i in range(40) for j in range(40)]
-    for chunk in range(0, len(facts), 200):  # small batches: within any write budget
-        client.edit(add=facts[chunk : chunk + 200])
+    _in_batches(client, facts)  # small batches: within any write budget
 
 
 def attack_rows(source: str | None, side: str, phase_s: float, timeout: float) -> list[Row]:
@@ -485,12 +490,6 @@ class AgentProber(Prober):
         self._proc = context.Process(
             target=_probe_agent, args=(url, token, self._stop, self._out, self._ready)
         )
-
-    def __enter__(self) -> AgentProber:
-        self._proc.start()
-        if not self._ready.wait(120):
-            raise RuntimeError("the prober did not start probing within 120 s")
-        return self
 
 
 @dataclass
