@@ -44,3 +44,20 @@ def test_the_scale_benchmark_times_its_reads_alone():
     assert "facts: reads" in result.stdout
     assert "row result, rows/s" in result.stdout
     assert "feed" not in result.stdout and "daemon" not in result.stdout
+
+
+def test_the_resilience_benchmark_runs_each_agent_attack_tiny():
+    """Issue 37's attacks, each a hundredth of its size: the table comes out, each attack
+    answered as the daemon answers it (the timings are the real run's, not CI's)."""
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "resilience.py"), "--suite", "agents", "--tiny"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = result.stdout
+    assert "Koinii" in table and "| verdict |" in table
+    for answer in ("batch-too-large", "koinii/foreign-context", "forbidden", "bad-wrap"):
+        assert f"| {answer} |" in table, answer
+    assert "| bad-session |" in table

@@ -14,7 +14,7 @@ GENEROUS_P99_MS = 250
 
 def test_no_attack_freezes_the_daemon_or_misreports(postgres):
     result = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--quick", "--json"],
+        [sys.executable, str(BENCHMARK), "--quick", "--json", "--suite", "transport"],
         capture_output=True,
         text=True,
         timeout=300,

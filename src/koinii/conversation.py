@@ -30,6 +30,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from koinii import adjudication, disputes, speech
@@ -257,8 +258,14 @@ class _Reader:
         if self._groups is not None:
             return self._groups
         groups: dict[tuple[int, ...], dict[str, Any]] = {}
+        # each handle's groups, in the order they were made: `_key` looks at the target's
+        # only (scanning every group for every edge: 3,000 disputes were 9 M steps, 0.8 s)
+        having: dict[int, list[tuple[int, ...]]] = {}
         for entry in self.live():
-            groups[tuple(entry["dispute_id"])] = {"live": entry, "edges": [], "target": None}
+            key = tuple(entry["dispute_id"])
+            groups[key] = {"live": entry, "edges": [], "target": None}
+            for handle in key:
+                having.setdefault(handle, []).append(key)
         edges = self.kb.sentexes_matching((DISPUTES, _ANY, (speech.HANDLE, _ANY2)), "?ctx")
         for edge in sorted(edges, key=lambda e: e.handle):
             if edge.context not in self.visible:
@@ -267,18 +274,24 @@ class _Reader:
             if target is None:
                 continue
             rebuttal = self.stored(negation(target.sentence), edge.context)
-            key = self._key(target, rebuttal, groups)
-            group = groups.setdefault(key, {"live": None, "edges": [], "target": None})
+            key = self._key(target, rebuttal, having.get(target.handle, ()))
+            if key not in groups:
+                groups[key] = {"live": None, "edges": [], "target": None}
+                for handle in key:
+                    having.setdefault(handle, []).append(key)
+            group = groups[key]
             group["edges"].append(edge)
             group["target"] = group["target"] or target
         self._groups = sorted(groups.items())
         return self._groups
 
     def _key(
-        self, target: Sentex, rebuttal: Sentex | None, groups: dict[tuple[int, ...], Any]
+        self, target: Sentex, rebuttal: Sentex | None, candidates: Iterable[tuple[int, ...]]
     ) -> tuple[int, ...]:
-        for key in groups:
-            if target.handle in key and (rebuttal is None or rebuttal.handle in key):
+        """The group an edge on `target` joins: the first of the target's groups
+        (`candidates`) that holds its rebuttal too, else a ruling's, else a new one."""
+        for key in candidates:
+            if rebuttal is None or rebuttal.handle in key:
                 return key
         for ruling in adjudication.rulings_on(self.kb, target):
             for key in ruling["dispute_ids"]:

@@ -401,7 +401,8 @@ _CATALOGUE = (
     Kind(
         "batch-too-large",
         400,
-        "an agent's edit adding more entries than the daemon takes from an agent at once",
+        "an agent's edit (or its dry run) adding or removing more entries than the daemon "
+        "takes from an agent at once",
         "send the entries in parts of at most the limit the message names",
     ),
     Kind(

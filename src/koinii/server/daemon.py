@@ -23,7 +23,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +32,7 @@ from starlette.requests import ClientDisconnect, Request
 from koinii.errors import Refused
 from koinii.identity import reserve_principals
 from koinii.kb import KB
+from koinii.server import bodies
 from koinii.server.guards import Hosts, check_origin
 from koinii.server.limits import Limits
 from koinii.server.snapshot import Snapshots
@@ -221,10 +221,13 @@ class Daemon:
             return OPEN
         return self.tokens.caller(headers.get(b"authorization"))
 
-    async def body(self, request: Request, headers: dict[bytes, str], limit: int) -> Any:
+    async def body(
+        self, request: Request, headers: dict[bytes, str], limit: int, caps: bodies.Caps
+    ) -> Any:
         """The JSON body, read from the ASGI messages directly (Starlette's stream is an
         async generator per request), refused past `limit` bytes — before it is decoded,
-        and before it is read at all when its declared length is over."""
+        and before it is read at all when its declared length is over — then decoded in
+        slices of the loop, its capped arrays counted as they are read (bodies.py)."""
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise Refused("body-too-large", f"the body is over {limit} bytes", {"limit": limit})
@@ -253,17 +256,5 @@ class Daemon:
                 {"limit_s": self.limits.body_s, "received": size},
             ) from None
         raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        if not raw:
-            return {}
-        try:  # UTF-8 only: json.loads would take bytes in UTF-16 or UTF-32 too
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise Refused(
-                "not-json",
-                f"the body is not UTF-8 (byte {exc.start}): send JSON encoded as UTF-8",
-                {"offset": exc.start},
-            ) from None
-        try:
-            return json.loads(text)
-        except (ValueError, RecursionError):
-            raise Refused("not-json", "the body is not valid JSON (UTF-8)", {}) from None
+        limits = self.limits
+        return await bodies.decode(raw, caps, limits.body_slice_s, limits.body_budget_s)

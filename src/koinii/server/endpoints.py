@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse, Response
 
 from koinii.errors import Refused, status_of
 from koinii.operations import Operation
+from koinii.server import bodies
 from koinii.server.chunks import WRITE_NOW
 from koinii.server.daemon import Daemon
 from koinii.server.limits import STORE_LOSS, WRITER_LEASE_S
@@ -309,7 +310,8 @@ def _serve(daemon: Daemon, op: Operation, run: Runner) -> Endpoint:
                     "operator for an agent token to write",
                     {"principal": caller.id, "operation": name},
                 )
-            body = check_fields(name, fields, await daemon.body(request, headers, limit))
+            caps = bodies.caps_for(name, caller.is_agent, daemon.limits.agent_batch)
+            body = check_fields(name, fields, await daemon.body(request, headers, limit, caps))
             result = await run(caller, body)
             await daemon.durable()
             return reply(result)

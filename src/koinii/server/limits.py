@@ -26,7 +26,9 @@ class Limits:
     header_s: float = 10.0  # a request's line and headers arrive within this
     body_s: float = 60.0  # its body arrives within this, once its headers have
     max_connections: int | None = None  # None: what the descriptor limit leaves
-    agent_batch: int = 10_000  # entries one edit of an agent (or arbiter) may add
+    agent_batch: int = 10_000  # entries one edit of an agent (or arbiter) may add (or remove)
+    body_slice_s: float = 0.005  # how long decoding a body may hold the loop at a time
+    body_budget_s: float = 2.0  # the loop's time decoding one body may take in all
 
 
 # The refusals that say the store may no longer be this daemon's (see `Daemon.watch_writer`).

@@ -92,6 +92,31 @@ def _read_wraps(kb: KB, query: tuple[str, tuple[Any, ...]]) -> list[dict[str, An
     return store.read(kb, lambda c: [store.wrap_of(row) for row in c.execute(sql, params)])
 
 
+def wrap_headers(kb: KB, *, include_processed: bool = False) -> list[dict[str, Any]]:
+    """Every wrap (unprocessed unless asked) as `wraps.list` lists it, oldest first, but
+    without its `created_ids`: a listing that shows a window of them (the web view's wraps
+    page) counts them all and reads out only what it shows (`wraps_named`). Read whole,
+    one 1.4-million-id wrap cost every later listing 0.6-0.9 s (issue 37)."""
+    sql, params = wraps_query(include_processed=include_processed)
+    columns = store.WRAP_COLUMNS.replace("created_ids", "'[]'")
+    sql = sql.replace(store.WRAP_COLUMNS, columns)
+    return _read_wraps(kb, (sql, params))
+
+
+def wraps_named(kb: KB, wrap_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The wraps `wrap_ids` name, whole, in that order (an unknown id: left out)."""
+    wanted = list(dict.fromkeys(wrap_ids))
+    found: dict[str, dict[str, Any]] = {}
+    for at in range(0, len(wanted), 500):  # within any store's limit of parameters
+        part = wanted[at : at + 500]
+        sql = (
+            f"SELECT {store.WRAP_COLUMNS} FROM wrap_notification "
+            f"WHERE wrap_id IN ({', '.join('?' * len(part))})"
+        )
+        found.update((w["wrap_id"], w) for w in _read_wraps(kb, (sql, tuple(part))))
+    return [found[i] for i in wanted if i in found]
+
+
 @operation(
     "wraps.list",
     fields=_FILTER_FIELDS,

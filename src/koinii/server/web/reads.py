@@ -22,6 +22,7 @@ from koinii.server.web import graph
 from koinii.server.web.moves import window
 from koinii.sessions import search as session_search
 from koinii.terms import Sym, show
+from koinii.wraps.queue import wrap_headers, wraps_named
 
 MOVES = 200  # lines in a channel window
 QUESTIONS = 12  # questions beside the moves
@@ -207,7 +208,7 @@ def why_page(kb: KB, handle: str) -> dict[str, Any]:
 def wraps_page(kb: KB) -> dict[str, Any]:
     call = invoker(kb)
     coordinators = call("wraps.coordinators.list")
-    every = call("wraps.list", include_processed=True)
+    every = wrap_headers(kb, include_processed=True)  # ids: the shown ones' only
     by_session: dict[str | None, list[dict[str, Any]]] = {}
     for wrap in every:
         by_session.setdefault(wrap["parent_session_id"], []).append(wrap)
@@ -225,11 +226,13 @@ def _group(kb: KB, coordinator: dict[str, Any], wraps: list[dict[str, Any]]) -> 
     queue of 2,000 unprocessed wraps was an 8.5 MB page that held the daemon 0.7 s."""
     processed = [w for w in wraps if w["processed"]]
     unprocessed = [w for w in wraps if not w["processed"]]
+    shown = wraps_named(kb, [w["wrap_id"] for w in (*unprocessed[:WAITING], *processed[-WRAPS:])])
+    whole = {w["wrap_id"]: w for w in shown}  # with their ids (`wrap_headers` has none)
     return {
         "coordinator": coordinator,
-        "unprocessed": [_wrap(kb, w) for w in unprocessed[:WAITING]],
+        "unprocessed": [_wrap(kb, whole[w["wrap_id"]]) for w in unprocessed[:WAITING]],
         "unprocessed_count": len(unprocessed),
-        "processed": [_wrap(kb, w) for w in processed[-WRAPS:][::-1]],
+        "processed": [_wrap(kb, whole[w["wrap_id"]]) for w in processed[-WRAPS:][::-1]],
         "processed_count": len(processed),
     }
 
