@@ -69,3 +69,32 @@ def test_every_mcp_move_tool_is_its_operation_with_the_same_argument_order(tmp_p
         assert arguments == fields_of(f"moves.{move}")[: len(arguments)], (move, arguments)
     for read in set(READS) - {"members"}:  # (the roster tool is still to come)
         assert read in tools, read
+
+
+SHELL_MOVES = {"join", "claim", "ask", "answer", "endorse", "justify", "dispute", "vote"} | {
+    "accept",
+    "close",
+}
+SOURCE = {"agent", "as_json", "quiet", "url", "token", "db"}  # every shell move's own options
+
+
+def test_every_shell_move_is_its_operation_with_the_same_argument_order():
+    """`koinii <move>`: the operation's required fields (after the agent) as arguments, in
+    its order; its optional fields as options of the same name; nothing else."""
+    import click
+
+    from koinii.cli import main
+
+    for move in SHELL_MOVES:
+        command = main.commands[move]
+        op = load_domains()[f"moves.{move}"]
+        wanted = [f for f in op.fields if f != "agent"]
+        arguments = [p.name for p in command.params if isinstance(p, click.Argument)]
+        options = {p.name for p in command.params if isinstance(p, click.Option)} - SOURCE
+        required = [f for f in wanted if op.fields[f][1]]
+        assert arguments == required, (move, arguments, required)
+        assert options <= set(wanted) - set(required), (move, options)
+        assert {"agent", "url", "token", "db"} <= {p.name for p in command.params}, move
+    assert set(MOVES) - NOT_TOOLS - {"withdraw"} <= SHELL_MOVES | {"join"}
+    assert main.commands["channels"].params[0].name == "as_json"
+    assert "conversation.channels" in load_domains()

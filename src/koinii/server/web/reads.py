@@ -71,9 +71,7 @@ def edges(kb: KB) -> list[tuple[str, str]]:
 
 def channels(kb: KB) -> list[dict[str, Any]]:
     """The channels: contexts that see an agent's own context and are none themselves."""
-    owners = agent_contexts(kb)
-    names = sorted({a for a, b in edges(kb) if b in owners and a not in owners})
-    return [{"name": name, "members": conversation.members(kb, name)} for name in names]
+    return conversation.channels(kb)
 
 
 def channel_name(kb: KB, name: str) -> str:
