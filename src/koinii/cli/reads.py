@@ -10,9 +10,15 @@ from typing import Any
 import click
 
 from koinii.cli.core import echo_json, json_option, open_source, source_options
-from koinii.conversation import DISPUTE_STATES, QUESTION_STATES
+from koinii.cli.lazy import LazyChoice
 from koinii.errors import Refused
-from koinii.operations import invoker
+
+
+def invoker(store: Any) -> Any:
+    """`operations.invoker`, imported when a command runs (it brings the engine)."""
+    from koinii.operations import invoker as of
+
+    return of(store)
 
 
 @click.command("why", short_help="Why a sentex is believed: its justification tree.")
@@ -106,7 +112,12 @@ def contradictions_command(context, conflicts, as_json, url, token, db) -> None:
 
 @click.command("disputes", short_help="A channel's disputes: sides, state, tally, ruling.")
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
-@click.option("--state", type=click.Choice(DISPUTE_STATES), default=None, help="Only these.")
+@click.option(
+    "--state",
+    type=LazyChoice("koinii.conversation", "DISPUTE_STATES"),
+    default=None,
+    help="Only these.",
+)
 @json_option
 @source_options
 def disputes_command(channel, state, as_json, url, token, db) -> None:
@@ -153,7 +164,7 @@ def _ruling(ruling: dict, target: dict | None) -> str:
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
 @click.option(
     "--state",
-    type=click.Choice([*QUESTION_STATES, "unsettled", "all"]),
+    type=LazyChoice("koinii.conversation", "QUESTION_STATES", ("unsettled", "all")),
     default=None,
     help="Only these (unsettled: open, answered or contested).",
 )

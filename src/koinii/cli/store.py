@@ -17,16 +17,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.text import Text
 
 from koinii._version import __version__
 from koinii.cli.core import echo_json, json_option, open_source, resolve_source, source_options
 from koinii.errors import Refused
-from koinii.kb import KB
-from koinii.kb.store.dump import starts_a_dump
-from koinii.terminal import terminal
-from koinii.terms import show, statements
+
+# (the engine and rich are imported where a command runs: `koinii --help` stays quick)
 
 # --- status -----------------------------------------------------------------------------
 
@@ -61,6 +57,8 @@ def status_command(as_json, url, token, db) -> None:
 
 
 def _status(store: Any) -> dict[str, Any]:
+    from koinii.kb import KB
+
     if isinstance(store, KB):
         lost = store.check_writer()
         health: dict[str, Any] = {"ok": lost is None, "version": __version__}
@@ -116,6 +114,8 @@ def load_command(file, context, strength, all_or_nothing, batch, as_json, url, t
     reported by its line and column with the refusal's kind, and the command exits 1.
     Loading is idempotent: a sentence already stored changes nothing.
     """
+    from koinii.kb.store.dump import starts_a_dump
+
     with open(file, "rb") as f:
         raw = f.read()
     try:
@@ -169,6 +169,8 @@ def _load_in_batches(
     so it is sent again in halves, and later batches stay at the smaller size; a single
     statement past the budget is reported as refused, and loading goes on.
     """
+    from koinii.terms import show, statements
+
     problems: list[dict[str, Any]] = []
     read: list[tuple[int, int, str]] = []
     for line, column, term in statements(text):
@@ -225,6 +227,10 @@ def _problem(line: int, column: int, kind: str, message: str) -> dict[str, Any]:
 @contextlib.contextmanager
 def _progress(total: int, quiet: bool) -> Iterator[Any]:
     """`advance(n)` on a progress bar on stderr (none when stderr is not a terminal)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from koinii.terminal import terminal
+
     console = terminal(stderr=True)
     bar = Progress(
         TextColumn("loading"),
@@ -264,7 +270,10 @@ def export_command(target, as_json, url, token, db) -> None:
     the export format). `koinii migrate --from TARGET --to NEW` makes a store of it again.
     An SQLite store is read while its daemon runs; a PostgreSQL one with its daemon stopped.
     """
+    from rich.text import Text
+
     from koinii.kb.store.migrate import export
+    from koinii.terminal import terminal
 
     source = _store_location(db, url, "export")
     with terminal(stderr=True).status(Text(f"exporting {source}")):
