@@ -171,6 +171,8 @@ def test_contradictions_and_disputes_show_the_clash(source, team):
     assert [m["speaker"] for m in dispute["raised_by"]] == ["AgentBoreas"]
     text = koinii_("disputes", "-c", "CxTeam", *source).stdout
     assert "open, raised by AgentBoreas" in text and "AgentAtlas: (usesDatabase" in text
+    # named by its move's handle, on the claim it disputes
+    assert text.startswith(f"dispute #{team['dispute']} on #{team['claim']}: open"), text
     assert (
         as_json(koinii_("disputes", "-c", "CxTeam", "--state", "resolved", "--json", *source)) == []
     )

@@ -147,10 +147,17 @@ def _none(what: str, channel: str, state: str | None) -> None:
 
 
 def _dispute(dispute: dict) -> str:
-    """`dispute 95/96: open, raised by AgentBoreas` (a clash no one raised: by `a clash`)."""
-    raised = ", ".join(m["speaker"] for m in dispute["raised_by"]) or "a clash"
-    named = "/".join(map(str, dispute["dispute_id"]))
-    return f"dispute {named}: {dispute['state']}, raised by {raised}"
+    """`dispute #105 on #99: open, raised by AgentCiel` — named by its move's handle (a
+    clash no one raised: `a clash of #99/#104, raised by no one`)."""
+    moves = dispute["raised_by"]
+    raised = ", ".join(m["speaker"] for m in moves) or "no one"
+    target = dispute["target"]
+    on = f" on #{target['handle']}" if target else ""
+    if moves:
+        named = "dispute " + ", ".join(f"#{m['handle']}" for m in moves) + on
+    else:
+        named = "a clash of " + "/".join(f"#{h}" for h in dispute["dispute_id"])
+    return f"{named}: {dispute['state']}, raised by {raised}"
 
 
 def _ruling(ruling: dict, target: dict | None) -> str:
