@@ -154,6 +154,7 @@ def test_why_not_names_the_reason(source, team):
         "context": None,
         "believed": True,
         "reason": None,
+        "defeated_by": [],
     }
     hidden = as_json(koinii_("why-not", str(team["claim"]), "-c", "CxBoreas", "--json", *source))
     assert hidden["reason"] == "not-visible" and hidden["believed"] is False
@@ -198,6 +199,14 @@ def test_a_ruling_prints_as_a_sentence_not_a_dict(tmp_path):
         f"(ruling #{ruling.handle})\n"
     ) in text
     assert "{" not in text and "'arbiter'" not in text
+    # why-not names what defeats the claim, and whose it is
+    assert koinii_("why-not", str(claim), "--db", path).stdout == (
+        f"#{claim}: defeated\n"
+        f"  defeated by #{ruling.handle} (not (usesDatabase ProdCluster Postgres))  in "
+        "CxMajority (monotonic, by AgentMajority)\n"
+    )
+    [by] = as_json(koinii_("why-not", str(claim), "--json", "--db", path))["defeated_by"]
+    assert (by["handle"], by["author"]) == (ruling.handle, "AgentMajority")
 
 
 # --- load -------------------------------------------------------------------------------

@@ -70,16 +70,23 @@ def _tree_lines(node: dict[str, Any], depth: int = 0):
 @source_options
 def why_not_command(handle, context, as_json, url, token, db) -> None:
     """Why the sentex HANDLE is not believed: retracted, defeated (a stronger sentex says
-    otherwise), unsupported (what it rested on is gone), excepted (masked), not-visible
-    (at --context) or not-stored. Prints "believed" when it is."""
+    otherwise: it is named, with its author), unsupported (what it rested on is gone),
+    excepted (masked), not-visible (at --context) or not-stored. Prints "believed" when
+    it is (the read `belief.why_not`)."""
     with open_source(db, url, token) as store:
-        reason = store.why_not(handle, context)
+        found = invoker(store)("belief.why_not", handle=handle, context=context)
     if as_json:
-        return echo_json(
-            {"handle": handle, "context": context, "believed": reason is None, "reason": reason}
-        )
+        return echo_json(found)
     where = f" at {context}" if context else ""
-    click.echo(f"#{handle} is believed{where}" if reason is None else f"#{handle}: {reason}{where}")
+    if found["believed"]:
+        return click.echo(f"#{handle} is believed{where}")
+    click.echo(f"#{handle}: {found['reason']}{where}")
+    for by in found["defeated_by"]:
+        author = f", by {by['author']}" if by["author"] else ""
+        click.echo(
+            f"  defeated by #{by['handle']} {by['sentence']}  in {by['context']} "
+            f"({by['strength']}{author})"
+        )
 
 
 @click.command("contradictions", short_help="The clashes a context sees.")
