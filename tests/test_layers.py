@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
                 "disputes",
                 "adjudication",
                 "belief",
+                "backups",
                 "narrator",
                 "conversation",
                 "moves",

@@ -27,6 +27,7 @@ DOMAIN_MODULES: tuple[str, ...] = (
     "koinii.moves",
     "koinii.conversation",
     "koinii.belief",
+    "koinii.backups",
     "koinii.wraps",
     "koinii.sessions",
 )

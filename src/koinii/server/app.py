@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -893,7 +894,9 @@ def _domain_endpoint(daemon: Daemon, op: Operation) -> Callable[[Request], Await
             with daemon.kb.attributed_to(caller.id):
                 if op.takes_caller:
                     return op.run(daemon.kb, caller=caller, **body)
-                return op.run(daemon.kb, **body)
+                result = op.run(daemon.kb, **body)
+            # an async operation (store.backup) does its long part off the loop
+            return await result if inspect.isawaitable(result) else result
         # a long poll: re-run after each write until there is something, or time is up
         wait = body.get(op.wait_field) or 0
         if not isinstance(wait, (int, float)) or isinstance(wait, bool) or not 0 <= wait <= 30:
