@@ -102,3 +102,12 @@ def test_a_defeated_rebuttal_is_told_as_its_dispute_losing(team):
         f"AgentAtlas's dispute #{dispute['handle']} lost: its rebuttal #{dispute['rebuttal']} "
         "(not (usesCache ProdCluster Redis)) is defeated, no longer believed"
     )
+
+
+def test_an_answers_claim_has_its_answerer_as_author_in_search(team):
+    store, atlas, boreas, _, _ = team
+    q = atlas.ask("(usesDatabase ProdCluster ?db)")
+    boreas.answer(q, "Postgres")
+    hits = store.search("uses database postgres", "CxTeam")
+    [claim] = [h for h in hits if h.sentex.text == "(usesDatabase ProdCluster Postgres)"]
+    assert claim.author == "AgentBoreas"
