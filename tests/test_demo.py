@@ -92,7 +92,8 @@ def test_the_demo_with_keep_leaves_its_daemon_and_says_how_to_explore_it():
             timeout=60,
         )
         assert "settled" in listed.stdout, listed.stderr
-        assert processes_mentioning("koinii.demo") == []  # only the daemon stays
+        # only the daemon stays: no agent or adjudicator of this demo (they name its URL)
+        assert processes_mentioning(url.group(1)) == []
     finally:
         if pid:  # the daemon this test's demo left: stopped by its pid
             os.kill(int(pid.group(1)), signal.SIGTERM)
