@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import koinii
 from koinii import channel
 from koinii.cli import main
-from tests.conftest import Daemon
+from tests.conftest import Daemon, refused
 
 NO_SOURCE_ENV = {"KOINII_URL": None, "KOINII_DB": None, "KOINII_TOKEN": None}
 
@@ -154,6 +154,7 @@ def test_why_not_names_the_reason(source, team):
         "context": None,
         "believed": True,
         "reason": None,
+        "defeated_by": [],
     }
     hidden = as_json(koinii_("why-not", str(team["claim"]), "-c", "CxBoreas", "--json", *source))
     assert hidden["reason"] == "not-visible" and hidden["believed"] is False
@@ -171,6 +172,8 @@ def test_contradictions_and_disputes_show_the_clash(source, team):
     assert [m["speaker"] for m in dispute["raised_by"]] == ["AgentBoreas"]
     text = koinii_("disputes", "-c", "CxTeam", *source).stdout
     assert "open, raised by AgentBoreas" in text and "AgentAtlas: (usesDatabase" in text
+    # named by its move's handle, on the claim it disputes
+    assert text.startswith(f"dispute #{team['dispute']} on #{team['claim']}: open"), text
     assert (
         as_json(koinii_("disputes", "-c", "CxTeam", "--state", "resolved", "--json", *source)) == []
     )
@@ -196,6 +199,14 @@ def test_a_ruling_prints_as_a_sentence_not_a_dict(tmp_path):
         f"(ruling #{ruling.handle})\n"
     ) in text
     assert "{" not in text and "'arbiter'" not in text
+    # why-not names what defeats the claim, and whose it is
+    assert koinii_("why-not", str(claim), "--db", path).stdout == (
+        f"#{claim}: defeated\n"
+        f"  defeated by #{ruling.handle} (not (usesDatabase ProdCluster Postgres))  in "
+        "CxMajority (monotonic, by AgentMajority)\n"
+    )
+    [by] = as_json(koinii_("why-not", str(claim), "--json", "--db", path))["defeated_by"]
+    assert (by["handle"], by["author"]) == (ruling.handle, "AgentMajority")
 
 
 # --- load -------------------------------------------------------------------------------
@@ -330,10 +341,62 @@ def test_backup_copies_the_store_while_its_daemon_writes_on(serving, team, tmp_p
     refusal(missing, "no-such-store")
 
 
-def test_export_and_backup_read_the_store_not_a_daemon(serving, tmp_path):
-    for command in ("export", "backup"):
-        result = koinii_(command, str(tmp_path / "x.jsonl"), "--url", serving.url)
-        assert result.exit_code == 2 and "give --db" in result.output
+def test_export_and_backup_through_a_running_daemon_with_an_operators_token(team, tmp_path):
+    """No --db, no stop: the daemon copies its store consistently and the CLI (a real
+    process) fetches the copy; only an operator's (or an admin's) token may."""
+    import subprocess
+    import sys
+
+    from koinii.server.tokens import add_token
+
+    table = str(tmp_path / "team.tokens")
+    tokens = {w: add_token(table, w, r) for w, r in (("Ops", "operator"), ("AgentAtlas", "agent"))}
+    daemon = Daemon(team["db"], ["--tokens", table], tokens).start()
+
+    def cli(who: str, *args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "KOINII_URL": daemon.url, "KOINII_TOKEN": tokens[who]}
+        env.pop("KOINII_DB", None)
+        return subprocess.run(
+            [sys.executable, "-m", "koinii", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    try:
+        with daemon.client("Ops") as client:
+            client.assert_("(ready Release)", "CxOps")
+            copy = str(tmp_path / "copy.db")
+            done = cli("Ops", "backup", copy, "--json")
+            assert done.returncode == 0, done.stderr
+            copied = json.loads(done.stdout)
+            assert copied["seq"] == client.seq and copied["bytes"] == os.path.getsize(copy)
+            client.assert_("(ready Billing)", "CxOps")  # the daemon goes on
+            stats = client.stats()
+        with koinii.open_kb(copy, create=False) as kb:
+            assert kb.seq == copied["seq"] == stats["seq"] - 1
+            assert kb.query("(ready ?x)", "CxOps") == [{"?x": koinii.Sym("Release")}]
+        dump = str(tmp_path / "team.jsonl")
+        done = cli("Ops", "export", dump, "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["counts"]["sentexes"] == stats["sentexes"]
+        restored = str(tmp_path / "restored.db")
+        assert koinii_("migrate", "--from", dump, "--to", restored).exit_code == 0
+        with koinii.open_kb(restored, create=False) as kb:
+            assert kb.stats() == stats
+        # an agent's token may not copy every context; nothing is left behind
+        refused_ = cli("AgentAtlas", "backup", str(tmp_path / "x.db"))
+        assert refused_.returncode == 1 and "koinii: forbidden: " in refused_.stderr
+        assert not os.path.exists(tmp_path / "x.db")
+        again = cli("Ops", "backup", copy)
+        assert again.returncode == 1 and "target-not-empty" in again.stderr
+        assert not [name for name in os.listdir(tmp_path) if ".part-" in name]
+        with daemon.client("Ops") as client:
+            bad = refused(lambda: client.invoke("store.backup_part", id="nope", offset=0))
+            assert bad.kind == "koinii/no-such-backup"
+    finally:
+        daemon.kill()
 
 
 def test_backup_of_a_postgresql_store_says_how_pg_dump_does_it(tmp_path):

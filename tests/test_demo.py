@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 
 def processes_mentioning(text: str) -> list[str]:
@@ -44,3 +45,62 @@ def test_the_demo_runs_a_team_settles_the_dispute_and_exits_clean():
     assert "disputes still open" in out and "wraps left unprocessed" in out
     assert processes_mentioning("koinii-demo-") == []
     assert processes_mentioning("koinii.demo") == []
+
+
+def test_the_demo_with_keep_leaves_its_daemon_and_says_how_to_explore_it():
+    import re
+    import shutil
+    import signal
+    import socket
+    import urllib.request
+
+    import koinii
+
+    with socket.socket() as probe:  # a port free a moment ago, for --port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "koinii", "demo", "--pace", "0", "--keep", "--port", str(port)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    out = result.stdout
+    pid = re.search(r"still running \(pid (\d+)\)", out)
+    folder = re.search(r"rm -r (\S+)", out)
+    try:
+        assert result.returncode == 0, out + result.stderr
+        assert pid, out
+        url = re.search(r"the web view\s+(http://127\.0\.0\.1:(\d+))/", out)
+        assert url and int(url.group(2)) == port, out
+        reader = re.search(r"reader token\s+(kt_\S+)", out).group(1)
+        operator = re.search(r"KOINII_TOKEN=(kt_\S+)", out).group(1)
+        # the daemon is still there, with what the team did
+        with koinii.connect(url.group(1), token=reader, timeout=10) as client:
+            (question,) = client.invoke("conversation.questions", channel="CxTeam")
+            assert question["state"] == "settled"
+        with urllib.request.urlopen(url.group(1) + "/", timeout=10) as page:
+            assert page.status == 200  # the web view (its sign-in page)
+        # the CLI line it prints works as printed
+        env = {**os.environ, "KOINII_URL": url.group(1), "KOINII_TOKEN": operator}
+        env.pop("KOINII_DB", None)
+        listed = subprocess.run(
+            [sys.executable, "-m", "koinii", "questions", "-c", "CxTeam"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert "settled" in listed.stdout, listed.stderr
+        # only the daemon stays: no agent or adjudicator of this demo (they name its URL)
+        assert processes_mentioning(url.group(1)) == []
+    finally:
+        if pid:  # the daemon this test's demo left: stopped by its pid
+            os.kill(int(pid.group(1)), signal.SIGTERM)
+            for _ in range(100):
+                if not processes_mentioning(folder.group(1) if folder else "koinii-demo-"):
+                    break
+                time.sleep(0.1)
+        if folder:
+            shutil.rmtree(folder.group(1), ignore_errors=True)
+    assert processes_mentioning("koinii-demo-") == []

@@ -33,7 +33,7 @@ PACKAGE = SRC / "koinii"
 # Each layer, in order, with its units; a unit may import its own layer's units and those
 # of the layers before it. Two layers of one rank may not import each other.
 LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
-    (0, "foundation", frozenset({"errors", "_version", "terms"})),
+    (0, "foundation", frozenset({"errors", "_version", "terms", "results"})),
     (1, "engine", frozenset({"kb"})),
     (2, "operations", frozenset({"operations"})),
     (
@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
                 "disputes",
                 "adjudication",
                 "belief",
+                "backups",
                 "narrator",
                 "conversation",
                 "moves",
@@ -241,7 +242,7 @@ def test_importing_the_engine_loads_nothing_above_it():
     loaded = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
     ).stdout.split()
-    engine = {"koinii", "koinii._version", "koinii.errors", "koinii.terms"}
+    engine = {"koinii", "koinii._version", "koinii.errors", "koinii.terms", "koinii.results"}
     above = [m for m in loaded if m not in engine and not m.startswith("koinii.kb")]
     assert not above, f"import koinii.kb loaded: {above}"
     assert "koinii.kb.engine" in loaded  # (the probe ran)

@@ -79,7 +79,7 @@ def test_every_mcp_move_tool_is_its_operation_with_the_same_argument_order(tmp_p
 # takes its write options as keywords. `budget_ms` is `Client.budget(...)`, not a parameter.
 KB_NAMES = {"context": "ctx"}
 AS_KEYWORDS = {"check": ["opts"]}
-SOURCE = {"load_text": {"text": "source"}}
+RENAMED = {"load_text": {"text": "source"}}
 
 
 def method_name(op) -> str:
@@ -88,7 +88,7 @@ def method_name(op) -> str:
 
 def expected_parameters(op, method) -> list[str]:
     names = [f for f in op.fields if f != "budget_ms"]
-    names = [SOURCE.get(op.name, {}).get(f, f) for f in names]
+    names = [RENAMED.get(op.name, {}).get(f, f) for f in names]
     if op.name in AS_KEYWORDS:
         return names[:2] + AS_KEYWORDS[op.name]
     given = set(inspect.signature(method).parameters)
@@ -125,3 +125,32 @@ def test_every_served_operation_is_declared_once_with_a_known_schedule():
     for op in ops:
         assert op.schedule in SCHEDULES, op.name
         assert op.summary and all(len(spec) == 3 for spec in op.fields.values()), op.name
+
+
+SHELL_MOVES = {"join", "claim", "ask", "answer", "endorse", "justify", "dispute", "vote"} | {
+    "accept",
+    "close",
+}
+SOURCE = {"agent", "as_json", "quiet", "url", "token", "db"}  # every shell move's own options
+
+
+def test_every_shell_move_is_its_operation_with_the_same_argument_order():
+    """`koinii <move>`: the operation's required fields (after the agent) as arguments, in
+    its order; its optional fields as options of the same name; nothing else."""
+    import click
+
+    from koinii.cli import main
+
+    for move in SHELL_MOVES:
+        command = main.commands[move]
+        op = load_domains()[f"moves.{move}"]
+        wanted = [f for f in op.fields if f != "agent"]
+        arguments = [p.name for p in command.params if isinstance(p, click.Argument)]
+        options = {p.name for p in command.params if isinstance(p, click.Option)} - SOURCE
+        required = [f for f in wanted if op.fields[f][1]]
+        assert arguments == required, (move, arguments, required)
+        assert options <= set(wanted) - set(required), (move, options)
+        assert {"agent", "url", "token", "db"} <= {p.name for p in command.params}, move
+    assert set(MOVES) - NOT_TOOLS - {"withdraw"} <= SHELL_MOVES | {"join"}
+    assert main.commands["channels"].params[0].name == "as_json"
+    assert "conversation.channels" in load_domains()

@@ -45,5 +45,5 @@ def test_the_types_catch_a_users_mistakes(tmp_path):
         for number, line in enumerate(lines, 1)
         if (m := re.search(r"# error: ([a-z-]+)$", line))
     ]
-    assert len(expected) == 9
+    assert len(expected) == 13
     assert mypy(HERE / "misuse.py", tmp_path) == expected

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -176,6 +177,18 @@ def test_the_conversation_appears_live_then_its_thread_dispute_ruling_graph_and_
     ruled = "AgentMajority ruled (postgresMajorVersion ProdCluster 16)"
     moves.get_by_text(ruled).wait_for(timeout=20_000)  # the service counts, then rules
     page.locator("#questions .state-settled").first.wait_for()  # the panel followed too
+    # an operator's write reads as its principal; a rule's conclusion names the rule and
+    # whose it is (not "someone in CxTeam", not an author-less "—")
+    ops = daemon.client("Ops")
+    rule = ops.assert_("(implies (postgresMajorVersion ?c 16) (supported ?c))", "CxTeam")
+    moves.get_by_text("Ops wrote (implies (postgresMajorVersion ?c 16)").wait_for()
+    derived = moves.locator("li.kind-derivation", has_text="(supported ProdCluster)")
+    derived.wait_for(timeout=SEEN_WITHIN_MS)
+    assert f"derived by rule #{rule}, Ops's, from #" in text(derived)
+    assert "Ops" in text(derived.locator(".agent"))
+    assert "someone in" not in text(moves)
+    # the rebuttal the ruling defeated is told as Cyra's dispute losing, by its handle
+    assert "AgentCyra's dispute #" in text(moves) and "lost: its rebuttal #" in text(moves)
     assert page.evaluate("window.stillTheSamePage") is True  # all of it without a reload
     assert page.locator("#moves .agent-none").count() == 0  # every move has its author
     print("seen after", [round(s, 2) for s in latencies])
@@ -194,7 +207,9 @@ def test_the_conversation_appears_live_then_its_thread_dispute_ruling_graph_and_
     assert "settled" in text(thread.locator("h1"))
     assert thread.locator(".answer").count() == 2
     boreas_answer = thread.locator(".answer", has_text="AgentBoreas answered")
-    assert "Disputed" in text(boreas_answer)
+    # the dispute by its move's handle, who raised it and who resolved it
+    named = text(boreas_answer.locator(".dispute-ref"))
+    assert re.search(r"Dispute #\d+ resolved raised by AgentCyra · resolved by the majority", named)
     assert "2 for" in text(boreas_answer.locator(".tally"))
     assert "1 against" in text(boreas_answer.locator(".tally"))
     assert "AgentMajority upholds it" in text(boreas_answer.locator(".ruling"))
@@ -207,7 +222,7 @@ def test_the_conversation_appears_live_then_its_thread_dispute_ruling_graph_and_
     dispute = page.locator("article.dispute")
     assert dispute.count() == 1
     assert "AgentMajority upholds" in text(dispute.locator(".ruling"))
-    assert "Raised by AgentCyra" in text(dispute)
+    assert "raised by AgentCyra · resolved by the majority" in text(dispute.locator(".named"))
     page.screenshot(path=shots / "disputes.png", animations="disabled", full_page=True)
 
     nav.get_by_role("link", name="Contexts", exact=True).click()
@@ -229,7 +244,7 @@ def test_the_conversation_appears_live_then_its_thread_dispute_ruling_graph_and_
     assert "(answers AgentBoreas" in text(tree.locator(".why-node.premise"))
     page.screenshot(path=shots / "why.png", animations="disabled", full_page=True)
 
-    ops = daemon.client("Ops")  # Cyra's rebuttal, defeated by the ruling
+    # Cyra's rebuttal, defeated by the ruling
     [rebuttal] = [
         s
         for s in ops.sentexes_matching(f"(not {VERSION.replace('?version', '16')})", "CxEverything")
@@ -326,8 +341,8 @@ def world(folder: pathlib.Path, full: bool, monkeypatch) -> tuple[Daemon, dict[s
 
 
 FULL = {  # a page of the full world, and something it must show
-    "/channel/CxTeam/disputes?state=resolved": "AgentMajority upholds",
-    "/channel/CxTeam/disputes?state=notified": "Raised by AgentAtlas",
+    "/channel/CxTeam/disputes?state=resolved": "resolved by the majority",
+    "/channel/CxTeam/disputes?state=notified": "raised by AgentAtlas",
     "/wraps": "the cluster runs 16",
     "/sessions": "Check the cluster",
 }

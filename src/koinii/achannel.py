@@ -27,6 +27,7 @@ from typing import Any
 from koinii import channel as _sync
 from koinii.asubscribe import Subscription
 from koinii.kb import Edited, Hit, Sentex
+from koinii.results import Dispute, Question, Thread
 from koinii.speech import ANSWERS, ENDORSES, ref
 from koinii.terms import Term, Var
 
@@ -138,24 +139,24 @@ class Agent:
     async def endorsements_of(self, target: int) -> list[Sentex]:
         return await self.store.sentexes_matching((ENDORSES, Var("a"), ref(target)), "?ctx")
 
-    async def open_queries(self) -> list[dict[str, Any]]:
+    async def open_queries(self) -> list[Question]:
         return await self.questions("unsettled")
 
     async def questions(
         self, state: str | None = None, *, limit: int | None = None, before: int | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[Question]:
         return await self._read("conversation.questions", state=state, limit=limit, before=before)
 
     async def queries(
         self, state: str | None = None, *, limit: int | None = None, before: int | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[Question]:
         """Deprecated: `questions`."""
         _sync._deprecated("Agent.queries", "Agent.questions")
         return await self.questions(state, limit=limit, before=before)
 
     async def thread(
         self, handle: int, *, limit: int | None = None, before: int | None = None
-    ) -> dict[str, Any]:
+    ) -> Thread:
         return await self._read("conversation.thread", handle=handle, limit=limit, before=before)
 
     async def disputes(
@@ -164,7 +165,7 @@ class Agent:
         *,
         limit: int | None = None,
         before: list[int] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Dispute]:
         return await self._read("conversation.disputes", state=state, limit=limit, before=before)
 
     async def members(self) -> list[str]:

@@ -32,6 +32,7 @@ from koinii.asubscribe import Subscription
 from koinii.errors import Unavailable
 from koinii.kb import Edited, Hit, Retracted, Sentex
 from koinii.protocol import Call, Context, Endpoint, Entry, Goal, Polled, Sentence, Watching
+from koinii.results import WhyTree
 from koinii.terms import Term
 
 __all__ = ["AsyncClient", "aconnect"]
@@ -239,7 +240,7 @@ class AsyncClient:
     async def believed(self, handle: int, ctx: Context | None = None) -> bool:
         return await self._run(protocol.believed(handle, ctx))
 
-    async def why(self, handle: int) -> dict[str, Any] | None:
+    async def why(self, handle: int) -> WhyTree | None:
         return await self._run(protocol.why(handle))
 
     async def why_not(self, handle: int, ctx: Context | None = None) -> str | None:

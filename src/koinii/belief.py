@@ -21,10 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from koinii import disputes, identity
+from koinii import disputes, identity, speech
 from koinii.errors import Refused
-from koinii.kb import Retracted, Sentex
-from koinii.terms import Sym, Var
+from koinii.kb import KB, Retracted, Sentex
+from koinii.operations import operation
+from koinii.terms import Sym, Var, show
 
 __all__ = [
     "BELIEF_PREFIX",
@@ -37,7 +38,9 @@ __all__ = [
     "disregard",
     "disregards",
     "project",
+    "defeaters",
     "restore",
+    "why_not",
     "would_believe",
 ]
 
@@ -178,3 +181,59 @@ def disregards(kb: Any, agent: str) -> list[Sentex]:
     """The agent's standing disregards: the masks in its own context (they outlive a
     retracted target: `except` does not follow its target)."""
     return kb.sentexes_matching((_EXCEPT, Var("target")), identity.context_for(agent))
+
+
+# --- why not: what defeats a claim ---------------------------------------------------------
+
+
+def defeaters(kb: Any, handle: int) -> list[Sentex]:
+    """What defeats the sentex `handle`: the believed monotonic sentexes, anywhere, that
+    say the opposite (a ruling, an arbiter's or an operator's monotonic claim). A default
+    claim that clashes with another default one is not defeated: the two stand, as a
+    contradiction to settle."""
+    sentex = kb.sentex(handle)
+    if sentex is None:
+        return []
+    contrary = show(speech.negation(sentex.sentence))
+    return [
+        other
+        for other in kb.sentexes_matching(contrary, "CxEverything")
+        if other.believed and other.strength == "monotonic"
+    ]
+
+
+def why_not(kb: KB, handle: Any, context: Any = None) -> dict[str, Any]:
+    """Why the sentex `handle` is not believed (at `context`): the engine's reason and,
+    when it is defeated, what defeats it — each with its handle, sentence, context,
+    strength and author, so the reader knows whom to ask."""
+    reason = kb.why_not(handle, context)
+    found = defeaters(kb, handle) if reason == "defeated" else []
+    return {
+        "handle": handle,
+        "context": context,
+        "believed": reason is None,
+        "reason": reason,
+        "defeated_by": [
+            {
+                "handle": s.handle,
+                "sentence": s.text,
+                "context": s.context,
+                "strength": s.strength,
+                "author": s.provenance.get("creator") or s.provenance.get("principal"),
+            }
+            for s in found
+        ],
+    }
+
+
+@operation(
+    "belief.why_not",
+    fields={
+        "handle": ("integer", True, "the sentex's handle"),
+        "context": ("string", False, "read at this context (visible, unmasked)"),
+    },
+    summary="why a sentex is not believed, and what defeats it",
+    schedule="read",
+)
+def _why_not(kb: KB, handle: Any = None, context: Any = None) -> dict[str, Any]:
+    return why_not(kb, handle, context)

@@ -36,6 +36,7 @@ from koinii.errors import Refused
 from koinii.identity import context_for, owners_of
 from koinii.kb import Edited, Event, Hit, Sentex
 from koinii.operations import invoker
+from koinii.results import Dispute, Question, Thread
 from koinii.speech import ANSWERS, ENDORSES, ref
 from koinii.terms import Sym, Term, Var, is_individual_name, show
 
@@ -492,14 +493,14 @@ class Agent:
         """Every believed endorsement of the claim; distinct endorsers are distinct sentexes."""
         return self.store.sentexes_matching((ENDORSES, Var("a"), ref(target)), "?ctx")
 
-    def open_queries(self) -> list[dict[str, Any]]:
+    def open_queries(self) -> list[Question]:
         """This channel's questions that are neither settled nor closed, oldest first,
         each with its state and answer count (conversation.questions)."""
         return self.questions("unsettled")
 
     def questions(
         self, state: str | None = None, *, limit: int | None = None, before: int | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[Question]:
         """This channel's questions, oldest first, with their state; `state` filters:
         open, answered, contested, settled, closed, unsettled (the first three), all.
         With `limit`, only the newest `limit` of them, asked before the handle `before`
@@ -508,14 +509,12 @@ class Agent:
 
     def queries(
         self, state: str | None = None, *, limit: int | None = None, before: int | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[Question]:
         """Deprecated: `questions`."""
         _deprecated("Agent.queries", "Agent.questions")
         return self.questions(state, limit=limit, before=before)
 
-    def thread(
-        self, handle: int, *, limit: int | None = None, before: int | None = None
-    ) -> dict[str, Any]:
+    def thread(self, handle: int, *, limit: int | None = None, before: int | None = None) -> Thread:
         """A claim or question with everything said about it, in one read; with `limit`,
         a question's newest `limit` answers, before the handle `before` if given
         (conversation.thread)."""
@@ -527,7 +526,7 @@ class Agent:
         *,
         limit: int | None = None,
         before: list[int] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Dispute]:
         """Every dispute on this channel with its sides, state, tally and ruling, in the
         order of their ids. With `limit`, only the last `limit` of them, those whose id
         comes before the dispute_id `before` if given (conversation.disputes_on)."""

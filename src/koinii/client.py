@@ -29,6 +29,7 @@ from koinii import protocol
 from koinii.errors import Unavailable
 from koinii.kb import Edited, Hit, Retracted, Sentex
 from koinii.protocol import Call, Context, Endpoint, Entry, Goal, Polled, Sentence, Watching
+from koinii.results import WhyTree
 from koinii.terms import Term
 
 __all__ = ["Client", "connect"]
@@ -240,7 +241,7 @@ class Client:
     def believed(self, handle: int, ctx: Context | None = None) -> bool:
         return self._run(protocol.believed(handle, ctx))
 
-    def why(self, handle: int) -> dict[str, Any] | None:
+    def why(self, handle: int) -> WhyTree | None:
         return self._run(protocol.why(handle))
 
     def why_not(self, handle: int, ctx: Context | None = None) -> str | None:

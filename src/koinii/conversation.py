@@ -54,7 +54,7 @@ from koinii.speech import (
 )
 from koinii.terms import Sym, Var, show
 
-__all__ = ["QUESTION_STATES", "disputes_on", "questions", "sentex_named", "thread"]
+__all__ = ["QUESTION_STATES", "channels", "disputes_on", "questions", "sentex_named", "thread"]
 
 QUESTION_STATES = ("open", "answered", "contested", "settled", "closed")
 UNSETTLED = ("open", "answered", "contested")
@@ -508,6 +508,22 @@ def members(kb: KB, channel: str) -> list[str]:
     return _Reader(kb, _channel(channel)).members()
 
 
+def channels(kb: KB) -> list[dict[str, Any]]:
+    """The channels — contexts that see an agent's own context and are none themselves —
+    by name, each with its members: where a newcomer (or the web view's home) starts."""
+    owned = set()
+    for mark in kb.sentexes_matching(f"({AGENT_CONTEXT.name} ?ctx ?agent)", "?ctx"):
+        ctx = mark.sentence[1]
+        if type(ctx) is Sym and mark.context == ctx.name:
+            owned.add(ctx.name)
+    names = set()
+    for edge in kb.sentexes_matching("(genlCx ?a ?b)", "?ctx"):
+        a, b = edge.sentence[1], edge.sentence[2]
+        if type(a) is Sym and type(b) is Sym and b.name in owned and a.name not in owned:
+            names.add(a.name)
+    return [{"name": name, "members": members(kb, name)} for name in sorted(names)]
+
+
 def _states(state: str | None) -> tuple[str, ...] | None:
     if state is None or state == "all":
         return None
@@ -619,3 +635,13 @@ def _disputes(
 )
 def _members(kb: KB, channel: Any = None) -> list[str]:
     return members(kb, channel)
+
+
+@operation(
+    "conversation.channels",
+    fields={},
+    summary="the channels (contexts an agent joined), each with its members",
+    schedule="read",
+)
+def _channels(kb: KB) -> list[dict[str, Any]]:
+    return channels(kb)

@@ -9,7 +9,10 @@ the three vote, and once three have voted the adjudicator settles the dispute by
 majority; Atlas accepts the upheld answer, Ciel withdraws hers; each worker wraps its
 session and the coordinator permeates the wraps. The terminal tells the conversation
 from the change feed as it happens (`koinii.narrator`), then a summary. Nothing is left
-running afterwards.
+running afterwards — unless `keep`: then the daemon and its store stay, in their own
+session (a Ctrl-C in the shell does not stop them), and the demo prints the web view's
+address, a reader token to sign in with, an operator token for the CLI, and how to stop
+it, so a newcomer can explore what the team did (`koinii demo --keep`).
 
 Each role is one function (`coordinator`, `atlas`, `boreas`, `ciel`) run in its own
 process by `python -m koinii.demo ROLE PACE URL TOKEN…`; they synchronise only through
@@ -40,7 +43,12 @@ QUESTION = "(usesDatabase ProdCluster ?db)"
 SESSION = "session:demo:lead"
 PROJECT = "demo"
 TEAM = ("AgentAtlas", "AgentBoreas", "AgentCiel")
-PRINCIPALS = {"AgentLead": "agent", "Ops": "operator", **{a: "agent" for a in TEAM}}
+PRINCIPALS = {
+    "AgentLead": "agent",
+    "Ops": "operator",
+    "Viewer": "reader",
+    **{a: "agent" for a in TEAM},
+}
 TIMEOUT_S = 40.0
 DEFAULT_PACE_S = 0.6
 
@@ -83,14 +91,14 @@ def _ruled(me: channel.Agent) -> bool:
 def atlas(pace: float, url: str, token: str) -> None:
     me = _join(url, token, "AgentAtlas")
     time.sleep(pace)
-    question = me.pose_query(QUESTION)
+    question = me.ask(QUESTION)
     boreas_answer = _until("Boreas's answer", lambda: _answer_by(me, question, "AgentBoreas"))
     _until("Ciel's answer", lambda: _answer_by(me, question, "AgentCiel"))
     time.sleep(pace)
     me.endorse(boreas_answer["handle"])
     _until("Ciel's dispute", lambda: _disputed(me, question, "AgentBoreas"))
     time.sleep(pace)
-    me.vote("for", boreas_answer["handle"])
+    me.vote(boreas_answer["handle"], "for")
     _until("the ruling", lambda: _ruled(me))
     time.sleep(pace)
     me.accept(boreas_answer["handle"])
@@ -101,12 +109,12 @@ def boreas(pace: float, url: str, token: str) -> None:
     me = _join(url, token, "AgentBoreas")
     question = _question(me)
     time.sleep(pace)
-    answer = me.answer({"?db": "PostgreSQL16"}, question)
+    answer = me.answer(question, {"?db": "PostgreSQL16"})
     time.sleep(pace)
-    me.justify("MatureReplication", answer)
+    me.justify(answer, "MatureReplication")
     _until("Ciel's dispute", lambda: _disputed(me, question, "AgentBoreas"))
     time.sleep(pace)
-    me.vote("for", answer)
+    me.vote(answer, "for")
     _wrap(me, notes=["Answered the database question"], conventions=["Justify every claim"])
 
 
@@ -115,12 +123,12 @@ def ciel(pace: float, url: str, token: str) -> None:
     question = _question(me)
     boreas_answer = _until("Boreas's answer", lambda: _answer_by(me, question, "AgentBoreas"))
     time.sleep(pace)
-    mine = me.answer("SQLite", question)
+    mine = me.answer(question, "SQLite")
     _until("Atlas's endorsement", lambda: me.endorsements_of(boreas_answer["claim"]["handle"]))
     time.sleep(pace)
     me.dispute(boreas_answer["handle"])
     time.sleep(pace)
-    me.vote("against", boreas_answer["handle"])
+    me.vote(boreas_answer["handle"], "against")
     _until("the ruling", lambda: _ruled(me))
     time.sleep(pace)
     me.withdraw(mine)  # the house has spoken: Ciel takes her answer back
@@ -197,9 +205,11 @@ def _shown(told: Any) -> Any:
     return line.append(f"  #{told.handle}", style="dim") if told.handle else line
 
 
-def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
+def run_demo(pace: float = DEFAULT_PACE_S, *, keep: bool = False, port: int = 0) -> dict[str, Any]:
     """Run the whole demo, narrating to the terminal; returns the summary. Everything it
-    started is stopped, whatever happens."""
+    started is stopped, whatever happens — but with `keep`, once the team is done, the
+    daemon (listening on `port`; 0: a free one) and its folder stay for exploring; the
+    summary then says where (`kept`: url, folder, pid, tokens)."""
     from rich.text import Text
 
     from koinii.terminal import terminal
@@ -215,6 +225,7 @@ def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
     port_file = os.path.join(folder, "port")
     processes: list[subprocess.Popen] = []
     koinii_command = [sys.executable, "-m", "koinii"]
+    kept: dict[str, Any] | None = None
     try:
         daemon = subprocess.Popen(
             [
@@ -223,13 +234,16 @@ def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
                 "--db",
                 os.path.join(folder, "demo.db"),
                 "--port",
-                "0",
+                str(port),
                 "--port-file",
                 port_file,
                 "--tokens",
                 table,
             ],
             stdout=subprocess.DEVNULL,
+            # kept, it outlives this process: its own session, its own log
+            stderr=open(os.path.join(folder, "daemon.log"), "ab") if keep else None,  # noqa: SIM115
+            start_new_session=keep,
         )
         processes.append(daemon)
         url = f"http://127.0.0.1:{_until('the daemon', lambda: _port_of(daemon, port_file))}"
@@ -290,6 +304,11 @@ def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
         teller.join(5)
         summary = _summary(watcher, moves, time.monotonic() - started, codes)
         _print_summary(console, summary)
+        if keep:
+            processes.remove(daemon)
+            kept = {"url": url, "folder": folder, "pid": daemon.pid, "tokens": tokens}
+            summary["kept"] = kept
+            _print_kept(console, kept)
         return summary
     finally:
         for process in reversed(processes):
@@ -301,7 +320,8 @@ def run_demo(pace: float = DEFAULT_PACE_S) -> dict[str, Any]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)
-        shutil.rmtree(folder, ignore_errors=True)
+        if kept is None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _summary(store: Any, moves: int, seconds: float, codes: list[int]) -> dict[str, Any]:
@@ -337,6 +357,24 @@ def _print_summary(console: Any, summary: dict[str, Any]) -> None:
     table.add_row("wraps left unprocessed", str(summary["wraps"]))
     table.add_row("seconds", f"{summary['seconds']:.1f}")
     console.print(table)
+
+
+def _print_kept(console: Any, kept: dict[str, Any]) -> None:
+    """Where the kept daemon is and how to look, connect and stop it."""
+    from rich.text import Text
+
+    url, folder, tokens = kept["url"], kept["folder"], kept["tokens"]
+    lines = [
+        ("\nThe demo's daemon is still running", "bold"),
+        f" (pid {kept['pid']}), its store and tokens in {folder}:\n",
+        f"  the web view   {url}/  (sign in with the reader token)\n",
+        f"  reader token   {tokens['Viewer']}\n",
+        f"  from a shell   export KOINII_URL={url} KOINII_TOKEN={tokens['Ops']}  (an operator)\n",
+        f"                 koinii questions -c {CHANNEL}; koinii disputes -c {CHANNEL}; "
+        "koinii tail --since 0\n",
+        f"  stop it        kill {kept['pid']}; rm -r {folder}",
+    ]
+    console.print(Text.assemble(*lines))
 
 
 if __name__ == "__main__":

@@ -300,6 +300,13 @@ _CATALOGUE = (
         "name a new file, or remove the one there first",
     ),
     Kind(
+        "koinii/no-such-backup",
+        400,
+        "fetch a part of a backup copy the daemon does not hold (a wrong id, fetched and "
+        "deleted already, or left unfetched for an hour)",
+        "start another copy with store.backup (`koinii backup FILE --url …`)",
+    ),
+    Kind(
         "not-an-export",
         400,
         "migrate from a file that is not a whole export (no header, cut short, counts differ)",

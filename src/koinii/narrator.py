@@ -107,6 +107,8 @@ class Narrator:
         self.me = me  # "your question" when the reader is its asker
         self.seen: dict[int, tuple[str, str]] = {}  # handle -> (sentence, context)
         self.owners: dict[str, str | None] = {}
+        self._defeated_now: frozenset[int] = frozenset()
+        self._disputed_now: set[int] = set()
 
     def entry(self, entry: dict[str, Any], *, structure: bool = False) -> list[Told]:
         """Every change of one change-log entry, told, in order (added, then removed)."""
@@ -114,6 +116,11 @@ class Narrator:
             self._remember(change)
         told = []
         gone = frozenset(change["handle"] for change in entry["removed"])
+        # a claim a dispute's rebuttal defeats in the dispute's own write: told with it
+        self._defeated_now = frozenset(
+            c["handle"] for c in entry["removed"] if c.get("reason") == "defeated"
+        )
+        self._disputed_now = set()
         for added, changes in ((True, entry["added"]), (False, entry["removed"])):
             folded = self._folded(changes)
             for change in changes:
@@ -161,6 +168,8 @@ class Narrator:
         if kind == "claim" and sentence in folded:
             return None  # told with the move that made (or unmade) it
         if not added:
+            if change.get("reason") == "defeated" and change["handle"] in self._disputed_now:
+                return None  # told with the dispute that defeated it
             return self._removed(change, term, kind, speaker, base, gone)
         if atom[0] in WRAP_NOTES and len(atom) == 3:
             text = f"{speaker} wraps up, {WRAP_NOTES[atom[0]]}: {show(atom[2])}"
@@ -170,8 +179,8 @@ class Narrator:
                 return Told(
                     kind="ruling", speaker=speaker, text=f"{speaker} ruled {sentence}", **base
                 )
-            who = speaker or f"someone in {context}"
-            return Told(kind="claim", speaker=speaker, text=f"{who} claimed {sentence}", **base)
+            how, by, text = self._claimed(change["handle"], sentence, context, speaker)
+            return Told(kind=how, speaker=by, text=text, **base)
         text = self._move(term, kind, speaker, change["handle"])
         return Told(kind=kind, speaker=speaker, text=text, **base)
 
@@ -201,6 +210,9 @@ class Narrator:
             stance = "for" if term[0] is speech.VOTES_FOR else "against"
             return f"{speaker} voted {stance} {about}"
         if kind == "dispute":
+            if target in self._defeated_now:  # its rebuttal won at once (a stronger side)
+                self._disputed_now.add(target)
+                return f"{speaker} disputed {about}, and its rebuttal defeats it"
             return f"{speaker} disputed {about}"
         if kind == "acceptance":
             answer = self._sentence(target)
@@ -225,6 +237,62 @@ class Narrator:
             )
         return f"{speaker} {_VERBS.get(kind, kind)} {about}"
 
+    def _claimed(
+        self, handle: int, sentence: str, context: str, owner: str | None
+    ) -> tuple[str, str | None, str]:
+        """(kind, who, words) for a claim, from what the store recorded of it: its
+        creator (an agent's claim); else a rule's conclusion (`derivation`: whose rule,
+        from what); else the principal whose token wrote it (an operator's write); else
+        the agent whose own context holds it."""
+        provenance = self._read("provenance", handle) or {}
+        creator = provenance.get("creator")
+        if isinstance(creator, str):
+            return "claim", creator, f"{creator} claimed {sentence}"
+        principal = provenance.get("principal")
+        if isinstance(principal, str):
+            return "claim", principal, f"{principal} wrote {sentence} in {context}"
+        derived = self._derivation(handle)
+        if derived is not None:
+            rule, author, antecedents = derived
+            whose = f", {author}'s," if author else ""
+            since = ", ".join(f"#{h}" for h in antecedents)
+            text = f"{sentence}: derived by rule #{rule}{whose} from {since or 'nothing'}"
+            return "derivation", author, text
+        who = owner or f"someone in {context}"
+        return "claim", owner, f"{who} claimed {sentence}"
+
+    def _derivation(self, handle: int) -> tuple[int, str | None, list[int]] | None:
+        """(rule, its author, the antecedents) of a derived sentex's first justification;
+        None for a premise (or when the store cannot say)."""
+        tree = self._read("why", handle)
+        if not isinstance(tree, dict) or tree.get("premise") or not tree.get("justifications"):
+            return None
+        first = tree["justifications"][0]
+        rule = first["rule"]
+        return rule, self._author(rule), [a["handle"] for a in first["antecedents"]]
+
+    def _author(self, handle: int) -> str | None:
+        """Who wrote the sentex `handle`: its speaker or its context's agent, else its
+        recorded creator or principal."""
+        known = self._speaker(handle)
+        if known is not None:
+            return known
+        provenance = self._read("provenance", handle) or {}
+        for field in ("creator", "principal"):
+            if isinstance(provenance.get(field), str):
+                return provenance[field]
+        return None
+
+    def _read(self, what: str, handle: int) -> Any:
+        """`lookup.provenance(handle)` or `lookup.why(handle)`; None without a lookup or
+        when the sentex is gone."""
+        if self.lookup is None:
+            return None
+        try:
+            return getattr(self.lookup, what)(handle)
+        except KoiniiError:
+            return None
+
     def _speaker(self, handle: int | None) -> str | None:
         """Who made the move `handle` (its context's agent for a plain claim), if known."""
         seen = self.seen_of(handle)
@@ -244,8 +312,7 @@ class Narrator:
         reason = change.get("reason")
         sentence = change["sentence"]
         if reason == "defeated":
-            text = f"no longer believed: {sentence} (defeated)"
-            return Told(kind="defeat", speaker=speaker, text=text, **base)
+            return Told(kind="defeat", speaker=speaker, text=self._defeat(change, term), **base)
         if reason == "retracted":
             what = show(speech.answer_content(term)) if kind == "answer" else sentence
             noun = "claim" if kind == "claim" else kind
@@ -264,6 +331,44 @@ class Narrator:
             return Told(kind="withdrawal", speaker=speaker, text=text, **base)
         why = f" ({reason})" if reason else ""
         return Told(kind="withdrawal", speaker=speaker, text=f"gone: {sentence}{why}", **base)
+
+    def _defeat(self, change: dict[str, Any], term: tuple) -> str:
+        """A believed sentex defeated: whose it was, and — for a dispute's rebuttal — the
+        dispute (by its move's handle) that lost with it."""
+        handle, sentence = change["handle"], change["sentence"]
+        who = speech.speaker(term) or self._owner(change["context"])
+        dispute = self._dispute_of(term, change["context"], who)
+        if dispute is not None:
+            return (
+                f"{who}'s dispute #{dispute} lost: its rebuttal #{handle} {sentence} "
+                "is defeated, no longer believed"
+            )
+        whose = f"{who}'s " if who else ""
+        return f"{whose}#{handle} {sentence} is defeated, no longer believed"
+
+    def _dispute_of(self, term: tuple, context: str, who: str | None) -> int | None:
+        """The dispute move whose rebuttal `term` is (`who`'s, in `context`), if any."""
+        if who is None or term[0] is not speech.NOT or len(term) != 2:
+            return None
+        negated = show(term[1])
+        for handle, (sentence, ctx) in list(self.seen.items()):
+            if ctx != context or not sentence.startswith(f"({speech.DISPUTES.name} {who} "):
+                continue
+            target = self._sentence(speech.target_of(parse(sentence)))
+            if target == negated:
+                return handle
+        if self.lookup is None:
+            return None
+        try:
+            found = self.lookup.sentexes_matching(f"({speech.DISPUTES.name} {who} ?t)", context)
+        except KoiniiError:
+            return None
+        for move in found:
+            if move.context == context and self._sentence(speech.target_of(move.sentence)) == (
+                negated
+            ):
+                return move.handle
+        return None
 
     def _about(self, target: int | None) -> str:
         if target is None:

@@ -32,6 +32,8 @@ from koinii.kb import KB
 DOMAIN_MODULES: tuple[str, ...] = (
     "koinii.moves",
     "koinii.conversation",
+    "koinii.belief",
+    "koinii.backups",
     "koinii.wraps",
     "koinii.sessions",
 )

@@ -4,7 +4,7 @@ marked `# error: <code>` with that code, and nothing else."""
 from __future__ import annotations
 
 import koinii
-from koinii import Sentex
+from koinii import Sentex, channel
 
 
 def mistakes(client: koinii.Client) -> None:
@@ -23,3 +23,13 @@ async def async_mistakes(client: koinii.AsyncClient) -> None:
     await client.retract("7")  # error: arg-type
     print(client.sentex(1).text)  # error: attr-defined
     print(seq)
+
+
+def reading_mistakes(atlas: channel.Agent, client: koinii.Client) -> None:
+    atlas.thread(1)["anwsers"]  # error: typeddict-item
+    atlas.disputes()[0]["tally"]["yes"]  # error: typeddict-item
+    state: int = atlas.questions()[0]["state"]  # error: assignment
+    print(state)
+    tree = client.why(1)
+    assert tree is not None
+    tree["premis"]  # error: typeddict-item

@@ -40,6 +40,20 @@ def in_process() -> int:
         return question
 
 
+def reading_the_conversation(atlas: channel.Agent, client: Client) -> list[str]:
+    """The read results are typed (koinii.results): keys and values alike."""
+    thread = atlas.thread(1)
+    said = [a["content"] for a in thread.get("answers", [])]
+    for dispute in atlas.disputes("open"):
+        votes: int = dispute["tally"]["for"] + dispute["tally"]["against"]
+        said += [m["speaker"] or "" for m in dispute["raised_by"]] + [str(votes)]
+    states = [q["state"] for q in atlas.questions()]
+    tree = client.why(1)
+    if tree is not None and not tree["premise"]:
+        said += [step["rule_sentence"] for step in tree["justifications"]]
+    return said + states
+
+
 def over_the_wire() -> None:
     with koinii.connect() as client:  # KOINII_URL, KOINII_TOKEN
         agent: channel.Agent = channel.join(channel.wire(client), "CxDeploy", "AgentAtlas")

@@ -323,8 +323,8 @@ COMMAND_MODULES: tuple[str, ...] = ("adjudicate", "wraps", "sessions")
 for _name in COMMAND_MODULES:
     main.add_command(importlib.import_module(f"koinii.cli.{_name}").command)
 
-# Commands about a store as a whole, about belief, and finding by words: each module's
-# COMMANDS are added.
-for _name in ("store", "reads", "search", "hooks"):
+# Commands about a store as a whole, about belief, finding by words, and the moves from a
+# shell: each module's COMMANDS are added.
+for _name in ("store", "reads", "search", "hooks", "moves"):
     for _command in importlib.import_module(f"koinii.cli.{_name}").COMMANDS:
         main.add_command(_command)

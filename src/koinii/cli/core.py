@@ -17,14 +17,9 @@ from typing import Any
 
 import click
 from click.core import ParameterSource
-from rich.table import Table
-from rich.text import Text
 
-from koinii.client import connect
-from koinii.kb import KB, open_kb
-from koinii.terminal import terminal
-from koinii.terms import show
-from koinii.wire import encode_bindings
+# The engine, the client and rich are imported where a command runs, not here: every
+# command's module imports this one, and `koinii --help` should not pay for them.
 
 DEFAULT_URL = "http://127.0.0.1:7411"
 
@@ -76,6 +71,9 @@ def open_source(db: str | None, url: str | None, token: str | None, *, create: b
     """A KB (with --db) or a Client of the daemon; use it in a `with`. Only a command
     that writes passes `create`: for one that reads, a mistyped --db is refused
     (`no-such-store`) rather than answered from a new, empty store."""
+    from koinii.client import connect
+    from koinii.kb import open_kb
+
     db, url = resolve_source(db, url)
     return open_kb(db, create=create) if db else connect(url, token=token)
 
@@ -91,6 +89,8 @@ def echo_json(value: Any) -> None:
 
 
 def _jsonable(value: Any) -> Any:
+    from koinii.terms import show
+
     return sorted(value) if isinstance(value, (set, frozenset)) else show(value)
 
 
@@ -157,6 +157,7 @@ def withdraw_command(handle, agent_id, as_json, url, token, db) -> None:
     agent may only withdraw its own moves (docs/channel.md). No channel is joined.
     """
     from koinii import channel as medium
+    from koinii.kb import KB
     from koinii.wire import encode_edited
 
     with open_source(db, url, token) as store:
@@ -184,6 +185,13 @@ def query_command(goal, context, limit, as_json, url, token, db) -> None:
 
     GOAL is a literal, for example "(usesDatabase ?cluster ?db)".
     """
+    from rich.table import Table
+    from rich.text import Text
+
+    from koinii.terminal import terminal
+    from koinii.terms import show
+    from koinii.wire import encode_bindings
+
     with open_source(db, url, token) as store:
         solutions = store.query(goal, context, limit=limit)
     if as_json:
@@ -215,8 +223,12 @@ def query_command(goal, context, limit, as_json, url, token, db) -> None:
 def tail_command(goal, context, since, follow, raw, structure, as_json, url, token, db) -> None:
     """Follow the conversation live: who did what, as it happens. Resumable with --since;
     following, it waits out a daemon restart and goes on from the last seq it printed."""
+    from rich.text import Text
+
+    from koinii.kb import KB
     from koinii.narrator import Narrator
     from koinii.tail import entries
+    from koinii.terminal import terminal
 
     def outage(exc: BaseException) -> None:
         click.echo(f"koinii: the daemon is unreachable ({exc}); waiting for it", err=True)
@@ -311,13 +323,21 @@ def mcp_command(agent_id, channel, url, token, db, introspection, session, recor
     show_default=True,
     help="Seconds each agent pauses before a move (0: as fast as it goes).",
 )
-def demo_command(pace: float) -> None:
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Leave the daemon and its store running afterwards, and print the web view's "
+    "address, a reader token and how to stop it.",
+)
+@click.option("--port", type=int, default=0, help="The daemon's port [default: a free one].")
+def demo_command(pace: float, keep: bool, port: int) -> None:
     """Watch a team of agents work: a daemon, a coordinator, three agents and the
     adjudicator in separate processes ask, answer, dispute, vote, settle and wrap up,
-    live. About 15 seconds at the default pace."""
+    live. About 15 seconds at the default pace. With --keep, explore what they did
+    afterwards (the web view, `koinii questions`, `koinii thread`)."""
     from koinii.demo import run_demo
 
-    summary = run_demo(pace)
+    summary = run_demo(pace, keep=keep, port=port)
     if any(summary["exit_codes"]) or summary["ruling"] is None:
         raise click.ClickException("the demo did not finish as it should (see above)")
 

@@ -84,7 +84,7 @@ def _where(run_: object) -> object:
     )(run_)
 
 
-@click.group("hooks")
+@click.group("hooks", short_help="Install Koinii in Claude Code or Codex CLI, and undo it.")
 def hooks() -> None:
     """Koinii inside Claude Code and Codex CLI: install, uninstall, status."""
 
@@ -111,7 +111,7 @@ def _print(result: dict, as_json: bool) -> None:
     click.echo(f"installed: {'yes' if result['installed'] else 'no'}")
 
 
-@hooks.command("install")
+@hooks.command("install", short_help="Add Koinii's hooks (and its MCP server) to a runtime.")
 @click.argument("runtime", type=click.Choice(settings.RUNTIMES))
 @_options
 @_where
@@ -142,7 +142,7 @@ def install(
         _print(settings.install_codex(options, codex_home), as_json)
 
 
-@hooks.command("uninstall")
+@hooks.command("uninstall", short_help="Take Koinii out of a runtime's settings.")
 @click.argument("runtime", type=click.Choice(settings.RUNTIMES))
 @_where
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -220,7 +220,7 @@ def hook() -> None:
     Exits 0 whatever Koinii's trouble (logged under the Koinii state directory)."""
 
 
-@hook.command("claude")
+@hook.command("claude", short_help="A Claude Code hook: the event's JSON on stdin.")
 @click.argument("event", type=click.Choice(["SessionStart", "Stop", "SubagentStop", "SessionEnd"]))
 @_hook_options
 def hook_claude(event, channel, agent, project, parent_session, handback, url, token, db):

@@ -10,9 +10,15 @@ from typing import Any
 import click
 
 from koinii.cli.core import echo_json, json_option, open_source, source_options
-from koinii.conversation import DISPUTE_STATES, QUESTION_STATES
+from koinii.cli.lazy import LazyChoice
 from koinii.errors import Refused
-from koinii.operations import invoker
+
+
+def invoker(store: Any) -> Any:
+    """`operations.invoker`, imported when a command runs (it brings the engine)."""
+    from koinii.operations import invoker as of
+
+    return of(store)
 
 
 @click.command("why", short_help="Why a sentex is believed: its justification tree.")
@@ -64,16 +70,23 @@ def _tree_lines(node: dict[str, Any], depth: int = 0):
 @source_options
 def why_not_command(handle, context, as_json, url, token, db) -> None:
     """Why the sentex HANDLE is not believed: retracted, defeated (a stronger sentex says
-    otherwise), unsupported (what it rested on is gone), excepted (masked), not-visible
-    (at --context) or not-stored. Prints "believed" when it is."""
+    otherwise: it is named, with its author), unsupported (what it rested on is gone),
+    excepted (masked), not-visible (at --context) or not-stored. Prints "believed" when
+    it is (the read `belief.why_not`)."""
     with open_source(db, url, token) as store:
-        reason = store.why_not(handle, context)
+        found = invoker(store)("belief.why_not", handle=handle, context=context)
     if as_json:
-        return echo_json(
-            {"handle": handle, "context": context, "believed": reason is None, "reason": reason}
-        )
+        return echo_json(found)
     where = f" at {context}" if context else ""
-    click.echo(f"#{handle} is believed{where}" if reason is None else f"#{handle}: {reason}{where}")
+    if found["believed"]:
+        return click.echo(f"#{handle} is believed{where}")
+    click.echo(f"#{handle}: {found['reason']}{where}")
+    for by in found["defeated_by"]:
+        author = f", by {by['author']}" if by["author"] else ""
+        click.echo(
+            f"  defeated by #{by['handle']} {by['sentence']}  in {by['context']} "
+            f"({by['strength']}{author})"
+        )
 
 
 @click.command("contradictions", short_help="The clashes a context sees.")
@@ -106,7 +119,12 @@ def contradictions_command(context, conflicts, as_json, url, token, db) -> None:
 
 @click.command("disputes", short_help="A channel's disputes: sides, state, tally, ruling.")
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
-@click.option("--state", type=click.Choice(DISPUTE_STATES), default=None, help="Only these.")
+@click.option(
+    "--state",
+    type=LazyChoice("koinii.conversation", "DISPUTE_STATES"),
+    default=None,
+    help="Only these.",
+)
 @json_option
 @source_options
 def disputes_command(channel, state, as_json, url, token, db) -> None:
@@ -136,10 +154,17 @@ def _none(what: str, channel: str, state: str | None) -> None:
 
 
 def _dispute(dispute: dict) -> str:
-    """`dispute 95/96: open, raised by AgentBoreas` (a clash no one raised: by `a clash`)."""
-    raised = ", ".join(m["speaker"] for m in dispute["raised_by"]) or "a clash"
-    named = "/".join(map(str, dispute["dispute_id"]))
-    return f"dispute {named}: {dispute['state']}, raised by {raised}"
+    """`dispute #105 on #99: open, raised by AgentCiel` — named by its move's handle (a
+    clash no one raised: `a clash of #99/#104, raised by no one`)."""
+    moves = dispute["raised_by"]
+    raised = ", ".join(m["speaker"] for m in moves) or "no one"
+    target = dispute["target"]
+    on = f" on #{target['handle']}" if target else ""
+    if moves:
+        named = "dispute " + ", ".join(f"#{m['handle']}" for m in moves) + on
+    else:
+        named = "a clash of " + "/".join(f"#{h}" for h in dispute["dispute_id"])
+    return f"{named}: {dispute['state']}, raised by {raised}"
 
 
 def _ruling(ruling: dict, target: dict | None) -> str:
@@ -153,7 +178,7 @@ def _ruling(ruling: dict, target: dict | None) -> str:
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
 @click.option(
     "--state",
-    type=click.Choice([*QUESTION_STATES, "unsettled", "all"]),
+    type=LazyChoice("koinii.conversation", "QUESTION_STATES", ("unsettled", "all")),
     default=None,
     help="Only these (unsettled: open, answered or contested).",
 )

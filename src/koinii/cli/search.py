@@ -6,12 +6,8 @@ through the shared source options) plus printing: a table, or `--json`.
 from __future__ import annotations
 
 import click
-from rich.table import Table
-from rich.text import Text
 
 from koinii.cli.core import echo_json, json_option, open_source, source_options
-from koinii.terminal import terminal
-from koinii.wire import encode_hit
 
 
 @click.command("search", short_help="Find what a context sees by words, best first.")
@@ -32,6 +28,12 @@ from koinii.wire import encode_hit
 def search_command(text, context, limit, ranking, as_json, url, token, db) -> None:
     """What CONTEXT sees whose words (or meaning) match TEXT, best first: each sentence
     with its handle, context, author and the words that matched (in [ ])."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from koinii.terminal import terminal
+    from koinii.wire import encode_hit
+
     with open_source(db, url, token) as store:
         hits = store.search(text, context, limit=limit, ranking=ranking)
     if as_json:
@@ -56,6 +58,11 @@ def search_command(text, context, limit, ranking, as_json, url, token, db) -> No
 def vocabulary_command(context, as_json, url, token, db) -> None:
     """The predicates in use where CONTEXT sees, most used first, each with how many
     sentences use it and one of them as an example."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from koinii.terminal import terminal
+
     with open_source(db, url, token) as store:
         found = store.vocabulary(context)
     if as_json:

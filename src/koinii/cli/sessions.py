@@ -18,21 +18,20 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
-from rich.text import Text
 
 from koinii.cli import UNREACHABLE_HINT, refusing
 from koinii.cli.core import open_source, source_options
+from koinii.cli.lazy import LazyChoice
 from koinii.errors import Refused, Unavailable, exit_code_of
-from koinii.kb import KB
-from koinii.sessions import Introspection, SessionStore
-from koinii.sessions.importing import import_paths
-from koinii.sessions.search import RANKINGS
-from koinii.terminal import terminal
+
+if TYPE_CHECKING:
+    from koinii.sessions import Introspection
+
+# (the sessions domain, the engine and rich are imported where a command runs, so
+# `koinii --help` does not load them)
 
 BANDS = ("title", "request", "reply", "thinking", "tool")
 
@@ -51,6 +50,9 @@ def _store(db: str | None, url: str | None, token: str | None, *, create: bool =
     is asked one cheap read first: the introspection reads never raise (they log and
     answer empty), so an unreachable daemon or a bad token would print "no sessions"
     and exit 0 instead of 3 or 1."""
+    from koinii.kb import KB
+    from koinii.sessions import SessionStore
+
     with open_source(db, url, token, create=create) as source:
         if not isinstance(source, KB):
             source.stats()
@@ -87,6 +89,11 @@ def _echo_json(value: Any) -> None:
 @_medium_options
 def list_sessions(limit, as_json, db, url, token) -> None:
     """The sessions, newest first."""
+    from rich.table import Table
+
+    from koinii.sessions import Introspection
+    from koinii.terminal import terminal
+
     with _store(db, url, token) as store:
         rows = Introspection(store).list_sessions(limit=limit or None)
     if as_json:
@@ -111,7 +118,7 @@ def list_sessions(limit, as_json, db, url, token) -> None:
 @click.option("--limit", default=20, show_default=True, help="Rows to show (0: all).")
 @click.option(
     "--ranking",
-    type=click.Choice(list(RANKINGS)),
+    type=LazyChoice("koinii.sessions.search", "RANKINGS"),
     default=None,
     help="banded: the bands, then what is found by meaning alone (koinii[semantic]); "
     "lexical: the bands only; hybrid: fused with meaning, in the fused order "
@@ -123,6 +130,11 @@ def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
     """THE ranked search: title, then request, reply, thinking, tool matches, then (with
     koinii[semantic]) what is found by meaning alone; newest first in each (`--ranking
     hybrid`: fused with the sessions closest in meaning, in the fused order)."""
+    from rich.table import Table
+
+    from koinii.sessions import Introspection
+    from koinii.terminal import terminal
+
     with _store(db, url, token) as store:
         reader = Introspection(store)
         rows = reader.list_sessions(query, limit=limit or None, ranking=ranking)
@@ -156,6 +168,12 @@ def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
 @_medium_options
 def show_session(target, as_json, db, url, token) -> None:
     """One session: its turns, usage and failures (TARGET: an id or an id prefix)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from koinii.sessions import Introspection
+    from koinii.terminal import terminal
+
     with _store(db, url, token) as store:
         found = Introspection(store).read_session(target)
     if found["session"] is None:
@@ -235,6 +253,11 @@ def import_sessions(paths, quiet, as_json, db, url, token) -> None:
     Idempotent: an unchanged transcript imports nothing the second time. Malformed lines
     are counted and reported; the rest of the file is imported.
     """
+    from rich.table import Table
+
+    from koinii.sessions.importing import import_paths
+    from koinii.terminal import terminal
+
     quiet = quiet or as_json
     with _store(db, url, token, create=True) as store, _progress(quiet) as (start, advance):
         reports = _run(lambda: import_paths(store, paths, on_start=start, on_file=advance))
@@ -286,6 +309,10 @@ def _malformed(report: dict[str, Any]) -> str:
 @contextlib.contextmanager
 def _progress(quiet: bool) -> Iterator[tuple[Callable[[int], None], Callable[[dict], None]]]:
     """(on_start, on_file) callbacks that drive a progress bar across files."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from koinii.terminal import terminal
+
     if quiet:
         yield (lambda total: None), (lambda report: None)
         return
@@ -318,6 +345,8 @@ def agent() -> None:
 @contextlib.contextmanager
 def _gated(db, url, token, session) -> Iterator[Introspection]:
     """A reader for the agent, or a refusal while introspection is off."""
+    from koinii.sessions import Introspection
+
     with _store(db, url, token) as store:
         reader = Introspection(store, current_session_id=session)
         if not reader.agent_tools():

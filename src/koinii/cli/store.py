@@ -4,8 +4,9 @@ Each is a library call plus printing, on the source every command shares (`core`
 `load` is the one that does a little more: it splits a file into writes of `--batch`
 statements (each one `load_text(..., on_error="report")`), so a big file stays inside a
 daemon's write budget and body limit, shows a progress bar, and reports every refused
-statement by its line in the file. `export` and `backup` read the store itself (`--db`),
-not a daemon: an SQLite store through one read transaction, while its daemon runs on.
+statement by its line in the file. `export` and `backup` copy an SQLite store through one
+read transaction, while its daemon runs on: the daemon makes the copy (`--url`,
+`koinii.backups`), or this process reads the file (`--db`).
 """
 
 from __future__ import annotations
@@ -17,16 +18,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.text import Text
 
 from koinii._version import __version__
 from koinii.cli.core import echo_json, json_option, open_source, resolve_source, source_options
 from koinii.errors import Refused
-from koinii.kb import KB
-from koinii.kb.store.dump import starts_a_dump
-from koinii.terminal import terminal
-from koinii.terms import show, statements
+
+# (the engine and rich are imported where a command runs: `koinii --help` stays quick)
 
 # --- status -----------------------------------------------------------------------------
 
@@ -61,6 +58,8 @@ def status_command(as_json, url, token, db) -> None:
 
 
 def _status(store: Any) -> dict[str, Any]:
+    from koinii.kb import KB
+
     if isinstance(store, KB):
         lost = store.check_writer()
         health: dict[str, Any] = {"ok": lost is None, "version": __version__}
@@ -116,6 +115,8 @@ def load_command(file, context, strength, all_or_nothing, batch, as_json, url, t
     reported by its line and column with the refusal's kind, and the command exits 1.
     Loading is idempotent: a sentence already stored changes nothing.
     """
+    from koinii.kb.store.dump import starts_a_dump
+
     with open(file, "rb") as f:
         raw = f.read()
     try:
@@ -169,6 +170,8 @@ def _load_in_batches(
     so it is sent again in halves, and later batches stay at the smaller size; a single
     statement past the budget is reported as refused, and loading goes on.
     """
+    from koinii.terms import show, statements
+
     problems: list[dict[str, Any]] = []
     read: list[tuple[int, int, str]] = []
     for line, column, term in statements(text):
@@ -225,6 +228,10 @@ def _problem(line: int, column: int, kind: str, message: str) -> dict[str, Any]:
 @contextlib.contextmanager
 def _progress(total: int, quiet: bool) -> Iterator[Any]:
     """`advance(n)` on a progress bar on stderr (none when stderr is not a terminal)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from koinii.terminal import terminal
+
     console = terminal(stderr=True)
     bar = Progress(
         TextColumn("loading"),
@@ -242,16 +249,14 @@ def _progress(total: int, quiet: bool) -> Iterator[Any]:
 # --- export and backup ------------------------------------------------------------------
 
 
-def _store_location(db: str | None, url: str | None, what: str) -> str:
-    """The store `export` / `backup` read: they read its records, so not through a daemon."""
-    db, url = resolve_source(db, url)
-    if db is None:
-        raise click.UsageError(
-            f"{what} reads the store itself, not a daemon: give --db with the store's path "
-            "or URL, the one `koinii serve --db` names (an SQLite file is read while its "
-            "daemon runs)"
-        )
-    return db
+def _through_daemon(url: str, token: str | None, target: str) -> dict[str, Any]:
+    """A consistent copy of the store a daemon serves, made by the daemon and fetched to
+    the new file `target` (`koinii.backups`; an operator's or an admin's token)."""
+    from koinii.backups import fetch_backup
+    from koinii.client import connect
+
+    with connect(url, token=token) as client:
+        return fetch_backup(client, target)
 
 
 @click.command("export", short_help="Dump a whole store to a portable JSON-lines file.")
@@ -262,13 +267,36 @@ def export_command(target, as_json, url, token, db) -> None:
     """Write the whole store to TARGET (a new *.jsonl file): every sentex with its
     provenance, the justifications, the change log and the domains' records (docs/cli.md,
     the export format). `koinii migrate --from TARGET --to NEW` makes a store of it again.
-    An SQLite store is read while its daemon runs; a PostgreSQL one with its daemon stopped.
+    Through a daemon (--url, an operator's token): the daemon's consistent copy of its
+    SQLite store, while it runs. With --db: an SQLite store is read while its daemon runs;
+    a PostgreSQL one with its daemon stopped.
     """
-    from koinii.kb.store.migrate import export
+    import tempfile
 
-    source = _store_location(db, url, "export")
+    from rich.text import Text
+
+    from koinii.kb.store.dump import is_dump
+    from koinii.kb.store.migrate import export, migrate
+    from koinii.terminal import terminal
+
+    db, url = resolve_source(db, url)
+    source = db or url
     with terminal(stderr=True).status(Text(f"exporting {source}")):
-        counts = export(source, target)
+        if db is not None:
+            counts = export(db, target)
+        elif not is_dump(target):
+            counts = export(url, target)  # refused: an export is *.jsonl (before any copy)
+        else:
+            if os.path.exists(target):
+                raise Refused(
+                    "target-not-empty",
+                    f"{target} exists; export into a new file (or remove it first)",
+                    {"target": target},
+                )
+            with tempfile.TemporaryDirectory(prefix="koinii-export-") as scratch:
+                copy = os.path.join(scratch, "store.db")
+                _through_daemon(url, token, copy)
+                counts = migrate(copy, target, name=url)
     if as_json:
         return echo_json({"target": target, "bytes": os.path.getsize(target), "counts": counts})
     for what, rows in counts.items():
@@ -281,13 +309,16 @@ def export_command(target, as_json, url, token, db) -> None:
 @json_option
 @source_options
 def backup_command(target, as_json, url, token, db) -> None:
-    """Copy the SQLite store to TARGET (a new file) with SQLite's online backup: a
-    consistent copy as of one commit, while the daemon goes on writing; `koinii serve
-    --db TARGET` opens it. A PostgreSQL store is refused with the pg_dump command to run.
+    """Copy the SQLite store to TARGET (a new file): a consistent copy as of one commit,
+    while the daemon goes on writing; `koinii serve --db TARGET` opens it. Through a
+    daemon (--url, an operator's or an admin's token) the daemon makes the copy and this
+    fetches it; with --db, SQLite's online backup reads the file. A PostgreSQL store is
+    refused with the pg_dump command to run.
     """
     from koinii.kb.store.migrate import backup
 
-    copied = backup(_store_location(db, url, "backup"), target)
+    db, url = resolve_source(db, url)
+    copied = backup(db, target) if db is not None else _through_daemon(url, token, target)
     if as_json:
         return echo_json(copied)
     click.echo(f"backed up to {copied['target']} ({copied['bytes']:,} bytes, seq {copied['seq']})")

@@ -15,8 +15,6 @@ from typing import Any
 import click
 
 from koinii.cli.core import echo_json, json_option, open_source, source_options
-from koinii.wire import encode_sentex
-from koinii.wraps import Coordinators, WrapQueue, permeate
 
 
 @click.group("wraps", short_help="The wrap queue: coordinators and their workers' wraps.")
@@ -40,6 +38,8 @@ def list_wraps(session, project, children, everything, as_json, db, url, token) 
 
     All of them, those of a coordinator session (--session), or of a project (--project).
     """
+    from koinii.wraps import WrapQueue
+
     if session is not None and project is not None:
         raise click.UsageError("give --session or --project, not both")
     if children and project is None:
@@ -67,6 +67,9 @@ def permeate_wraps(session, project, children, as_json, db, url, token) -> None:
 
     Prints them and their entries, and marks them processed.
     """
+    from koinii.wire import encode_sentex
+    from koinii.wraps import permeate
+
     if session is None and project is None:
         raise click.UsageError("give --session (preferred) or --project")
     with open_source(db, url, token) as source:
@@ -95,6 +98,8 @@ def permeate_wraps(session, project, children, as_json, db, url, token) -> None:
 @source_options
 def list_coordinators(status, project, as_json, db, url, token) -> None:
     """List the registered coordinators."""
+    from koinii.wraps import Coordinators
+
     with open_source(db, url, token) as source:
         found = Coordinators(source).list(status=status, project_id=project)
     if as_json:

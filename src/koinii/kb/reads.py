@@ -21,6 +21,7 @@ from koinii.kb.rules import AND, literal
 from koinii.kb.sentex import MAX_HANDLE, Node, Sentex, key_of
 from koinii.kb.state import State
 from koinii.kb.store import LogEntry
+from koinii.results import WhyTree
 from koinii.terms import Sym, Var, brief, is_ground, parse, show, variables
 
 _SQL_MAX = 2**63 - 1  # the largest integer a store column holds
@@ -54,7 +55,7 @@ class Reads(State):
             ctx = checks.context_name(ctx, query=True)
             return node.context in self._hierarchy.up(ctx) and not self._masked_at(node, ctx)
 
-    def why(self, handle: Any) -> dict[str, Any] | None:
+    def why(self, handle: Any) -> WhyTree | None:
         """The justification tree: premises at the leaves, rules and antecedents above."""
         handle = checked_handle(handle)
         with self._lock:

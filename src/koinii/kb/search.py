@@ -553,7 +553,16 @@ def _opening(node: Node) -> str:
 
 
 def _author(node: Node) -> str | None:
+    """Who said it: its creator, else the principal whose token wrote it; for a sentex a
+    vocabulary rule derives from one author's move (an answer's claim, carried by the
+    answer), that move's author."""
     if node.creator is not None:
         return node.creator
     principal = (node.extra or {}).get("principal")
-    return principal if isinstance(principal, str) else None
+    if isinstance(principal, str):
+        return principal
+    justs = node.justs
+    if not justs:
+        return None
+    carried = {a.creator for j in justs if j.rule.creator is None for a in j.antecedents}
+    return carried.pop() if len(carried) == 1 and None not in carried else None

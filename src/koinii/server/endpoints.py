@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -262,7 +263,9 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
         async def write(caller: Caller, body: dict[str, Any]) -> Any:
             daemon.flush()
             _authorized(daemon, op, caller, body)
-            return handler(caller, body)
+            result = handler(caller, body)
+            # an async operation (store.backup) does its long part off the loop
+            return await result if inspect.isawaitable(result) else result
 
         return write
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from koinii import conversation, speech
+from koinii import belief, conversation
 from koinii.errors import Refused
 from koinii.identity import AGENT_CONTEXT
 from koinii.kb import KB
@@ -72,9 +72,7 @@ def edges(kb: KB) -> list[tuple[str, str]]:
 
 def channels(kb: KB) -> list[dict[str, Any]]:
     """The channels: contexts that see an agent's own context and are none themselves."""
-    owners = agent_contexts(kb)
-    names = sorted({a for a, b in edges(kb) if b in owners and a not in owners})
-    return [{"name": name, "members": conversation.members(kb, name)} for name in names]
+    return conversation.channels(kb)
 
 
 def channel_name(kb: KB, name: str) -> str:
@@ -195,10 +193,8 @@ def why_page(kb: KB, handle: str) -> dict[str, Any]:
     reason = kb.why_not(number_)
     defeaters = []
     if reason == "defeated" and sentex is not None:
-        contrary = speech.negation(sentex.sentence)
-        for other in kb.sentexes_matching(show(contrary), "CxEverything"):
-            if other.believed and other.strength == "monotonic":
-                defeaters.append({"sentex": other, "tree": kb.why(other.handle)})
+        for other in belief.defeaters(kb, number_):
+            defeaters.append({"sentex": other, "tree": kb.why(other.handle)})
     return {"tree": tree, "sentex": sentex, "reason": reason, "defeaters": defeaters}
 
 

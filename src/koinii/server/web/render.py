@@ -21,6 +21,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse, Response
 
+from koinii.adjudication import MAJORITY_ARBITER
 from koinii.server.web.moves import Line
 
 PALETTE = 10  # agent colours: classes agent-0 … agent-9 in view.css
@@ -73,6 +74,7 @@ class Templates:
             auto_reload=False,
         )
         self.env.filters.update(colour=agent_colour, clock=clock, iso=iso)
+        self.env.globals["majority"] = MAJORITY_ARBITER  # "resolved by the majority"
         folder = resources.files("koinii.server.web") / "static"
         self.static = {item.name: item.read_bytes() for item in folder.iterdir() if item.is_file()}
 
