@@ -169,6 +169,7 @@ OPERATIONS: dict[str, tuple[dict[str, tuple[Any, bool, str]], str]] = {
             **CONTEXT,
             "strength": ("string", False, "default | monotonic"),
             "on_error": ("string", False, "refuse (all or nothing, the default) | report"),
+            "format": ("string", False, "koinii (the default) | kif (SUO-KIF)"),
             **BUDGET,
         },
         "load vocabulary (operator only)",
@@ -610,6 +611,7 @@ class Daemon:
                 body["context"],
                 strength=body.get("strength") or "default",
                 on_error=body.get("on_error") or "refuse",
+                format=body.get("format") or "koinii",
             )
         return encode_edited(result)
 
