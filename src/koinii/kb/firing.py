@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from koinii.errors import Refused
 from koinii.kb import checks
-from koinii.kb.joins import Derivation, every_firing
+from koinii.kb.joins import Derivation, Triggers, every_firing
 from koinii.kb.rules import (
     NOT_DERIVABLE,
     Rule,
@@ -83,7 +83,13 @@ class Firing(State):
             if carriers and functor in carriers:
                 for declaration in carriers[functor]:
                     self._carry(tx, declaration, node)
-            for rule_node, i in by_literal.get((functor, node.positive), ()):
+            literal = (functor, node.positive)
+            if literal not in by_literal:
+                continue
+            triggers = self._triggers.get(literal)
+            if triggers is None:
+                triggers = self._triggers[literal] = Triggers(by_literal[literal], rules)
+            for rule_node, i in triggers.of(node.atom):
                 rule = rules[rule_node]
                 firings = rule.joins[i].firings(index, node, waiting, self._budget)
                 if firings:
