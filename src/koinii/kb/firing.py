@@ -160,8 +160,7 @@ class Firing(State):
         if rule_node.creator is not None:
             seen = self._hierarchy.up(home)
             return (home,) if all(a.context in seen for a in antecedents) else None
-        contexts = {home, *(a.context for a in antecedents)}
-        return self._hierarchy.maximal_common_descendants(contexts)
+        return self._hierarchy.placement((home, *[a.context for a in antecedents]))
 
     def _speaks_for_another(
         self, atom: tuple, author: str | None, placements: Collection[str], tx: Transaction | None
