@@ -115,12 +115,25 @@ def test_a_report_leaves_out_a_rule_that_derives_past_the_limit_and_loads_the_re
     new_location,
 ):
     """A refusal that comes only when the whole write settles (`derivation-limit`) is
-    not one sentence's: the load is undone and each sentence judged, the rest loaded."""
+    not one sentence's: the load is undone, the facts loaded, then each rule alone — and
+    the refusal names the rule that was firing when the limit ran out."""
     import koinii
 
     with koinii.open_kb(new_location(), max_derivations=50) as kb:
         text = "\n".join(f"(n N{i})" for i in range(60)) + "\n(implies (n ?x) (m ?x))\n(k Z)\n"
         loaded = kb.load_text(text, "CxOnto", on_error="report")
         assert [(p["line"], p["kind"]) for p in loaded.problems] == [(61, "derivation-limit")]
+        assert "while firing the rule (implies (n ?x) (m ?x))" in loaded.problems[0]["message"]
         assert kb.query("(k Z)", "CxOnto") == [{}] and kb.query("(m ?x)", "CxOnto") == []
         assert len(kb.query("(n ?x)", "CxOnto")) == 60
+
+
+def test_a_limit_run_out_while_a_rule_fires_names_the_rule(kb):
+    kb.edit(add=[(f"(n N{i})", "CxOnto") for i in range(30)])
+    kb.assert_("(implies (n ?x) (m ?x))", "CxOnto")
+    kb.max_derivations = 10
+    with pytest.raises(Refused) as refusal:
+        kb.edit(add=[(f"(n M{i})", "CxOnto") for i in range(30)])
+    assert refusal.value.kind == "derivation-limit"
+    assert refusal.value.data["rule_text"] == "(implies (n ?x) (m ?x))"
+    assert "while firing the rule (implies (n ?x) (m ?x))" in refusal.value.message
