@@ -322,7 +322,7 @@ def table(read: dict[str, Any], runs: dict[str, dict[str, Any]], ox: Any) -> str
     else:
         load = runs[names[0]]["load"]
         ratio = (
-            f" ({load['refuse'] / ox['seconds']:.1f}x Koinii's all-or-nothing)"
+            f" (Koinii's all-or-nothing load takes {load['refuse'] / ox['seconds']:.1f}x this)"
             if isinstance(load, dict)
             else ""
         )
