@@ -121,9 +121,11 @@ def test_without_the_kif_format_kifs_forms_stay_refused_and_say_how_to_read_them
         "parse",
     ]
     assert "format 'kif'" in loaded.problems[0]["message"]
-    with pytest.raises(Refused) as refusal:
-        kb.load_text("(p a)", "CxSumo", format="owl")
-    assert refusal.value.kind == "bad-option" and refusal.value.data["known"] == ["kif", "koinii"]
+    for bad in ("owl", ["kif"], 5):
+        with pytest.raises(Refused) as refusal:
+            kb.load_text("(p a)", "CxSumo", format=bad)
+        assert refusal.value.kind == "bad-option"
+        assert refusal.value.data["known"] == ["kif", "koinii"]
 
 
 def test_the_cli_loads_kif(tmp_path):
@@ -145,3 +147,12 @@ def test_the_cli_loads_kif(tmp_path):
         main, ["query", "(hasParent ?x)", "-c", "CxSumo", "--json", "--db", db], env=env
     )
     assert found.exit_code == 0 and "Ann" in found.stdout
+
+
+def test_a_bad_format_over_the_wire_is_refused_not_a_crash(start_daemon):
+    client = start_daemon().client()
+    for bad in ("owl", ["kif"], 5):
+        with pytest.raises(Refused) as refusal:
+            client.load_text("(p a)", "CxSumo", format=bad)
+        assert refusal.value.kind in ("bad-option", "bad-request"), refusal.value
+    assert client.query("(p a)", "CxSumo") == []

@@ -285,7 +285,7 @@ class Writes(State):
                 f"on_error is 'refuse' (all or nothing) or 'report', not {on_error!r}",
                 {"option": "on_error", "known": ["refuse", "report"]},
             )
-        if format not in FORMATS:
+        if not isinstance(format, str) or format not in FORMATS:
             raise Refused(
                 "bad-option",
                 f"format is 'koinii' (Koinii's sentences) or 'kif' (SUO-KIF), not {format!r}",
