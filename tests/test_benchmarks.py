@@ -18,7 +18,18 @@ WITH_POSTGRES = {"wire", "backends", "scale"}
 
 @pytest.mark.parametrize(
     "name",
-    ["engine", "wire", "backends", "sessions", "web", "scale", "search", "recall", "cli_startup"],
+    [
+        "engine",
+        "wire",
+        "backends",
+        "sessions",
+        "web",
+        "scale",
+        "search",
+        "recall",
+        "cli_startup",
+        "ontology",
+    ],
 )
 def test_the_benchmark_runs_in_quick_mode_and_prints_its_table(name, request):
     if name in WITH_POSTGRES:

@@ -215,7 +215,7 @@ SENTENCES = """\
 ; what the ops team knows
 (usesDatabase BillingCluster Postgres)
 (UsesDatabase Nope)
-(usesDatabase
+(usesDatabase #)
 (usesDatabase AuthCluster Redis)
 (genlCx CxOps CxOps)
 """

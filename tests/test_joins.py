@@ -161,3 +161,74 @@ def test_a_constant_matches_only_its_own_type(kb):
     kb.assert_("(implies (likes ?x 1) (big ?x))", "CxA")
     kb.edit(add=[("(likes Ann true)", "CxA"), ("(likes Bob 1.0)", "CxA"), ("(likes Cy 1)", "CxA")])
     assert kb.query("(big ?x)", "CxA") == [{"?x": koinii.Sym("Cy")}]
+
+
+# --- what a new node is joined with: only what it can match (issue 41) -------------------
+
+
+def _counting_joins(monkeypatch) -> list:
+    """Every join asked for its firings, as (rule's consequent, position)."""
+    asked: list = []
+    for cls in (joins._General, joins._Flat):
+        original = cls.firings
+
+        def firings(self, index, node, waiting, budget, only_way=False, _original=original):
+            asked.append(self.position)
+            return _original(self, index, node, waiting, budget, only_way)
+
+        monkeypatch.setattr(cls, "firings", firings)
+    return asked
+
+
+def test_a_new_node_is_joined_only_with_the_rule_literals_it_can_fill(kb, monkeypatch):
+    """SUMO's Merge.kif has a thousand rule literals of `instance`, most with a constant
+    class: each new `instance` node was matched against all of them (3.9 million head
+    matches, most of a 38 s firing). Now only those whose constants it holds are asked,
+    with those of no constant and those of a function term of its shape."""
+    rules = [f"(implies (instance ?x C{k}) (tagged ?x T{k}))" for k in range(50)]
+    rules += [
+        "(implies (and (instance ?x ?c) (likes ?x ?c)) (fond ?x))",  # no constant: always
+        "(implies (instance ?q (MeasureFn ?n Meter)) (length ?q))",  # filed by its constant
+        "(implies (instance ?q (PairFn ?a ?b)) (paired ?q))",  # by its function term's shape
+    ]
+    kb.edit(add=[(r, "CxA") for r in rules])
+    asked = _counting_joins(monkeypatch)
+    kb.assert_("(instance Ann C7)", "CxA")
+    assert len(asked) == 2  # C7's rule and the one with no constant
+    assert kb.query("(tagged Ann ?t)", "CxA") == [{"?t": koinii.Sym("T7")}]
+    asked.clear()
+    kb.assert_("(instance Q1 (PairFn 1 2))", "CxA")
+    assert len(asked) == 2 and kb.query("(paired ?q)", "CxA") == [{"?q": koinii.Sym("Q1")}]
+    asked.clear()
+    kb.edit(add=[("(instance Q2 (MeasureFn 3 Meter))", "CxA"), ("(instance Q3 1)", "CxA")])
+    assert len(asked) == 3 and kb.query("(length ?q)", "CxA") == [{"?q": koinii.Sym("Q2")}]
+    kb.assert_("(implies (instance ?x 1.0) (float ?x))", "CxA")  # 1.0 is not 1
+    kb.assert_("(instance Q4 1.0)", "CxA")
+    assert kb.query("(float ?x)", "CxA") == [{"?x": koinii.Sym("Q4")}]
+
+
+def test_a_function_term_not_yet_ground_finds_its_candidates_by_its_shape(kb):
+    """(instance ?w (WeekFn ?n ?y)) joined after (instance ?yi ?y) bound ?y: the function
+    term is not ground, so no argument table named it, and every `instance` node was a
+    candidate (SUMO's Merge.kif: 64 s of a 118 s firing, for no conclusion)."""
+    kb.edit(add=[(f"(instance I{k} C{k % 7})", "CxA") for k in range(300)])
+    kb.edit(add=[("(instance W1 (WeekFn 1 Y2026))", "CxA"), ("(instance W2 (DayFn 1))", "CxA")])
+    pattern = (
+        koinii.Sym("instance"),
+        koinii.Var("w"),
+        (koinii.Sym("WeekFn"), koinii.Var("n"), koinii.Var("y")),
+    )
+    assert len(list(kb._index.candidates(pattern, {}))) == 1
+    bound = {koinii.Var("y"): koinii.Sym("Y2026")}
+    assert len(list(kb._index.candidates(pattern, bound))) == 1
+    assert (
+        list(kb._index.candidates(pattern[:2] + ((koinii.Sym("YearFn"), koinii.Var("n")),), {}))
+        == []
+    )
+    kb.assert_(
+        "(implies (and (instance ?yi ?y) (instance ?w (WeekFn ?n ?y))) (during ?w ?yi))", "CxA"
+    )
+    kb.assert_("(instance Now Y2026)", "CxA")
+    assert kb.query("(during ?w Now)", "CxA") == [{"?w": koinii.Sym("W1")}]
+    kb.retract(kb.sentexes_matching("(instance W1 ?c)", "CxA")[0].handle)
+    assert len(list(kb._index.candidates(pattern, {}))) == 0

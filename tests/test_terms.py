@@ -383,7 +383,7 @@ def test_a_flat_list_of_symbols_reads_as_the_tokenizer_reads_it(names):
 
     text = "(" + " ".join(names) + ")"
     try:
-        ((expected, _),) = _read(text)
+        ((expected, _, _),) = _read(text)
     except Refused as slow:
         assert refusal(parse, text).kind == slow.kind
     else:
@@ -406,11 +406,36 @@ def test_a_parse_refusal_names_its_line_and_column():
 def test_statements_read_on_past_a_bad_one():
     from koinii.terms import statements
 
-    read = list(statements("(p a)\n(q b))\n(r c)\n(bad\n(s d)\n"))
+    read = list(statements("(p a)\n(q b))\n(r c)\n(bad #)\n(s d)\n"))
     good = [(line, show(term)) for line, _, term in read if not isinstance(term, Refused)]
     bad = [(line, term.kind) for line, _, term in read if isinstance(term, Refused)]
     assert good == [(1, "(p a)"), (2, "(q b)"), (3, "(r c)"), (5, "(s d)")]
     assert bad == [(2, "parse"), (4, "parse")]
+
+
+def test_after_a_bad_statement_reading_resumes_after_it_whole_never_inside():
+    """Issue 41: recovery skipped to the next line starting with `(`, so three valid
+    statements were reported as unbalanced `)`, and a sub-expression of a bad statement
+    that starts a line was read as a statement of its own. Now the bad one is skipped to
+    where its parentheses balance, a `)` in its strings and comments not counted."""
+    from koinii.terms import statements
+
+    text = (
+        "(p a)\n"
+        "(bad #\n"  # a bad token: the statement is (bad # (s d …) (t e))
+        '(s d "a ) in a string" ; a ) in a comment\n'
+        "(t e)))\n"
+        "(u f)\n"
+        "(v g))\n"  # a stray `)`: only it is skipped
+        "(w h)\n"
+        "(unclosed (x\n"  # never closed: what follows is inside it
+        "(y i)\n"
+    )
+    read = list(statements(text))
+    good = [(line, show(term)) for line, _, term in read if not isinstance(term, Refused)]
+    bad = [(line, column, term.kind) for line, column, term in read if isinstance(term, Refused)]
+    assert good == [(1, "(p a)"), (5, "(u f)"), (6, "(v g)"), (7, "(w h)")]
+    assert bad == [(2, 6, "parse"), (6, 6, "parse"), (8, 11, "parse")]
 
 
 def test_function_terms_in_cycs_convention_are_terms_not_sentences(kb):

@@ -204,8 +204,9 @@ class AsyncClient:
         *,
         strength: str = "default",
         on_error: str = "refuse",
+        format: str = "koinii",
     ) -> Edited:
-        return await self._run(protocol.load_text(source, context, strength, on_error))
+        return await self._run(protocol.load_text(source, context, strength, on_error, format))
 
     async def add_provenance(self, handle: int, fields: Mapping[str, Any]) -> dict[str, Any] | None:
         return await self._run(protocol.add_provenance(handle, fields))

@@ -207,8 +207,9 @@ class Client:
         *,
         strength: str = "default",
         on_error: str = "refuse",
+        format: str = "koinii",
     ) -> Edited:
-        return self._run(protocol.load_text(source, context, strength, on_error))
+        return self._run(protocol.load_text(source, context, strength, on_error, format))
 
     def add_provenance(self, handle: int, fields: Mapping[str, Any]) -> dict[str, Any] | None:
         return self._run(protocol.add_provenance(handle, fields))

@@ -112,6 +112,33 @@ _CATALOGUE = (
         "the message says what to write instead; state each part as a claim of its own",
     ),
     Kind(
+        "existential",
+        400,
+        "KIF's (exists (?x) S) as a statement or in a rule's conclusion: an individual "
+        "asserted without a name",
+        "name the individual and state the claim about it; in a rule, conclude about a "
+        "function term of the rule's variables, e.g. (mother ?x (MotherFn ?x))",
+    ),
+    Kind(
+        "nested-quantifier",
+        400,
+        "KIF's forall in a rule's antecedent, or forall / exists inside a sentence or a not",
+        "restate it as a rule (=> conditions conclusion) without the quantifier: a rule's "
+        "?variables are universal already",
+    ),
+    Kind(
+        "variable-predicate",
+        400,
+        "a KIF sentence whose predicate is a ?variable, e.g. (?REL ?x ?y)",
+        "write the rule once for each predicate it is meant for, naming the predicate",
+    ),
+    Kind(
+        "row-variable",
+        400,
+        "a KIF row variable (@ROW), which stands for any number of arguments",
+        "write the statement once for each number of arguments you need, with a ?variable for each",
+    ),
+    Kind(
         "shape",
         400,
         "past a size limit (nesting, bytes, digits, a batch), an empty list, or not a sentence",

@@ -344,12 +344,18 @@ def check_edit(add: Sequence[Entry], remove: Sequence[int]) -> Call[list[dict[st
 
 
 def load_text(
-    source: str | os.PathLike[str], context: Context, strength: str, on_error: str
+    source: str | os.PathLike[str],
+    context: Context,
+    strength: str,
+    on_error: str,
+    format: str = "koinii",
 ) -> Call[Edited]:
     if isinstance(source, os.PathLike):  # a file is read by the client, never by the daemon
         with open(source, encoding="utf-8") as f:
             source = f.read()
     fields = {"text": source, "context": _ctx(context), "strength": strength, "on_error": on_error}
+    if format != "koinii":  # (a daemon before formats knows only Koinii's own)
+        fields["format"] = format
     return Call("load_text", fields, decode_edited)
 
 

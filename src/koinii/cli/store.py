@@ -106,9 +106,19 @@ def _how_opened(opened: dict[str, Any]) -> str:
 @click.option(
     "--batch", default=500, show_default=True, type=click.IntRange(1), help="Statements per write."
 )
+@click.option(
+    "--format",
+    "text_format",
+    type=click.Choice(["koinii", "kif"]),
+    default="koinii",
+    show_default=True,
+    help="kif: SUO-KIF (=> and <=> as rules, quantifiers read or refused by name).",
+)
 @json_option
 @source_options
-def load_command(file, context, strength, all_or_nothing, batch, as_json, url, token, db) -> None:
+def load_command(
+    file, context, strength, all_or_nothing, batch, text_format, as_json, url, token, db
+) -> None:
     """Load every sentence of FILE (sentences and ; comments) into a context.
 
     What reads and passes every check is loaded; each statement that does not is
@@ -137,11 +147,14 @@ def load_command(file, context, strength, all_or_nothing, batch, as_json, url, t
         )
     with open_source(db, url, token, create=True) as store:
         if all_or_nothing:
-            edited = store.load_text(text, context, strength=strength)
+            kif = {"format": "kif"} if text_format == "kif" else {}
+            edited = store.load_text(text, context, strength=strength, **kif)
             report = {"file": file, "loaded": len(edited.handles), "seq": edited.seq}
             report["problems"] = []
         else:
-            report = _load_in_batches(store, file, text, context, strength, batch, as_json)
+            report = _load_in_batches(
+                store, file, text, text_format == "kif", context, strength, batch, as_json
+            )
     if as_json:
         echo_json(report)
     else:
@@ -161,24 +174,29 @@ def load_command(file, context, strength, all_or_nothing, batch, as_json, url, t
 
 
 def _load_in_batches(
-    store: Any, file: str, text: str, context: str, strength: str, size: int, quiet: bool
+    store: Any,
+    file: str,
+    text: str,
+    kif: bool,
+    context: str,
+    strength: str,
+    size: int,
+    quiet: bool,
 ) -> dict[str, Any]:
-    """Read FILE's statements, then load them `size` at a time; problems carry FILE's
-    lines (a statement that does not read is reported as `statements` found it).
+    """Read FILE's statements (KIF's mapped to sentences, `kif`), then load them `size`
+    at a time; problems carry FILE's lines (a statement that does not read is reported
+    as `read_sentences` found it).
 
     A batch past the daemon's write budget (`budget-exhausted`) was rolled back whole,
     so it is sent again in halves, and later batches stay at the smaller size; a single
     statement past the budget is reported as refused, and loading goes on.
     """
-    from koinii.terms import show, statements
+    from koinii.kb.kif import read_sentences
+    from koinii.terms import show
 
     problems: list[dict[str, Any]] = []
-    read: list[tuple[int, int, str]] = []
-    for line, column, term in statements(text):
-        if isinstance(term, Refused):
-            problems.append(_problem(line, column, term.kind, term.message))
-        else:
-            read.append((line, column, show(term)))
+    sentences = read_sentences(text, kif, problems)
+    read = [(line, column, show(term)) for line, column, term in sentences]
     loaded, seq, start = 0, store.seq, 0
     with _progress(len(read), quiet) as advance:
         while start < len(read):

@@ -295,7 +295,7 @@ class Checkpoints(State):
         for node, justs, uses in links:
             node.justs, node.uses = justs, uses
         self._index, self._hierarchy = index, hierarchy
-        self._rules, self._rules_by_literal = rules, by_literal
+        self._rules, self._rules_by_literal, self._triggers = rules, by_literal, {}
         self._masks, self._carriers, self._referrers = masks, carriers, referrers
         next_handle, self._seq = self._store.head()
         self._next_handle = max(next_handle, header["next_handle"])

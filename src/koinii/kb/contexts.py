@@ -15,13 +15,15 @@ EVERYTHING = "CxEverything"
 class Hierarchy:
     """genlCx edges (`sub` sees `sup`) with cached ancestor and descendant sets."""
 
-    __slots__ = ("_parents", "_children", "_up", "_down")
+    __slots__ = ("_parents", "_children", "_up", "_down", "_placed")
 
     def __init__(self) -> None:
         self._parents: dict[str, dict[str, int]] = {}
         self._children: dict[str, dict[str, int]] = {}
         self._up: dict[str, frozenset[str]] = {}
         self._down: dict[str, frozenset[str]] = {}
+        # placements asked for, by the contexts asked about (`placement`)
+        self._placed: dict[tuple[str, ...], list[str]] = {}
 
     # Edges are counted, not set: the same edge may be asserted in no other context
     # (genlCx lives in CxUniverse), but counting keeps add/remove exact inverses.
@@ -46,6 +48,7 @@ class Hierarchy:
     def _forget(self) -> None:
         self._up.clear()
         self._down.clear()
+        self._placed.clear()
 
     def up(self, ctx: str) -> frozenset[str]:
         """`ctx`, everything it sees (transitively), and CxUniverse."""
@@ -90,6 +93,17 @@ class Hierarchy:
                     seen.add(nxt)
                     stack.append(nxt)
         return frozenset(seen)
+
+    def placement(self, contexts: tuple[str, ...]) -> list[str]:
+        """`maximal_common_descendants` of `contexts`, kept until an edge changes.
+
+        A rule's firings ask it once per firing whose antecedents lie in another context
+        than the rule's: over SUMO's 73 contexts the inheritance axiom asked 1.76 million
+        times about a few hundred combinations (a quarter of its time)."""
+        found = self._placed.get(contexts)
+        if found is None:
+            found = self._placed[contexts] = self.maximal_common_descendants(set(contexts))
+        return found
 
     def maximal_common_descendants(self, contexts: set[str]) -> list[str]:
         """Where a conclusion drawn from sentexes in `contexts` is placed (sorted).

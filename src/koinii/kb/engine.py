@@ -43,6 +43,7 @@ from koinii.kb.contexts import Hierarchy
 from koinii.kb.feed import Feed, Routed
 from koinii.kb.firing import Firing
 from koinii.kb.index import Index
+from koinii.kb.joins import Triggers
 from koinii.kb.maintenance import Maintenance
 from koinii.kb.reads import Reads
 from koinii.kb.rules import (
@@ -101,6 +102,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         self._hierarchy = Hierarchy()
         self._rules: dict[Node, Rule] = {}
         self._rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]] = {}
+        self._triggers: dict[tuple[Sym, bool], Triggers] = {}  # made from the above
         self._masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
         self._carriers: dict[Sym, list[Node]] = {}  # functor -> its carriesClaim declarations
         self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from koinii.errors import Refused
 from koinii.kb import checks
-from koinii.kb.joins import Derivation, every_firing
+from koinii.kb.joins import Derivation, Triggers, every_firing
 from koinii.kb.rules import (
     NOT_DERIVABLE,
     Rule,
@@ -54,8 +54,13 @@ class Firing(State):
             if self._index.by_handle.get(rule_node.handle) is not rule_node:
                 continue
             rule = self._rules[rule_node]
-            firings = every_firing(rule.joins, rule.antecedents, self._index, tx.fire, self._budget)
-            self._conclude(tx, rule_node, rule, firings)
+            try:
+                firings = every_firing(
+                    rule.joins, rule.antecedents, self._index, tx.fire, self._budget
+                )
+                self._conclude(tx, rule_node, rule, firings)
+            except Refused as refusal:
+                raise _while_firing(refusal, rule_node) from None
         self._fire_new(tx)
 
     def _fire_new(self, tx: Transaction) -> None:
@@ -83,11 +88,20 @@ class Firing(State):
             if carriers and functor in carriers:
                 for declaration in carriers[functor]:
                     self._carry(tx, declaration, node)
-            for rule_node, i in by_literal.get((functor, node.positive), ()):
+            literal = (functor, node.positive)
+            if literal not in by_literal:
+                continue
+            triggers = self._triggers.get(literal)
+            if triggers is None:
+                triggers = self._triggers[literal] = Triggers(by_literal[literal], rules)
+            for rule_node, i in triggers.of(node.atom):
                 rule = rules[rule_node]
-                firings = rule.joins[i].firings(index, node, waiting, self._budget)
-                if firings:
-                    self._conclude(tx, rule_node, rule, firings)
+                try:
+                    firings = rule.joins[i].firings(index, node, waiting, self._budget)
+                    if firings:
+                        self._conclude(tx, rule_node, rule, firings)
+                except Refused as refusal:
+                    raise _while_firing(refusal, rule_node) from None
 
     def _conclude(
         self,
@@ -154,8 +168,7 @@ class Firing(State):
         if rule_node.creator is not None:
             seen = self._hierarchy.up(home)
             return (home,) if all(a.context in seen for a in antecedents) else None
-        contexts = {home, *(a.context for a in antecedents)}
-        return self._hierarchy.maximal_common_descendants(contexts)
+        return self._hierarchy.placement((home, *[a.context for a in antecedents]))
 
     def _speaks_for_another(
         self, atom: tuple, author: str | None, placements: Collection[str], tx: Transaction | None
@@ -443,3 +456,17 @@ class Firing(State):
                     )
             out.sort(key=lambda v: (v["rule"], v["antecedents"]))
             return out
+
+
+def _while_firing(refusal: Refused, rule_node: Node) -> Refused:
+    """A budget or a limit run out while `rule_node` fired, named in the refusal: over a
+    real ontology one rule can spend a whole budget alone, and the write that carried a
+    thousand rules must say which (data: `rule`, its handle, and `rule_text`)."""
+    if refusal.kind not in ("budget-exhausted", "derivation-limit") or "rule_text" in refusal.data:
+        return refusal
+    text = rule_node.text
+    return Refused(
+        refusal.kind,
+        f"{refusal.message} (while firing the rule {text}, sentex {rule_node.handle})",
+        {**refusal.data, "rule": rule_node.handle, "rule_text": text},
+    )

@@ -105,6 +105,7 @@ class Maintenance(State):
             self._rules[node] = rule
             for i, (positive, pattern) in enumerate(rule.antecedents):
                 self._rules_by_literal.setdefault((pattern[0], positive), []).append((node, i))
+                self._triggers.pop((pattern[0], positive), None)
         elif functor is CARRIES_CLAIM and _carrier_shaped(node):
             self._carriers.setdefault(atom[1], []).append(node)
 
@@ -129,6 +130,7 @@ class Maintenance(State):
             for i, (positive, pattern) in enumerate(rule.antecedents):
                 entries = self._rules_by_literal[(pattern[0], positive)]
                 entries.remove((node, i))
+                self._triggers.pop((pattern[0], positive), None)
                 if not entries:
                     del self._rules_by_literal[(pattern[0], positive)]
         elif functor is CARRIES_CLAIM and _carrier_shaped(node):

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from koinii.kb.contexts import Hierarchy
     from koinii.kb.feed import Feed, Routed
     from koinii.kb.index import Index
+    from koinii.kb.joins import Triggers
     from koinii.kb.rules import Rule
     from koinii.kb.semantic import Vectors
     from koinii.kb.sentex import Node
@@ -46,6 +47,9 @@ class State:
     _hierarchy: Hierarchy
     _rules: dict[Node, Rule]
     _rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]]
+    # `_rules_by_literal` by what a node must hold to fill each literal (joins.Triggers),
+    # made when first asked, dropped for a functor when its rules change
+    _triggers: dict[tuple[Sym, bool], Triggers]
     _masks: dict[int, list[Node]]  # masked handle -> its mask nodes
     _carriers: dict[Sym, list[Node]]  # functor -> its carriesClaim declarations
     _referrers: dict[int, set[Node]]  # handle -> nodes naming it

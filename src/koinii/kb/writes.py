@@ -26,11 +26,10 @@ from koinii.errors import Refused
 from koinii.kb import checks, collector, values
 from koinii.kb.checks import Entry
 from koinii.kb.feed import Change, Routed
+from koinii.kb.kif import read_sentences
 from koinii.kb.maintenance import ARITY
 from koinii.kb.reads import checked_handle
-from koinii.kb.rules import (
-    GENL_CX,
-)
+from koinii.kb.rules import GENL_CX, IMPLIES
 from koinii.kb.sentex import (
     DEFAULT,
     MONOTONIC,
@@ -40,12 +39,13 @@ from koinii.kb.sentex import (
 )
 from koinii.kb.state import State
 from koinii.kb.store import Commit, LogEntry
-from koinii.terms import Term, parse_all, statements
+from koinii.terms import Term, parse_all
 
 _PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "koinii_principal", default=None
 )
 WRITE_OPTIONS = frozenset({"strength", "creator", "provenance"})
+FORMATS = frozenset({"koinii", "kif"})  # what load_text reads
 RESERVED_PROVENANCE = frozenset({"creator", "created", "principal"})
 log = logging.getLogger("koinii.kb")
 
@@ -266,6 +266,7 @@ class Writes(State):
         *,
         strength: str = "default",
         on_error: str = "refuse",
+        format: str = "koinii",
     ) -> Edited:
         """Load every sentence of a file or text into `context`.
 
@@ -275,7 +276,8 @@ class Writes(State):
         refuses the whole text, naming its line and column. With `on_error="report"` the
         sentences that read and pass every check are loaded in one edit, and the others
         are listed in the result's `problems` — `{line, column, kind, message}` each — so
-        one bad statement does not lose a 5 MB file.
+        one bad statement does not lose a 5 MB file. `format="kif"` reads SUO-KIF
+        (`=>`, `<=>`, quantifiers: koinii.kb.kif) instead of Koinii's own sentences.
         """
         if on_error not in ("refuse", "report"):
             raise Refused(
@@ -283,30 +285,117 @@ class Writes(State):
                 f"on_error is 'refuse' (all or nothing) or 'report', not {on_error!r}",
                 {"option": "on_error", "known": ["refuse", "report"]},
             )
+        if not isinstance(format, str) or format not in FORMATS:
+            raise Refused(
+                "bad-option",
+                f"format is 'koinii' (Koinii's sentences) or 'kif' (SUO-KIF), not {format!r}",
+                {"option": "format", "known": sorted(FORMATS)},
+            )
         if isinstance(source, os.PathLike):
             with open(source, encoding="utf-8") as f:
                 source = f.read()
         opts = {"strength": strength}
-        if on_error == "refuse":
+        if on_error == "refuse" and format == "koinii":
             return self.edit(add=[(t, context, opts) for t in parse_all(source)])
         problems: list[dict[str, Any]] = []
-        entries: list[tuple[Any, Any, dict[str, Any]]] = []
-        places: list[tuple[int, int]] = []
-        for line, column, read in statements(source):
-            if isinstance(read, Refused):
-                problems.append(_placed(line, column, read.kind, read.message))
+        read = read_sentences(source, format == "kif", problems)
+        if on_error == "refuse":
+            if problems:
+                first = problems[0]
+                where = {"line": first["line"], "column": first["column"]}
+                raise Refused(first["kind"], first["message"], where)
+            return self.edit(add=[(t, context, opts) for _, _, t in read])
+        loaded = self._load_reporting(read, context, opts, problems)
+        problems.sort(key=lambda p: (p["line"], p["column"]))
+        return replace(loaded, problems=problems)
+
+    def _load_reporting(
+        self,
+        read: list[tuple[int, int, Term]],
+        context: Any,
+        opts: dict[str, Any],
+        problems: list[dict[str, Any]],
+    ) -> Edited:
+        """`read` loaded as one edit, each sentence a check refuses left out and listed in
+        `problems` — in one pass, as the all-or-nothing load makes it: a refused sentence
+        changes nothing before its refusal, so the write goes on past it. (A dry run of
+        the whole batch and then the edit did every sentence's work twice, and more.)
+        A refusal after a change (a split rule's second part, refused) undoes the write
+        and the slower way is taken: each sentence judged by a dry run, the rest loaded.
+        A refusal when the whole settles (a rule deriving past the limit) belongs to no
+        one sentence: the facts are loaded first, then each rule as a write of its own,
+        so a rule that cannot finish is reported by its line and the rest still load."""
+        with (
+            self._lock,
+            self._bounded(self.write_budget_s, "the write"),
+            collector.paused(),
+        ):
+            tx = self._begin("edit")
+            found: list[dict[str, Any]] = []
+            settling = False
+            try:
+                handles = []
+                budget = self._budget
+                for line, column, term in read:
+                    if budget is not None:
+                        budget.tick()
+                    mark = (len(tx.undo), len(tx.added), self._next_handle)
+                    try:
+                        handles.append(self._add_entry(tx, (term, context, opts)))
+                    except Refused as refusal:
+                        if refusal.kind == "budget-exhausted" or mark != (
+                            len(tx.undo),
+                            len(tx.added),
+                            self._next_handle,
+                        ):
+                            raise
+                        found.append(_placed(line, column, refusal.kind, refusal.message))
+                settling = True
+                seq = self._finish(tx, None, want_seq=True)
+            except Refused as refusal:
+                self._abort(tx)
+                rules = [r for r in read if is_rule_sentence(r[2])]
+                if refusal.kind == "budget-exhausted" or (settling and not rules):
+                    refusal.data.setdefault("rolled_back", True)
+                    raise
+                if not settling:
+                    return self._load_checked(read, context, opts, problems)
+            except BaseException:
+                self._abort(tx)
+                raise
             else:
-                entries.append((read, context, opts))
-                places.append((line, column))
+                problems += found
+                return Edited(handles, tx.removed_sentexes, tx.removed_justifications, seq)
+        facts = [r for r in read if not is_rule_sentence(r[2])]
+        loaded = self._load_reporting(facts, context, opts, problems)
+        handles, seq = list(loaded.handles), loaded.seq
+        removed = [loaded.removed_sentexes, loaded.removed_justifications]
+        for line, column, rule in rules:
+            try:
+                one = self.edit(add=[(rule, context, opts)])
+            except Refused as refusal:
+                problems.append(_placed(line, column, refusal.kind, refusal.message))
+                continue
+            handles += one.handles
+            seq = one.seq if one.seq is not None else seq
+            removed = [removed[0] + one.removed_sentexes, removed[1] + one.removed_justifications]
+        return Edited(handles, removed[0], removed[1], seq)
+
+    def _load_checked(
+        self,
+        read: list[tuple[int, int, Term]],
+        context: Any,
+        opts: dict[str, Any],
+        problems: list[dict[str, Any]],
+    ) -> Edited:
+        entries = [(term, context, opts) for _, _, term in read]
         refused = {p["index"]: p for p in self.check_edit(add=entries)}
         for index in sorted(refused):
-            line, column = places[index]
+            line, column, _ = read[index]
             problems.append(
                 _placed(line, column, refused[index]["kind"], refused[index]["message"])
             )
-        loaded = self.edit(add=[e for i, e in enumerate(entries) if i not in refused])
-        problems.sort(key=lambda p: (p["line"], p["column"]))
-        return replace(loaded, problems=problems)
+        return self.edit(add=[e for i, e in enumerate(entries) if i not in refused])
 
     def mark_shipped(self, handles: Collection[int]) -> None:
         """Make `handles` — the vocabulary that ships, installed on every open — read-only:
@@ -774,6 +863,10 @@ def _kept(tx: Transaction) -> list[Justification]:
 
 def _placed(line: int, column: int, kind: str, message: str) -> dict[str, Any]:
     return {"line": line, "column": column, "kind": kind, "message": message}
+
+
+def is_rule_sentence(term: Any) -> bool:
+    return type(term) is tuple and term[0] is IMPLIES
 
 
 def _listed(items: Any, where: str) -> list[Any]:

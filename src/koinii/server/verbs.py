@@ -228,6 +228,7 @@ def check_edit(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
         **CONTEXT,
         "strength": ("string", False, "default | monotonic"),
         "on_error": ("string", False, "refuse (all or nothing, the default) | report"),
+        "format": ("string", False, "koinii (the default) | kif (SUO-KIF)"),
         **BUDGET,
     },
     "load vocabulary (operator only)",
@@ -243,6 +244,7 @@ def load_text(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
             body["context"],
             strength=body.get("strength") or "default",
             on_error=body.get("on_error") or "refuse",
+            format=body.get("format") or "koinii",
         )
     return encode_edited(result)
 
