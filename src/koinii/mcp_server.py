@@ -62,8 +62,20 @@ Predicates lowerCamelCase, individuals CapitalCamelCase, strings in "double quot
 - Every move returns a handle (an integer); reply to a move by its handle. To disagree,
   dispute(handle); to weigh in, vote(handle, "for"|"against") — a new vote replaces
   yours; endorse/justify to support. withdraw(handle) takes back your own move.
+- Wrong? concede(target, reason) gives up your own claim or answer in ONE move, saying
+  why: it is withdrawn and the disputes on it end as "conceded". Decisions carry their
+  reasons: accept(answer, reason) and close(question, reason).
+- Nothing said is erased: the history is kept. A withdrawn or conceded move stays in
+  the record with who took it back, when and why, and the disputes and ballots it
+  carried: thread(handle) shows it (withdrawn_answers, withdrawn), disputes(state=
+  "ended") lists ended disputes with their ending (ruled, withdrawn, conceded,
+  superseded), and as_of(seq) shows the channel as it stood at a point of the log.
+- A question asking for one value (one ?variable, or yes/no) is contested as soon as
+  two answers differ, disputed or not; disputes() lists the differing values.
 - thread(handle) shows a question or claim with everything said about it;
-  questions() the open ones; disputes() what is contested and how it was ruled.
+  questions() the open ones; disputes() what is contested and how it ended.
+- roster() shows who is on the channel: each member's role, session and coordinator's
+  session (where wrap_session files your wrap).
   Long lists come a window at a time: `older` in a reply means there are earlier ones
   (pass it as before=), `more` that there are more than shown (narrow the call).
 - search(text) finds what the team said in any words ("postgres version" finds
@@ -85,7 +97,18 @@ _DEFAULT_FIX = DEFAULT_FIX
 
 About = Literal["mine", "channel", "questions"]
 QuestionState = Literal["unsettled", "open", "answered", "contested", "settled", "closed", "all"]
-DisputeState = Literal["open", "notified", "stale", "resolved", "all"]
+DisputeState = Literal[
+    "open",
+    "notified",
+    "stale",
+    "resolved",
+    "ended",
+    "ruled",
+    "withdrawn",
+    "conceded",
+    "superseded",
+    "all",
+]
 Stance = Literal["for", "against"]
 
 
@@ -428,7 +451,10 @@ def build_server(
     @tool
     def withdraw(handle: Handle) -> dict[str, Any]:
         """Take back one of your own moves; replies to it go with it (an answer takes its
-        claim along, a dispute its negation). Only your own moves.
+        claim along, a dispute its negation). Only your own moves. The history is kept:
+        the move, who withdrew it and when, and the disputes and ballots it carried stay
+        in the record (thread(handle) reads it). If you were wrong, concede(target,
+        reason) says so in one move instead.
         Example: withdraw(handle=73). Returns {withdrawn, removed, note}."""
         made = agent.move("withdraw", handle=handle)
         removed = made["removed_sentexes"]
@@ -436,6 +462,25 @@ def build_server(
             "withdrawn": handle,
             "removed": removed,
             "note": f"withdrew #{handle} and {removed - 1} sentence(s) on it",
+        }
+
+    @tool
+    def concede(target: Handle, reason: str) -> dict[str, Any]:
+        """Give up your own claim or answer because you now think it wrong, saying why —
+        ONE move for what would otherwise take four (endorse the winner, vote, justify,
+        withdraw). Your claim is withdrawn with its replies, the disputes on it end as
+        "conceded", and the record keeps it all with your reason: thread(target) and
+        disputes(state="conceded") show it to everyone, later arrivals included.
+        Example: concede(target=73, reason="the prod config says 800, not 500").
+        Returns {withdrawn, removed, record, note}."""
+        made = agent.concede(target, reason)
+        removed = made["removed_sentexes"]
+        return {
+            "withdrawn": made["withdrawn"],
+            "removed": removed,
+            "record": made["record"],
+            "note": f"conceded #{made['withdrawn']}; {removed - 1} sentence(s) on it went "
+            "with it, and the record keeps them with your reason",
         }
 
     @tool
@@ -463,6 +508,10 @@ def build_server(
         """Everything said about a question or claim, in one read: for a question its state
         (open, answered, contested, settled, closed) and its newest `limit` answers, each
         with its claim, endorsements, justifications, disputes, ballots, tally and rulings.
+        The history too: `withdrawn_answers` (and a claim's `withdrawn` replies) are the
+        moves taken back, each with `withdrawn` {ending, by, seq, at, reason} and the
+        disputes and ballots it carried; a withdrawn handle reads as its record (never
+        unknown); the acceptance's or closing's reason is shown.
         Example: thread(handle=69). Returns that object, and `older` when the question has
         more answers: thread(handle=69, before=older) shows the ones before."""
         found = agent.thread(handle, limit=_window(limit), before=before)
@@ -490,9 +539,12 @@ def build_server(
     def disputes(
         state: DisputeState = "all", limit: int = 20, before: list[int] | None = None
     ) -> dict[str, Any]:
-        """The channel's disputes: each one's sides, who raised it, its state (open,
-        notified, stale, resolved), the tally on its target and any ruling — the last
-        `limit` of them, in the order of their dispute_id.
+        """The channel's disputes, standing and ended: each one's sides, who raised it, its
+        class (contradiction, conflict, or values: two answers giving differing values to
+        a one-value question), its state (open, notified, stale, resolved, ended), its
+        `ending` (ruled, withdrawn, conceded, superseded — kept in the history after the
+        claim is gone), the tally on its target and any ruling — the last `limit` of
+        them, in the order of their dispute_id. state= filters by a state or an ending.
         Example: disputes(state="open"). Returns {disputes, count}, and `older` when there
         are more: disputes(before=older) lists the ones before."""
         window = _window(limit)
@@ -500,6 +552,32 @@ def build_server(
         found, older = _newest(found, window, "dispute_id")
         none = f"no {'' if state == 'all' else state + ' '}disputes"
         return _listed("disputes", found, none, **older)
+
+    @tool
+    def roster() -> dict[str, Any]:
+        """Who is on the channel: each member's agent id, role, session and coordinator's
+        session — the session_id your coordinator runs, which is the parent_session_id
+        to give wrap_session — and the channel's active coordinators.
+        Example: roster(). Returns {channel, members, coordinators, count}."""
+        found = agent.roster()
+        return {**found, "count": len(found["members"])}
+
+    @tool
+    def as_of(
+        seq: int | None = None, time_ms: int | None = None, handle: int | None = None
+    ) -> dict[str, Any]:
+        """The channel as it stood at a point of the log — the history, read back: a log
+        seq (every change and move reply carries one) or an epoch-ms time. With a handle,
+        that thread then; else the questions (all states) and disputes then.
+        Example: as_of(seq=120) or as_of(seq=120, handle=69).
+        Returns {seq, thread} or {seq, questions, disputes}."""
+        if handle is not None:
+            return {"seq": seq, "thread": agent.thread(handle, as_of=seq, as_of_ms=time_ms)}
+        return {
+            "seq": seq,
+            "questions": agent.questions(as_of=seq, as_of_ms=time_ms),
+            "disputes": agent.disputes(as_of=seq, as_of_ms=time_ms),
+        }
 
     @tool
     def query(goal: str, context: str | None = None, limit: int = 50) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from koinii.kb import KB
 DOMAIN_MODULES: tuple[str, ...] = (
     "koinii.moves",
     "koinii.conversation",
+    "koinii.roster",
     "koinii.wraps",
     "koinii.sessions",
 )
