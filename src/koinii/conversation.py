@@ -91,6 +91,7 @@ class _Everywhere(frozenset):
 
 
 _ANY = Var("any")
+_FUNCTIONAL = Sym("functional")
 _ANY2 = Var("any2")
 
 
@@ -339,7 +340,41 @@ class _Reader:
             if len(claims) > 1:
                 key = tuple(sorted(c.handle for c in claims.values()))
                 found.append((key, {"question": q.handle}))
+        return found + self.declared_conflicts()
+
+    def declared_conflicts(self) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
+        """The differing values of a predicate the channel declares single-valued: a
+        `(functional P)` stored where the channel sees it and no agent owns (the channel
+        itself, or vocabulary its operator loaded) — its last argument one value for the
+        same leading ones, among the claims the channel sees. Grouped by the leading
+        arguments, never compared in pairs. Shown at the channel only: it changes no
+        agent's own reads (docs/security.md, non-interference)."""
+        found = []
+        for declaration in self.kb.sentexes_matching((_FUNCTIONAL, _ANY), "?ctx"):
+            functor = declaration.sentence[1]
+            where = declaration.context
+            if type(functor) is not Sym or where not in self.visible or self.owner(where):
+                continue
+            for arity in self.arities(functor):
+                pattern = (functor, *(Var(f"a{i}") for i in range(arity)))
+                values: dict[str, dict[str, list[int]]] = {}
+                for claim in self.kb.sentexes_matching(pattern, "?ctx"):
+                    if claim.context not in self.visible or self.owner(claim.context) is None:
+                        continue
+                    leading = show(claim.sentence[1:-1])
+                    value = show(claim.sentence[-1])
+                    values.setdefault(leading, {}).setdefault(value, []).append(claim.handle)
+                for by_value in values.values():
+                    if len(by_value) > 1:
+                        key = tuple(sorted(h for hs in by_value.values() for h in hs))
+                        found.append((key, {"question": None, "declared": show(functor)}))
         return found
+
+    def arities(self, functor: Sym) -> list[int]:
+        """The argument counts `functor` is declared with (`arity`), else 2 and 3."""
+        declared = self.kb.sentexes_matching((Sym("arity"), functor, _ANY), "?ctx")
+        counts = sorted({d.sentence[2] for d in declared if type(d.sentence[2]) is int})
+        return [n for n in counts if n >= 2] or [2, 3]
 
     def _key(
         self, target: Sentex, rebuttal: Sentex | None, groups: dict[tuple[int, ...], Any]

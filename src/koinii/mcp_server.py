@@ -472,13 +472,15 @@ def build_server(
         "conceded", and the record keeps it all with your reason: thread(target) and
         disputes(state="conceded") show it to everyone, later arrivals included.
         Example: concede(target=73, reason="the prod config says 800, not 500").
-        Returns {withdrawn, removed, record, note}."""
+        Returns {withdrawn, removed, record, seq, note}: seq is the concession's point in
+        the log (as_of(seq=seq - 1) shows the channel just before it)."""
         made = agent.concede(target, reason)
         removed = made["removed_sentexes"]
         return {
             "withdrawn": made["withdrawn"],
             "removed": removed,
             "record": made["record"],
+            "seq": made["seq"],
             "note": f"conceded #{made['withdrawn']}; {removed - 1} sentence(s) on it went "
             "with it, and the record keeps them with your reason",
         }
