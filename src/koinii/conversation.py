@@ -412,7 +412,8 @@ class _Reader:
 
     def dispute_entry(self, key: tuple[int, ...], group: dict[str, Any]) -> dict[str, Any]:
         live = group["live"]
-        target = group["target"] or self.kb.sentex(min(key))
+        values = group.get("values")  # differing values: no one claim is the target
+        target = group["target"] or (None if values is not None else self.kb.sentex(min(key)))
         sides = [self.kb.sentex(h) for h in key]
         state = self.dispute_state(key, group)
         rulings = (
@@ -424,7 +425,6 @@ class _Reader:
         answer = self.answer_of(target) if target is not None else None
         if answer is not None:
             question = target_of(answer.sentence)
-        values = group.get("values")
         if values is not None:
             question = values["question"]
         dispute_class = live["dispute_class"] if live is not None else None

@@ -22,9 +22,10 @@ copied by `koinii migrate`/`export`, restored by a restart, and in memory, so a 
 on a forked snapshot (server/snapshot.py) reads it too. No agent writes `CxHistory`
 (it is a system context, identity.SYSTEM_CONTEXTS): only the moves do.
 
-Retention: records are kept until an operator forgets them (`history.forget`, records
-older than a seq or a time); the change log's own retention (`log_retention`) bounds how
-far back `as_of` reads can go, since they need the log's handle mark for their seq.
+Retention: records are kept until an operator forgets them (`history.forget`: records
+older than a seq or a time; `POST /v1/history/forget` over the daemon, operators only).
+The change log's own retention (`log_retention`) bounds how far back `as_of` reads can
+go, since they need the log's handle mark for their seq.
 
 Reads as of a point: `as_of(kb, seq)` is the KB as the conversation then saw it — a view
 that shows the sentexes that existed at that seq (handle below the log's handle mark
@@ -45,6 +46,7 @@ from koinii.errors import Refused
 from koinii.kb import KB, Sentex
 from koinii.kb.index import match
 from koinii.kb.reads import goal_literals
+from koinii.operations import Caller, operation
 from koinii.speech import ref
 from koinii.terms import Sym, Var, parse, show
 
@@ -219,6 +221,28 @@ def forget(kb: KB, *, before_seq: int | None = None, before_ms: int | None = Non
     if old:
         kb.edit(remove=old)
     return len(old)
+
+
+def _operator_only(kb: Any, caller: Caller, body: dict[str, Any]) -> None:
+    if caller.id is not None and caller.role != "operator":
+        raise Refused(
+            "forbidden",
+            "only an operator decides how long history is kept: forget is an operator's call",
+            {"principal": caller.id},
+        )
+
+
+@operation(
+    "history.forget",
+    fields={
+        "before_seq": ("integer", False, "forget the records of moves taken back before this seq"),
+        "before_ms": ("integer", False, "forget those taken back before this epoch-ms time"),
+    },
+    summary="as an operator: drop the history older than a bound (retention)",
+    authorize=_operator_only,
+)
+def _forget(kb: KB, before_seq: Any = None, before_ms: Any = None) -> int:
+    return forget(kb, before_seq=before_seq, before_ms=before_ms)
 
 
 # --- the channel as of a point of the log ---------------------------------------------------------

@@ -27,6 +27,7 @@ DOMAIN_MODULES: tuple[str, ...] = (
     "koinii.moves",
     "koinii.conversation",
     "koinii.roster",
+    "koinii.history",
     "koinii.wraps",
     "koinii.sessions",
 )
