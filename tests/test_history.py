@@ -162,20 +162,23 @@ def test_a_declared_single_valued_predicate_clashes_at_the_channel_and_not_elsew
     assert other.disputes() == []  # CxOther does not see CxTeam's declaration
 
 
-def test_reclaiming_what_was_withdrawn_under_dispute_is_refused(team):
-    agents, store = team
+def test_claiming_again_what_was_withdrawn_under_dispute_carries_the_dispute(team):
+    agents, _ = team
     boreas = agents["Boreas"]
     claim = boreas.claim("(leaks SearchIndexer Yes)")
     disputed = agents["Cyra"].move("dispute", target=claim)
+    agents["Dune"].vote(claim, "against")
     boreas.withdraw(claim)
-    seq = store.seq
-    refusal = refused(lambda: boreas.claim("(leaks SearchIndexer Yes)"))
-    assert refusal.kind == "koinii/reclaim-under-dispute" and "AgentCyra" in str(refusal)
-    assert store.seq == seq  # nothing written
-    # the dispute went with the claim, but its rebuttal stands, Cyra's own claim; once
-    # Cyra takes that back, the claim may be made again
-    agents["Cyra"].withdraw(disputed["rebuttal"])
-    assert boreas.claim("(leaks SearchIndexer Yes)") > claim
+    again = boreas.claim("(leaks SearchIndexer Yes)")  # withdraw, then claim it again
+    assert again != claim
+    [live] = agents["Atlas"].disputes(state="open")  # the rebuttal still stands against it
+    assert {s["handle"] for s in live["sides"]} == {again, disputed["rebuttal"]}
+    [carried] = live["carried"]  # and the dispute it was under comes with it
+    assert [m["speaker"] for m in carried["raised_by"]] == ["AgentCyra"]
+    assert carried["tally"] == {"for": 0, "against": 1} and carried["ending"] == "withdrawn"
+    [earlier] = agents["Atlas"].thread(again)["earlier"]
+    assert earlier["handle"] == claim
+    assert [b["speaker"] for b in earlier["ballots"]] == ["AgentDune"]
 
 
 def test_concede_is_refused_for_another_agents_claim_and_without_a_reason(team):

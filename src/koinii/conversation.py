@@ -204,7 +204,47 @@ class _Reader:
             "tally": adjudication.tally(self.kb, handle),
             "rulings": rulings,
             "withdrawn": [retired_entry(r) for r in self.history() if r["target"] == handle],
+            "earlier": [retired_entry(r) for r in self.earlier(claim)],
         }
+
+    def earlier(self, claim: Sentex) -> list[dict[str, Any]]:
+        """The records of this same claim made before in the same context and taken
+        back: a claim made again carries what was said of it then."""
+        return [
+            r
+            for r in self.history()
+            if any(
+                one["sentence"] == claim.text
+                and one["context"] == claim.context
+                and one["handle"] != claim.handle
+                for one in r["items"]
+            )
+        ]
+
+    def carried(self, sides: list[Sentex]) -> list[dict[str, Any]]:
+        """The ended disputes a dispute continues: one on the same sentence, in the
+        same context, taken back while the same other side stood (a withdraw-and-claim-
+        again keeps its dispute, the moves that raised it and its tally, from the record)."""
+        if not sides:
+            return []
+        by_text = {(s.text, s.context) for s in sides}
+        handles = {s.handle for s in sides}
+        out = []
+        for record in self.history():
+            for kept in record["disputes"]:
+                gone = [d for d in kept["sides"] if d["handle"] not in handles]
+                stand = [d for d in kept["sides"] if d["handle"] in handles]
+                if stand and gone and all((d["sentence"], d["context"]) in by_text for d in gone):
+                    out.append(
+                        {
+                            "dispute_id": kept["dispute_id"],
+                            "raised_by": kept["raised_by"],
+                            "tally": kept["tally"],
+                            "ending": record["ending"],
+                            "ended": history.ended(record),
+                        }
+                    )
+        return out
 
     def history(self) -> list[dict[str, Any]]:
         """The records of moves taken back in the contexts the channel sees (once)."""
@@ -439,6 +479,7 @@ class _Reader:
             "tally": adjudication.tally(self.kb, target.handle) if target else {},
             "ruling": rulings[0] if rulings else None,
             "question": question,
+            "carried": self.carried([s for s in sides if s is not None]),
         }
 
 

@@ -677,14 +677,6 @@ _CATALOGUE = (
         "handle from questions() or disputes()",
     ),
     Kind(
-        "koinii/reclaim-under-dispute",
-        400,
-        "claiming again what the agent withdrew while others' disputes on it stood",
-        "the dispute is in the record (thread(handle) of the withdrawn claim) and its "
-        "rebuttal still stands: make your case to the disputer (claim or justify the new "
-        "evidence) and claim it again once they withdraw their rebuttal",
-    ),
-    Kind(
         "koinii/no-wire-feed",
         400,
         "a cursor feed asked of a local medium",

@@ -331,7 +331,6 @@ def claim(
     term = _checked(kb, agent, sentence, None if trusted else strength)
     check_not_a_move(term)
     check_system_fields(provenance)
-    _check_reclaim(kb, agent, term)
     opts: dict[str, Any] = _opts(agent)
     if strength is not None:
         opts["strength"] = strength
@@ -394,7 +393,6 @@ def answer(kb: KB, agent: str, question: Any, content: Any) -> dict[str, Any]:
     same = next((s.handle for s in standing if s.text == text), None)
     replaced: list[int] = []
     if same is None:
-        _check_reclaim(kb, agent, claim_term)
         replaced = [s.handle for s in standing]
         records = [_record(kb, agent, s, "superseded") for s in standing]
         added = kb.edit(add=[(act, own, _opts(agent)), *records], remove=replaced)
@@ -643,40 +641,6 @@ def _record(
         reason=reason,
         at=now_ms(),
     )
-
-
-def _check_reclaim(kb: KB, agent: str, term: Any) -> None:
-    """Refuse `koinii/reclaim-under-dispute`: claiming again what the agent took back
-    while another agent's dispute on it stood, whose rebuttal still stands — so a
-    withdraw-and-reclaim cannot erase the dispute, its ballots and its endorsements."""
-    text, own = show(term), context_for(agent)
-    for record in reversed(history.records(kb)):
-        for one in record["items"]:
-            if one["sentence"] != text or one["context"] != own:
-                continue
-            for dispute in record["disputes"]:
-                if dispute["class"] == "values":
-                    continue  # a value conflict comes back by itself with the claim
-                standing = [
-                    side
-                    for side in dispute["sides"]
-                    if side["context"] != own and kb.sentex(side["handle"]) is not None
-                ]
-                if standing:
-                    rebuttal = standing[0]
-                    raise Refused(
-                        "koinii/reclaim-under-dispute",
-                        f"{agent} took {text:.200} back (#{one['handle']}, "
-                        f"{record['ending']} at seq {record['seq']}) while "
-                        f"{rebuttal['speaker']} disputed it, and its rebuttal "
-                        f"#{rebuttal['handle']} still stands: claiming it again would start "
-                        f"over without that dispute; thread({record['handle']}) shows it",
-                        {
-                            "withdrawn": one["handle"],
-                            "record": record["record"],
-                            "rebuttal": rebuttal["handle"],
-                        },
-                    )
 
 
 @_move(
