@@ -311,3 +311,21 @@ def test_a_concession_is_told_as_one_with_its_reason(kb):
         f"AgentBoreas conceded claim #{claim}: (leaks SearchIndexer Yes), "
         'because "it was BillingWorker"'
     )
+
+
+def test_the_web_view_shows_an_ended_dispute_with_its_ending_and_reason(tmp_path):
+    from tests.test_web import start, viewer
+
+    daemon = start(tmp_path)
+    try:
+        atlas = channel.join(channel.wire(daemon.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+        boreas = channel.join(channel.wire(daemon.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+        claim = boreas.claim("(leaks SearchIndexer Yes)")
+        atlas.dispute(claim)
+        boreas.concede(claim, "it was <b>BillingWorker</b>")
+        page = viewer(daemon).get("/channel/CxTeam/disputes?state=ended")
+        assert page.status == 200
+        assert "conceded by AgentBoreas" in page.text
+        assert "it was &lt;b&gt;BillingWorker&lt;/b&gt;" in page.text  # agent text, escaped
+    finally:
+        daemon.kill()
