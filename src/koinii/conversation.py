@@ -440,14 +440,7 @@ class _Reader:
         out = []
         for record in self.history():
             for kept in record["disputes"]:
-                out.append(
-                    {
-                        **kept,
-                        "state": "ended",
-                        "ending": record["ending"],
-                        "ended": history.ended(record),
-                    }
-                )
+                out.append(_ended(kept, record))
         return out
 
     def dispute_entry(self, key: tuple[int, ...], group: dict[str, Any]) -> dict[str, Any]:
@@ -522,10 +515,7 @@ def retired_entry(record: dict[str, Any]) -> dict[str, Any]:
         "believed": False,
         "withdrawn": history.ended(record),
         **carried,
-        "disputes": [
-            {**d, "state": "ended", "ending": record["ending"], "ended": history.ended(record)}
-            for d in record["disputes"]
-        ],
+        "disputes": [_ended(d, record) for d in record["disputes"]],
     }
     if record["kind"] == "answer":
         out["content"] = show(speech.answer_content(parse(record["sentence"])))
@@ -534,6 +524,18 @@ def retired_entry(record: dict[str, Any]) -> dict[str, Any]:
     if record.get("dropped_items"):
         out["dropped_items"] = record["dropped_items"]
     return out
+
+
+def _ended(kept: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """A dispute its record keeps, as the reads list it: ended, with how and by whom."""
+    return {
+        **kept,
+        "state": "ended",
+        "ending": record["ending"],
+        "ended": history.ended(record),
+        "ruling": None,
+        "carried": [],
+    }
 
 
 def carried(kb: KB, moved: list[Sentex]) -> tuple[list[Sentex], list[dict[str, Any]], Any]:

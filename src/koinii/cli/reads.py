@@ -139,7 +139,10 @@ def _dispute(dispute: dict) -> str:
     """`dispute 95/96: open, raised by AgentBoreas` (a clash no one raised: by `a clash`)."""
     raised = ", ".join(m["speaker"] for m in dispute["raised_by"]) or "a clash"
     named = "/".join(map(str, dispute["dispute_id"]))
-    return f"dispute {named}: {dispute['state']}, raised by {raised}"
+    ended = dispute.get("ended") or {}
+    ending = f" ({dispute['ending']} by {ended.get('by')})" if ended else ""
+    why = f', because "{ended["reason"]}"' if ended.get("reason") else ""
+    return f"dispute {named}: {dispute['state']}{ending}, raised by {raised}{why}"
 
 
 def _ruling(ruling: dict, target: dict | None) -> str:
