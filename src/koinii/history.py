@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from koinii import speech
+from koinii.adjudication import now_ms
 from koinii.errors import Refused
 from koinii.kb import KB, Sentex
 from koinii.kb.index import match
@@ -262,7 +263,7 @@ def as_of(kb: KB, seq: int | None = None, at: int | None = None) -> AsOf:
             "as_of_ms is an epoch-ms time: a non-negative integer",
             {"option": "as_of_ms"},
         )
-    point = kb.log_point(seq=seq, at=at)
+    point = _point(kb, seq, at)
     if point is None:
         if seq is not None and seq > kb.seq:
             raise Refused(
@@ -277,6 +278,25 @@ def as_of(kb: KB, seq: int | None = None, at: int | None = None) -> AsOf:
             {"option": "as_of"},
         )
     return AsOf(kb, point["seq"], point["next_handle"])
+
+
+# The log points read, by (KB, seq, time): a read that outlives its slice of the loop runs
+# again on a forked snapshot (server/snapshot.py), which must not touch the store; the
+# slice has read its point first, so the snapshot finds it here.
+_points: weakref.WeakKeyDictionary[Any, dict[tuple[int | None, int | None], dict[str, int]]]
+_points = weakref.WeakKeyDictionary()
+
+
+def _point(kb: KB, seq: int | None, at: int | None) -> dict[str, int] | None:
+    known = _points.setdefault(kb, {})
+    if (seq, at) in known:
+        return known[(seq, at)]
+    point = kb.log_point(seq=seq, at=at)
+    if point is not None and (seq is not None or at < now_ms()):  # settled: no later write
+        if len(known) > 4096:  # changes it (a time still to come might)
+            known.clear()
+        known[(seq, at)] = point
+    return point
 
 
 class AsOf:
