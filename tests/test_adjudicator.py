@@ -218,9 +218,10 @@ def test_three_agent_processes_hold_the_conversation_and_the_thread_shows_what_s
         atlas.do("vote", stance="for", target=b)  # a changed vote replaces the ballot
         boreas.do("vote", stance="for", target=b)
         cyra.do("vote", stance="against", target=b)
-        [dispute] = atlas.do("disputes")
+        values, dispute = atlas.do("disputes")  # 16 against 15 (values), and Cyra's dispute
+        assert values["class"] == "values" and dispute["raised_by"]
         assert dispute["tally"] == {"for": 2, "against": 1}
-        assert wait_until(lambda: atlas.do("disputes")[0]["ruling"], timeout=20)
+        assert wait_until(lambda: atlas.do("disputes")[1]["ruling"], timeout=20)
         state, answers = stands(q)
         assert state == "settled" and answers["AgentBoreas"][1] is True
         assert atlas.do("thread", handle=q)["ruling"]["arbiter"] == "AgentMajority"

@@ -124,7 +124,7 @@ def test_withdraw_needs_no_agent_or_channel_and_joins_nothing(source, team):
     withdrawn = as_json(koinii_("withdraw", str(team["dispute"]), "--json", *source))
     assert withdrawn["removed_sentexes"] >= 2  # as AgentBoreas, whose context holds it
     after = as_json(koinii_("status", "--json", *source))["counts"]["sentexes"]
-    assert after == before - withdrawn["removed_sentexes"]  # no join wrote a mark
+    assert after == before - withdrawn["removed_sentexes"] + 1  # its record; no join mark
     plain = refusal(koinii_("withdraw", str(team["rule"]), *source), "koinii/not-a-move")
     assert "CxTeam, which is no agent's own context" in plain
     refusal(koinii_("withdraw", "99999", *source), "koinii/no-such-handle")

@@ -45,6 +45,8 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
                 "identity",
                 "speech",
                 "disputes",
+                "history",
+                "roster",
                 "adjudication",
                 "belief",
                 "backups",

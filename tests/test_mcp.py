@@ -465,7 +465,8 @@ def test_a_team_makes_a_release_decision_through_mcp(daemon):
             # the adjudicator rules 2-1; the lead hears it on the channel
             await until(lead, lambda c: any(t["kind"] == "ruling" for t in c), "channel")
             found = (await lead.disputes())["disputes"]
-            assert len(found) == 2  # Cyra's dispute, and the clash of the yes/no answers
+            # Cyra's dispute, the clash of the yes/no answers, and 16 against 15 (values)
+            assert len(found) == 3 and [d["class"] for d in found].count("values") == 1
             [dispute] = [d for d in found if d["raised_by"]]
             assert dispute["target"]["sentence"] == b["claim"]
             assert dispute["tally"] == {"for": 2, "against": 1}

@@ -130,6 +130,7 @@ def test_every_served_operation_is_declared_once_with_a_known_schedule():
 SHELL_MOVES = {"join", "claim", "ask", "answer", "endorse", "justify", "dispute", "vote"} | {
     "accept",
     "close",
+    "concede",
 }
 SOURCE = {"agent", "as_json", "quiet", "url", "token", "db"}  # every shell move's own options
 

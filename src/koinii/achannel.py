@@ -117,6 +117,9 @@ class Agent:
     async def withdraw(self, handle: int) -> Edited:
         return _sync.edited_of(await self.move("withdraw", handle=handle))
 
+    async def concede(self, target: int, reason: str) -> dict[str, Any]:
+        return await self.move("concede", target=target, reason=reason)
+
     async def reply_many(self, sentences: Sequence[Any]) -> Edited:
         return _sync.edited_of(await self.move("reply_many", sentences=list(sentences)))
 
@@ -143,9 +146,22 @@ class Agent:
         return await self.questions("unsettled")
 
     async def questions(
-        self, state: str | None = None, *, limit: int | None = None, before: int | None = None
+        self,
+        state: str | None = None,
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+        as_of: int | None = None,
+        as_of_ms: int | None = None,
     ) -> list[Question]:
-        return await self._read("conversation.questions", state=state, limit=limit, before=before)
+        return await self._read(
+            "conversation.questions",
+            state=state,
+            limit=limit,
+            before=before,
+            as_of=as_of,
+            as_of_ms=as_of_ms,
+        )
 
     async def queries(
         self, state: str | None = None, *, limit: int | None = None, before: int | None = None
@@ -155,9 +171,22 @@ class Agent:
         return await self.questions(state, limit=limit, before=before)
 
     async def thread(
-        self, handle: int, *, limit: int | None = None, before: int | None = None
+        self,
+        handle: int,
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+        as_of: int | None = None,
+        as_of_ms: int | None = None,
     ) -> Thread:
-        return await self._read("conversation.thread", handle=handle, limit=limit, before=before)
+        return await self._read(
+            "conversation.thread",
+            handle=handle,
+            limit=limit,
+            before=before,
+            as_of=as_of,
+            as_of_ms=as_of_ms,
+        )
 
     async def disputes(
         self,
@@ -165,11 +194,23 @@ class Agent:
         *,
         limit: int | None = None,
         before: list[int] | None = None,
+        as_of: int | None = None,
+        as_of_ms: int | None = None,
     ) -> list[Dispute]:
-        return await self._read("conversation.disputes", state=state, limit=limit, before=before)
+        return await self._read(
+            "conversation.disputes",
+            state=state,
+            limit=limit,
+            before=before,
+            as_of=as_of,
+            as_of_ms=as_of_ms,
+        )
 
     async def members(self) -> list[str]:
         return await self._read("conversation.members")
+
+    async def roster(self) -> dict[str, Any]:
+        return await self._read("conversation.roster")
 
     async def query(
         self, goal: Any, ctx: Any = None, *, limit: int | None = None

@@ -119,8 +119,8 @@ class Adjudicator:
     def _count(self, dispute: dict[str, Any], members: list[str]) -> dict[str, Any] | None:
         target = dispute["target"]
         ruling = dispute["ruling"]
-        if target is None:
-            return None
+        if target is None or dispute["state"] == "ended":
+            return None  # differing values (no one target), or ended with its move
         if dispute["state"] == "resolved" and (
             ruling is None or ruling["arbiter"] != adjudication.MAJORITY_ARBITER
         ):

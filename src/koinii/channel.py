@@ -1,5 +1,9 @@
 """The coordination channel: agents as contexts, moves as sentexes, the feed as the medium.
 
+One concept: the agent as a caller — one method per move and per conversation read, each
+a single call to its operation, plus the feed it follows; its size is their docstrings,
+which are what a programmer reads.
+
 An agent JOINS: its own context is placed under a shared channel context (the channel
 then sees every member's claims), rooted in the speech-act vocabulary, and marked as the
 agent's own. It then makes MOVES — claims, queries and replies — each a sentex in its own
@@ -465,6 +469,14 @@ class Agent:
         no move wrote (a rule's conclusion, the join's own marks)."""
         return edited_of(self.move("withdraw", handle=handle))
 
+    def concede(self, target: int, reason: str) -> dict[str, Any]:
+        """Give up one of this agent's own claims or answers, saying why: ONE move that
+        withdraws it with its cascade and ends the disputes on it as `conceded`, kept in
+        the record (thread(target) reads it). Returns the move's reply (`withdrawn`,
+        `removed`, `record`, `seq`). Refused `bad-option` (no reason),
+        `koinii/foreign-sentex`, `koinii/not-a-claim`."""
+        return self.move("concede", target=target, reason=reason)
+
     def reply_many(self, sentences: Sequence[Any]) -> Edited:
         """Several linked claims as ONE reply: every sentence checked, the batch dry-run,
         then committed in one atomic edit — never a half-reply."""
@@ -499,13 +511,27 @@ class Agent:
         return self.questions("unsettled")
 
     def questions(
-        self, state: str | None = None, *, limit: int | None = None, before: int | None = None
+        self,
+        state: str | None = None,
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+        as_of: int | None = None,
+        as_of_ms: int | None = None,
     ) -> list[Question]:
         """This channel's questions, oldest first, with their state; `state` filters:
         open, answered, contested, settled, closed, unsettled (the first three), all.
         With `limit`, only the newest `limit` of them, asked before the handle `before`
-        if given (conversation.questions)."""
-        return self._read("conversation.questions", state=state, limit=limit, before=before)
+        if given; with `as_of` (a log seq) or `as_of_ms` (a time), as they stood then
+        (conversation.questions)."""
+        return self._read(
+            "conversation.questions",
+            state=state,
+            limit=limit,
+            before=before,
+            as_of=as_of,
+            as_of_ms=as_of_ms,
+        )
 
     def queries(
         self, state: str | None = None, *, limit: int | None = None, before: int | None = None
@@ -514,11 +540,28 @@ class Agent:
         _deprecated("Agent.queries", "Agent.questions")
         return self.questions(state, limit=limit, before=before)
 
-    def thread(self, handle: int, *, limit: int | None = None, before: int | None = None) -> Thread:
-        """A claim or question with everything said about it, in one read; with `limit`,
-        a question's newest `limit` answers, before the handle `before` if given
-        (conversation.thread)."""
-        return self._read("conversation.thread", handle=handle, limit=limit, before=before)
+    def thread(
+        self,
+        handle: int,
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+        as_of: int | None = None,
+        as_of_ms: int | None = None,
+    ) -> Thread:
+        """A claim or question with everything said about it, in one read — and what was
+        taken back (`withdrawn_answers`, `withdrawn`), each with its ending; a withdrawn
+        handle reads as its record. With `limit`, a question's newest `limit` answers,
+        before the handle `before` if given; with `as_of` (a log seq) or `as_of_ms` (a
+        time), as it stood then (conversation.thread)."""
+        return self._read(
+            "conversation.thread",
+            handle=handle,
+            limit=limit,
+            before=before,
+            as_of=as_of,
+            as_of_ms=as_of_ms,
+        )
 
     def disputes(
         self,
@@ -526,15 +569,31 @@ class Agent:
         *,
         limit: int | None = None,
         before: list[int] | None = None,
+        as_of: int | None = None,
+        as_of_ms: int | None = None,
     ) -> list[Dispute]:
-        """Every dispute on this channel with its sides, state, tally and ruling, in the
-        order of their ids. With `limit`, only the last `limit` of them, those whose id
-        comes before the dispute_id `before` if given (conversation.disputes_on)."""
-        return self._read("conversation.disputes", state=state, limit=limit, before=before)
+        """Every dispute on this channel, standing or ended, with its sides, state,
+        `ending` (ruled, withdrawn, conceded, superseded), tally and ruling, in the order
+        of their ids; `state` filters by a state or an ending. With `limit`, only the
+        last `limit` of them, those whose id comes before the dispute_id `before` if
+        given; with `as_of`/`as_of_ms`, as they stood then (conversation.disputes_on)."""
+        return self._read(
+            "conversation.disputes",
+            state=state,
+            limit=limit,
+            before=before,
+            as_of=as_of,
+            as_of_ms=as_of_ms,
+        )
 
     def members(self) -> list[str]:
         """The agents joined to this channel."""
         return self._read("conversation.members")
+
+    def roster(self) -> dict[str, Any]:
+        """Who is on this channel: each member's role, session and coordinator's session
+        (where its wraps go), and the channel's active coordinators (conversation.roster)."""
+        return self._read("conversation.roster")
 
     def query(
         self, goal: Any, ctx: Any = None, *, limit: int | None = None

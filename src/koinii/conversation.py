@@ -18,10 +18,22 @@ A question's state is derived from what stands, never stored:
   disputed (a dispute move on it stands, or it is a side of a clash the channel sees);
 - `answered`: otherwise.
 
+History (koinii.history): a move taken back — withdrawn, conceded, superseded — is kept
+as a record, and the reads show it beside what stands: a question's `withdrawn_answers`,
+a claim's `withdrawn` replies, each with what it carried (its disputes with their
+`ending`); `thread` of a retired handle reads its record; `disputes` lists ended
+disputes (`state` "ended", `ending` withdrawn, conceded, superseded or ruled). Every read
+takes `as_of` (a log seq) or `as_of_ms` (a time): the channel as it stood then.
+
+Values: a question that asks for one value (a pattern with one variable, or yes/no) is
+`contested` as soon as two standing answers differ, disputed or not, and `disputes`
+lists the difference (class `values`), as it lists a declared `(functional P)`'s
+differing values where the declaration is seen (kb/clashes.py).
+
 Invariants:
-- Only what stands is shown: believed moves, one answer per agent per question and one
-  ballot per agent per target as the channel writes them. History — withdrawn and
-  superseded moves — is in the change log, not here.
+- What stands is shown as it stands: believed moves, one answer per agent per question
+  and one ballot per agent per target as the channel writes them; what was taken back is
+  shown apart, with how it ended, never mixed in.
 - Every result is a JSON value (sentences as canonical text), identical in-process and
   over the wire, and a read never writes.
 - Only the asker's acceptance or closing counts; only ballots cast by their voters
@@ -33,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from koinii import adjudication, disputes, speech
+from koinii import adjudication, disputes, history, identity, speech
 from koinii.errors import Refused
 from koinii.identity import AGENT_CONTEXT
 from koinii.kb import KB, Sentex
@@ -52,27 +64,49 @@ from koinii.speech import (
     ref,
     target_of,
 )
-from koinii.terms import Sym, Var, show
+from koinii.terms import Sym, Var, parse, show, variables
 
 __all__ = ["QUESTION_STATES", "channels", "disputes_on", "questions", "sentex_named", "thread"]
 
 QUESTION_STATES = ("open", "answered", "contested", "settled", "closed")
 UNSETTLED = ("open", "answered", "contested")
-DISPUTE_STATES = ("open", "notified", "stale", "resolved")
+DISPUTE_STATES = ("open", "notified", "stale", "resolved", "ended")
+ENDINGS = ("ruled", *history.ENDINGS)
+_FOLLOWING = (  # the replies that go with what they reply to (CxSpeechActs.sx)
+    (ANSWERS, 3),
+    (ENDORSES, 2),
+    (JUSTIFIES, 3),
+    (DISPUTES, 2),
+    (speech.VOTES_FOR, 2),
+    (speech.VOTES_AGAINST, 2),
+    (ACCEPTS, 2),
+    (CLOSES, 2),
+)
+
+
+class _Everywhere(frozenset):
+    """Every context: what a record sees when it keeps what a move carried."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
 _ANY = Var("any")
+_FUNCTIONAL = Sym("functional")
 _ANY2 = Var("any2")
 
 
 class _Reader:
     """One read of the conversation at one channel; caches what it looked up."""
 
-    def __init__(self, kb: KB, channel: str) -> None:
+    def __init__(self, kb: Any, channel: str, *, everywhere: bool = False) -> None:
         self.kb = kb
         self.channel = channel
-        self.visible = kb.context_up(channel)
+        self.visible = _Everywhere() if everywhere else kb.context_up(channel)
         self._owners: dict[str, str | None] | None = None
         self._live: list[dict[str, Any]] | None = None
         self._groups: list[tuple[tuple[int, ...], dict[str, Any]]] | None = None
+        self._history: list[dict[str, Any]] | None = None
 
     # --- who -----------------------------------------------------------------------------
 
@@ -170,7 +204,55 @@ class _Reader:
             "ballots": ballots,
             "tally": adjudication.tally(self.kb, handle),
             "rulings": rulings,
+            "withdrawn": [retired_entry(r) for r in self.history() if r["target"] == handle],
+            "earlier": [retired_entry(r) for r in self.earlier(claim)],
         }
+
+    def earlier(self, claim: Sentex) -> list[dict[str, Any]]:
+        """The records of this same claim made before in the same context and taken
+        back: a claim made again carries what was said of it then."""
+        return [
+            r
+            for r in self.history()
+            if any(
+                one["sentence"] == claim.text
+                and one["context"] == claim.context
+                and one["handle"] != claim.handle
+                for one in r["items"]
+            )
+        ]
+
+    def carried(self, sides: list[Sentex]) -> list[dict[str, Any]]:
+        """The ended disputes a dispute continues: one on the same sentence, in the
+        same context, taken back while the same other side stood (a withdraw-and-claim-
+        again keeps its dispute, the moves that raised it and its tally, from the record)."""
+        if not sides:
+            return []
+        by_text = {(s.text, s.context) for s in sides}
+        handles = {s.handle for s in sides}
+        out = []
+        for record in self.history():
+            for kept in record["disputes"]:
+                gone = [d for d in kept["sides"] if d["handle"] not in handles]
+                stand = [d for d in kept["sides"] if d["handle"] in handles]
+                if stand and gone and all((d["sentence"], d["context"]) in by_text for d in gone):
+                    out.append(
+                        {
+                            "dispute_id": kept["dispute_id"],
+                            "raised_by": kept["raised_by"],
+                            "tally": kept["tally"],
+                            "ending": record["ending"],
+                            "ended": history.ended(record),
+                        }
+                    )
+        return out
+
+    def history(self) -> list[dict[str, Any]]:
+        """The records of moves taken back in the contexts the channel sees (once)."""
+        if self._history is None:
+            found = history.records(self.kb)
+            self._history = [r for r in found if r["context"] in self.visible]
+        return self._history
 
     def disputes_of(self, claim: Sentex) -> list[dict[str, Any]]:
         """The disputes `claim` is a side of — only those are read in full."""
@@ -222,6 +304,11 @@ class _Reader:
             "closing": None if closing is None else closing.handle,
             "closing_reason": _reason(closing),
             "ruling": ruling,
+            "withdrawn_answers": [
+                retired_entry(r)
+                for r in self.history()
+                if r["question"] == q.handle and r["kind"] == "answer"
+            ],
         }
 
     def replies_by(self, speaker: str | None, functor: Sym, targets: list[Sentex]) -> list[Sentex]:
@@ -282,8 +369,63 @@ class _Reader:
             group = groups[key]
             group["edges"].append(edge)
             group["target"] = group["target"] or target
+        for key, values in self.value_conflicts():
+            if key not in groups:
+                groups[key] = {"live": None, "edges": [], "target": None, "values": values}
         self._groups = sorted(groups.items())
         return self._groups
+
+    def value_conflicts(self) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
+        """The one-value questions whose standing answers' believed claims differ: each
+        as the claims' handles and the question (see the module docstring)."""
+        found = []
+        for q in self.questions():
+            asked = q.sentence[2]
+            if not _one_value(asked):
+                continue
+            claims: dict[str, Sentex] = {}
+            for act in self.replies(q.handle, ANSWERS, 3):
+                claim = self.claim_of(act)
+                if claim is not None and claim.believed:
+                    claims.setdefault(claim.text, claim)
+            if len(claims) > 1:
+                key = tuple(sorted(c.handle for c in claims.values()))
+                found.append((key, {"question": q.handle}))
+        return found + self.declared_conflicts()
+
+    def declared_conflicts(self) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
+        """The differing values of a predicate the channel declares single-valued: a
+        `(functional P)` stored where the channel sees it and no agent owns (the channel
+        itself, or vocabulary its operator loaded) — its last argument one value for the
+        same leading ones, among the claims the channel sees. Grouped by the leading
+        arguments, never compared in pairs. Shown at the channel only: it changes no
+        agent's own reads (docs/security.md, non-interference)."""
+        found = []
+        for declaration in self.kb.sentexes_matching((_FUNCTIONAL, _ANY), "?ctx"):
+            functor = declaration.sentence[1]
+            where = declaration.context
+            if type(functor) is not Sym or where not in self.visible or self.owner(where):
+                continue
+            for arity in self.arities(functor):
+                pattern = (functor, *(Var(f"a{i}") for i in range(arity)))
+                values: dict[str, dict[str, list[int]]] = {}
+                for claim in self.kb.sentexes_matching(pattern, "?ctx"):
+                    if claim.context not in self.visible or self.owner(claim.context) is None:
+                        continue
+                    leading = show(claim.sentence[1:-1])
+                    value = show(claim.sentence[-1])
+                    values.setdefault(leading, {}).setdefault(value, []).append(claim.handle)
+                for by_value in values.values():
+                    if len(by_value) > 1:
+                        key = tuple(sorted(h for hs in by_value.values() for h in hs))
+                        found.append((key, {"question": None, "declared": show(functor)}))
+        return found
+
+    def arities(self, functor: Sym) -> list[int]:
+        """The argument counts `functor` is declared with (`arity`), else 2 and 3."""
+        declared = self.kb.sentexes_matching((Sym("arity"), functor, _ANY), "?ctx")
+        counts = sorted({d.sentence[2] for d in declared if type(d.sentence[2]) is int})
+        return [n for n in counts if n >= 2] or [2, 3]
 
     def _key(
         self, target: Sentex, rebuttal: Sentex | None, candidates: Iterable[tuple[int, ...]]
@@ -301,11 +443,23 @@ class _Reader:
         return tuple(sorted(handles))
 
     def dispute_state(self, key: tuple[int, ...], group: dict[str, Any]) -> str:
+        if group.get("values") is not None:
+            return _marked_state(self.kb, key)
         return "resolved" if group["live"] is None else _marked_state(self.kb, key)
+
+    def ended_disputes(self) -> list[dict[str, Any]]:
+        """The disputes that ended with a move taken back, from the records, each with
+        its `ending` and who ended it when."""
+        out = []
+        for record in self.history():
+            for kept in record["disputes"]:
+                out.append(_ended(kept, record))
+        return out
 
     def dispute_entry(self, key: tuple[int, ...], group: dict[str, Any]) -> dict[str, Any]:
         live = group["live"]
-        target = group["target"] or self.kb.sentex(min(key))
+        values = group.get("values")  # differing values: no one claim is the target
+        target = group["target"] or (None if values is not None else self.kb.sentex(min(key)))
         sides = [self.kb.sentex(h) for h in key]
         state = self.dispute_state(key, group)
         rulings = (
@@ -317,17 +471,131 @@ class _Reader:
         answer = self.answer_of(target) if target is not None else None
         if answer is not None:
             question = target_of(answer.sentence)
+        if values is not None:
+            question = values["question"]
+        dispute_class = live["dispute_class"] if live is not None else None
         return {
             "dispute_id": list(key),
-            "class": live["dispute_class"] if live is not None else None,
+            "class": "values" if values is not None else dispute_class,
             "state": state,
+            "ending": "ruled" if state == "resolved" and rulings else None,
             "target": None if target is None else self.move(target),
             "raised_by": [self.move(e) for e in group["edges"]],
             "sides": [{**self.move(s), "strength": s.strength} for s in sides if s is not None],
             "tally": adjudication.tally(self.kb, target.handle) if target else {},
             "ruling": rulings[0] if rulings else None,
             "question": question,
+            "carried": self.carried([s for s in sides if s is not None]),
         }
+
+
+def _one_value(question: Any) -> bool:
+    """Does the question ask for one value: a yes/no, or a pattern with one variable?"""
+    kind = speech.question_kind(question)
+    if kind == "yes-no":
+        return True
+    return kind == "pattern" and len(set(variables(question[1]))) == 1
+
+
+# --- the record of what was taken back ----------------------------------------------------------
+
+_REPLY_LISTS = {
+    "endorsement": "endorsements",
+    "justification": "justifications",
+    "ballot": "ballots",
+    "dispute": "dispute_moves",
+}
+
+
+def retired_entry(record: dict[str, Any]) -> dict[str, Any]:
+    """A move taken back, as its record keeps it: the move, how it ended (`withdrawn`:
+    ending, by, seq, at, reason), and what it carried — its claim, the endorsements,
+    justifications, ballots and dispute moves on it, and the disputes, each with the
+    `ending` its withdrawal gave it."""
+    me = history.self_item(record)
+    carried: dict[str, list[dict[str, Any]]] = {k: [] for k in _REPLY_LISTS.values()}
+    claim = None
+    for one in record["items"]:
+        if one["handle"] == record["handle"]:
+            continue
+        shown = {k: one.get(k) for k in ("handle", "kind", "speaker", "sentence", "context")}
+        if one["kind"] == "claim" and record["kind"] == "answer" and claim is None:
+            claim = shown
+        elif one["kind"] in _REPLY_LISTS:
+            carried[_REPLY_LISTS[one["kind"]]].append(shown)
+    out = {
+        **{k: me.get(k) for k in ("handle", "kind", "speaker", "sentence", "context")},
+        "believed": False,
+        "withdrawn": history.ended(record),
+        **carried,
+        "disputes": [_ended(d, record) for d in record["disputes"]],
+    }
+    if record["kind"] == "answer":
+        out["content"] = show(speech.answer_content(parse(record["sentence"])))
+        out["claim"] = claim
+        out["question"] = record["question"]
+    if record.get("dropped_items"):
+        out["dropped_items"] = record["dropped_items"]
+    return out
+
+
+def _ended(kept: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """A dispute its record keeps, as the reads list it: ended, with how and by whom."""
+    return {
+        **kept,
+        "state": "ended",
+        "ending": record["ending"],
+        "ended": history.ended(record),
+        "ruling": None,
+        "carried": [],
+    }
+
+
+def carried(kb: KB, moved: list[Sentex]) -> tuple[list[Sentex], list[dict[str, Any]], Any]:
+    """What goes with `moved` when it is taken back — the claims its answers carry and
+    every reply that follows its target, transitively — and the disputes any of it is
+    in, as the channel shows them now: what a record keeps (koinii.history). Also the
+    reader, for naming authors."""
+    own = moved[0].context
+    above = sorted(c for c in kb.context_up(own) if c != own and c not in identity.SYSTEM_CONTEXTS)
+    reader = _Reader(kb, above[0] if above else own, everywhere=True)  # its channel's clashes
+    seen: dict[int, Sentex] = {}
+    frontier = list(moved)
+    while frontier:
+        one = frontier.pop()
+        if one.handle in seen:
+            continue
+        seen[one.handle] = one
+        if move_kind(one.sentence) == "answer":
+            claim = reader.claim_of(one)
+            if claim is not None:
+                frontier.append(claim)
+        for functor, arity in _FOLLOWING:
+            frontier.extend(reader.replies(one.handle, functor, arity))
+    kept = []
+    for key, group in reader.dispute_groups():
+        edges = {e.handle for e in group["edges"]}
+        if seen.keys() & (set(key) | edges):
+            entry = reader.dispute_entry(key, group)
+            kept.append(
+                {
+                    "dispute_id": entry["dispute_id"],
+                    "class": entry["class"] or "contradiction",
+                    "state_before": entry["state"],
+                    "target": _brief(entry["target"]),
+                    "raised_by": [_brief(m) for m in entry["raised_by"]],
+                    "sides": [_brief(m) for m in entry["sides"]],
+                    "tally": entry["tally"],
+                    "question": entry["question"],
+                }
+            )
+    return sorted(seen.values(), key=lambda s: s.handle), kept, reader
+
+
+def _brief(move: dict[str, Any] | None) -> dict[str, Any] | None:
+    if move is None:
+        return None
+    return {k: move.get(k) for k in ("handle", "speaker", "sentence", "context")}
 
 
 def _marked_state(kb: KB, key: tuple[int, ...]) -> str:
@@ -363,7 +631,14 @@ def _state(
 
 
 def thread(
-    kb: KB, handle: int, channel: str, *, limit: int | None = None, before: int | None = None
+    kb: KB,
+    handle: int,
+    channel: str,
+    *,
+    limit: int | None = None,
+    before: int | None = None,
+    as_of: int | None = None,
+    as_of_ms: int | None = None,
 ) -> dict[str, Any]:
     """A claim or question with everything said about it, read at `channel`.
 
@@ -379,12 +654,25 @@ def thread(
     answers — those before the handle `before`, if given — and `older` (the first shown
     answer's handle) when there are earlier ones; its state and `answer_count` are the
     whole question's.
+    A move taken back reads as its record (`retired_entry`: how it ended and what it
+    carried); one that went with another's withdrawal, as that record, with `focus`.
+    With `as_of` (a log seq) or `as_of_ms` (an epoch-ms time): as the channel showed it
+    then (koinii.history).
     Refused: `bad-handle`, `koinii/no-such-handle` (with how to find live handles),
-    `bad-option`.
+    `bad-option`, `too-old`.
     """
     _positive("limit", limit, "a positive integer, e.g. 20")
     _positive("before", before, "an answer's handle: the `older` a thread gave")
+    kb = _at(kb, as_of, as_of_ms)
     reader = _Reader(kb, _channel(channel))
+    if type(handle) is int and handle > 0 and kb.sentex(handle) is None:
+        found = history.record_of(kb, handle)
+        if found is not None:
+            record, one = found
+            entry = retired_entry(record)
+            if one["handle"] != record["handle"]:
+                entry["focus"] = {k: one.get(k) for k in ("handle", "kind", "speaker", "sentence")}
+            return entry
     sentex = sentex_named(kb, handle)
     kind = move_kind(sentex.sentence)
     if kind == "question":
@@ -407,6 +695,19 @@ def thread(
         return reader.move(sentex)
     around = thread(kb, target, channel, limit=limit, before=before)
     return {**around, "focus": reader.move(sentex)}
+
+
+def _at(kb: Any, as_of: Any, as_of_ms: Any) -> Any:
+    """The KB, or the KB as of a seq or a time (history.as_of) when one is given."""
+    if as_of is None and as_of_ms is None:
+        return kb
+    if as_of is not None and as_of_ms is not None:
+        raise Refused(
+            "bad-option",
+            "give as_of (a log seq) or as_of_ms (a time), not both",
+            {"option": "as_of_ms"},
+        )
+    return history.as_of(kb, as_of, as_of_ms)
 
 
 def _answers_window(found: dict[str, Any], limit: int | None, before: int | None) -> dict:
@@ -434,6 +735,8 @@ def questions(
     limit: int | None = None,
     before: int | None = None,
     threads: bool = False,
+    as_of: int | None = None,
+    as_of_ms: int | None = None,
 ) -> list[dict[str, Any]]:
     """The questions asked on `channel` (by the agents it sees), oldest first, each with
     its state and answer count. `state`: one of QUESTION_STATES, `unsettled` (open,
@@ -446,7 +749,7 @@ def questions(
     states = _states(state)
     _positive("limit", limit, "a positive integer, e.g. 20")
     _positive("before", before, "a question's handle: the `older` a list gave")
-    reader = _Reader(kb, _channel(channel))
+    reader = _Reader(_at(kb, as_of, as_of_ms), _channel(channel))
     read = reader.question_thread if threads else reader.question_summary
     found: list[dict[str, Any]] = []
     for q in reversed(reader.questions()):
@@ -467,20 +770,26 @@ def disputes_on(
     *,
     limit: int | None = None,
     before: list[int] | None = None,
+    as_of: int | None = None,
+    as_of_ms: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Every dispute on `channel`: the clashes it observes and the dispute moves its
-    agents made, each with its sides, speakers, state (open, notified, stale or
-    resolved), target, tally and ruling, in the order of their ids (their sides'
-    handles, sorted). `state` filters.
+    """Every dispute on `channel`: the clashes it observes, the dispute moves its agents
+    made, the differing values of its one-value questions (class `values`) and the
+    disputes that ended with a move taken back (from the records) — each with its sides,
+    speakers, state (open, notified, stale, resolved or ended), `ending` (ruled,
+    withdrawn, conceded, superseded; None while it stands), target, tally and ruling, in
+    the order of their ids (their sides' handles, sorted). `state` filters: a state, or
+    an ending (e.g. `conceded`).
 
     A window, for long channels: with `limit`, only the last `limit` disputes that pass
     the filter, those whose id comes before `before` (a `dispute_id`) if given — and only
     those are read in full."""
-    if state is not None and state not in DISPUTE_STATES:
+    if state is not None and state not in DISPUTE_STATES + ENDINGS:
+        known = [*DISPUTE_STATES, *ENDINGS]
         raise Refused(
             "bad-option",
-            f"no dispute state {state!r}; states: {', '.join(DISPUTE_STATES)}",
-            {"option": "state", "known": list(DISPUTE_STATES)},
+            f"no dispute state {state!r}; states: {', '.join(known)}",
+            {"option": "state", "known": known},
         )
     _positive("limit", limit, "a positive integer, e.g. 20")
     if before is not None and not (
@@ -491,15 +800,25 @@ def disputes_on(
             "before is a dispute_id: the list of handles a listed dispute carries, e.g. [12, 40]",
             {"option": "before"},
         )
-    reader = _Reader(kb, _channel(channel))
+    reader = _Reader(_at(kb, as_of, as_of_ms), _channel(channel))
+    ended = [(tuple(e["dispute_id"]), 1, e) for e in reader.ended_disputes()]
+    standing = [(key, 0, group) for key, group in reader.dispute_groups()]
     found: list[dict[str, Any]] = []
-    for key, group in reversed(reader.dispute_groups()):
+    for key, is_ended, item in sorted(standing + ended, key=lambda x: (x[0], x[1]), reverse=True):
         if before is not None and list(key) >= before:
             continue
-        if state is None or reader.dispute_state(key, group) == state:
-            found.append(reader.dispute_entry(key, group))
-            if limit is not None and len(found) == limit:
-                break
+        if is_ended:
+            if state in (None, "ended", item["ending"]):
+                found.append(item)
+        elif state is None or state == reader.dispute_state(key, item) or state == "ruled":
+            entry = reader.dispute_entry(key, item)
+            if state == "ruled" and entry["ending"] != "ruled":
+                continue
+            found.append(entry)
+        else:
+            continue
+        if limit is not None and len(found) == limit:
+            break
     return found[::-1]
 
 
@@ -558,6 +877,9 @@ def sentex_named(kb: Any, handle: Any) -> Sentex:
         )
     sentex = kb.sentex(handle)
     if sentex is None:
+        withdrawn = history.withdrawn_refusal(kb, handle)
+        if withdrawn is not None:
+            raise withdrawn
         raise Refused(
             "koinii/no-such-handle",
             f"there is no sentex {handle} (never made, or withdrawn since); "
@@ -570,6 +892,10 @@ def sentex_named(kb: Any, handle: Any) -> Sentex:
 # --- the daemon operations ----------------------------------------------------------------
 
 _CHANNEL = {"channel": ("string", True, "the channel context, e.g. CxTeam")}
+_AS_OF = {
+    "as_of": ("integer", False, "read the channel as it stood at this log seq"),
+    "as_of_ms": ("integer", False, "read the channel as it stood at this epoch-ms time"),
+}
 
 
 @operation(
@@ -579,14 +905,21 @@ _CHANNEL = {"channel": ("string", True, "the channel context, e.g. CxTeam")}
         **_CHANNEL,
         "limit": ("integer", False, "a question's newest this many answers"),
         "before": ("integer", False, "only the answers before this handle (an older window)"),
+        **_AS_OF,
     },
-    summary="a claim or question with everything said about it, in one read",
+    summary="a claim or question with everything said about it, and what was taken back",
     schedule="read",
 )
 def _thread(
-    kb: KB, handle: Any = None, channel: Any = None, limit: Any = None, before: Any = None
+    kb: KB,
+    handle: Any = None,
+    channel: Any = None,
+    limit: Any = None,
+    before: Any = None,
+    as_of: Any = None,
+    as_of_ms: Any = None,
 ) -> dict[str, Any]:
-    return thread(kb, handle, channel, limit=limit, before=before)
+    return thread(kb, handle, channel, limit=limit, before=before, as_of=as_of, as_of_ms=as_of_ms)
 
 
 @operation(
@@ -596,35 +929,56 @@ def _thread(
         "state": ("string", False, "open | answered | contested | settled | closed | unsettled"),
         "limit": ("integer", False, "only the newest this many of them"),
         "before": ("integer", False, "only those asked before this handle (an older window)"),
+        **_AS_OF,
     },
     summary="the channel's questions, each with its state and answer count",
     schedule="read",
 )
 def _questions(
-    kb: KB, channel: Any = None, state: Any = None, limit: Any = None, before: Any = None
+    kb: KB,
+    channel: Any = None,
+    state: Any = None,
+    limit: Any = None,
+    before: Any = None,
+    as_of: Any = None,
+    as_of_ms: Any = None,
 ) -> list[dict[str, Any]]:
-    return questions(kb, channel, state, limit=limit, before=before)
+    return questions(kb, channel, state, limit=limit, before=before, as_of=as_of, as_of_ms=as_of_ms)
 
 
 @operation(
     "conversation.disputes",
     fields={
         **_CHANNEL,
-        "state": ("string", False, "open | notified | stale | resolved"),
+        "state": (
+            "string",
+            False,
+            "open | notified | stale | resolved | ended, or an ending: ruled | withdrawn | "
+            "conceded | superseded",
+        ),
         "limit": ("integer", False, "only the last this many of them"),
         "before": (
             ("array", {"type": "integer"}),
             False,
             "only those whose dispute_id comes before this one (an older window)",
         ),
+        **_AS_OF,
     },
-    summary="every dispute on the channel: sides, speakers, state, tally, ruling",
+    summary="every dispute on the channel, standing or ended: sides, state, ending, tally",
     schedule="read",
 )
 def _disputes(
-    kb: KB, channel: Any = None, state: Any = None, limit: Any = None, before: Any = None
+    kb: KB,
+    channel: Any = None,
+    state: Any = None,
+    limit: Any = None,
+    before: Any = None,
+    as_of: Any = None,
+    as_of_ms: Any = None,
 ) -> list[dict[str, Any]]:
-    return disputes_on(kb, channel, state, limit=limit, before=before)
+    return disputes_on(
+        kb, channel, state, limit=limit, before=before, as_of=as_of, as_of_ms=as_of_ms
+    )
 
 
 @operation(

@@ -705,6 +705,13 @@ _CATALOGUE = (
         "been withdrawn)",
     ),
     Kind(
+        "koinii/withdrawn",
+        400,
+        "a move on a handle that was taken back (withdrawn, conceded or superseded)",
+        "thread(handle) shows its record: who took it back, when and why; act on a live "
+        "handle from questions() or disputes()",
+    ),
+    Kind(
         "koinii/no-wire-feed",
         400,
         "a cursor feed asked of a local medium",

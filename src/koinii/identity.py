@@ -139,6 +139,13 @@ def reserved_principals(store: Any) -> frozenset[str]:
     return frozenset() if table is None else table.agents
 
 
+def principal_roles(store: Any) -> dict[str, str]:
+    """Each principal's role in the token table of the daemon serving `store` (empty in
+    one process, where there are no tokens)."""
+    table = _PRINCIPALS.get(store)
+    return {} if table is None else dict(getattr(table, "roles", {}))
+
+
 def check_channel_parent(
     store: Any, agent_id: str, parent: str, reserved: Iterable[str] = ()
 ) -> None:
@@ -239,7 +246,15 @@ def speaker_of_sentence(sentence: Any) -> str | None:
 # CxUniverse), write where every context reads, and be listed as the author of its
 # vocabulary.
 SYSTEM_CONTEXTS = frozenset(
-    {"CxUniverse", "CxEverything", "CxCore", "CxSpeechActs", "CxRegistry", "CxDisputes"}
+    {
+        "CxUniverse",
+        "CxEverything",
+        "CxCore",
+        "CxSpeechActs",
+        "CxRegistry",
+        "CxDisputes",
+        "CxHistory",
+    }
 )
 # Ids the system speaks as, each held only in its role: the majority's rulings are made
 # as AgentMajority (adjudication.MAJORITY_ARBITER), by the adjudicator's arbiter token.

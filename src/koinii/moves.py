@@ -3,8 +3,8 @@
 One concept: the moves and their rules, each an operation; its size is one function, one
 declaration and the refusals that say what to do instead, per move.
 
-A move — join, claim, ask, answer, endorse, justify, dispute, vote, withdraw, accept,
-close, reply_many and the two error acts — is ONE operation (`moves.<name>`): its reads,
+A move — join, claim, ask, answer, endorse, justify, dispute, vote, withdraw, concede,
+accept, close, reply_many and the two error acts — is ONE operation (`moves.<name>`): its reads,
 its checks and its edit run together, in-process on the KB or on the daemon's loop, so
 no other write comes between what a move saw and what it wrote, and every client in any
 language keeps the same rules by calling it (`POST /v1/moves/<name>`, one exchange).
@@ -23,6 +23,9 @@ Each move answers one JSON object: `handle` and `sentence` of what it wrote, plu
 caller would otherwise read back (an answer's `claim`, a dispute's `rebuttal`, what a
 withdrawal removed), so a tool needs no second exchange.
 
+What a move takes back — a withdrawal, a concession, an answer its speaker replaced —
+leaves a record in the same edit (koinii.history): who, when, why, and what went with it.
+
 Invariant: every check of a move runs before its one write (an `edit`), so a refused
 move writes nothing; the checks run in channel.md's order.
 """
@@ -32,10 +35,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from koinii import speech
+from koinii import history, speech
 from koinii.adjudication import TAG as RULING_TAG
-from koinii.adjudication import stance_predicate
-from koinii.conversation import sentex_named
+from koinii.adjudication import now_ms, stance_predicate
+from koinii.conversation import carried, sentex_named
 from koinii.errors import Refused
 from koinii.identity import (
     AGENT_CONTEXT,
@@ -392,7 +395,9 @@ def answer(kb: KB, agent: str, question: Any, content: Any) -> dict[str, Any]:
     replaced: list[int] = []
     if same is None:
         replaced = [s.handle for s in standing]
-        handle = kb.edit(add=[(act, own, _opts(agent))], remove=replaced).handles[0]
+        records = [_record(kb, agent, s, "superseded") for s in standing]
+        added = kb.edit(add=[(act, own, _opts(agent)), *records], remove=replaced)
+        handle = added.handles[0]
     else:
         handle = same
     carried = _stored(kb, claim_term, own)
@@ -586,12 +591,18 @@ def withdraw(kb: KB, agent: str, handle: Any) -> dict[str, Any]:
             "move to withdraw",
             {"handle": handle},
         )
+    return _take_back(kb, agent, moved, "withdrawn")
+
+
+def _take_back(kb: KB, agent: str, moved: Sentex, ending: str, reason: str | None = None):
+    """Withdraw `moved` with its cascade and leave its record, in ONE edit."""
     remove = [moved.handle]
     if speech.move_kind(moved.sentence) == "dispute":
         remove += _rebuttal_left_alone(kb, agent, moved)
     else:
         remove += [d.handle for d in disputes_resting_on(kb, agent, moved)]
-    edited = kb.edit(remove=remove)
+    record = _record(kb, agent, moved, ending, reason, also=remove[1:])
+    edited = kb.edit(add=[record], remove=remove)
     return {
         "withdrawn": moved.handle,
         "sentence": moved.text,
@@ -599,7 +610,84 @@ def withdraw(kb: KB, agent: str, handle: Any) -> dict[str, Any]:
         "removed_sentexes": edited.removed_sentexes,
         "removed_justifications": edited.removed_justifications,
         "seq": edited.seq,
+        "record": edited.handles[0],
+        "ending": ending,
     }
+
+
+def _record(
+    kb: KB,
+    agent: str,
+    moved: Sentex,
+    ending: str,
+    reason: str | None = None,
+    also: Sequence[int] = (),
+) -> tuple[Any, str, dict[str, Any]]:
+    """The record (koinii.history) of `moved` taken back: what it carried, read now."""
+    extra = [s for s in (kb.sentex(h) for h in also) if s is not None]
+    gone, disputes, reader = carried(kb, [moved, *extra])
+    question = None
+    if speech.move_kind(moved.sentence) == "answer":
+        question = speech.target_of(moved.sentence)
+    items = [history.item(s, reader.author(s)) for s in gone]
+    return history.retirement(
+        kb,
+        agent,
+        moved,
+        ending,
+        speaker=reader.author(moved),
+        items=items,
+        disputes=disputes,
+        question=question,
+        reason=reason,
+        at=now_ms(),
+    )
+
+
+@_move(
+    "concede",
+    {
+        "target": ("handle", True, "your own claim, or your answer (its claim), to give up"),
+        "reason": ("string", True, "why you concede, in words: kept in the record"),
+    },
+    "give up one's own claim or answer, saying why: it is withdrawn, its disputes end as "
+    "conceded, and the record keeps them",
+)
+def concede(kb: KB, agent: str, target: Any, reason: Any = None) -> dict[str, Any]:
+    """ONE move for what took four (endorse the winner, vote, justify, withdraw): the
+    agent's own claim or answer is withdrawn with its cascade, and the record says it was
+    conceded, why, and which disputes ended so. Refused `bad-option` (no reason),
+    `koinii/foreign-sentex` (another agent's), `koinii/not-a-claim` (a move that is not a
+    claim or an answer)."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise Refused(
+            "bad-option",
+            "a concession says why: concede(target, reason='…') with a sentence",
+            {"option": "reason"},
+        )
+    why = _reasoned(agent, reason)["provenance"]["reason"]
+    moved = sentex_named(kb, target)
+    if not _mine(moved, agent):
+        raise _foreign(moved, agent)
+    if moved.derived:
+        act = _carrier(kb, moved)
+        if act is None:
+            raise Refused(
+                "koinii/not-a-move",
+                f"#{target} was derived by a rule, not said by you: concede what it rests on "
+                f"(why({target}) shows it)",
+                {"handle": target},
+            )
+        moved = act
+    kind = speech.move_kind(moved.sentence)
+    if kind not in ("claim", "answer"):
+        raise Refused(
+            "koinii/not-a-claim",
+            f"#{moved.handle} is {_a(kind)}: concede gives up a claim or an answer; to take "
+            f"back any other move, withdraw({moved.handle})",
+            {"handle": moved.handle, "kind": kind},
+        )
+    return _take_back(kb, agent, moved, "conceded", why)
 
 
 def _rebuttal_left_alone(kb: KB, agent: str, edge: Sentex) -> list[int]:

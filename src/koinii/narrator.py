@@ -19,6 +19,7 @@ reads; it never writes.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -43,11 +44,12 @@ STRUCTURE = frozenset(
         "carriesClaim",
         "disputeNotified",
         "disputeStale",
+        "retired",
     )
 )
 # The `reason` of a reply removed because the move it replied to was withdrawn.
 TORN_DOWN = "torn-down"
-_VOCABULARY = ("CxCore", "CxSpeechActs", "CxRegistry", "CxDisputes", "CxUniverse")
+_VOCABULARY = ("CxCore", "CxSpeechActs", "CxRegistry", "CxDisputes", "CxUniverse", "CxHistory")
 # The notes a wrap writes, by what they are called when told.
 WRAP_NOTES = {
     Sym("memoryNote"): "note",
@@ -77,8 +79,8 @@ class Told:
 
     seq: int
     added: bool
-    kind: str  # what happened: question, answer, …, claim, ruling, wrap, withdrawal, defeat,
-    #            structure
+    kind: str  # what happened: question, answer, …, claim, ruling, wrap, withdrawal,
+    #            concession, defeat, structure
     speaker: str | None
     handle: int
     sentence: str
@@ -91,6 +93,22 @@ class Told:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def _endings(added: list[dict[str, Any]]) -> dict[int, tuple[str, str | None]]:
+    """How the moves a write took back ended, from the records it wrote beside them
+    (koinii.history: `(retired (sentexHandle H) Seq "json")` in CxHistory)."""
+    out: dict[int, tuple[str, str | None]] = {}
+    for change in added:
+        if change["context"] != "CxHistory" or not change["sentence"].startswith("(retired "):
+            continue
+        try:
+            record = json.loads(parse(change["sentence"])[3])
+        except (KoiniiError, ValueError, TypeError, IndexError):
+            continue
+        if isinstance(record, dict) and isinstance(record.get("handle"), int):
+            out[record["handle"]] = (str(record.get("ending")), record.get("reason"))
+    return out
 
 
 def _not_obeyed(speaker: str | None, what: str, of: str, asker: str) -> str:
@@ -109,6 +127,7 @@ class Narrator:
         self.owners: dict[str, str | None] = {}
         self._defeated_now: frozenset[int] = frozenset()
         self._disputed_now: set[int] = set()
+        self._endings: dict[int, tuple[str, str | None]] = {}  # this entry's records
 
     def entry(self, entry: dict[str, Any], *, structure: bool = False) -> list[Told]:
         """Every change of one change-log entry, told, in order (added, then removed)."""
@@ -121,6 +140,7 @@ class Narrator:
             c["handle"] for c in entry["removed"] if c.get("reason") == "defeated"
         )
         self._disputed_now = set()
+        self._endings = _endings(entry["added"])
         for added, changes in ((True, entry["added"]), (False, entry["removed"])):
             folded = self._folded(changes)
             for change in changes:
@@ -327,6 +347,11 @@ class Narrator:
                 return Told(
                     kind="withdrawal", speaker=speaker, text=text, **base | {"reason": TORN_DOWN}
                 )
+            ending, why = self._endings.get(change["handle"], ("withdrawn", None))
+            if ending == "conceded":
+                because = f', because "{why}"' if why else ""
+                text = f"{who} conceded {noun} #{change['handle']}: {what}{because}"
+                return Told(kind="concession", speaker=speaker, text=text, **base)
             text = f"{who} withdrew {noun} #{change['handle']}: {what}"
             return Told(kind="withdrawal", speaker=speaker, text=text, **base)
         why = f" ({reason})" if reason else ""

@@ -34,6 +34,8 @@ DOMAIN_MODULES: tuple[str, ...] = (
     "koinii.conversation",
     "koinii.belief",
     "koinii.backups",
+    "koinii.roster",
+    "koinii.history",
     "koinii.wraps",
     "koinii.sessions",
 )

@@ -10,7 +10,7 @@ A key a result has only sometimes (a question's thread has `answers`, a claim's 
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 __all__ = [
     "Answer",
@@ -90,6 +90,16 @@ class Ruling(TypedDict):
     at: int
 
 
+class Ended(TypedDict):
+    """How a move or a dispute was taken back: its ending, who, when, why."""
+
+    ending: str  # withdrawn | conceded | superseded | ruled
+    by: str | None
+    seq: int | None
+    at: int | None  # epoch ms
+    reason: str | None
+
+
 Dispute = TypedDict(
     "Dispute",
     {
@@ -102,6 +112,10 @@ Dispute = TypedDict(
         "tally": Tally,
         "ruling": Ruling | None,
         "question": int | None,
+        # the history (docs/channel.md): how an ended dispute ended, and by whom
+        "ending": NotRequired[str | None],  # ruled | withdrawn | conceded | superseded
+        "ended": NotRequired[Ended],
+        "carried": NotRequired[list[dict[str, Any]]],  # a withdrawn claim's, made again
     },
 )
 
@@ -165,3 +179,7 @@ class Thread(Move):
     tally: NotRequired[Tally]
     rulings: NotRequired[list[Ruling]]
     answer: NotRequired[int]
+    # the history (docs/channel.md): what was taken back, from its records
+    withdrawn_answers: NotRequired[list[dict[str, Any]]]
+    withdrawn: NotRequired[Any]  # a claim's withdrawn replies; a withdrawn handle's ending
+    earlier: NotRequired[list[dict[str, Any]]]

@@ -53,10 +53,12 @@ def move(name: str, agent: str, output: tuple[bool, bool], source: tuple[Any, An
     as_json, quiet = output
     if as_json:
         return echo_json(reply)
+    handle = reply.get("handle", reply.get("withdrawn"))  # a concession names what it took back
     if quiet:
-        return click.echo(reply["handle"])
+        return click.echo(handle)
     said = reply.get("sentence") or ""
-    click.echo(f"#{reply['handle']} {agent}: {said}".rstrip())
+    ending = f" ({reply['ending']})" if reply.get("ending") else ""
+    click.echo(f"#{handle} {agent}{ending}: {said}".rstrip())
     if reply.get("claim") is not None:
         click.echo(f"  its claim #{reply.get('claim_handle')}: {reply['claim']}")
     if reply.get("rebuttal") is not None:
@@ -237,6 +239,20 @@ def close_command(question, reason, agent, quiet, as_json, url, token, db) -> No
     move("close", agent, (as_json, quiet), (url, token, db), question=question, reason=reason)
 
 
+@click.command("concede", short_help="Give up the agent's own claim, saying why.")
+@click.argument("target", type=int)
+@click.argument("reason")
+@agent_option
+@quiet_option
+@json_option
+@source_options
+def concede_command(target, reason, agent, quiet, as_json, url, token, db) -> None:
+    """Concede the agent's own claim or answer TARGET because REASON: it is withdrawn, the
+    disputes on it end as conceded, and the record keeps it with the reason
+    (`moves.concede`)."""
+    move("concede", agent, (as_json, quiet), (url, token, db), target=target, reason=reason)
+
+
 COMMANDS = (
     channels_command,
     join_command,
@@ -249,4 +265,5 @@ COMMANDS = (
     vote_command,
     accept_command,
     close_command,
+    concede_command,
 )

@@ -164,7 +164,10 @@ def _dispute(dispute: dict) -> str:
         named = "dispute " + ", ".join(f"#{m['handle']}" for m in moves) + on
     else:
         named = "a clash of " + "/".join(f"#{h}" for h in dispute["dispute_id"])
-    return f"{named}: {dispute['state']}, raised by {raised}"
+    ended = dispute.get("ended") or {}
+    ending = f" ({dispute['ending']} by {ended.get('by')})" if ended else ""
+    why = f', because "{ended["reason"]}"' if ended.get("reason") else ""
+    return f"{named}: {dispute['state']}{ending}, raised by {raised}{why}"
 
 
 def _ruling(ruling: dict, target: dict | None) -> str:

@@ -339,6 +339,20 @@ class Reads(State):
                 "floor": floor,
             }
 
+    def log_point(self, seq: int | None = None, at: int | None = None) -> dict[str, int] | None:
+        """`{seq, at, next_handle}` of the write at `seq`, or of the last one made at or
+        before epoch-ms `at` (Store.log_point); seq 0, before any write, while the log
+        starts there. None when the log does not hold it (compacted, or not yet written)."""
+        with self._lock:
+            if seq == 0 and self._store.floor() == 0:
+                return {"seq": 0, "at": 0, "next_handle": 1}
+            if seq is not None and seq > self._seq:
+                return None
+            return self._store.log_point(
+                None if seq is None else min(seq, _SQL_MAX),
+                None if at is None else min(at, _SQL_MAX),
+            )
+
     def compact_log(self, keep: int) -> int:
         """Keep only the newest `keep` change-log entries; returns how many were dropped."""
         if type(keep) is not int or keep < 0:

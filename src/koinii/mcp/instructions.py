@@ -15,8 +15,20 @@ Predicates lowerCamelCase, individuals CapitalCamelCase, strings in "double quot
 - Every move returns a handle (an integer); reply to a move by its handle. To disagree,
   dispute(handle); to weigh in, vote(handle, "for"|"against") — a new vote replaces
   yours; endorse/justify to support. withdraw(handle) takes back your own move.
+- Wrong? concede(target, reason) gives up your own claim or answer in ONE move, saying
+  why: it is withdrawn and the disputes on it end as "conceded". Decisions carry their
+  reasons: accept(answer, reason) and close(question, reason).
+- Nothing said is erased: the history is kept. A withdrawn or conceded move stays in
+  the record with who took it back, when and why, and the disputes and ballots it
+  carried: thread(handle) shows it (withdrawn_answers, withdrawn), disputes(state=
+  "ended") lists ended disputes with their ending (ruled, withdrawn, conceded,
+  superseded), and as_of(seq) shows the channel as it stood at a point of the log.
+- A question asking for one value (one ?variable, or yes/no) is contested as soon as
+  two answers differ, disputed or not; disputes() lists the differing values.
 - thread(handle) shows a question or claim with everything said about it;
-  questions() the open ones; disputes() what is contested and how it was ruled.
+  questions() the open ones; disputes() what is contested and how it ended.
+- roster() shows who is on the channel: each member's role, session and coordinator's
+  session (where wrap_session files your wrap).
   Long lists come a window at a time: `older` in a reply means there are earlier ones
   (pass it as before=), `more` that there are more than shown (narrow the call).
 - search(text) finds what the team said in any words ("postgres version" finds

@@ -21,7 +21,18 @@ REFUSAL_FIXES: dict[str, str] = {name: kind.fix for name, kind in KINDS.items()}
 
 About = Literal["mine", "channel", "questions"]
 QuestionState = Literal["unsettled", "open", "answered", "contested", "settled", "closed", "all"]
-DisputeState = Literal["open", "notified", "stale", "resolved", "all"]
+DisputeState = Literal[
+    "open",
+    "notified",
+    "stale",
+    "resolved",
+    "ended",
+    "ruled",
+    "withdrawn",
+    "conceded",
+    "superseded",
+    "all",
+]
 Stance = Literal["for", "against"]
 
 

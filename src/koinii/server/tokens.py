@@ -166,6 +166,11 @@ class TokenTable:
         return _agents(self._callers)
 
     @property
+    def roles(self) -> dict[str, str]:
+        """Each principal's role (the channel roster shows it)."""
+        return {c.id: c.role for c in self._callers}
+
+    @property
     def count(self) -> int:
         """How many principals hold a token."""
         return len({caller.id for caller in self._callers})

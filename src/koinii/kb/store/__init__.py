@@ -199,6 +199,11 @@ class Store(Protocol):
     def floor(self) -> int:
         """Entries at or below this seq were compacted away."""
 
+    def log_point(self, seq: int | None = None, at: int | None = None) -> dict[str, int] | None:
+        """The logged write at `seq` (or the last one made at or before epoch-ms `at`):
+        `{seq, at, next_handle}` — the handle mark then, by which a read as of that seq
+        tells what existed (history.py); None when the log does not hold it."""
+
     def compact(self, keep: int) -> int:
         """Drop all but the newest `keep` log entries; returns how many were dropped."""
 

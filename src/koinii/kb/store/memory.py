@@ -56,6 +56,7 @@ class MemoryStore:
         self._retain, self._retain_changes = retain, retain_changes
         self._logged = 0  # changes the log holds
         self._floor = 0
+        self._marks: dict[int, tuple[int, int]] = {}  # seq -> (at, next_handle), as logged
         self._records = sqlite3.connect(
             ":memory:", isolation_level=None, check_same_thread=False, factory=SQLiteRecords
         )
@@ -99,6 +100,7 @@ class MemoryStore:
             entry = dataclasses.replace(entry, records=records)
         changes = len(entry.added) + len(entry.removed)
         self._log.append((entry, changes))
+        self._marks[entry.seq] = (entry.at, commit.next_handle)
         self._logged += changes
         self._compact(self._retain, self._retain_changes)
         return result
@@ -177,6 +179,16 @@ class MemoryStore:
     def floor(self) -> int:
         return self._floor
 
+    def log_point(self, seq: int | None = None, at: int | None = None) -> dict[str, int] | None:
+        if seq is None:
+            seq = max(
+                (s for s, (when, _) in self._marks.items() if when <= (at or 0)), default=None
+            )
+        if seq is None or seq not in self._marks:
+            return None
+        when, next_handle = self._marks[seq]
+        return {"seq": seq, "at": when, "next_handle": next_handle}
+
     def compact(self, keep: int) -> int:
         return self._compact(keep, None)
 
@@ -186,6 +198,7 @@ class MemoryStore:
         log, dropped = self._log, 0
         while len(log) > keep or (changes is not None and self._logged > changes and len(log) > 1):
             entry, count = log.popleft()
+            self._marks.pop(entry.seq, None)
             self._floor, self._logged, dropped = entry.seq, self._logged - count, dropped + 1
         return dropped
 

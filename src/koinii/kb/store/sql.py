@@ -177,6 +177,19 @@ class SQLStore:
         with self._translated("reading the change log"):
             return self._meta("log_floor", 0)
 
+    def log_point(self, seq: int | None = None, at: int | None = None) -> dict[str, int] | None:
+        with self._translated("reading the change log"):
+            if seq is not None:
+                sql, params = "SELECT seq, at, next_handle FROM change_log WHERE seq = ?", (seq,)
+            else:
+                sql = (
+                    "SELECT seq, at, next_handle FROM change_log WHERE at <= ? "
+                    "ORDER BY seq DESC LIMIT 1"
+                )
+                params = (at,)
+            row = self._run(sql, params).fetchone()
+        return None if row is None else {"seq": row[0], "at": row[1], "next_handle": row[2]}
+
     def read(self, reader: Callable[[Any], Any]) -> Any:
         with self._translated("a read"):
             return reader(self._records)

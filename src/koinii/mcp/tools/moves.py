@@ -99,7 +99,10 @@ def register(tool: Register, the: Surface) -> None:
     @tool
     def withdraw(handle: Handle) -> dict[str, Any]:
         """Take back one of your own moves; replies to it go with it (an answer takes its
-        claim along, a dispute its negation). Only your own moves.
+        claim along, a dispute its negation). Only your own moves. The history is kept:
+        the move, who withdrew it and when, and the disputes and ballots it carried stay
+        in the record (thread(handle) reads it). If you were wrong, concede(target,
+        reason) says so in one move instead.
         Example: withdraw(handle=73). Returns {withdrawn, removed, note}."""
         made = agent.move("withdraw", handle=handle)
         removed = made["removed_sentexes"]
@@ -107,6 +110,27 @@ def register(tool: Register, the: Surface) -> None:
             "withdrawn": handle,
             "removed": removed,
             "note": f"withdrew #{handle} and {removed - 1} sentence(s) on it",
+        }
+
+    @tool
+    def concede(target: Handle, reason: str) -> dict[str, Any]:
+        """Give up your own claim or answer because you now think it wrong, saying why —
+        ONE move for what would otherwise take four (endorse the winner, vote, justify,
+        withdraw). Your claim is withdrawn with its replies, the disputes on it end as
+        "conceded", and the record keeps it all with your reason: thread(target) and
+        disputes(state="conceded") show it to everyone, later arrivals included.
+        Example: concede(target=73, reason="the prod config says 800, not 500").
+        Returns {withdrawn, removed, record, seq, note}: seq is the concession's point in
+        the log (as_of(seq=seq - 1) shows the channel just before it)."""
+        made = agent.concede(target, reason)
+        removed = made["removed_sentexes"]
+        return {
+            "withdrawn": made["withdrawn"],
+            "removed": removed,
+            "record": made["record"],
+            "seq": made["seq"],
+            "note": f"conceded #{made['withdrawn']}; {removed - 1} sentence(s) on it went "
+            "with it, and the record keeps them with your reason",
         }
 
     @tool

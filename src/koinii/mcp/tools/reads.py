@@ -27,6 +27,10 @@ def register(tool: Register, the: Surface) -> None:
         """Everything said about a question or claim, in one read: for a question its state
         (open, answered, contested, settled, closed) and its newest `limit` answers, each
         with its claim, endorsements, justifications, disputes, ballots, tally and rulings.
+        The history too: `withdrawn_answers` (and a claim's `withdrawn` replies) are the
+        moves taken back, each with `withdrawn` {ending, by, seq, at, reason} and the
+        disputes and ballots it carried; a withdrawn handle reads as its record (never
+        unknown); the acceptance's or closing's reason is shown.
         Example: thread(handle=69). Returns that object, and `older` when the question has
         more answers: thread(handle=69, before=older) shows the ones before."""
         found = agent.thread(handle, limit=window_of(limit), before=before)
@@ -54,9 +58,12 @@ def register(tool: Register, the: Surface) -> None:
     def disputes(
         state: DisputeState = "all", limit: int = 20, before: list[int] | None = None
     ) -> dict[str, Any]:
-        """The channel's disputes: each one's sides, who raised it, its state (open,
-        notified, stale, resolved), the tally on its target and any ruling — the last
-        `limit` of them, in the order of their dispute_id.
+        """The channel's disputes, standing and ended: each one's sides, who raised it, its
+        class (contradiction, conflict, or values: two answers giving differing values to
+        a one-value question), its state (open, notified, stale, resolved, ended), its
+        `ending` (ruled, withdrawn, conceded, superseded — kept in the history after the
+        claim is gone), the tally on its target and any ruling — the last `limit` of
+        them, in the order of their dispute_id. state= filters by a state or an ending.
         Example: disputes(state="open"). Returns {disputes, count}, and `older` when there
         are more: disputes(before=older) lists the ones before."""
         window = window_of(limit)
@@ -64,6 +71,32 @@ def register(tool: Register, the: Surface) -> None:
         found, older = newest(found, window, "dispute_id")
         none = f"no {'' if state == 'all' else state + ' '}disputes"
         return listed("disputes", found, none, **older)
+
+    @tool
+    def roster() -> dict[str, Any]:
+        """Who is on the channel: each member's agent id, role, session and coordinator's
+        session — the session_id your coordinator runs, which is the parent_session_id
+        to give wrap_session — and the channel's active coordinators.
+        Example: roster(). Returns {channel, members, coordinators, count}."""
+        found = agent.roster()
+        return {**found, "count": len(found["members"])}
+
+    @tool
+    def as_of(
+        seq: int | None = None, time_ms: int | None = None, handle: int | None = None
+    ) -> dict[str, Any]:
+        """The channel as it stood at a point of the log — the history, read back: a log
+        seq (every change and move reply carries one) or an epoch-ms time. With a handle,
+        that thread then; else the questions (all states) and disputes then.
+        Example: as_of(seq=120) or as_of(seq=120, handle=69).
+        Returns {seq, thread} or {seq, questions, disputes}."""
+        if handle is not None:
+            return {"seq": seq, "thread": agent.thread(handle, as_of=seq, as_of_ms=time_ms)}
+        return {
+            "seq": seq,
+            "questions": agent.questions(as_of=seq, as_of_ms=time_ms),
+            "disputes": agent.disputes(as_of=seq, as_of_ms=time_ms),
+        }
 
     @tool
     def query(goal: str, context: str | None = None, limit: int = 50) -> dict[str, Any]:

@@ -1,0 +1,429 @@
+"""History: what the conversation said and took back, kept as a record of its own.
+
+One concept: the record of a retired move — written by the move that retires it, read
+by the conversation's reads — and the channel as it stood at a point of the log.
+
+A move that takes something back (`withdraw`, `concede`, an answer superseded by its
+speaker's next one) writes, in the SAME edit that removes the move, one record sentex in
+the system context `CxHistory`:
+
+    (retired (sentexHandle H) Seq "<json>")
+
+H is the move taken back, Seq the write that took it (the edit's own seq), and the JSON
+says who took it back, when (seq and epoch ms), how it ended (`withdrawn`, `conceded`,
+`superseded`), why (a concession's reason), the move's text, and what went with it: the
+answer's claim, the endorsements, justifications, ballots and disputes it carried (each
+dispute with its sides, who raised it and its tally, as the channel showed them just
+before) — every sentex the withdrawal tore down, as it was stored.
+
+Why a sentex and not a table: a record is then what every other fact is — durable in
+the same transaction as the withdrawal, in every backend (SQLite, PostgreSQL, memory),
+copied by `koinii migrate`/`export`, restored by a restart, and in memory, so a long read
+on a forked snapshot (server/snapshot.py) reads it too. No agent writes `CxHistory`
+(it is a system context, identity.SYSTEM_CONTEXTS): only the moves do.
+
+Retention: records are kept until an operator forgets them (`history.forget`: records
+older than a seq or a time; `POST /v1/history/forget` over the daemon, operators only).
+The change log's own retention (`log_retention`) bounds how far back `as_of` reads can
+go, since they need the log's handle mark for their seq.
+
+Reads as of a point: `as_of(kb, seq)` is the KB as the conversation then saw it — a view
+that shows the sentexes that existed at that seq (handle below the log's handle mark
+then) and had not been retired by it, the retired ones rebuilt from their records. The
+conversation reads run on the view unchanged. Belief in the view is today's for what
+still stands (a later ruling is hidden with everything else made after the seq).
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+from koinii import speech
+from koinii.adjudication import now_ms
+from koinii.errors import Refused
+from koinii.kb import KB, Sentex
+from koinii.kb.index import match
+from koinii.kb.reads import goal_literals
+from koinii.operations import Caller, operation
+from koinii.speech import ref
+from koinii.terms import Sym, Var, parse, show
+
+__all__ = [
+    "ENDINGS",
+    "HISTORY",
+    "as_of",
+    "forget",
+    "record_of",
+    "records",
+    "retirement",
+]
+
+HISTORY = "CxHistory"
+RETIRED = Sym("retired")
+ENDINGS = ("withdrawn", "conceded", "superseded")
+_MAX_JSON = 48 * 1024  # a record stays well inside a sentence's 64 KiB
+_PATTERN = (RETIRED, (speech.HANDLE, Var("h")), Var("seq"), Var("json"))
+
+
+# --- writing a record ------------------------------------------------------------------------
+
+
+def item(sentex: Sentex, speaker: str | None) -> dict[str, Any]:
+    """One retired sentex as its record keeps it: enough to show it and to rebuild it."""
+    provenance = {k: v for k, v in sentex.provenance.items() if k != "justification"}
+    return {
+        "handle": sentex.handle,
+        "kind": speech.move_kind(sentex.sentence),
+        "speaker": speaker,
+        "sentence": sentex.text,
+        "context": sentex.context,
+        "strength": sentex.strength,
+        "derived": sentex.derived,
+        "provenance": provenance,
+        "target": speech.target_of(sentex.sentence),
+    }
+
+
+def retirement(
+    kb: KB,
+    agent: str,
+    moved: Sentex,
+    ending: str,
+    *,
+    speaker: str | None,
+    items: list[dict[str, Any]],
+    disputes: list[dict[str, Any]],
+    question: int | None = None,
+    reason: str | None = None,
+    at: int,
+) -> tuple[Any, str, dict[str, Any]]:
+    """The record sentex (an edit's `add` entry) of `moved` retired by `agent`'s move.
+
+    Made just before the edit that removes `moved`: its seq is that edit's (`kb.seq + 1`
+    on the single writer, where nothing comes between a move's reads and its edit).
+    """
+    seq = kb.seq + 1
+    record: dict[str, Any] = {
+        "handle": moved.handle,
+        "kind": speech.move_kind(moved.sentence),
+        "speaker": speaker,
+        "sentence": moved.text,
+        "context": moved.context,
+        "question": question,
+        "target": speech.target_of(moved.sentence),
+        "ending": ending,
+        "by": agent,
+        "reason": reason,
+        "seq": seq,
+        "at": at,
+        "items": items,
+        "disputes": disputes,
+    }
+    text = json.dumps(record, sort_keys=True, default=str)
+    if len(text.encode()) > _MAX_JSON:  # thousands of ballots: keep the sides, count the rest
+        record["items"] = [i for i in items if i["kind"] not in ("ballot", "endorsement")]
+        record["dropped_items"] = len(items) - len(record["items"])
+        for dispute in disputes:
+            dispute["raised_by"] = dispute["raised_by"][:20]
+        text = json.dumps(record, sort_keys=True, default=str)
+    return (RETIRED, ref(moved.handle), seq, text), HISTORY, {"creator": agent}
+
+
+# --- reading records ---------------------------------------------------------------------------
+
+_cache: weakref.WeakKeyDictionary[Any, dict[int, dict[str, Any]]] = weakref.WeakKeyDictionary()
+
+
+def records(kb: Any) -> list[dict[str, Any]]:
+    """Every record kept, oldest first (parsed once per record sentex, cached per KB)."""
+    base = getattr(kb, "kb", kb)  # an `as_of` view reads its KB's records
+    try:
+        parsed = _cache.setdefault(base, {})
+    except TypeError:  # a client (not weak-referenceable): no cache
+        parsed = {}
+    found = []
+    for sentex in base.sentexes_matching(_PATTERN, HISTORY):
+        record = parsed.get(sentex.handle)
+        if record is None:
+            text = sentex.sentence[3]
+            record = json.loads(text if isinstance(text, str) else show(text))
+            record["record"] = sentex.handle
+            parsed[sentex.handle] = record
+        found.append(record)
+    found.sort(key=lambda r: (r["seq"], r["handle"]))
+    cut = getattr(kb, "seq_cut", None)
+    return found if cut is None else [r for r in found if r["seq"] <= cut]
+
+
+def record_of(kb: Any, handle: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The record that retired `handle` (the move itself or anything that went with it),
+    with the item for `handle`; None if no record names it."""
+    for record in reversed(records(kb)):
+        if record["handle"] == handle:
+            return record, self_item(record)
+        for one in record["items"]:
+            if one["handle"] == handle:
+                return record, one
+    return None
+
+
+def self_item(record: dict[str, Any]) -> dict[str, Any]:
+    for one in record["items"]:
+        if one["handle"] == record["handle"]:
+            return one
+    return {k: record[k] for k in ("handle", "kind", "speaker", "sentence", "context")}
+
+
+def ended(record: dict[str, Any]) -> dict[str, Any]:
+    """How a record says its move ended: `{ending, by, seq, at, reason}`."""
+    return {k: record.get(k) for k in ("ending", "by", "seq", "at", "reason")}
+
+
+def withdrawn_refusal(kb: Any, handle: int) -> Refused | None:
+    """`koinii/withdrawn`: what a move on a retired handle is refused with, saying when
+    and by whom it was taken back and where its record is read."""
+    found = record_of(kb, handle)
+    if found is None:
+        return None
+    record, _ = found
+    verb = {"conceded": "conceded", "superseded": "replaced"}.get(record["ending"], "withdrew")
+    return Refused(
+        "koinii/withdrawn",
+        f"#{handle} was taken back: {record['by']} {verb} it at seq {record['seq']}; "
+        f"thread({handle}) shows its record, and questions() and disputes() the live moves",
+        {"handle": handle, "ending": record["ending"], "by": record["by"], "seq": record["seq"]},
+    )
+
+
+# --- retention ---------------------------------------------------------------------------------
+
+
+def forget(kb: KB, *, before_seq: int | None = None, before_ms: int | None = None) -> int:
+    """Drop the records of moves retired before `before_seq` (or before the epoch-ms time
+    `before_ms`): an operator's decision to keep history only so long. Returns how many."""
+    for name, value in (("before_seq", before_seq), ("before_ms", before_ms)):
+        if value is not None and (type(value) is not int or value < 0):
+            raise Refused("bad-option", f"{name} is a non-negative integer", {"option": name})
+    if before_seq is None and before_ms is None:
+        raise Refused(
+            "bad-option",
+            "forget needs a bound: before_seq (a log seq) or before_ms (an epoch-ms time)",
+            {"option": "before_seq"},
+        )
+    old = [
+        r["record"]
+        for r in records(kb)
+        if (before_seq is not None and r["seq"] < before_seq)
+        or (before_ms is not None and r["at"] < before_ms)
+    ]
+    if old:
+        kb.edit(remove=old)
+    return len(old)
+
+
+def _operator_only(kb: Any, caller: Caller, body: dict[str, Any]) -> None:
+    if caller.id is not None and caller.role != "operator":
+        raise Refused(
+            "forbidden",
+            "only an operator decides how long history is kept: forget is an operator's call",
+            {"principal": caller.id},
+        )
+
+
+@operation(
+    "history.forget",
+    fields={
+        "before_seq": ("integer", False, "forget the records of moves taken back before this seq"),
+        "before_ms": ("integer", False, "forget those taken back before this epoch-ms time"),
+    },
+    summary="as an operator: drop the history older than a bound (retention)",
+    authorize=_operator_only,
+)
+def _forget(kb: KB, before_seq: Any = None, before_ms: Any = None) -> int:
+    return forget(kb, before_seq=before_seq, before_ms=before_ms)
+
+
+# --- the channel as of a point of the log ---------------------------------------------------------
+
+
+def as_of(kb: KB, seq: int | None = None, at: int | None = None) -> AsOf:
+    """The KB as the conversation saw it at log seq `seq` (or at epoch-ms time `at`: the
+    last write made by then). Refused `bad-option` for a seq not yet written, `too-old`
+    for one the change log no longer holds (compacted by its retention)."""
+    if seq is not None and (type(seq) is not int or seq < 0):
+        raise Refused(
+            "bad-option", "as_of is a log seq: a non-negative integer", {"option": "as_of"}
+        )
+    if at is not None and (type(at) is not int or at < 0):
+        raise Refused(
+            "bad-option",
+            "as_of_ms is an epoch-ms time: a non-negative integer",
+            {"option": "as_of_ms"},
+        )
+    point = _point(kb, seq, at)
+    if point is None:
+        if seq is not None and seq > kb.seq:
+            raise Refused(
+                "bad-option",
+                f"as_of {seq} is past the last write (seq {kb.seq}): leave it out to read now",
+                {"option": "as_of"},
+            )
+        raise Refused(
+            "too-old",
+            "the change log no longer reaches that point (its retention compacted it); "
+            "read a later seq, or now",
+            {"option": "as_of"},
+        )
+    return AsOf(kb, point["seq"], point["next_handle"])
+
+
+# The log points read, by (KB, seq, time): a read that outlives its slice of the loop runs
+# again on a forked snapshot (server/snapshot.py), which must not touch the store; the
+# slice has read its point first, so the snapshot finds it here.
+_points: weakref.WeakKeyDictionary[Any, dict[tuple[int | None, int | None], dict[str, int]]]
+_points = weakref.WeakKeyDictionary()
+
+
+def _point(kb: KB, seq: int | None, at: int | None) -> dict[str, int] | None:
+    known = _points.setdefault(kb, {})
+    if (seq, at) in known:
+        return known[(seq, at)]
+    point = kb.log_point(seq=seq, at=at)
+    if point is not None and (seq is not None or at < now_ms()):  # settled: no later write
+        if len(known) > 4096:  # changes it (a time still to come might)
+            known.clear()
+        known[(seq, at)] = point
+    return point
+
+
+class AsOf:
+    """A KB seen as of one seq: what existed then and was not yet retired (see the
+    module docstring). Reads only; anything it does not redefine is the KB's own."""
+
+    def __init__(self, kb: KB, seq: int, mark: int) -> None:
+        self.kb = kb
+        self.seq_cut = seq
+        self.mark = mark
+        self._retired: dict[int, dict[str, Any]] = {}  # retired later, existing then
+        self._hidden: set[int] = set()  # retired by then
+        for record in records(kb):
+            for one in record["items"]:
+                if record["seq"] <= seq:
+                    self._hidden.add(one["handle"])
+                elif one["handle"] < mark:
+                    self._retired.setdefault(one["handle"], one)
+        self._rebuilt: dict[int, Sentex] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.kb, name)
+
+    @property
+    def seq(self) -> int:
+        return self.seq_cut
+
+    def _shown(self, handle: int) -> bool:
+        return handle < self.mark and handle not in self._hidden
+
+    def _retired_sentex(self, handle: int) -> Sentex | None:
+        one = self._retired.get(handle)
+        if one is None:
+            return None
+        if handle not in self._rebuilt:
+            sentence = parse(one["sentence"])
+            self._rebuilt[handle] = Sentex(
+                handle=handle,
+                sentence=sentence,
+                context=one["context"],
+                polarity=not (type(sentence) is tuple and sentence[0] is speech.NOT),
+                strength=one.get("strength", "default"),
+                provenance=dict(one.get("provenance") or {}),
+                believed=True,
+                derived=bool(one.get("derived")),
+            )
+        return self._rebuilt[handle]
+
+    def sentex(self, handle: Any) -> Sentex | None:
+        found = self.kb.sentex(handle)
+        if found is not None:
+            return found if self._shown(found.handle) else None
+        return self._retired_sentex(handle) if type(handle) is int else None
+
+    def provenance(self, handle: Any) -> dict[str, Any] | None:
+        found = self.sentex(handle)
+        return None if found is None else found.provenance
+
+    def believed(self, handle: Any, ctx: Any = None) -> bool:
+        if type(handle) is int and handle in self._retired:
+            return ctx is None or self._retired[handle]["context"] in self.kb.context_up(ctx)
+        return self.sentex(handle) is not None and self.kb.believed(handle, ctx)
+
+    def why_not(self, handle: Any, ctx: Any = None) -> str | None:
+        return None if handle in self._retired else self.kb.why_not(handle, ctx)
+
+    def sentexes_matching(self, pattern: Any, ctx: Any) -> list[Sentex]:
+        out = [s for s in self.kb.sentexes_matching(pattern, ctx) if self._shown(s.handle)]
+        if not self._retired:
+            return out
+        literals = goal_literals(parse(pattern) if isinstance(pattern, str) else pattern)
+        positive, atom = literals[0]
+        name = ctx if isinstance(ctx, str) else getattr(ctx, "name", str(ctx))
+        for handle in sorted(self._retired):
+            sentex = self._retired_sentex(handle)
+            assert sentex is not None
+            if not name.startswith("?") and name != "CxEverything" and sentex.context != name:
+                continue
+            body = sentex.sentence
+            if sentex.polarity is not positive:
+                continue
+            if not positive:
+                body = body[1]
+            if match(atom, body, {}) is not None:
+                out.append(sentex)
+        out.sort(key=lambda s: (s.text, s.context))
+        return out
+
+    def contradictions(self, ctx: Any = None) -> list[dict[str, Any]]:
+        return self._clashes(self.kb.contradictions(ctx), ctx, monotonic=False)
+
+    def conflicts(self, ctx: Any = None) -> list[dict[str, Any]]:
+        return self._clashes(self.kb.conflicts(ctx), ctx, monotonic=True)
+
+    def _clashes(self, now: list[dict[str, Any]], ctx: Any, monotonic: bool) -> list[dict]:
+        """Today's clashes whose every side was there, and the negation clashes a retired
+        sentex took part in then (both sides shown at `ctx`)."""
+        kept = [c for c in now if all(self._shown(h) for h in c["handles"])]
+        if not self._retired:
+            return kept
+        visible = None if ctx is None else self.kb.context_up(ctx)
+        retired = [self._retired_sentex(h) for h in sorted(self._retired)]
+        for sentex in retired:
+            assert sentex is not None
+            if (sentex.strength == "monotonic") is not monotonic:
+                continue
+            if visible is not None and sentex.context not in visible:
+                continue
+            other = speech.negation(sentex.sentence)
+            sides = [
+                s
+                for s in self.sentexes_matching(other, "?ctx")
+                if visible is None or s.context in visible
+            ]
+            handles = sorted({sentex.handle, *(s.handle for s in sides)})
+            if sides and all(handles != c["handles"] for c in kept):
+                kept.append(
+                    {
+                        "handles": handles,
+                        "sides": [show(sentex.sentence), *(s.text for s in sides)],
+                    }
+                )
+        return kept
+
+    def argue(self, sentence: Any, ctx: Any) -> str:
+        return self.kb.argue(sentence, ctx)
+
+
+def retired_handles(found: Iterable[dict[str, Any]]) -> set[int]:
+    return {one["handle"] for record in found for one in record["items"]}
