@@ -14,8 +14,9 @@ from koinii import Refused, adjudication, channel
 from koinii.adjudicator import Adjudicator, Policy
 from koinii.catchup import FileCursorStore
 from koinii.operations import invoker
+from tests import forks
 from tests.agent_process import AgentProcess
-from tests.conftest import refused, wait_until
+from tests.conftest import forker, refused, wait_until
 
 VERSION = "(postgresMajorVersion ProdCluster ?version)"
 TEAM = ("AgentAtlas", "AgentBoreas", "AgentCyra")
@@ -103,12 +104,11 @@ def test_a_bad_policy_is_refused():
 # --- the service, over the wire --------------------------------------------------------------
 
 
-def adjudicate(daemon, cursor) -> subprocess.Popen:
-    return subprocess.Popen(
+def adjudicate(daemon, cursor):
+    """`koinii adjudicate` in a process of its own (forked from the zygote, so it is up
+    and handles SIGTERM within moments of being started, on a busy machine too)."""
+    return forker().popen(
         [
-            sys.executable,
-            "-m",
-            "koinii",
             "adjudicate",
             "--channel",
             "CxTeam",
@@ -119,8 +119,8 @@ def adjudicate(daemon, cursor) -> subprocess.Popen:
             "--cursor",
             str(cursor),
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=forks.PIPE,
+        stderr=forks.PIPE,
         text=True,
     )
 
