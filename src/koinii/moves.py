@@ -571,19 +571,7 @@ def withdraw(kb: KB, agent: str, handle: Any) -> dict[str, Any]:
     it; a rebuttal its disputes). Refused `koinii/foreign-sentex` for another agent's
     move, `koinii/not-a-move` for what no move wrote (a rule's conclusion, the join's
     own marks)."""
-    moved = sentex_named(kb, handle)
-    if not _mine(moved, agent):
-        raise _foreign(moved, agent)
-    if moved.derived:
-        act = _carrier(kb, moved)
-        if act is None:
-            raise Refused(
-                "koinii/not-a-move",
-                f"#{handle} was derived by a rule, not said by you: withdraw what it rests "
-                f"on (why({handle}) shows it)",
-                {"handle": handle},
-            )
-        moved = act
+    moved = _own_move(kb, agent, handle, "withdraw")
     if moved.sentence[0] is AGENT_CONTEXT or moved.sentence[0] is Sym("genlCx"):
         raise Refused(
             "koinii/not-a-move",
@@ -592,6 +580,26 @@ def withdraw(kb: KB, agent: str, handle: Any) -> dict[str, Any]:
             {"handle": handle},
         )
     return _take_back(kb, agent, moved, "withdrawn")
+
+
+def _own_move(kb: KB, agent: str, handle: Any, verb: str) -> Sentex:
+    """The agent's own move `handle` names, for `verb` to take back: a claim a rule
+    carries (an answer's) is its move. Refused `koinii/foreign-sentex` (another agent's),
+    `koinii/not-a-move` (a rule's conclusion no move carries)."""
+    moved = sentex_named(kb, handle)
+    if not _mine(moved, agent):
+        raise _foreign(moved, agent)
+    if not moved.derived:
+        return moved
+    act = _carrier(kb, moved)
+    if act is None:
+        raise Refused(
+            "koinii/not-a-move",
+            f"#{handle} was derived by a rule, not said by you: {verb} what it rests on "
+            f"(why({handle}) shows it)",
+            {"handle": handle},
+        )
+    return act
 
 
 def _take_back(kb: KB, agent: str, moved: Sentex, ending: str, reason: str | None = None):
@@ -666,19 +674,7 @@ def concede(kb: KB, agent: str, target: Any, reason: Any = None) -> dict[str, An
             {"option": "reason"},
         )
     why = _reasoned(agent, reason)["provenance"]["reason"]
-    moved = sentex_named(kb, target)
-    if not _mine(moved, agent):
-        raise _foreign(moved, agent)
-    if moved.derived:
-        act = _carrier(kb, moved)
-        if act is None:
-            raise Refused(
-                "koinii/not-a-move",
-                f"#{target} was derived by a rule, not said by you: concede what it rests on "
-                f"(why({target}) shows it)",
-                {"handle": target},
-            )
-        moved = act
+    moved = _own_move(kb, agent, target, "concede")
     kind = speech.move_kind(moved.sentence)
     if kind not in ("claim", "answer"):
         raise Refused(
