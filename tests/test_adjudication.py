@@ -6,7 +6,7 @@ import itertools
 import pytest
 
 import koinii
-from koinii import adjudication, channel, disputes, identity
+from koinii import adjudication, channel, disputes, identity, quarantine
 from koinii.adjudication import MAJORITY_ARBITER
 from tests.conftest import channel_sees, holds, refused
 
@@ -321,10 +321,10 @@ def test_reasoning_goes_on_over_a_dispute_and_says_so(kb, clash):
     kb.assert_("(fast ProdCluster)", "CxDeploy")
     for conclusion in ("(deployable ProdCluster)", "(shippable ProdCluster)"):
         assert askable(kb, conclusion, "CxDeploy")
-        assert adjudication.rests_on_contested(kb, conclusion, "CxDeploy")
+        assert quarantine.rests_on_contested(kb, conclusion, "CxDeploy")
     assert kb.argue(P, "CxDeploy") == "contradiction"
-    assert adjudication.contested_premises(kb, "(deployable ProdCluster)", "CxDeploy") == [p]
-    assert not adjudication.rests_on_contested(kb, "(fast ProdCluster)", "CxDeploy")
+    assert quarantine.contested_premises(kb, "(deployable ProdCluster)", "CxDeploy") == [p]
+    assert not quarantine.rests_on_contested(kb, "(fast ProdCluster)", "CxDeploy")
 
 
 def test_a_conclusion_stored_below_the_channel_is_still_flagged(kb, clash):
@@ -333,25 +333,25 @@ def test_a_conclusion_stored_below_the_channel_is_still_flagged(kb, clash):
     assert askable(kb, deployable, "CxDeploy")
     assert kb.sentexes_matching(deployable, "CxDeploy") == []
     assert [s.context for s in kb.sentexes_matching(deployable, "?ctx")] == ["CxAtlas"]
-    premises = adjudication.contested_premises(kb, deployable, "CxDeploy")
+    premises = quarantine.contested_premises(kb, deployable, "CxDeploy")
     assert [kb.sentex(h).text for h in premises] == [P]
     assert not askable(kb, deployable, "CxBoreas")
-    assert adjudication.contested_premises(kb, deployable, "CxBoreas") == []
+    assert quarantine.contested_premises(kb, deployable, "CxBoreas") == []
 
 
 def test_quarantine_hides_a_contested_claim_from_the_channel_reversibly(kb, clash):
     p = clash[0]
     kb.assert_("(implies (reliable ?x) (deployable ?x))", "CxDeploy")
-    adjudication.quarantine(kb, "CxDeploy", p)
-    assert adjudication.quarantined(kb, "CxDeploy") == [p]
+    quarantine.quarantine(kb, "CxDeploy", p)
+    assert quarantine.quarantined(kb, "CxDeploy") == [p]
     assert not askable(kb, P, "CxDeploy") and askable(kb, P, "CxAtlas")
     assert not askable(kb, "(deployable ProdCluster)", "CxDeploy")
     assert kb.argue(P, "CxDeploy") != "contradiction"
-    assert adjudication.unquarantine(kb, "CxDeploy", p) == 1
-    assert adjudication.quarantined(kb, "CxDeploy") == []
+    assert quarantine.unquarantine(kb, "CxDeploy", p) == 1
+    assert quarantine.quarantined(kb, "CxDeploy") == []
     assert askable(kb, P, "CxDeploy") and askable(kb, "(deployable ProdCluster)", "CxDeploy")
     assert kb.argue(P, "CxDeploy") == "contradiction"
-    assert adjudication.unquarantine(kb, "CxDeploy", p) == 0
+    assert quarantine.unquarantine(kb, "CxDeploy", p) == 0
 
 
 FIVE = ["whirs", "echoes", "alpha", "rumbles", "corks"]
@@ -367,7 +367,7 @@ def test_contested_premises_do_not_depend_on_assertion_order(order):
         for pred in predicates:
             holds(kb, "AgentAtlas", f"({pred} ProdCluster)")
             holds(kb, "AgentBoreas", f"(not ({pred} ProdCluster))")
-        premises = adjudication.contested_premises(kb, "(deployable ProdCluster)", "CxDeploy")
+        premises = quarantine.contested_premises(kb, "(deployable ProdCluster)", "CxDeploy")
         texts = [kb.sentex(h).text for h in premises]
     assert texts == [f"({pred} ProdCluster)" for pred in sorted(FIVE)]
 

@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
                 "history",
                 "roster",
                 "adjudication",
+                "quarantine",
                 "belief",
                 "backups",
                 "narrator",

@@ -15,7 +15,6 @@ LIMIT = 600
 TO_SPLIT = {
     "sessions/store.py": "access, writes, imports and the client facade: issue 43",
     "identity.py": "naming, grants and the write rules: issue 43",
-    "adjudication.py": "rulings, ballots and quarantine: the disputes package of issue 43",
 }
 
 

@@ -15,6 +15,8 @@ they leave out — the clock, the timeout, the sinks — and the ways a dispute 
   rule, stored outside the voter's own context, or written by another principal) never
   counts and never vetoes: it is listed as `ignored`.
 
+Reasoning on a contested premise, and quarantine, are `koinii.quarantine`'s.
+
 Invariants:
 - A ruling is ONE edit: the lift, the upheld sentence (creator = arbiter, provenance
   tagged with the disputes it settles), the withdrawal of the arbiter's superseded
@@ -46,16 +48,12 @@ __all__ = [
     "ballots",
     "cast_ballot",
     "cast_by_voter",
-    "contested_premises",
     "content_key",
     "notify_disputes",
     "now_ms",
     "opened_at",
     "poll",
-    "quarantine",
-    "quarantined",
     "resolve_by_majority",
-    "rests_on_contested",
     "rule",
     "ruling_info",
     "rulings_on",
@@ -63,7 +61,6 @@ __all__ = [
     "standing_rulings",
     "sweep_stale",
     "tally",
-    "unquarantine",
     "who_ruled",
 ]
 
@@ -74,7 +71,6 @@ MAJORITY_ARBITER = "AgentMajority"
 TAG = "adjudication"
 _NOT = Sym("not")
 _HANDLE = Sym("sentexHandle")
-_EXCEPT = Sym("except")
 
 Clock = Callable[[], int]
 Sink = Callable[[dict[str, Any]], Any]
@@ -538,75 +534,6 @@ def resolve_by_majority(
         "changed": changed,
         "ignored": ignored,
     }
-
-
-# --- reasoning on contested premises; quarantine -------------------------------------------------
-
-
-def contested_premises(kb: Any, sentence: Any, ctx: Any) -> list[int]:
-    """The handles, by content, of what `sentence` rests on at `ctx` that is a side of a
-    dispute `ctx` observes: the believed support, transitively, of every believed record
-    of the sentence `ctx` sees. A pure read — the dispute does not block the reasoning;
-    this makes it visible."""
-    up = kb.context_up(ctx)
-    records = [
-        s
-        for s in kb.sentexes_matching(sentence, "?ctx")
-        if s.context in up and kb.believed(s.handle, ctx)
-    ]
-    if not records:
-        return []
-    contested = {h for entry in disputes.disputes_in(kb, ctx) for h in entry["handles"]}
-    found: dict[int, tuple[Any, str]] = {}
-    for record in records:
-        tree = kb.why(record.handle)
-        for node in _believed_support(tree) if tree else ():
-            if node["handle"] in contested:
-                found[node["handle"]] = (parse(node["sentence"]), node["context"])
-    ordered = sorted(found.items(), key=lambda item: (content_key(item[1][0]), item[1][1]))
-    return [handle for handle, _ in ordered]
-
-
-def rests_on_contested(kb: Any, sentence: Any, ctx: Any) -> bool:
-    """Does `sentence`, as `ctx` sees it, rest on a side of a dispute there?"""
-    return bool(contested_premises(kb, sentence, ctx))
-
-
-def _believed_support(tree: dict[str, Any]) -> list[dict[str, Any]]:
-    """The nodes below the root through justifications whose antecedents all hold."""
-    out = []
-    for justification in tree.get("justifications", ()):
-        antecedents = justification["antecedents"]
-        if not all(a["believed"] for a in antecedents):
-            continue
-        for antecedent in antecedents:
-            out.append(antecedent)
-            out.extend(_believed_support(antecedent))
-    return out
-
-
-def quarantine(kb: Any, ctx: Any, target: int) -> int:
-    """Hide `target` from `ctx` (and what `ctx` feeds) with `(except (sentexHandle T))`.
-
-    Off by default, and a trade-off: the claim stays believed where its author holds it,
-    but `ctx` no longer sees the dispute at all. Prefer `contested_premises`, which hides
-    nothing. Returns the mask's handle.
-    """
-    return kb.assert_((_EXCEPT, (_HANDLE, target)), ctx, strength="monotonic")
-
-
-def unquarantine(kb: Any, ctx: Any, target: int) -> int:
-    """Lift `ctx`'s quarantine of `target` (one edit); returns how many masks were retracted."""
-    masks = [s.handle for s in kb.sentexes_matching((_EXCEPT, (_HANDLE, target)), ctx)]
-    if masks:
-        kb.edit(remove=masks)
-    return len(masks)
-
-
-def quarantined(kb: Any, ctx: Any) -> list[int]:
-    """The handles `ctx` quarantines (the targets of its masks), sorted."""
-    masks = kb.sentexes_matching((_EXCEPT, (_HANDLE, Var("h"))), ctx)
-    return sorted(s.sentence[1][1] for s in masks)
 
 
 # --- content order ----------------------------------------------------------------------------
