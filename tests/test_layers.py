@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
                 "roster",
                 "adjudication",
                 "quarantine",
+                "names",
                 "belief",
                 "backups",
                 "narrator",

@@ -14,7 +14,6 @@ LIMIT = 600
 # module (relative to src/koinii) -> why it is long today, and what splits it
 TO_SPLIT = {
     "sessions/store.py": "access, writes, imports and the client facade: issue 43",
-    "identity.py": "naming, grants and the write rules: issue 43",
 }
 
 

@@ -21,11 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.identity import (
-    check_one_context_each,
-    check_reserved_name,
-    lookalikes,
-)
+from koinii.identity import check_one_context_each
+from koinii.names import check_reserved_name, lookalikes
 from koinii.operations import Caller
 from koinii.terms import is_individual_name
 
@@ -154,7 +151,7 @@ class TokenTable:
 
     def vet_with(self, check: Callable[[frozenset[str]], None]) -> None:
         """Check the agents of this table, and of every reload, with `check` (the
-        daemon's: against its store, `identity.check_names_in_store`); a refusal now
+        daemon's: against its store, `names.check_names_in_store`); a refusal now
         is raised, on a reload it keeps the table in force."""
         check(self.agents)
         self._vet = check
