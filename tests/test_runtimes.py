@@ -99,7 +99,7 @@ def record(kind, uuid, parent, content, session="s-1", **extra):
                 "uuid": uuid,
                 "parentUuid": parent,
                 "sessionId": session,
-                "cwd": "/work/shop",
+                "cwd": "/home/dev/shop",  # as a transcript records it (not a path the test uses)
                 "timestamp": f"2026-01-01T00:00:{int(uuid.split('-')[-1]):02d}Z",
                 "message": message,
                 **extra,
@@ -247,7 +247,7 @@ def test_codex_install_refuses_a_notify_of_its_own_and_an_edit_keeps_its_edit(ho
 
 def test_a_claude_session_is_a_koinii_session_under_its_id_imported_as_it_grows(home, start_daemon):
     daemon = start_daemon()
-    folder = home / "home" / ".claude" / "projects" / "-work-shop"
+    folder = home / "home" / ".claude" / "projects" / "-home-dev-shop"
     folder.mkdir(parents=True)
     transcript = folder / f"{TOOLS_SESSION}.jsonl"
     lines = TOOLS.read_text().splitlines(keepends=True)
