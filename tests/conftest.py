@@ -150,7 +150,24 @@ class Daemon:
         return self.start(same_port=True)
 
 
-# --- stores: every suite that stores runs on SQLite and on PostgreSQL ---------------------
+# --- stores: the backend matrix -----------------------------------------------------------
+#
+# A test that reaches a store through `backend` (`kb`, `new_location`, `start_daemon`, …)
+# runs once per backend its closest `@pytest.mark.backends(...)` names — a test's mark
+# over its module's `pytestmark` — and on every backend without one. The backends differ
+# below the engine (SQL dialect, transactions, the log, full-text search, locks), so the
+# suites about storage run on each; a suite about what runs above the store (speech, moves,
+# conversation reads, the wire, access) marks itself `backends("sqlite")` and keeps a
+# test on PostgreSQL only where its behaviour reaches the store's own machinery.
+
+BACKENDS = ("sqlite", "postgres")  # and "memory" (an in-memory store), when a mark names it
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        mark = metafunc.definition.get_closest_marker("backends")
+        metafunc.parametrize("backend", mark.args if mark else BACKENDS, indirect=True)
+
 
 PG_ADMIN = os.environ.get("KOINII_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -213,9 +230,9 @@ def _cache_of_our_own(tmp_path_factory):
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture
 def backend(request):
-    return request.param
+    return request.param  # (parametrized by pytest_generate_tests above)
 
 
 @pytest.fixture
@@ -224,9 +241,11 @@ def new_location(request, backend, tmp_path):
     schemas: list[str] = []
     made = 0
 
-    def new() -> str:
+    def new() -> str | None:
         nonlocal made
         made += 1
+        if backend == "memory":
+            return None
         if backend == "sqlite":
             return str(tmp_path / f"store-{made}.db")
         return pg_location(request.getfixturevalue("postgres"), schemas)

@@ -9,6 +9,8 @@ from koinii import Sym, channel
 from tests.blocking import Loop, Medium
 from tests.conftest import refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 P = "(usesDatabase ProdCluster PostgreSQL14)"
 
 

@@ -14,6 +14,8 @@ from koinii import Sym, Var, adjudication, channel, conversation, speech
 from koinii.terms import parse, show
 from tests.conftest import refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 TEAM = ("AgentAtlas", "AgentBoreas", "AgentCyra", "AgentDune")
 PRINCIPALS = {**{a: "agent" for a in TEAM}, "AgentMajority": "arbiter", "Ops": "operator"}
 VERSION = "(postgresMajorVersion ProdCluster ?version)"
@@ -131,6 +133,7 @@ def test_a_quote_is_a_term_not_a_claim(team):
     assert refusal.kind == "not-well-formed" and "is a term" in refusal.message
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_the_quoted_pattern_survives_reopen_and_migrate(new_location, tmp_path):
     from koinii.kb.store.migrate import migrate
 

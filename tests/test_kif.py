@@ -9,6 +9,8 @@ import pytest
 
 from koinii import Refused, Sym
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 # Every construct the reader maps, each with a fact it should fire on.
 MAPPED = """; SUMO's style: => and <=> rules, quantifiers, comments
 (subclass Human Animal)

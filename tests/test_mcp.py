@@ -23,6 +23,8 @@ from koinii.kb import semantic
 from koinii.mcp import REFUSAL_FIXES
 from tests.conftest import forker
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 TOOLS = {
     "claim",
     "ask",
@@ -393,6 +395,7 @@ async def until(tools: Tools, found, about: str, tries: int = 20):
     raise AssertionError(f"nothing about {about} arrived")
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_a_team_makes_a_release_decision_through_mcp(daemon):
     from koinii.wraps import Coordinators
 

@@ -21,7 +21,9 @@ Invariant: every operation's arguments and result are JSON values (terms as text
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,7 +163,9 @@ def invoker(source: Any) -> Callable[..., Any]:
             found = REGISTRY.get(name) or load_domains()[name]
             if found.on != "kb":
                 raise ValueError(f"{name} is an engine verb: in one process, call kb.{name}")
-            return found.run(source, **fields)
+            result = found.run(source, **fields)
+            # an operation the daemon runs off its loop (`async def`) is run to its end here
+            return asyncio.run(result) if inspect.iscoroutine(result) else result
 
         return call
 
