@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -95,6 +96,9 @@ class Daemon:
     port: int = 0
     proc: subprocess.Popen | None = None
     fd_limit: int | None = None  # run it under this RLIMIT_NOFILE (as `ulimit -n` would)
+    # Started as a person starts it (`python -m koinii serve`): its own imports and its own
+    # load of what the zygote has loaded already, for a test of how a daemon starts.
+    cold: bool = False
 
     @property
     def url(self) -> str:
@@ -105,12 +109,13 @@ class Daemon:
         answers; `same_port` comes back on the port it had, as a restarted service."""
         port = self.port if same_port and self.port else 0
         folder = pathlib.Path(tempfile.mkdtemp(prefix="koinii-daemon-"))
-        self.proc = forker().popen(
-            ["serve", "--db", self.db, "--port", str(port), "--port-file", str(folder / "port")]
-            + self.args,
-            stderr=forks.PIPE,
-            fd_limit=self.fd_limit,
-        )
+        args = ["serve", "--db", self.db, "--port", str(port), "--port-file", str(folder / "port")]
+        if self.cold:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "koinii", *args, *self.args], stderr=subprocess.PIPE
+            )
+        else:
+            self.proc = forker().popen(args + self.args, stderr=forks.PIPE, fd_limit=self.fd_limit)
         try:
             self.port = port_from(folder / "port", self.proc, timeout)
         except RuntimeError as failed:
@@ -270,7 +275,10 @@ def start_daemon(tmp_path, new_location):
     started: list[Daemon] = []
 
     def start(
-        *args: str, principals: dict[str, str] | None = None, db: str | None = None
+        *args: str,
+        principals: dict[str, str] | None = None,
+        db: str | None = None,
+        cold: bool = False,
     ) -> Daemon:
         args_ = list(args)
         tokens: dict[str, str] = {}
@@ -279,7 +287,7 @@ def start_daemon(tmp_path, new_location):
             for principal, role in principals.items():
                 tokens[principal] = add_token(table, principal, role)
             args_ += ["--tokens", table]
-        daemon = Daemon(db or new_location(), args_, tokens)
+        daemon = Daemon(db or new_location(), args_, tokens, cold=cold)
         started.append(daemon)
         return daemon.start()
 
