@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from koinii.cli.core import resolve_source, source_options
 from koinii.runtimes import settings, state
-from koinii.runtimes.hooks import Config, run
+
+if TYPE_CHECKING:  # the hooks bring the engine: imported when a hook runs, not at start-up
+    from koinii.runtimes.hooks import Config
 
 
 def _options(run_: object) -> object:
@@ -171,6 +174,8 @@ def _config(channel, agent, url, token, db, handback, project, parent_session) -
     """The hook's Config, its source chosen by the rule every command follows
     (`koinii.cli.core.resolve_source`); None, and a line in the hooks' log, when it names
     two stores: a hook never fails the agent, even on a usage error."""
+    from koinii.runtimes.hooks import Config
+
     try:
         db, url = resolve_source(db, url)
     except click.UsageError as error:
@@ -226,6 +231,8 @@ def hook() -> None:
 def hook_claude(event, channel, agent, project, parent_session, handback, url, token, db):
     """A Claude Code command hook: the event's JSON on stdin; prints only what the agent
     is meant to read."""
+    from koinii.runtimes.hooks import run
+
     raw = sys.stdin.read()
     config = _config(channel, agent, url, token, db, handback, project, parent_session)
     out = run("claude", event, raw, config) if config is not None else ""
@@ -238,6 +245,8 @@ def hook_claude(event, channel, agent, project, parent_session, handback, url, t
 @_hook_options
 def hook_codex(payload, channel, agent, project, parent_session, handback, url, token, db):
     """Codex CLI's notify: the event's JSON is the last argument."""
+    from koinii.runtimes.hooks import run
+
     config = _config(channel, agent, url, token, db, handback, project, parent_session)
     if config is not None:
         run("codex", None, payload or "", config)
