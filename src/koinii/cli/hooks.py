@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 import click
 
 from koinii.cli.core import resolve_source, source_options
-from koinii.runtimes import settings, state
+from koinii.cli.lazy import LazyChoice
 
 if TYPE_CHECKING:  # the hooks bring the engine: imported when a hook runs, not at start-up
     from koinii.runtimes.hooks import Config
+
+RUNTIMES = LazyChoice("koinii.runtimes.settings", "RUNTIMES")
 
 
 def _options(run_: object) -> object:
@@ -115,7 +117,7 @@ def _print(result: dict, as_json: bool) -> None:
 
 
 @hooks.command("install", short_help="Add Koinii's hooks (and its MCP server) to a runtime.")
-@click.argument("runtime", type=click.Choice(settings.RUNTIMES))
+@click.argument("runtime", type=RUNTIMES)
 @_options
 @_where
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -138,6 +140,8 @@ def install(
     Idempotent; what is there already stays. The token is never written: the hooks and
     the MCP server read KOINII_TOKEN from the environment the runtime runs in.
     """
+    from koinii.runtimes import settings
+
     options = settings.Options(channel, agent, url, db, handback, command_, parent_session)
     if runtime == "claude":
         _print(settings.install_claude(options, scope, project_dir), as_json)
@@ -146,12 +150,14 @@ def install(
 
 
 @hooks.command("uninstall", short_help="Take Koinii out of a runtime's settings.")
-@click.argument("runtime", type=click.Choice(settings.RUNTIMES))
+@click.argument("runtime", type=RUNTIMES)
 @_where
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def uninstall(runtime, scope, project_dir, codex_home, as_json):
     """Take Koinii out of RUNTIME's settings: byte for byte as before install, if the
     file is as install left it; else only Koinii's entries go."""
+    from koinii.runtimes import settings
+
     if runtime == "claude":
         _print(settings.uninstall_claude(scope, project_dir), as_json)
     else:
@@ -159,11 +165,13 @@ def uninstall(runtime, scope, project_dir, codex_home, as_json):
 
 
 @hooks.command("status")
-@click.argument("runtime", type=click.Choice(settings.RUNTIMES))
+@click.argument("runtime", type=RUNTIMES)
 @_where
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def status(runtime, scope, project_dir, codex_home, as_json):
     """What of Koinii's is in RUNTIME's settings."""
+    from koinii.runtimes import settings
+
     if runtime == "claude":
         _print({"runtime": "claude", **settings.status_claude(scope, project_dir)}, as_json)
     else:
@@ -174,6 +182,7 @@ def _config(channel, agent, url, token, db, handback, project, parent_session) -
     """The hook's Config, its source chosen by the rule every command follows
     (`koinii.cli.core.resolve_source`); None, and a line in the hooks' log, when it names
     two stores: a hook never fails the agent, even on a usage error."""
+    from koinii.runtimes import state
     from koinii.runtimes.hooks import Config
 
     try:
