@@ -391,6 +391,27 @@ def test_a_longer_word_mistyped_finds_the_stored_word_a_stored_word_is_never_cor
     assert len(kb.search("traderr", TEAM, ranking="lexical")) == 5
 
 
+def test_a_six_letter_word_missing_a_letter_is_corrected_but_not_changed_to_another(kb):
+    kb.assert_('(dunningSchedule Billing "reminders at 7, 14 and 30 days")', TEAM)
+    kb.assert_('(note Team "the parser reads the carrot file")', TEAM)
+    assert texts(kb.search("dunnig schedule", TEAM, ranking="lexical"))[0] == (
+        '(dunningSchedule Billing "reminders at 7, 14 and 30 days")'
+    )
+    assert texts(kb.search("dunnig", TEAM, ranking="lexical")) == [
+        '(dunningSchedule Billing "reminders at 7, 14 and 30 days")'
+    ]
+    # one letter changed in a six-letter word is not corrected: too many neighbours
+    assert kb.search("parrot", TEAM, ranking="lexical") == []
+
+
+def test_a_compound_typed_split_stands_for_its_abbreviation_too(kb):
+    kb.assert_("(maxConnections InvoiceDb 200)", TEAM)
+    kb.assert_('(note Team "the database migration guide")', TEAM)
+    kb.assert_('(note Team "connections to the cache are pooled")', TEAM)
+    hits = kb.search("data base connections", TEAM, ranking="lexical")
+    assert texts(hits)[0] == "(maxConnections InvoiceDb 200)"
+
+
 def test_camel_case_is_found_typed_in_lower_case_or_as_its_words(kb):
     kb.assert_('(invoiceNumberFormat Billing "INV-YYYY-NNNNN")', TEAM)
     for text in ("invoicenumberformat", "invoice number format", "InvoiceNumberFormat"):

@@ -12,10 +12,13 @@ Invariants:
   long form too, and the long form for it.
 - A typo is corrected only where the typed word is stored nowhere, nor a variant of it
   ("reviews" where "review" is): a word the store holds is never searched as another, so
-  a rare word is not turned into a common one. The
-  correction is one edit away (a letter left out, added, changed, or two swapped), for
-  words of at least TYPO_MIN_LETTERS letters, the most used first, at most
-  TYPO_CANDIDATES of them.
+  a rare word is not turned into a common one. The correction is one edit away (a
+  letter left out, added, changed, or two swapped) for words of at least
+  TYPO_ANY_EDIT_LETTERS letters; a word of TYPO_MIN_LETTERS up to that, which has more
+  stored neighbours, is corrected only for the commonest slips — a letter left out
+  ("dunnig" → "dunning") or two swapped; the most used first, at most TYPO_CANDIDATES.
+- A compound joined from two typed words stands for its abbreviation too ("data base"
+  → "database" → "db").
 - A date the search names ("april", "2026-04-09": `dates_of_search`) is one typed word,
   its group the date's words and year-first phrases; a sentence recorded in it matches
   that group too (`coverage` given its `created`).
@@ -34,7 +37,8 @@ from typing import Any
 from koinii.kb.dates_of_search import Date, dates_in
 from koinii.kb.store.fulltext import _CHUNK, STOP_WORDS, _split, document
 
-TYPO_MIN_LETTERS = 7  # shorter words have too many stored neighbours one edit away
+TYPO_MIN_LETTERS = 6  # shorter words have too many stored neighbours one edit away
+TYPO_ANY_EDIT_LETTERS = 7  # below: only a letter left out or two swapped
 TYPO_MAX_LETTERS = 30  # a longer "word" (a hash, a pasted token) is not corrected
 TYPO_CANDIDATES = 2  # stored words a typo is searched as, at most
 SPLIT_MIN_PART = 2  # "log in": the shorter part of a split may be two letters
@@ -125,8 +129,10 @@ def _query(text: str, terms: Terms | None, now_ms: int | None) -> Query:
                 joined = word + lowered[i + 1]
                 if joined in terms:
                     group.add(joined)  # "roll back" → "rollback" (the next word's too)
+                    group.update(_abbreviated(joined))
             if i > 0 and lowered[i - 1].isalpha() and lowered[i - 1] + word in terms:
                 group.add(lowered[i - 1] + word)
+                group.update(_abbreviated(lowered[i - 1] + word))
             if word not in STOP_WORDS:
                 group.update(_splits(word, terms))
                 if (
@@ -158,18 +164,25 @@ def _splits(word: str, terms: Terms) -> list[str]:
     return [phrase for _, phrase in sorted(found, reverse=True)[:2]]
 
 
+def _abbreviated(word: str) -> tuple[str, ...]:
+    return (ABBREVIATIONS[word],) if word in ABBREVIATIONS else ()
+
+
 def _corrections(word: str, terms: Terms) -> list[str]:
-    """The stored words one edit from `word`, the most used first (TYPO_CANDIDATES)."""
+    """The stored words one edit from `word`, the most used first (TYPO_CANDIDATES); for
+    a shorter word only those it misses a letter of, or has two letters of swapped."""
     near: set[str] = set()
+    any_edit = len(word) >= TYPO_ANY_EDIT_LETTERS
     for i in range(len(word) + 1):
         head, tail = word[:i], word[i:]
         if tail:
-            near.add(head + tail[1:])  # a letter left out
+            if any_edit:
+                near.add(head + tail[1:])  # a letter typed too many
             if len(tail) > 1:
                 near.add(head + tail[1] + tail[0] + tail[2:])  # two swapped
         for letter in _LETTERS:
-            near.add(head + letter + tail)  # one added
-            if tail:
+            near.add(head + letter + tail)  # a letter left out
+            if tail and any_edit:
                 near.add(head + letter + tail[1:])  # one changed
     near.discard(word)
     found = [(terms.count[w], w) for w in near if w in terms.count and w not in STOP_WORDS]
@@ -231,14 +244,17 @@ def covered(
     return matched
 
 
-_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ers", "er", "ed", "es", "s", "e", "y")
+_SUFFIXES = (
+    *("ations", "ation", "ings", "ing", "edly", "ers", "er", "ed", "es", "s", "e", "ity"),
+    "y",
+)
 
 
 @functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """A crude stem (one common suffix off): enough to see "caused" and "cause", or
-    "renders" and "render", as one word — `coverage` only has to tell a strong match
-    from a weak one; the store's own stemmer ranks."""
+    """A crude stem (one common suffix off): enough to see "caused" and "cause",
+    "renders" and "render", or "severe" and "severity" as one word — `coverage` only
+    has to tell a strong match from a weak one; the store's own stemmer ranks."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
