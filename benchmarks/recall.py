@@ -22,6 +22,11 @@ Run it::
     .venv/bin/python benchmarks/recall.py
     .venv/bin/python benchmarks/recall.py --quick   # the first 10 questions (a smoke run)
 
+The team set (`recall_team.py`, printed first; `--team-only` for it alone) is scored
+alone and among 100,000 distractors (`--distractors N ...`), before issue 42's rules and
+after, beside SQLite FTS5's BM25; its later searches (dates, two subjects) in a column of
+their own; each search the shipped rankings find nothing relevant for is named on stderr.
+
 Progress goes to stderr and the table to stdout. The numbers are deterministic (no
 timing): they change only with the data, the model or the ranking.
 """
