@@ -1,4 +1,5 @@
-"""The dates a search names, and what matches them (docs/search.md, "Dates").
+"""The dates a search names, and what matches them (docs/search.md: "A date is a word
+of the search").
 
 A search may name a month ("in april", "apr 2026", "may 2025"), a day ("april 9", "9th
 april 2026") or a date as claims store it ("2026-04-09", "2026-04"). Such a date is one
