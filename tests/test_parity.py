@@ -25,6 +25,12 @@ READS = {
     "members": "conversation.members",
 }
 
+# the MCP tools that are one read each, taking its fields in its order (after the channel)
+TOOL_READS = {
+    "channels": "conversation.channels",
+    "why_not": "belief.why_not",
+}
+
 
 def fields_of(name: str) -> list[str]:
     """An operation's fields after the acting agent (or the channel), in their order."""
@@ -69,6 +75,9 @@ def test_every_mcp_move_tool_is_its_operation_with_the_same_argument_order(tmp_p
         assert arguments == fields_of(f"moves.{move}")[: len(arguments)], (move, arguments)
     for read in set(READS) - {"members"}:  # (the roster tool is still to come)
         assert read in tools, read
+    for tool, name in TOOL_READS.items():
+        arguments = list(tools[tool].inputSchema["properties"])
+        assert arguments == fields_of(name), (tool, arguments)
 
 
 # --- the engine's verbs ------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def invoker(source: Any) -> Callable[..., Any]:
     if isinstance(source, KB):
 
         def call(name: str, /, **fields: Any) -> Any:
-            found = REGISTRY.get(name) or load_domains()[name]
+            found = REGISTRY.get(name) or _load_domain_of(name)
             if found.on != "kb":
                 raise ValueError(f"{name} is an engine verb: in one process, call kb.{name}")
             result = found.run(source, **fields)
@@ -176,6 +176,18 @@ def invoker(source: Any) -> Callable[..., Any]:
         return source.invoke(name, wait_s=wait if isinstance(wait, (int, float)) else 0, **fields)
 
     return remote
+
+
+def _load_domain_of(name: str) -> Operation:
+    """The operation `name`, its domain module imported first (`moves.claim`: koinii.moves)
+    — in one process a command needs one domain, not all eight (a CLI command's start-up)
+    — else every domain module."""
+    module = f"koinii.{name.partition('.')[0]}"
+    if module in DOMAIN_MODULES:
+        importlib.import_module(module)
+        if name in REGISTRY:
+            return REGISTRY[name]
+    return load_domains()[name]
 
 
 def load_domains() -> dict[str, Operation]:

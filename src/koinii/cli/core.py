@@ -71,11 +71,14 @@ def open_source(db: str | None, url: str | None, token: str | None, *, create: b
     """A KB (with --db) or a Client of the daemon; use it in a `with`. Only a command
     that writes passes `create`: for one that reads, a mistyped --db is refused
     (`no-such-store`) rather than answered from a new, empty store."""
-    from koinii.client import connect
-    from koinii.kb import open_kb
-
     db, url = resolve_source(db, url)
-    return open_kb(db, create=create) if db else connect(url, token=token)
+    if db:  # (each imports only what its source needs: a command's start-up is most of it)
+        from koinii.kb import open_kb
+
+        return open_kb(db, create=create)
+    from koinii.client import connect
+
+    return connect(url, token=token)
 
 
 def json_option(fn):
