@@ -21,7 +21,6 @@ Invariant: every operation's arguments and result are JSON values (terms as text
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 from collections.abc import Callable
@@ -164,8 +163,11 @@ def invoker(source: Any) -> Callable[..., Any]:
             if found.on != "kb":
                 raise ValueError(f"{name} is an engine verb: in one process, call kb.{name}")
             result = found.run(source, **fields)
-            # an operation the daemon runs off its loop (`async def`) is run to its end here
-            return asyncio.run(result) if inspect.iscoroutine(result) else result
+            if inspect.iscoroutine(result):  # one the daemon runs off its loop: to its end
+                import asyncio  # (here only: a command's start-up need not import it)
+
+                return asyncio.run(result)
+            return result
 
         return call
 
