@@ -46,13 +46,16 @@ REFUSED = [
 ]
 
 
-@pytest.fixture(params=["local", "wire"])
+@pytest.fixture
 def store(request, kb, start_daemon):
-    if request.param == "local":
+    """The KB, or (where a test asks for "wire") a client of a daemon: the reader runs in the
+    engine either way, and each refusal kind crosses the wire intact (tests/test_wire.py)."""
+    if getattr(request, "param", "local") == "local":
         return kb
     return start_daemon().client()
 
 
+@pytest.mark.parametrize("store", ["local", "wire"], indirect=True)
 def test_kifs_rules_quantifiers_and_nesting_are_read_and_fire(store):
     loaded = store.load_text(MAPPED, "CxSumo", format="kif")
     assert loaded.problems == []
