@@ -86,6 +86,18 @@ def json_option(fn):
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(fn)
 
 
+def runs(operation: str) -> Any:
+    """Mark a command as the shell's face of `operation` (a domain operation or an engine
+    verb): its arguments are the operation's required fields in their order and its options
+    fields of the same names, checked against the registry (tests/test_parity.py)."""
+
+    def mark(command: click.Command) -> click.Command:
+        setattr(command, "operation", operation)  # noqa: B010 (a Command has no such slot)
+        return command
+
+    return mark
+
+
 def echo_json(value: Any) -> None:
     """One JSON document on stdout; terms print as their text."""
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=_jsonable))
@@ -100,6 +112,7 @@ def _jsonable(value: Any) -> Any:
 # --- writes ---------------------------------------------------------------------------
 
 
+@runs("assert")
 @click.command("assert")
 @click.argument("sentence")
 @click.option("--context", "-c", required=True, help="The context to write, e.g. CxAtlas.")
@@ -119,6 +132,7 @@ def assert_command(sentence, context, strength, creator, as_json, url, token, db
     click.echo(" ".join(map(str, handle)) if isinstance(handle, list) else handle)
 
 
+@runs("retract")
 @click.command("retract")
 @click.argument("handle", type=int)
 @json_option
@@ -177,6 +191,7 @@ def withdraw_command(handle, agent_id, as_json, url, token, db) -> None:
 # --- reads ----------------------------------------------------------------------------
 
 
+@runs("query")
 @click.command("query", short_help="Solutions of a goal, as a table (or --json).")
 @click.argument("goal")
 @click.option("--context", "-c", required=True, help="Read through this context's ancestors.")
