@@ -94,11 +94,6 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
 # (importing module, imported unit): why it is allowed for now. Only ever remove entries.
 ALLOWED: dict[tuple[str, str], str] = {
     (
-        "koinii.kb.store.migrate",
-        "operations",
-    ): "a copy of a store loads the domains so their record tables are registered; the "
-    "registry should hand the engine its tables instead (issue 36, registry step 5)",
-    (
         "koinii.channel",
         "resubscribe",
     ): "channel's Wire medium follows a daemon subscription itself; moves with the "

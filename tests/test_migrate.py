@@ -109,3 +109,35 @@ def test_the_migrate_command(tmp_path):
         timeout=120,
     )
     assert again.returncode == 1 and "target-not-empty" in again.stderr
+
+
+def test_a_process_that_has_not_registered_a_domains_tables_is_refused_not_left_short(
+    tmp_path,
+):
+    """The engine copies the record tables registered in its process; a source holding a
+    domain's records whose tables are not registered is refused, never copied without
+    them (in a fresh interpreter: this one has imported every domain)."""
+    source, target = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    build_store(source)
+    program = (
+        "import sys\n"
+        "from koinii import Refused\n"
+        "from koinii.kb.store.migrate import migrate\n"
+        "try:\n"
+        "    migrate(sys.argv[1], sys.argv[2])\n"
+        "except Refused as refused:\n"
+        "    print(refused.kind, sorted(refused.data['domains']))\n"
+        "from koinii.operations import load_domains\n"
+        "load_domains()\n"
+        "print(' '.join(sorted(migrate(sys.argv[1], sys.argv[2]))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program, source, target],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    refusal, counts = done.stdout.splitlines()
+    assert refusal == "unregistered-records ['sessions', 'wraps']"
+    assert {"session", "turn", "wrap_notification"} <= set(counts.split())  # once loaded

@@ -321,6 +321,12 @@ _CATALOGUE = (
         "check the location the message names",
     ),
     Kind(
+        "unregistered-records",
+        400,
+        "a migration's source holds a domain's records whose tables the process has not registered",
+        "load the domains first (koinii.operations.load_domains(); the koinii command does)",
+    ),
+    Kind(
         "target-not-empty",
         400,
         "migrate into a store that holds one, or export / backup onto a file that exists",

@@ -234,8 +234,10 @@ def migrate(source: str, target: str, as_json: bool) -> None:
     from rich.text import Text
 
     from koinii.kb.store.migrate import migrate as move
+    from koinii.operations import load_domains
     from koinii.terminal import terminal
 
+    load_domains()  # the domains register the record tables a move copies
     with terminal(stderr=True).status(Text(f"moving {source} to {target}")):
         counts = refusing(lambda: move(source, target))
     if as_json:

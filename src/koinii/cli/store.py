@@ -295,7 +295,10 @@ def export_command(target, as_json, url, token, db) -> None:
 
     from koinii.kb.store.dump import is_dump
     from koinii.kb.store.migrate import export, migrate
+    from koinii.operations import load_domains
     from koinii.terminal import terminal
+
+    load_domains()  # the domains register the record tables an export copies
 
     db, url = resolve_source(db, url)
     source = db or url

@@ -31,11 +31,9 @@ def migrate(
 ) -> dict[str, int]:
     """Copy the store (or dump) at `source` into the empty store (or new dump) at `target`;
     returns row counts. `name`: the source as a dump's header records it."""
-    from koinii.operations import load_domains
-
-    load_domains()  # the domains register their record tables on import
     report = progress or (lambda what, n: None)
     parts = read_dump(source) if is_dump(source) else _read_store(source)
+    _check_registered(parts)
     if is_dump(target):
         counts = _write_new_dump(parts, target, name or source)
     else:
@@ -147,14 +145,29 @@ def _read_store(source: str) -> Parts:
         present = dict(
             src.read(lambda db: db.execute("SELECT domain, version FROM koinii_schema").fetchall())
         )
+        parts.domains.update(present)
         for domain, (_, tables) in RECORD_SCHEMAS.items():
             if domain in present:
-                parts.domains[domain] = present[domain]
                 for table in tables:
                     parts.tables[table] = src.read(lambda db, t=table: _rows(db, t))
         return parts
     finally:
         src.close()
+
+
+def _check_registered(parts: Parts) -> None:
+    """Every domain whose records the source holds has registered its tables in this
+    process (a domain registers them when imported: `operations.load_domains()`, which
+    the `koinii` command runs): else its records would be left behind without a word."""
+    unknown = sorted(set(parts.domains) - set(RECORD_SCHEMAS))
+    if unknown:
+        raise Refused(
+            "unregistered-records",
+            f"the source holds records of {', '.join(unknown)}, whose tables this process "
+            "has not registered: call koinii.operations.load_domains() first (the koinii "
+            "command does), then migrate again",
+            {"domains": unknown},
+        )
 
 
 def _write_store(parts: Parts, target: str) -> dict[str, int]:
