@@ -9,9 +9,8 @@ unit to the imported unit. A unit is a top-level module or package of `koinii`
 before it, never after. The server and the client share a rank, and neither may import the
 other: what they share is the wire format, the layer below them.
 
-Today's upward imports are in `ALLOWED`, each with its reason. The list only shrinks: an
-entry the code no longer needs fails the test (take it out), and so does a new upward
-import (import from a lower layer instead, or move the code down).
+There are no exceptions: an upward import fails the test (import from a lower layer
+instead, or move the code down). The last two went in issue 36 (docs/architecture.md).
 
 The root package re-exports lazily and nothing imports it: `kb/checkpoint.py` once imported
 it for `__version__` while it imported the channel and the HTTP client eagerly, a
@@ -57,6 +56,7 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
                 "moves",
                 "channel",
                 "catchup",
+                "resubscribe",
                 "adjudicator",
                 "news",
                 "wraps",
@@ -69,7 +69,7 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
     (
         5,
         "client",
-        frozenset({"protocol", "client", "aclient", "asubscribe", "resubscribe", "achannel"}),
+        frozenset({"protocol", "client", "aclient", "asubscribe", "achannel"}),
     ),
     (
         6,
@@ -90,15 +90,6 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
     # the root package re-exports (lazily) from every layer; nothing may import it back
     (7, "root", frozenset({""})),
 )
-
-# (importing module, imported unit): why it is allowed for now. Only ever remove entries.
-ALLOWED: dict[tuple[str, str], str] = {
-    (
-        "koinii.channel",
-        "resubscribe",
-    ): "channel's Wire medium follows a daemon subscription itself; moves with the "
-    "followers into the client (issue 36, registry step 9)",
-}
 
 
 def _layer_of() -> dict[str, tuple[int, str]]:
@@ -178,27 +169,18 @@ def upward_imports() -> dict[tuple[str, str], list[str]]:
 
 def test_no_module_imports_up_the_layers():
     upward = upward_imports()
-    new = {edge: where for edge, where in upward.items() if edge not in ALLOWED}
-    assert not new, (
+    assert not upward, (
         "imports up the layer order (import from a lower layer, or move the code down): "
-        + "; ".join(w for where in new.values() for w in where)
+        + "; ".join(w for where in upward.values() for w in where)
     )
 
 
-def test_the_allow_list_only_shrinks():
-    """An allowed upward import the code no longer makes leaves the list."""
-    stale = set(ALLOWED) - set(upward_imports())
-    assert not stale, f"no longer imported up the layers: remove from ALLOWED: {sorted(stale)}"
-    assert len(ALLOWED) <= 3  # lower this as entries leave; never raise it
-
-
 def test_no_import_cycle_among_the_units():
-    """Cycles are found by depth-first search over the units' graph, less the allowed
-    edges: what is left must be a DAG."""
+    """Cycles are found by depth-first search over the units' graph: it must be a DAG."""
     graph: dict[str, set[str]] = {}
     for module, imported, _ in all_imports():
         source, target = unit_of(module), unit_of(imported)
-        if source != target and (module, target) not in ALLOWED:
+        if source != target:
             graph.setdefault(source, set()).add(target)
     state: dict[str, str] = {}
     path: list[str] = []
