@@ -92,7 +92,7 @@ def runs(operation: str) -> Any:
     fields of the same names, checked against the registry (tests/test_parity.py)."""
 
     def mark(command: click.Command) -> click.Command:
-        setattr(command, "operation", operation)  # noqa: B010 (a Command has no such slot)
+        setattr(command, "operation", operation)  # noqa: B010 (Command declares no such field)
         return command
 
     return mark
