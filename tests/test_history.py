@@ -162,6 +162,113 @@ def test_a_declared_single_valued_predicate_clashes_at_the_channel_and_not_elsew
     assert other.disputes() == []  # CxOther does not see CxTeam's declaration
 
 
+def test_a_predicate_declared_single_valued_in_an_argument_clashes_at_the_channel_only(team):
+    """`(singleValued P N)` (Cyc's functionalInArgs): the engine's `contradictions` list
+    differing values of argument N at a context that sees the declaration — the channel
+    whose operator declared it — and nowhere that cannot see it."""
+    agents, store = team
+    for name in ("Boreas", "Cyra"):  # both also on a channel that declares nothing
+        channel.join(agents[name].medium, "CxOther", f"Agent{name}")
+    billing = agents["Boreas"].claim("(leakingService BillingWorker Incident7)")
+    search = agents["Cyra"].claim("(leakingService SearchIndexer Incident7)")
+    agents["Dune"].claim("(leakingService SearchIndexer Incident8)")  # another incident
+    assert store.contradictions("CxTeam") == []  # not declared: three claims, no clash
+    store.assert_("(singleValued leakingService 1)", "CxTeam")  # the channel's operator
+    [clash] = store.contradictions("CxTeam")
+    assert clash["handles"] == sorted([billing, search])
+    assert clash["single_valued"] == {"predicate": "leakingService", "argument": 1}
+    for elsewhere in ("CxOther", "CxBoreas", "CxCyra"):  # none sees the declaration
+        assert store.contradictions(elsewhere) == [], elsewhere
+    assert [c["handles"] for c in store.contradictions()] == [clash["handles"]]
+    [values] = agents["Atlas"].disputes()
+    assert values["class"] == "values" and values["state"] == "open"
+    assert values["declared"] == {"predicate": "leakingService", "argument": 1}
+    assert [(v["value"], v["speaker"]) for v in values["values"]] == [
+        ("BillingWorker", "AgentBoreas"),
+        ("SearchIndexer", "AgentCyra"),
+    ]
+    other = channel.join(agents["Boreas"].medium, "CxOther", "AgentBoreas")
+    assert other.disputes() == []
+    agents["Cyra"].concede(search, "the heap dump says BillingWorker")
+    assert store.contradictions("CxTeam") == []
+
+
+def test_a_one_value_question_declares_its_pattern_single_valued_at_the_channel(team):
+    """A value claimed without answering counts: the question asks for one value."""
+    agents, _ = team
+    q = agents["Atlas"].ask("(leakingService ?service Incident7)")
+    agents["Boreas"].claim("(leakingService BillingWorker Incident7)")  # said, not answered
+    agents["Cyra"].answer(q, "SearchIndexer")
+    assert agents["Atlas"].thread(q)["state"] == "contested"
+    [values] = agents["Dune"].disputes()
+    assert values["class"] == "values" and values["question"] == q
+    assert [(v["value"], v["speaker"]) for v in values["values"]] == [
+        ("BillingWorker", "AgentBoreas"),
+        ("SearchIndexer", "AgentCyra"),
+    ]
+
+
+def test_replaced_ballots_and_acceptances_leave_a_record(team):
+    agents, _ = team
+    atlas = agents["Atlas"]
+    q = atlas.ask(POOL)
+    first = agents["Boreas"].answer(q, {"?size": 500})
+    second = agents["Cyra"].answer(q, {"?size": 800})
+    agents["Dune"].vote(first, "for")
+    agents["Dune"].vote(first, "against")  # a changed stance: the first ballot is replaced
+    atlas.accept(first, reason="the runbook says 500")
+    atlas.accept(second, reason="the live config says 800")  # a changed decision
+    found = atlas.thread(q)
+    assert found["accepted"] == second and found["acceptance_reason"] == "the live config says 800"
+    [earlier] = found["withdrawn_acceptances"]
+    assert earlier["withdrawn"]["ending"] == "superseded" and earlier["withdrawn"]["by"] == "AgentAtlas"
+    assert earlier["reason"] == "the runbook says 500"
+    [claim] = [a["claim"] for a in found["answers"] if a["handle"] == first]
+    [ballot] = claim["withdrawn"]
+    assert ballot["kind"] == "ballot" and ballot["speaker"] == "AgentDune"
+    assert ballot["sentence"].startswith("(votesFor AgentDune")
+    assert ballot["withdrawn"]["ending"] == "superseded"
+    assert [b["stance"] for b in claim["ballots"]] == ["against"]
+
+
+def test_as_of_returns_what_each_read_showed_at_each_seq(team):
+    """Every step of a disagreement, read as it happened and again later with `as_of`:
+    the same thread, questions and disputes, replaced ballots and acceptances included."""
+    agents, store = team
+    atlas = agents["Atlas"]
+    shown = {}
+
+    def seen():
+        shown[store.seq] = (atlas.thread(q), atlas.questions(state="all"), atlas.disputes())
+
+    q = atlas.ask(POOL)
+    seen()
+    first = agents["Boreas"].answer(q, {"?size": 500})
+    seen()
+    disputed = agents["Cyra"].move("dispute", target=first)
+    seen()
+    agents["Dune"].vote(first, "for")
+    seen()
+    agents["Dune"].vote(first, "against")
+    seen()
+    atlas.accept(first, reason="the runbook says 500")
+    seen()
+    second = agents["Cyra"].answer(q, {"?size": 800})
+    seen()
+    accepted = atlas.move("accept", answer=second, reason="the live config says 800")
+    seen()
+    agents["Cyra"].withdraw(disputed["handle"])
+    seen()
+    agents["Boreas"].concede(first, "the live config says 800")
+    seen()
+    atlas.withdraw(accepted["handle"])  # the asker reopens it
+    seen()
+    for seq, (thread, listed, disputes) in shown.items():
+        assert atlas.thread(q, as_of=seq) == thread, seq
+        assert atlas.questions(state="all", as_of=seq) == listed, seq
+        assert atlas.disputes(as_of=seq) == disputes, seq
+
+
 def test_claiming_again_what_was_withdrawn_under_dispute_carries_the_dispute(team):
     agents, _ = team
     boreas = agents["Boreas"]
@@ -288,11 +395,21 @@ def test_the_tools_say_how_to_concede_and_where_the_history_and_the_roster_are(s
     assert "history" in tools["withdraw"] and "concede(" in tools["withdraw"]
     assert "withdrawn_answers" in tools["thread"]
     assert "ending" in tools["disputes"] and "values" in tools["disputes"]
+    assert "single-valued" in tools["disputes"] and "declared" in tools["disputes"]
     assert "coordinator" in tools["roster"] and "wrap_session" in tools["roster"]
     assert "as_of(" in tools["as_of"]
     from koinii.mcp import INSTRUCTIONS
 
-    for said in ("concede(", "reason", "roster()", "history", "as_of(", "one value"):
+    for said in (
+        "concede(",
+        "reason",
+        "roster()",
+        "history",
+        "as_of(",
+        "one value",
+        "(singleValued",
+        "single-valued",
+    ):
         assert said in INSTRUCTIONS, said
 
 

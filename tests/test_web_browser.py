@@ -344,6 +344,8 @@ def world(folder: pathlib.Path, full: bool, monkeypatch) -> tuple[Daemon, dict[s
 FULL = {  # a page of the full world, and something it must show
     "/channel/CxTeam/disputes?state=resolved": "resolved by the majority",
     "/channel/CxTeam/disputes?state=notified": "raised by AgentAtlas",
+    # the two answers 16 and 15 to a one-value question: named by their values
+    "/channel/CxTeam/disputes": "15 said by AgentAtlas, 16 said by AgentBoreas",
     "/wraps": "the cluster runs 16",
     "/sessions": "Check the cluster",
 }

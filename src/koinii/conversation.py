@@ -25,10 +25,14 @@ a claim's `withdrawn` replies, each with what it carried (its disputes with thei
 disputes (`state` "ended", `ending` withdrawn, conceded, superseded or ruled). Every read
 takes `as_of` (a log seq) or `as_of_ms` (a time): the channel as it stood then.
 
-Values: a question that asks for one value (a pattern with one variable, or yes/no) is
-`contested` as soon as two standing answers differ, disputed or not, and `disputes`
-lists the difference (class `values`), as it lists a declared `(functional P)`'s
-differing values where the declaration is seen (kb/clashes.py).
+Values: a question that asks for one value (a pattern with one variable, or yes/no)
+declares it single-valued at the channel: it is `contested` as soon as two believed
+claims the channel sees give it different values — its standing answers' claims, or
+claims of the pattern's form made without answering — disputed or not, and `disputes`
+lists the difference (class `values`, with `values`: who gave which). So it lists a
+predicate declared single-valued (`(singleValued P N)`, `(functional P)`) where the
+channel sees the declaration: the engine's `contradictions` at the channel list those
+(kb/clashes.py), with the declaration as the dispute's `declared`.
 
 Invariants:
 - What stands is shown as it stands: believed moves, one answer per agent per question
@@ -92,7 +96,6 @@ class _Everywhere(frozenset):
 
 
 _ANY = Var("any")
-_FUNCTIONAL = Sym("functional")
 _ANY2 = Var("any2")
 
 
@@ -291,6 +294,11 @@ class _Reader:
         answers = [self.answer_entry(act, question, accepted) for act in acts]
         state, ruling = _state(answers, accepted, closing)
         shown = question[1] if speech.question_kind(question) in ("pattern", "yes-no") else question
+        withdrawn = [
+            retired_entry(r)
+            for r in self.history()
+            if r["question"] == q.handle and r["kind"] == "answer"
+        ]
         return {
             **self.move(q),
             "question": show(shown),
@@ -304,10 +312,12 @@ class _Reader:
             "closing": None if closing is None else closing.handle,
             "closing_reason": _reason(closing),
             "ruling": ruling,
-            "withdrawn_answers": [
+            "withdrawn_answers": withdrawn,
+            "withdrawn_acceptances": [  # replaced by another, or withdrawn
                 retired_entry(r)
                 for r in self.history()
-                if r["question"] == q.handle and r["kind"] == "answer"
+                if r["kind"] == "acceptance"
+                and r["target"] in {a.handle for a in acts} | {w["handle"] for w in withdrawn}
             ],
         }
 
@@ -372,60 +382,62 @@ class _Reader:
         for key, values in self.value_conflicts():
             if key not in groups:
                 groups[key] = {"live": None, "edges": [], "target": None, "values": values}
+            elif (groups[key]["live"] or {}).get("single_valued"):  # declared and asked
+                groups[key]["values"] = values
         self._groups = sorted(groups.items())
         return self._groups
 
     def value_conflicts(self) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
-        """The one-value questions whose standing answers' believed claims differ: each
-        as the claims' handles and the question (see the module docstring)."""
+        """The one-value questions given differing values: each as the handles of the
+        believed claims that give one (`asked_values`) and the question."""
         found = []
         for q in self.questions():
-            asked = q.sentence[2]
-            if not _one_value(asked):
+            if not _one_value(q.sentence[2]):
                 continue
-            claims: dict[str, Sentex] = {}
-            for act in self.replies(q.handle, ANSWERS, 3):
-                claim = self.claim_of(act)
-                if claim is not None and claim.believed:
-                    claims.setdefault(claim.text, claim)
-            if len(claims) > 1:
-                key = tuple(sorted(c.handle for c in claims.values()))
-                found.append((key, {"question": q.handle}))
-        return found + self.declared_conflicts()
-
-    def declared_conflicts(self) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
-        """The differing values of a predicate the channel declares single-valued: a
-        `(functional P)` stored where the channel sees it and no agent owns (the channel
-        itself, or vocabulary its operator loaded) — its last argument one value for the
-        same leading ones, among the claims the channel sees. Grouped by the leading
-        arguments, never compared in pairs. Shown at the channel only: it changes no
-        agent's own reads (docs/security.md, non-interference)."""
-        found = []
-        for declaration in self.kb.sentexes_matching((_FUNCTIONAL, _ANY), "?ctx"):
-            functor = declaration.sentence[1]
-            where = declaration.context
-            if type(functor) is not Sym or where not in self.visible or self.owner(where):
-                continue
-            for arity in self.arities(functor):
-                pattern = (functor, *(Var(f"a{i}") for i in range(arity)))
-                values: dict[str, dict[str, list[int]]] = {}
-                for claim in self.kb.sentexes_matching(pattern, "?ctx"):
-                    if claim.context not in self.visible or self.owner(claim.context) is None:
-                        continue
-                    leading = show(claim.sentence[1:-1])
-                    value = show(claim.sentence[-1])
-                    values.setdefault(leading, {}).setdefault(value, []).append(claim.handle)
-                for by_value in values.values():
-                    if len(by_value) > 1:
-                        key = tuple(sorted(h for hs in by_value.values() for h in hs))
-                        found.append((key, {"question": None, "declared": show(functor)}))
+            claims = self.asked_values(q)
+            if len({c.text for c in claims}) > 1:
+                found.append((tuple(sorted(c.handle for c in claims)), {"question": q.handle}))
         return found
 
-    def arities(self, functor: Sym) -> list[int]:
-        """The argument counts `functor` is declared with (`arity`), else 2 and 3."""
-        declared = self.kb.sentexes_matching((Sym("arity"), functor, _ANY), "?ctx")
-        counts = sorted({d.sentence[2] for d in declared if type(d.sentence[2]) is int})
-        return [n for n in counts if n >= 2] or [2, 3]
+    def asked_values(self, q: Sentex) -> list[Sentex]:
+        """The believed claims that give one-value question `q` a value: its standing
+        answers' claims and, for a pattern, every claim of the pattern's form the channel
+        sees — a question that asks for one value declares it single-valued at the
+        channel, so a value claimed without answering counts too."""
+        claims: dict[int, Sentex] = {}
+        for act in self.replies(q.handle, ANSWERS, 3):
+            claim = self.claim_of(act)
+            if claim is not None and claim.believed:
+                claims[claim.handle] = claim
+        asked = q.sentence[2]
+        if speech.question_kind(asked) == "pattern":
+            for claim in self.kb.sentexes_matching(asked[1], "?ctx"):
+                if claim.context in self.visible and claim.believed:
+                    claims.setdefault(claim.handle, claim)
+        return list(claims.values())
+
+    def values_of(
+        self, key: tuple[int, ...], group: dict[str, Any], sides: list[Sentex]
+    ) -> list[dict[str, Any]]:
+        """Who gave which value, for a dispute of class `values`: each side's value (the
+        question's variable, yes or no, or the declared argument) and its speaker."""
+        declared = (group["live"] or {}).get("single_valued")
+        asked = None
+        if group.get("values") is not None:
+            q = self.kb.sentex(group["values"]["question"])
+            asked = None if q is None else q.sentence[2]
+        out = []
+        for side in sides:
+            value: Any = side.sentence
+            if declared is not None:
+                value = side.sentence[declared["argument"]]
+            elif asked is not None and speech.question_kind(asked) == "pattern":
+                found = speech.bindings_of(asked[1], side.sentence) or {}
+                value = next(iter(found.values()), side.sentence)
+            elif asked is not None:  # yes/no: the sentence or its negation
+                value = Sym("no" if side.sentence[0] is speech.NOT else "yes")
+            out.append({"value": show(value), "speaker": self.author(side), "handle": side.handle})
+        return sorted(out, key=lambda v: (v["value"], v["handle"]))
 
     def _key(
         self, target: Sentex, rebuttal: Sentex | None, candidates: Iterable[tuple[int, ...]]
@@ -474,18 +486,23 @@ class _Reader:
         if values is not None:
             question = values["question"]
         dispute_class = live["dispute_class"] if live is not None else None
+        if values is not None or (live is not None and live.get("single_valued")):
+            dispute_class = "values"
+        shown = [s for s in sides if s is not None]
         return {
             "dispute_id": list(key),
-            "class": "values" if values is not None else dispute_class,
+            "class": dispute_class,
             "state": state,
             "ending": "ruled" if state == "resolved" and rulings else None,
             "target": None if target is None else self.move(target),
             "raised_by": [self.move(e) for e in group["edges"]],
-            "sides": [{**self.move(s), "strength": s.strength} for s in sides if s is not None],
+            "sides": [{**self.move(s), "strength": s.strength} for s in shown],
             "tally": adjudication.tally(self.kb, target.handle) if target else {},
             "ruling": rulings[0] if rulings else None,
             "question": question,
-            "carried": self.carried([s for s in sides if s is not None]),
+            "declared": None if live is None else live.get("single_valued"),
+            "values": self.values_of(key, group, shown) if dispute_class == "values" else None,
+            "carried": self.carried(shown),
         }
 
 
@@ -530,6 +547,8 @@ def retired_entry(record: dict[str, Any]) -> dict[str, Any]:
         **carried,
         "disputes": [_ended(d, record) for d in record["disputes"]],
     }
+    if record["kind"] in ("acceptance", "closing"):  # the decision's own reason
+        out["reason"] = (me.get("provenance") or {}).get("reason")
     if record["kind"] == "answer":
         out["content"] = show(speech.answer_content(parse(record["sentence"])))
         out["claim"] = claim
@@ -572,7 +591,9 @@ def carried(kb: KB, moved: list[Sentex]) -> tuple[list[Sentex], list[dict[str, A
                 frontier.append(claim)
         for functor, arity in _FOLLOWING:
             frontier.extend(reader.replies(one.handle, functor, arity))
-    kept = []
+    kept: list[dict[str, Any]] = []
+    if not any(move_kind(s.sentence) in _SIDES for s in seen.values()):
+        return sorted(seen.values(), key=lambda s: s.handle), kept, reader
     for key, group in reader.dispute_groups():
         edges = {e.handle for e in group["edges"]}
         if seen.keys() & (set(key) | edges):
@@ -587,9 +608,14 @@ def carried(kb: KB, moved: list[Sentex]) -> tuple[list[Sentex], list[dict[str, A
                     "sides": [_brief(m) for m in entry["sides"]],
                     "tally": entry["tally"],
                     "question": entry["question"],
+                    "values": entry["values"],
+                    "declared": entry["declared"],
                 }
             )
     return sorted(seen.values(), key=lambda s: s.handle), kept, reader
+
+
+_SIDES = ("claim", "answer", "dispute")  # what a dispute is made of: its sides and moves
 
 
 def _brief(move: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -30,8 +30,12 @@ go, since they need the log's handle mark for their seq.
 Reads as of a point: `as_of(kb, seq)` is the KB as the conversation then saw it — a view
 that shows the sentexes that existed at that seq (handle below the log's handle mark
 then) and had not been retired by it, the retired ones rebuilt from their records. The
-conversation reads run on the view unchanged. Belief in the view is today's for what
-still stands (a later ruling is hidden with everything else made after the seq).
+conversation reads run on the view unchanged, so what the moves make of each other —
+answers, ballots, tallies, acceptances, states, disputes, differing values — is
+recomputed from the moves as they were. Belief is not: a sentex still standing shows
+today's belief, a rebuilt one shows as believed (it stood until taken back); a clash is
+today's whose sides (and, for a single-valued one, a declaration) existed then, or a
+negation clash a rebuilt sentex took part in (docs/channel.md, History).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from koinii import speech
 from koinii.adjudication import now_ms
 from koinii.errors import Refused
 from koinii.kb import KB, Sentex
+from koinii.kb.clashes import FUNCTIONAL, SINGLE_VALUED
 from koinii.kb.index import match
 from koinii.kb.reads import goal_literals
 from koinii.operations import Caller, operation
@@ -394,7 +399,11 @@ class AsOf:
     def _clashes(self, now: list[dict[str, Any]], ctx: Any, monotonic: bool) -> list[dict]:
         """Today's clashes whose every side was there, and the negation clashes a retired
         sentex took part in then (both sides shown at `ctx`)."""
-        kept = [c for c in now if all(self._shown(h) for h in c["handles"])]
+        kept = [
+            c
+            for c in now
+            if all(self._shown(h) for h in c["handles"]) and self._declared_then(c)
+        ]
         if not self._retired:
             return kept
         visible = None if ctx is None else self.kb.context_up(ctx)
@@ -420,6 +429,18 @@ class AsOf:
                     }
                 )
         return kept
+
+    def _declared_then(self, clash: dict[str, Any]) -> bool:
+        """Whether a single-valued clash's predicate was declared so at this seq (a
+        negation clash needs no declaration)."""
+        declared = clash.get("single_valued")
+        if declared is None:
+            return True
+        predicate = Sym(declared["predicate"])
+        return bool(
+            self.sentexes_matching((SINGLE_VALUED, predicate, Var("n")), "?ctx")
+            or self.sentexes_matching((FUNCTIONAL, predicate), "?ctx")
+        )
 
     def argue(self, sentence: Any, ctx: Any) -> str:
         return self.kb.argue(sentence, ctx)

@@ -117,6 +117,16 @@ def contradictions_command(context, conflicts, as_json, url, token, db) -> None:
         )
 
 
+as_of_option = click.option(
+    "--as-of",
+    "as_of",
+    type=int,
+    default=None,
+    metavar="SEQ",
+    help="As the channel stood at this log seq (a move's reply and the feed give seqs).",
+)
+
+
 @click.command("disputes", short_help="A channel's disputes: sides, state, tally, ruling.")
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
 @click.option(
@@ -125,13 +135,16 @@ def contradictions_command(context, conflicts, as_json, url, token, db) -> None:
     default=None,
     help="Only these.",
 )
+@as_of_option
 @json_option
 @source_options
-def disputes_command(channel, state, as_json, url, token, db) -> None:
+def disputes_command(channel, state, as_of, as_json, url, token, db) -> None:
     """Every dispute on a channel: the claims that clash, who raised it, its state (open,
     notified, stale, resolved), the votes so far and the ruling (docs/disputes.md)."""
     with open_source(db, url, token) as store:
-        found = invoker(store)("conversation.disputes", channel=channel, state=state)
+        found = invoker(store)(
+            "conversation.disputes", channel=channel, state=state, as_of=as_of
+        )
     if as_json:
         return echo_json(found)
     if not found:
@@ -155,19 +168,25 @@ def _none(what: str, channel: str, state: str | None) -> None:
 
 def _dispute(dispute: dict) -> str:
     """`dispute #105 on #99: open, raised by AgentCiel` — named by its move's handle (a
-    clash no one raised: `a clash of #99/#104, raised by no one`)."""
+    clash no one raised: `a clash of #99/#104, raised by no one`; differing values by
+    the values: `differing values to question #98: 500 (AgentBoreas), 800 (AgentCyra)`)."""
     moves = dispute["raised_by"]
-    raised = ", ".join(m["speaker"] for m in moves) or "no one"
+    raised = ", raised by " + (", ".join(m["speaker"] for m in moves) or "no one")
     target = dispute["target"]
     on = f" on #{target['handle']}" if target else ""
-    if moves:
+    if dispute["class"] == "values" and dispute.get("values"):
+        given = ", ".join(f"{v['value']} ({v['speaker']})" for v in dispute["values"])
+        asked = f" to question #{dispute['question']}" if dispute.get("question") else ""
+        named = f"differing values{asked}: {given}"
+        raised = raised if moves else ""
+    elif moves:
         named = "dispute " + ", ".join(f"#{m['handle']}" for m in moves) + on
     else:
         named = "a clash of " + "/".join(f"#{h}" for h in dispute["dispute_id"])
     ended = dispute.get("ended") or {}
     ending = f" ({dispute['ending']} by {ended.get('by')})" if ended else ""
     why = f', because "{ended["reason"]}"' if ended.get("reason") else ""
-    return f"{named}: {dispute['state']}{ending}, raised by {raised}{why}"
+    return f"{named}: {dispute['state']}{ending}{raised}{why}"
 
 
 def _ruling(ruling: dict, target: dict | None) -> str:
@@ -185,13 +204,16 @@ def _ruling(ruling: dict, target: dict | None) -> str:
     default=None,
     help="Only these (unsettled: open, answered or contested).",
 )
+@as_of_option
 @json_option
 @source_options
-def questions_command(channel, state, as_json, url, token, db) -> None:
+def questions_command(channel, state, as_of, as_json, url, token, db) -> None:
     """A channel's questions, oldest first: each with its handle, asker, state and how
     many answers it has (the conversation read `conversation.questions`)."""
     with open_source(db, url, token) as store:
-        found = invoker(store)("conversation.questions", channel=channel, state=state)
+        found = invoker(store)(
+            "conversation.questions", channel=channel, state=state, as_of=as_of
+        )
     if as_json:
         return echo_json(found)
     if not found:
@@ -207,14 +229,17 @@ def questions_command(channel, state, as_json, url, token, db) -> None:
 @click.command("thread", short_help="A question or claim with everything said about it.")
 @click.argument("handle", type=int)
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
+@as_of_option
 @json_option
 @source_options
-def thread_command(handle, channel, as_json, url, token, db) -> None:
+def thread_command(handle, channel, as_of, as_json, url, token, db) -> None:
     """A question with its state and answers — each answer's claim with its endorsements,
     disputes and rulings — or a claim with what was said about it, in one read
     (`conversation.thread`)."""
     with open_source(db, url, token) as store:
-        found = invoker(store)("conversation.thread", handle=handle, channel=channel)
+        found = invoker(store)(
+            "conversation.thread", handle=handle, channel=channel, as_of=as_of
+        )
     if as_json:
         return echo_json(found)
     if "answers" in found:

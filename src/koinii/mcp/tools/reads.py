@@ -59,8 +59,9 @@ def register(tool: Register, the: Surface) -> None:
         state: DisputeState = "all", limit: int = 20, before: list[int] | None = None
     ) -> dict[str, Any]:
         """The channel's disputes, standing and ended: each one's sides, who raised it, its
-        class (contradiction, conflict, or values: two answers giving differing values to
-        a one-value question), its state (open, notified, stale, resolved, ended), its
+        class (contradiction, conflict, or values: differing values given to a one-value
+        question, or to a predicate the channel declares single-valued — with `values`,
+        who gave which, and `declared`, the declaration), its state (open, notified, stale, resolved, ended), its
         `ending` (ruled, withdrawn, conceded, superseded — kept in the history after the
         claim is gone), the tally on its target and any ruling — the last `limit` of
         them, in the order of their dispute_id. state= filters by a state or an ending.
