@@ -221,7 +221,10 @@ def test_replaced_ballots_and_acceptances_leave_a_record(team):
     found = atlas.thread(q)
     assert found["accepted"] == second and found["acceptance_reason"] == "the live config says 800"
     [earlier] = found["withdrawn_acceptances"]
-    assert earlier["withdrawn"]["ending"] == "superseded" and earlier["withdrawn"]["by"] == "AgentAtlas"
+    assert (
+        earlier["withdrawn"]["ending"] == "superseded"
+        and earlier["withdrawn"]["by"] == "AgentAtlas"
+    )
     assert earlier["reason"] == "the runbook says 500"
     [claim] = [a["claim"] for a in found["answers"] if a["handle"] == first]
     [ballot] = claim["withdrawn"]

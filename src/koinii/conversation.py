@@ -547,7 +547,8 @@ def retired_entry(record: dict[str, Any]) -> dict[str, Any]:
         **carried,
         "disputes": [_ended(d, record) for d in record["disputes"]],
     }
-    if record["kind"] in ("acceptance", "closing"):  # the decision's own reason
+    if record["kind"] in ("acceptance", "closing"):  # what was decided, and why
+        out["target"] = record["target"]
         out["reason"] = (me.get("provenance") or {}).get("reason")
     if record["kind"] == "answer":
         out["content"] = show(speech.answer_content(parse(record["sentence"])))

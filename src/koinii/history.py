@@ -400,9 +400,7 @@ class AsOf:
         """Today's clashes whose every side was there, and the negation clashes a retired
         sentex took part in then (both sides shown at `ctx`)."""
         kept = [
-            c
-            for c in now
-            if all(self._shown(h) for h in c["handles"]) and self._declared_then(c)
+            c for c in now if all(self._shown(h) for h in c["handles"]) and self._declared_then(c)
         ]
         if not self._retired:
             return kept

@@ -142,9 +142,7 @@ def disputes_command(channel, state, as_of, as_json, url, token, db) -> None:
     """Every dispute on a channel: the claims that clash, who raised it, its state (open,
     notified, stale, resolved), the votes so far and the ruling (docs/disputes.md)."""
     with open_source(db, url, token) as store:
-        found = invoker(store)(
-            "conversation.disputes", channel=channel, state=state, as_of=as_of
-        )
+        found = invoker(store)("conversation.disputes", channel=channel, state=state, as_of=as_of)
     if as_json:
         return echo_json(found)
     if not found:
@@ -189,6 +187,13 @@ def _dispute(dispute: dict) -> str:
     return f"{named}: {dispute['state']}{ending}{raised}{why}"
 
 
+def _ended(gone: dict) -> str:
+    """` (conceded by AgentBoreas at seq 14: "wrong cluster")`: how a move was taken back."""
+    ended = gone["withdrawn"]
+    why = f': "{ended["reason"]}"' if ended.get("reason") else ""
+    return f" ({ended['ending']} by {ended['by']} at seq {ended['seq']}{why})"
+
+
 def _ruling(ruling: dict, target: dict | None) -> str:
     """`ruled by AgentMajority for #102: (p A) (ruling #110)`, or `against`."""
     side = "for" if ruling["upholds"] else "against"
@@ -211,9 +216,7 @@ def questions_command(channel, state, as_of, as_json, url, token, db) -> None:
     """A channel's questions, oldest first: each with its handle, asker, state and how
     many answers it has (the conversation read `conversation.questions`)."""
     with open_source(db, url, token) as store:
-        found = invoker(store)(
-            "conversation.questions", channel=channel, state=state, as_of=as_of
-        )
+        found = invoker(store)("conversation.questions", channel=channel, state=state, as_of=as_of)
     if as_json:
         return echo_json(found)
     if not found:
@@ -237,9 +240,7 @@ def thread_command(handle, channel, as_of, as_json, url, token, db) -> None:
     disputes and rulings — or a claim with what was said about it, in one read
     (`conversation.thread`)."""
     with open_source(db, url, token) as store:
-        found = invoker(store)(
-            "conversation.thread", handle=handle, channel=channel, as_of=as_of
-        )
+        found = invoker(store)("conversation.thread", handle=handle, channel=channel, as_of=as_of)
     if as_json:
         return echo_json(found)
     if "answers" in found:
@@ -252,6 +253,11 @@ def thread_command(handle, channel, as_of, as_json, url, token, db) -> None:
         for key, what in (("acceptance_reason", "accepted"), ("closing_reason", "closed")):
             if found.get(key):
                 click.echo(f"  {what} because: {found[key]}")
+        for gone in found.get("withdrawn_answers") or []:
+            click.echo(f"  #{gone['handle']} {gone['speaker']}: {gone['content']}{_ended(gone)}")
+        for gone in found.get("withdrawn_acceptances") or []:
+            because = f' "{gone["reason"]}"' if gone.get("reason") else ""
+            click.echo(f"  accepted #{gone['target']}{because}{_ended(gone)}")
         return
     click.echo(
         f"#{found['handle']} {found.get('speaker') or found['context']}: {found['sentence']}"

@@ -61,10 +61,11 @@ def register(tool: Register, the: Surface) -> None:
         """The channel's disputes, standing and ended: each one's sides, who raised it, its
         class (contradiction, conflict, or values: differing values given to a one-value
         question, or to a predicate the channel declares single-valued — with `values`,
-        who gave which, and `declared`, the declaration), its state (open, notified, stale, resolved, ended), its
-        `ending` (ruled, withdrawn, conceded, superseded — kept in the history after the
-        claim is gone), the tally on its target and any ruling — the last `limit` of
-        them, in the order of their dispute_id. state= filters by a state or an ending.
+        who gave which, and `declared`, the declaration), its state (open, notified,
+        stale, resolved, ended), its `ending` (ruled, withdrawn, conceded, superseded —
+        kept in the history after the claim is gone), the tally on its target and any
+        ruling — the last `limit` of them, in the order of their dispute_id. state=
+        filters by a state or an ending.
         Example: disputes(state="open"). Returns {disputes, count}, and `older` when there
         are more: disputes(before=older) lists the ones before."""
         window = window_of(limit)
