@@ -302,6 +302,30 @@ def test_concede_is_refused_for_another_agents_claim_and_without_a_reason(team):
     assert store.seq == seq + 1  # only the question was written
 
 
+def test_the_history_is_read_through_an_index_kept_until_the_next_write(kb):
+    """A read finds a record by the handle it retired, its target or its question from
+    the index, not by scanning every record; reads between two writes share one index."""
+    from koinii import history
+
+    medium = channel.local(kb)
+    atlas, boreas, cyra = (channel.join(medium, "CxTeam", a) for a in TEAM[:3])
+    q = atlas.ask(POOL)
+    first = boreas.answer(q, {"?size": 500})
+    claim = atlas.thread(q)["answers"][0]["claim"]["handle"]
+    cyra.vote(first, "for")
+    cyra.vote(first, "against")
+    boreas.answer(q, {"?size": 800})  # supersedes the first, its claim and ballot with it
+    index = history.index(kb)
+    assert history.index(kb) is index and history.records(kb) is index.records
+    record, item = history.record_of(kb, claim)
+    assert record["handle"] == first and item["handle"] == claim
+    assert [r["ending"] for r in index.of_question[q]] == ["superseded"]
+    [ballot] = index.on_target[claim]
+    assert ballot["kind"] == "ballot" and ballot["by"] == "AgentCyra"
+    boreas.withdraw(atlas.thread(q)["answers"][0]["handle"])
+    assert history.index(kb) is not index and len(history.records(kb)) == 3
+
+
 def test_the_history_survives_migrate_and_export_and_may_be_forgotten(tmp_path):
     from koinii import history
 

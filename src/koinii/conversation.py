@@ -109,7 +109,7 @@ class _Reader:
         self._owners: dict[str, str | None] | None = None
         self._live: list[dict[str, Any]] | None = None
         self._groups: list[tuple[tuple[int, ...], dict[str, Any]]] | None = None
-        self._history: list[dict[str, Any]] | None = None
+        self._history: history.Index | None = None
 
     # --- who -----------------------------------------------------------------------------
 
@@ -207,23 +207,19 @@ class _Reader:
             "ballots": ballots,
             "tally": adjudication.tally(self.kb, handle),
             "rulings": rulings,
-            "withdrawn": [retired_entry(r) for r in self.history() if r["target"] == handle],
+            "withdrawn": [retired_entry(r) for r in self.history().on_target.get(handle, [])],
             "earlier": [retired_entry(r) for r in self.earlier(claim)],
         }
 
     def earlier(self, claim: Sentex) -> list[dict[str, Any]]:
         """The records of this same claim made before in the same context and taken
         back: a claim made again carries what was said of it then."""
-        return [
-            r
-            for r in self.history()
-            if any(
-                one["sentence"] == claim.text
-                and one["context"] == claim.context
-                and one["handle"] != claim.handle
-                for one in r["items"]
-            )
-        ]
+        found = self.history().said.get((claim.text, claim.context), [])
+        seen: dict[int, dict[str, Any]] = {}
+        for record, handle in found:
+            if handle != claim.handle:
+                seen.setdefault(record["record"], record)
+        return list(seen.values())
 
     def carried(self, sides: list[Sentex]) -> list[dict[str, Any]]:
         """The ended disputes a dispute continues: one on the same sentence, in the
@@ -234,27 +230,28 @@ class _Reader:
         by_text = {(s.text, s.context) for s in sides}
         handles = {s.handle for s in sides}
         out = []
-        for record in self.history():
-            for kept in record["disputes"]:
-                gone = [d for d in kept["sides"] if d["handle"] not in handles]
-                stand = [d for d in kept["sides"] if d["handle"] in handles]
-                if stand and gone and all((d["sentence"], d["context"]) in by_text for d in gone):
-                    out.append(
-                        {
-                            "dispute_id": kept["dispute_id"],
-                            "raised_by": kept["raised_by"],
-                            "tally": kept["tally"],
-                            "ending": record["ending"],
-                            "ended": history.ended(record),
-                        }
-                    )
+        for kept, record in self.history().kept_with(by_text):
+            gone = [d for d in kept["sides"] if d["handle"] not in handles]
+            stand = [d for d in kept["sides"] if d["handle"] in handles]
+            if stand and gone and all((d["sentence"], d["context"]) in by_text for d in gone):
+                out.append(
+                    {
+                        "dispute_id": kept["dispute_id"],
+                        "raised_by": kept["raised_by"],
+                        "tally": kept["tally"],
+                        "ending": record["ending"],
+                        "ended": history.ended(record),
+                    }
+                )
         return out
 
-    def history(self) -> list[dict[str, Any]]:
-        """The records of moves taken back in the contexts the channel sees (once)."""
+    def history(self) -> history.Index:
+        """The records of moves taken back in the contexts the channel sees, indexed
+        (once per read; the KB's own index when the channel sees every record)."""
         if self._history is None:
-            found = history.records(self.kb)
-            self._history = [r for r in found if r["context"] in self.visible]
+            every = history.index(self.kb)
+            seen = [r for r in every.records if r["context"] in self.visible]
+            self._history = every if len(seen) == len(every.records) else history.Index(seen)
         return self._history
 
     def disputes_of(self, claim: Sentex) -> list[dict[str, Any]]:
@@ -296,8 +293,8 @@ class _Reader:
         shown = question[1] if speech.question_kind(question) in ("pattern", "yes-no") else question
         withdrawn = [
             retired_entry(r)
-            for r in self.history()
-            if r["question"] == q.handle and r["kind"] == "answer"
+            for r in self.history().of_question.get(q.handle, [])
+            if r["kind"] == "answer"
         ]
         return {
             **self.move(q),
@@ -315,9 +312,9 @@ class _Reader:
             "withdrawn_answers": withdrawn,
             "withdrawn_acceptances": [  # replaced by another, or withdrawn
                 retired_entry(r)
-                for r in self.history()
+                for answer in sorted({a.handle for a in acts} | {w["handle"] for w in withdrawn})
+                for r in self.history().on_target.get(answer, [])
                 if r["kind"] == "acceptance"
-                and r["target"] in {a.handle for a in acts} | {w["handle"] for w in withdrawn}
             ],
         }
 
@@ -463,7 +460,7 @@ class _Reader:
         """The disputes that ended with a move taken back, from the records, each with
         its `ending` and who ended it when."""
         out = []
-        for record in self.history():
+        for record in self.history().records:
             for kept in record["disputes"]:
                 out.append(_ended(kept, record))
         return out

@@ -140,15 +140,58 @@ def retirement(
 # --- reading records ---------------------------------------------------------------------------
 
 _cache: weakref.WeakKeyDictionary[Any, dict[int, dict[str, Any]]] = weakref.WeakKeyDictionary()
+# The index of the records, per KB and (seq, cut): records change only by a write of
+# their own (a move's edit, `forget`), each a new seq, so reads between two writes share one.
+_indexes: weakref.WeakKeyDictionary[Any, dict[tuple[int, int | None], Index]]
+_indexes = weakref.WeakKeyDictionary()
 
 
-def records(kb: Any) -> list[dict[str, Any]]:
-    """Every record kept, oldest first (parsed once per record sentex, cached per KB)."""
+class Index:
+    """The records (oldest first) and where to find them without a scan: by a handle
+    they retired (the latest record naming it), by their move's target, by its
+    question, by a retired sentence (text and context), by a side of a dispute kept."""
+
+    def __init__(self, found: list[dict[str, Any]]) -> None:
+        self.records = found
+        self.by_handle: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self.on_target: dict[int | None, list[dict[str, Any]]] = {}
+        self.of_question: dict[int | None, list[dict[str, Any]]] = {}
+        self.said: dict[tuple[str, str], list[tuple[dict[str, Any], int]]] = {}
+        self.sides: dict[tuple[str, str], list[tuple[int, int]]] = {}  # -> (record, dispute)
+        for at, record in enumerate(found):
+            for one in record["items"]:
+                self.by_handle[one["handle"]] = (record, one)
+                self.said.setdefault((one["sentence"], one["context"]), []).append(
+                    (record, one["handle"])
+                )
+            self.by_handle[record["handle"]] = (record, self_item(record))
+            self.on_target.setdefault(record["target"], []).append(record)
+            self.of_question.setdefault(record["question"], []).append(record)
+            for number, kept in enumerate(record["disputes"]):
+                for side in kept["sides"]:
+                    where = (side["sentence"], side["context"])
+                    self.sides.setdefault(where, []).append((at, number))
+
+    def kept_with(self, sides: set[tuple[str, str]]) -> list[tuple[dict, dict]]:
+        """The disputes kept in records that had a side among `sides` (text, context),
+        each with its record, in the records' order."""
+        found = sorted({one for where in sides for one in self.sides.get(where, ())})
+        return [(self.records[at]["disputes"][number], self.records[at]) for at, number in found]
+
+
+def index(kb: Any) -> Index:
+    """The records kept (parsed once per record sentex) and their index, cached per KB
+    and seq; an `as_of` view's, only those made by its seq."""
     base = getattr(kb, "kb", kb)  # an `as_of` view reads its KB's records
+    cut = getattr(kb, "seq_cut", None)
     try:
         parsed = _cache.setdefault(base, {})
+        known = _indexes.setdefault(base, {})
     except TypeError:  # a client (not weak-referenceable): no cache
-        parsed = {}
+        parsed, known = {}, None
+    key = (base.seq, cut) if known is not None else None
+    if known is not None and key in known:
+        return known[key]
     found = []
     for sentex in base.sentexes_matching(_PATTERN, HISTORY):
         record = parsed.get(sentex.handle)
@@ -157,22 +200,26 @@ def records(kb: Any) -> list[dict[str, Any]]:
             record = json.loads(text if isinstance(text, str) else show(text))
             record["record"] = sentex.handle
             parsed[sentex.handle] = record
-        found.append(record)
+        if cut is None or record["seq"] <= cut:
+            found.append(record)
     found.sort(key=lambda r: (r["seq"], r["handle"]))
-    cut = getattr(kb, "seq_cut", None)
-    return found if cut is None else [r for r in found if r["seq"] <= cut]
+    built = Index(found)
+    if known is not None:
+        if len(known) > 16:  # the live read's and a few as_of reads'
+            known.clear()
+        known[key] = built
+    return built
+
+
+def records(kb: Any) -> list[dict[str, Any]]:
+    """Every record kept, oldest first (see `index`)."""
+    return index(kb).records
 
 
 def record_of(kb: Any, handle: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The record that retired `handle` (the move itself or anything that went with it),
     with the item for `handle`; None if no record names it."""
-    for record in reversed(records(kb)):
-        if record["handle"] == handle:
-            return record, self_item(record)
-        for one in record["items"]:
-            if one["handle"] == handle:
-                return record, one
-    return None
+    return index(kb).by_handle.get(handle)
 
 
 def self_item(record: dict[str, Any]) -> dict[str, Any]:
