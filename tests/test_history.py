@@ -116,6 +116,30 @@ def test_as_of_reads_what_the_channel_showed_at_that_seq(team):
     assert disputed["rebuttal"] in {s["handle"] for d in listed for s in d["sides"]}
 
 
+def test_as_of_before_a_ruling_shows_what_the_ruling_defeated_as_believed_then(team):
+    """Belief as of a seq: a claim a later ruling defeats was believed then, and its
+    dispute open — as the reads showed it before the ruling."""
+    from koinii.adjudicator import Adjudicator, Policy
+
+    agents, store = team
+    atlas = agents["Atlas"]
+    q = atlas.ask(POOL)
+    made = agents["Boreas"].move("answer", question=q, content={"?size": 500})
+    agents["Cyra"].move("dispute", target=made["handle"])
+    agents["Dune"].vote(made["handle"], "against")
+    before = store.seq
+    shown = (atlas.thread(q), atlas.disputes(), atlas.questions(state="all"))
+    assert shown[0]["answers"][0]["claim"]["believed"] is True
+    Adjudicator(store, "CxTeam", Policy(quorum=1)).settle()
+    assert atlas.thread(made["claim_handle"])["believed"] is False  # the ruling defeats it
+    then = (
+        atlas.thread(q, as_of=before),
+        atlas.disputes(as_of=before),
+        atlas.questions(state="all", as_of=before),
+    )
+    assert then == shown
+
+
 def test_as_of_a_time_reads_the_last_write_made_by_then(kb):
     medium = channel.local(kb)
     atlas, boreas = (channel.join(medium, "CxTeam", a) for a in TEAM[:2])

@@ -32,10 +32,11 @@ that shows the sentexes that existed at that seq (handle below the log's handle 
 then) and had not been retired by it, the retired ones rebuilt from their records. The
 conversation reads run on the view unchanged, so what the moves make of each other —
 answers, ballots, tallies, acceptances, states, disputes, differing values — is
-recomputed from the moves as they were. Belief is not: a sentex still standing shows
-today's belief, a rebuilt one shows as believed (it stood until taken back); a clash is
-today's whose sides (and, for a single-valued one, a declaration) existed then, or a
-negation clash a rebuilt sentex took part in (docs/channel.md, History).
+recomputed from the moves as they were. Belief, for what a ruling changes: a sentex a
+monotonic sentex made since defeats shows believed (`_defeated_since`), a rebuilt one
+too (it stood until taken back), any other today's belief; a clash is today's whose
+sides (and, for a single-valued one, a declaration) existed then, or a negation clash a
+rebuilt or since defeated sentex took part in (docs/channel.md, History).
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
-from koinii import speech
+from koinii import belief, speech
 from koinii.adjudication import now_ms
 from koinii.errors import Refused
 from koinii.kb import KB, Sentex
@@ -368,6 +370,28 @@ class AsOf:
                 elif one["handle"] < mark:
                     self._retired.setdefault(one["handle"], one)
         self._rebuilt: dict[int, Sentex] = {}
+        self._revived = self._defeated_since()  # believed then, defeated since
+
+    def _defeated_since(self) -> dict[int, Sentex]:
+        """The sentexes shown here that are not believed today only because a monotonic
+        sentex made after this seq defeats them (a ruling, most often): believed then,
+        so shown believed. Found from the later monotonic sentexes, by their negation."""
+        now = _point(self.kb, self.kb.seq, None)
+        found: dict[int, Sentex] = {}
+        for handle in range(self.mark, now["next_handle"] if now else self.mark):
+            later = self.kb.sentex(handle)
+            if later is None or later.strength != "monotonic" or not later.believed:
+                continue
+            contrary = speech.negation(later.sentence)
+            for one in self.kb.sentexes_matching(contrary, "CxEverything"):
+                if one.believed or one.handle in found or not self._shown(one.handle):
+                    continue
+                if self.kb.why_not(one.handle) != "defeated":
+                    continue  # (retracted, masked, unsupported: not a ruling's doing)
+                defeaters = belief.defeaters(self.kb, one.handle)
+                if not any(self._shown(d.handle) for d in defeaters):
+                    found[one.handle] = replace(one, believed=True)
+        return found
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.kb, name)
@@ -400,31 +424,45 @@ class AsOf:
     def sentex(self, handle: Any) -> Sentex | None:
         found = self.kb.sentex(handle)
         if found is not None:
-            return found if self._shown(found.handle) else None
+            return self._revived.get(found.handle, found) if self._shown(found.handle) else None
         return self._retired_sentex(handle) if type(handle) is int else None
+
+    def _then(self) -> list[Sentex]:
+        """What this view shows otherwise than the KB: the retired sentexes rebuilt from
+        their records, and those believed then and defeated since."""
+        rebuilt = [self._retired_sentex(h) for h in sorted(self._retired)]
+        return [s for s in rebuilt if s is not None] + list(self._revived.values())
 
     def provenance(self, handle: Any) -> dict[str, Any] | None:
         found = self.sentex(handle)
         return None if found is None else found.provenance
 
     def believed(self, handle: Any, ctx: Any = None) -> bool:
-        if type(handle) is int and handle in self._retired:
-            return ctx is None or self._retired[handle]["context"] in self.kb.context_up(ctx)
+        if type(handle) is int and (handle in self._retired or handle in self._revived):
+            then = self.sentex(handle)
+            return then is not None and (ctx is None or then.context in self.kb.context_up(ctx))
         return self.sentex(handle) is not None and self.kb.believed(handle, ctx)
 
     def why_not(self, handle: Any, ctx: Any = None) -> str | None:
-        return None if handle in self._retired else self.kb.why_not(handle, ctx)
+        if handle in self._retired or handle in self._revived:
+            return None
+        return self.kb.why_not(handle, ctx)
 
     def sentexes_matching(self, pattern: Any, ctx: Any) -> list[Sentex]:
-        out = [s for s in self.kb.sentexes_matching(pattern, ctx) if self._shown(s.handle)]
-        if not self._retired:
+        out = [
+            self._revived.get(s.handle, s)
+            for s in self.kb.sentexes_matching(pattern, ctx)
+            if self._shown(s.handle)
+        ]
+        if not self._retired and not self._revived:
             return out
         literals = goal_literals(parse(pattern) if isinstance(pattern, str) else pattern)
         positive, atom = literals[0]
         name = ctx if isinstance(ctx, str) else getattr(ctx, "name", str(ctx))
-        for handle in sorted(self._retired):
-            sentex = self._retired_sentex(handle)
-            assert sentex is not None
+        listed = {s.handle for s in out}
+        for sentex in self._then():
+            if sentex.handle in listed:
+                continue
             if not name.startswith("?") and name != "CxEverything" and sentex.context != name:
                 continue
             body = sentex.sentence
@@ -445,16 +483,14 @@ class AsOf:
 
     def _clashes(self, now: list[dict[str, Any]], ctx: Any, monotonic: bool) -> list[dict]:
         """Today's clashes whose every side was there, and the negation clashes a retired
-        sentex took part in then (both sides shown at `ctx`)."""
+        or since defeated sentex took part in then (both sides shown at `ctx`)."""
         kept = [
             c for c in now if all(self._shown(h) for h in c["handles"]) and self._declared_then(c)
         ]
-        if not self._retired:
+        if not self._retired and not self._revived:
             return kept
         visible = None if ctx is None else self.kb.context_up(ctx)
-        retired = [self._retired_sentex(h) for h in sorted(self._retired)]
-        for sentex in retired:
-            assert sentex is not None
+        for sentex in self._then():
             if (sentex.strength == "monotonic") is not monotonic:
                 continue
             if visible is not None and sentex.context not in visible:
