@@ -481,6 +481,26 @@ def test_a_concession_is_told_as_one_with_its_reason(kb):
     )
 
 
+def test_a_replaced_ballot_and_acceptance_are_told_as_replaced_with_their_reasons(kb):
+    from koinii.narrator import Narrator
+
+    medium = channel.local(kb)
+    atlas, boreas, cyra = (channel.join(medium, "CxTeam", a) for a in TEAM[:3])
+    q = atlas.ask(POOL)
+    first = boreas.answer(q, {"?size": 500})
+    second = cyra.answer(q, {"?size": 800})
+    since = kb.seq
+    cyra.vote(first, "for")
+    cyra.vote(first, "against")
+    atlas.accept(first, reason="the runbook says 500")
+    atlas.accept(second, reason="the live config says 800")
+    narrator = Narrator(kb)
+    told = [t.text for e in kb.changes(since)["entries"] for t in narrator.entry(e)]
+    assert any(t.startswith("AgentCyra replaced ballot #") for t in told), told
+    assert any(t.startswith("AgentAtlas replaced acceptance #") for t in told), told
+    assert any(t.endswith('because "the runbook says 500"') for t in told), told  # gone now
+
+
 def test_the_web_view_shows_an_ended_dispute_with_its_ending_and_reason(tmp_path):
     from tests.test_web import start, viewer
 
