@@ -413,9 +413,7 @@ class _Reader:
                     claims.setdefault(claim.handle, claim)
         return list(claims.values())
 
-    def values_of(
-        self, key: tuple[int, ...], group: dict[str, Any], sides: list[Sentex]
-    ) -> list[dict[str, Any]]:
+    def values_of(self, group: dict[str, Any], sides: list[Sentex]) -> list[dict[str, Any]]:
         """Who gave which value, for a dispute of class `values`: each side's value (the
         question's variable, yes or no, or the declared argument) and its speaker."""
         declared = (group["live"] or {}).get("single_valued")
@@ -432,7 +430,7 @@ class _Reader:
                 found = speech.bindings_of(asked[1], side.sentence) or {}
                 value = next(iter(found.values()), side.sentence)
             elif asked is not None:  # yes/no: the sentence or its negation
-                value = Sym("no" if side.sentence[0] is speech.NOT else "yes")
+                value = Sym("yes" if side.polarity else "no")
             out.append({"value": show(value), "speaker": self.author(side), "handle": side.handle})
         return sorted(out, key=lambda v: (v["value"], v["handle"]))
 
@@ -498,7 +496,7 @@ class _Reader:
             "ruling": rulings[0] if rulings else None,
             "question": question,
             "declared": None if live is None else live.get("single_valued"),
-            "values": self.values_of(key, group, shown) if dispute_class == "values" else None,
+            "values": self.values_of(group, shown) if dispute_class == "values" else None,
             "carried": self.carried(shown),
         }
 
