@@ -217,6 +217,21 @@ def test_a_predicate_declared_single_valued_in_an_argument_clashes_at_the_channe
     assert store.contradictions("CxTeam") == []
 
 
+def test_a_single_valued_declaration_that_declares_nothing_is_refused(team):
+    _, store = team
+    seq = store.seq
+    for bad in (
+        "(singleValued poolSize 0)",
+        "(singleValued poolSize Two)",
+        '(singleValued poolSize "2")',
+        "(singleValued (poolSize ProdDb) 2)",
+    ):
+        refusal = refused(lambda b=bad: store.assert_(b, "CxTeam"))
+        assert refusal.kind == "not-well-formed", bad
+        assert "(singleValued poolSize 2)" in refusal.message  # how to write one
+    assert store.seq == seq
+
+
 def test_a_one_value_question_declares_its_pattern_single_valued_at_the_channel(team):
     """A value claimed without answering counts: the question asks for one value."""
     agents, _ = team

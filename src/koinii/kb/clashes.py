@@ -34,7 +34,7 @@ from koinii.kb.state import State
 from koinii.terms import Sym, show
 
 FUNCTIONAL = Sym("functional")
-SINGLE_VALUED = Sym("singleValued")
+SINGLE_VALUED = checks.SINGLE_VALUED
 LAST = 0  # the argument `(functional P)` declares: the last, whatever the arity
 
 
