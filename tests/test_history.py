@@ -213,8 +213,12 @@ def test_a_predicate_declared_single_valued_in_an_argument_clashes_at_the_channe
     ]
     other = channel.join(agents["Boreas"].medium, "CxOther", "AgentBoreas")
     assert other.disputes() == []
+    before, shown = store.seq, agents["Atlas"].disputes()
     agents["Cyra"].concede(search, "the heap dump says BillingWorker")
     assert store.contradictions("CxTeam") == []
+    [ended] = agents["Atlas"].disputes(state="conceded")  # kept, with who said which
+    assert ended["values"] == values["values"] and ended["declared"] == values["declared"]
+    assert agents["Atlas"].disputes(as_of=before) == shown  # as it stood then
 
 
 def test_a_single_valued_declaration_that_declares_nothing_is_refused(team):

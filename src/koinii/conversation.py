@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from koinii import adjudication, disputes, history, identity, speech
+from koinii import adjudication, disputes, history, speech
 from koinii.errors import Refused
 from koinii.identity import AGENT_CONTEXT
 from koinii.kb import KB, Sentex
@@ -183,9 +183,11 @@ class _Reader:
         return None
 
     def live(self) -> list[dict[str, Any]]:
-        """The clashes the channel observes (once per read)."""
+        """The clashes the channel observes — everywhere, each as some context observes
+        it, for a reader of everything — once per read."""
         if self._live is None:
-            self._live = disputes.disputes_in(self.kb, self.channel)
+            everywhere = isinstance(self.visible, _Everywhere)
+            self._live = disputes.disputes_in(self.kb, None if everywhere else self.channel)
         return self._live
 
     # --- claims ----------------------------------------------------------------------------
@@ -571,9 +573,7 @@ def carried(kb: KB, moved: list[Sentex]) -> tuple[list[Sentex], list[dict[str, A
     every reply that follows its target, transitively — and the disputes any of it is
     in, as the channel shows them now: what a record keeps (koinii.history). Also the
     reader, for naming authors."""
-    own = moved[0].context
-    above = sorted(c for c in kb.context_up(own) if c != own and c not in identity.SYSTEM_CONTEXTS)
-    reader = _Reader(kb, above[0] if above else own, everywhere=True)  # its channel's clashes
+    reader = _Reader(kb, moved[0].context, everywhere=True)  # every channel's clashes
     seen: dict[int, Sentex] = {}
     frontier = list(moved)
     while frontier:

@@ -35,8 +35,8 @@ answers, ballots, tallies, acceptances, states, disputes, differing values — i
 recomputed from the moves as they were. Belief, for what a ruling changes: a sentex a
 monotonic sentex made since defeats shows believed (`_defeated_since`), a rebuilt one
 too (it stood until taken back), any other today's belief; a clash is today's whose
-sides (and, for a single-valued one, a declaration) existed then, or a negation clash a
-rebuilt or since defeated sentex took part in (docs/channel.md, History).
+sides (and, for a single-valued one, a declaration) existed then, or one a rebuilt or
+since defeated sentex took part in (docs/channel.md, History).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from koinii import belief, speech
 from koinii.adjudication import now_ms
 from koinii.errors import Refused
 from koinii.kb import KB, Sentex
-from koinii.kb.clashes import FUNCTIONAL, SINGLE_VALUED
+from koinii.kb.clashes import FUNCTIONAL, LAST, SINGLE_VALUED, argument_position
 from koinii.kb.index import match
 from koinii.kb.reads import goal_literals
 from koinii.operations import Caller, operation
@@ -490,6 +490,7 @@ class AsOf:
         if not self._retired and not self._revived:
             return kept
         visible = None if ctx is None else self.kb.context_up(ctx)
+        declared = self._declarations()
         for sentex in self._then():
             if (sentex.strength == "monotonic") is not monotonic:
                 continue
@@ -509,7 +510,57 @@ class AsOf:
                         "sides": [show(sentex.sentence), *(s.text for s in sides)],
                     }
                 )
+            self._values_then(sentex, declared, visible, monotonic, kept)
         return kept
+
+    def _values_then(
+        self, sentex: Sentex, declared: dict, visible: Any, monotonic: bool, kept: list
+    ) -> None:
+        """The single-valued clash a rebuilt or since defeated `sentex` took part in then:
+        its value and the others the reader sees for the same other arguments, under a
+        declaration the reader sees that governs them all (kb/clashes.py); it replaces
+        today's clash of those others."""
+        atom = sentex.sentence
+        if not sentex.polarity or type(atom) is not tuple:
+            return
+        for (predicate, argument), where in declared.items():
+            position = argument_position(atom, argument)
+            seen = {d for d in where if visible is None or d in visible}
+            if predicate is not atom[0] or not position or not self._governs(seen, sentex):
+                continue
+            pattern = (*atom[:position], Var("value"), *atom[position + 1 :])
+            group = [
+                s
+                for s in self.sentexes_matching(pattern, "?ctx")
+                if (visible is None or s.context in visible)
+                and (s.strength == "monotonic") is monotonic
+                and self._governs(seen, s)
+            ]
+            if len({show(s.sentence[position]) for s in group}) < 2:
+                continue
+            handles = sorted(s.handle for s in group)
+            kept[:] = [c for c in kept if not set(c["handles"]) < set(handles)]
+            if all(handles != c["handles"] for c in kept):
+                which = {"predicate": predicate.name, "argument": position}
+                sides = [s.text for s in group]
+                kept.append({"handles": handles, "sides": sides, "single_valued": which})
+
+    def _governs(self, where: set[str], sentex: Sentex) -> bool:
+        """Does a declaration in `where` govern positive `sentex` (kb/clashes.py)?"""
+        ups = self.kb.context_up
+        return sentex.polarity and any(
+            d in ups(sentex.context) or sentex.context in ups(d) for d in where
+        )
+
+    def _declarations(self) -> dict[tuple[Any, int], set[str]]:
+        """The single-valued declarations shown in this view, as kb/clashes.py reads them."""
+        found: dict[tuple[Any, int], set[str]] = {}
+        for d in self.sentexes_matching((FUNCTIONAL, Var("p")), "?ctx"):
+            found.setdefault((d.sentence[1], LAST), set()).add(d.context)
+        for d in self.sentexes_matching((SINGLE_VALUED, Var("p"), Var("n")), "?ctx"):
+            if type(d.sentence[2]) is int and d.sentence[2] >= 1:
+                found.setdefault((d.sentence[1], d.sentence[2]), set()).add(d.context)
+        return found
 
     def _declared_then(self, clash: dict[str, Any]) -> bool:
         """Whether a single-valued clash's predicate was declared so at this seq (a

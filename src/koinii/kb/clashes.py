@@ -79,7 +79,7 @@ class Clashes(State):
                     entry = _clash_entry(group)
                     entry["single_valued"] = {
                         "predicate": functor.name,
-                        "argument": _position(group[0].atom, argument),
+                        "argument": argument_position(group[0].atom, argument),
                     }
                     found.append(entry)
             return found
@@ -155,7 +155,7 @@ class Clashes(State):
 
         by_others: dict[str, list[Node]] = {}
         for n in self._index.with_functor(functor):
-            position = _position(n.atom, argument)
+            position = argument_position(n.atom, argument)
             if not (n.believed and n.positive and position) or not governed_by(n.context):
                 continue
             if visible is None or visible(n, {}) is not None:
@@ -191,8 +191,9 @@ class Clashes(State):
         return groups
 
 
-def _position(atom: tuple, argument: int) -> int:
-    """Where in `atom` the declared argument is (0: the atom has no such argument)."""
+def argument_position(atom: tuple, argument: int) -> int:
+    """Where in `atom` the declared argument is (`LAST`: its last; 0: the atom has no
+    such argument)."""
     position = len(atom) - 1 if argument == LAST else argument
     return position if 1 <= position < len(atom) else 0
 
@@ -200,7 +201,7 @@ def _position(atom: tuple, argument: int) -> int:
 def _value(node: Node, argument: int) -> tuple:
     """The declared argument as a key that tells apart what `index.same` does (1, 1.0,
     true)."""
-    value = node.atom[_position(node.atom, argument)]
+    value = node.atom[argument_position(node.atom, argument)]
     return (type(value), show(value) if type(value) is tuple else value)
 
 
