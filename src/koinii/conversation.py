@@ -183,11 +183,17 @@ class _Reader:
         return None
 
     def live(self) -> list[dict[str, Any]]:
-        """The clashes the channel observes — everywhere, each as some context observes
-        it, for a reader of everything — once per read."""
+        """The clashes the channel observes — for a reader of everything at an agent's
+        context, those every channel it is on observes — once per read."""
         if self._live is None:
-            everywhere = isinstance(self.visible, _Everywhere)
-            self._live = disputes.disputes_in(self.kb, None if everywhere else self.channel)
+            if not isinstance(self.visible, _Everywhere):
+                self._live = disputes.disputes_in(self.kb, self.channel)
+                return self._live
+            found: dict[tuple[int, ...], dict[str, Any]] = {}
+            for ctx in sorted(self.kb.context_down(self.channel)):
+                for entry in disputes.disputes_in(self.kb, ctx):
+                    found.setdefault(tuple(entry["dispute_id"]), entry)
+            self._live = list(found.values())
         return self._live
 
     # --- claims ----------------------------------------------------------------------------
@@ -573,7 +579,7 @@ def carried(kb: KB, moved: list[Sentex]) -> tuple[list[Sentex], list[dict[str, A
     every reply that follows its target, transitively — and the disputes any of it is
     in, as the channel shows them now: what a record keeps (koinii.history). Also the
     reader, for naming authors."""
-    reader = _Reader(kb, moved[0].context, everywhere=True)  # every channel's clashes
+    reader = _Reader(kb, moved[0].context, everywhere=True)  # its channels' clashes
     seen: dict[int, Sentex] = {}
     frontier = list(moved)
     while frontier:
