@@ -27,10 +27,12 @@ def register(tool: Register, the: Surface) -> None:
         """Everything said about a question or claim, in one read: for a question its state
         (open, answered, contested, settled, closed) and its newest `limit` answers, each
         with its claim, endorsements, justifications, disputes, ballots, tally and rulings.
-        The history too: `withdrawn_answers` (and a claim's `withdrawn` replies) are the
-        moves taken back, each with `withdrawn` {ending, by, seq, at, reason} and the
-        disputes and ballots it carried; a withdrawn handle reads as its record (never
-        unknown); the acceptance's or closing's reason is shown.
+        The history too: `withdrawn_answers`, `withdrawn_acceptances` (the asker's earlier
+        decisions, each with its reason) and a claim's `withdrawn` replies (a ballot its
+        voter changed among them) are the moves taken back or replaced, each with
+        `withdrawn` {ending, by, seq, at, reason} and the disputes and ballots it
+        carried; a withdrawn handle reads as its record (never unknown); the
+        acceptance's or closing's reason is shown.
         Example: thread(handle=69). Returns that object, and `older` when the question has
         more answers: thread(handle=69, before=older) shows the ones before."""
         found = agent.thread(handle, limit=window_of(limit), before=before)
