@@ -91,7 +91,9 @@ def register(tool: Register, the: Surface) -> None:
     ) -> dict[str, Any]:
         """The channel as it stood at a point of the log — the history, read back: a log
         seq (every change and move reply carries one) or an epoch-ms time. With a handle,
-        that thread then; else the questions (all states) and disputes then.
+        that thread then; else the questions (all states) and disputes then — answers
+        since withdrawn or replaced included, and a claim a later ruling defeated shown
+        believed, as it was.
         Example: as_of(seq=120) or as_of(seq=120, handle=69).
         Returns {seq, thread} or {seq, questions, disputes}."""
         if handle is not None:
