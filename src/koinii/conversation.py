@@ -406,9 +406,10 @@ class _Reader:
 
     def asked_values(self, q: Sentex) -> list[Sentex]:
         """The believed claims that give one-value question `q` a value: its standing
-        answers' claims and, for a pattern, every claim of the pattern's form the channel
-        sees — a question that asks for one value declares it single-valued at the
-        channel, so a value claimed without answering counts too."""
+        answers' claims and, for a pattern, every claim of the pattern's form an agent
+        made where the channel sees it — a question that asks for one value declares it
+        single-valued at the channel, so a value claimed without answering counts too (a
+        ruling, monotonic, is a decision on a claim, not another value)."""
         claims: dict[int, Sentex] = {}
         for act in self.replies(q.handle, ANSWERS, 3):
             claim = self.claim_of(act)
@@ -417,7 +418,12 @@ class _Reader:
         asked = q.sentence[2]
         if speech.question_kind(asked) == "pattern":
             for claim in self.kb.sentexes_matching(asked[1], "?ctx"):
-                if claim.context in self.visible and claim.believed:
+                if (
+                    claim.context in self.visible
+                    and claim.believed
+                    and claim.strength != "monotonic"
+                    and self.owner(claim.context) is not None
+                ):
                     claims.setdefault(claim.handle, claim)
         return list(claims.values())
 
