@@ -191,9 +191,10 @@ def index(kb: Any) -> Index:
         known = _indexes.setdefault(base, {})
     except TypeError:  # a client (not weak-referenceable): no cache
         parsed, known = {}, None
-    key = (base.seq, cut) if known is not None else None
-    if known is not None and key in known:
-        return known[key]
+    key = None if known is None else (base.seq, cut)  # (a client's seq is a request)
+    cached = None if known is None else known.get(key)
+    if cached is not None:
+        return cached
     found = []
     for sentex in base.sentexes_matching(_PATTERN, HISTORY):
         record = parsed.get(sentex.handle)
