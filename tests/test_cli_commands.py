@@ -197,6 +197,9 @@ def test_the_conversation_reads_take_as_of_and_name_differing_values(tmp_path):
         f"differing values to question #{q}: 500 (AgentBoreas), 800 (AgentCyra): open;"
     ), text
     assert "raised by" not in text.splitlines()[0]
+    gone = koinii_("disputes", "-c", "CxTeam", "--state", "withdrawn", "--db", path).stdout
+    assert gone.startswith(f"differing values to question #{q}: 500 (AgentBoreas)"), gone
+    assert "ended (withdrawn by AgentBoreas)" in gone
     (then,) = as_json(
         koinii_(
             "questions",

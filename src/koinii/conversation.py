@@ -76,6 +76,7 @@ QUESTION_STATES = ("open", "answered", "contested", "settled", "closed")
 UNSETTLED = ("open", "answered", "contested")
 DISPUTE_STATES = ("open", "notified", "stale", "resolved", "ended")
 ENDINGS = ("ruled", *history.ENDINGS)
+DISPUTE_FILTERS = DISPUTE_STATES + ENDINGS  # what `disputes(state=…)` takes
 _FOLLOWING = (  # the replies that go with what they reply to (CxSpeechActs.sx)
     (ANSWERS, 3),
     (ENDORSES, 2),
@@ -818,8 +819,8 @@ def disputes_on(
     A window, for long channels: with `limit`, only the last `limit` disputes that pass
     the filter, those whose id comes before `before` (a `dispute_id`) if given — and only
     those are read in full."""
-    if state is not None and state not in DISPUTE_STATES + ENDINGS:
-        known = [*DISPUTE_STATES, *ENDINGS]
+    if state is not None and state not in DISPUTE_FILTERS:
+        known = list(DISPUTE_FILTERS)
         raise Refused(
             "bad-option",
             f"no dispute state {state!r}; states: {', '.join(known)}",

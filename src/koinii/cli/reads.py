@@ -131,9 +131,9 @@ as_of_option = click.option(
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
 @click.option(
     "--state",
-    type=LazyChoice("koinii.conversation", "DISPUTE_STATES"),
+    type=LazyChoice("koinii.conversation", "DISPUTE_FILTERS"),
     default=None,
-    help="Only these.",
+    help="Only these: a state, or how it ended (ruled, withdrawn, conceded, superseded).",
 )
 @as_of_option
 @json_option
