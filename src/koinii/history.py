@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -332,7 +331,22 @@ def as_of(kb: KB, seq: int | None = None, at: int | None = None) -> AsOf:
             "read a later seq, or now",
             {"option": "as_of"},
         )
-    return AsOf(kb, point["seq"], point["next_handle"])
+    try:
+        views = _views.setdefault(kb, {})
+    except TypeError:  # (not weak-referenceable: no cache)
+        return AsOf(kb, point["seq"], point["next_handle"])
+    key = (kb.seq, point["seq"])
+    view = views.get(key)
+    if view is None:
+        if len(views) > 16:
+            views.clear()
+        view = views[key] = AsOf(kb, point["seq"], point["next_handle"])
+    return view
+
+
+# The views made, by KB and (its seq, the view's): a view depends on nothing else, so the
+# reads of one point between two writes share one (its records sorted out once).
+_views: weakref.WeakKeyDictionary[Any, dict[tuple[int, int], AsOf]] = weakref.WeakKeyDictionary()
 
 
 # The log points read, by (KB, seq, time): a read that outlives its slice of the loop runs
@@ -577,7 +591,3 @@ class AsOf:
 
     def argue(self, sentence: Any, ctx: Any) -> str:
         return self.kb.argue(sentence, ctx)
-
-
-def retired_handles(found: Iterable[dict[str, Any]]) -> set[int]:
-    return {one["handle"] for record in found for one in record["items"]}
