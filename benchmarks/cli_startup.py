@@ -1,5 +1,5 @@
 """How long the `koinii` command takes to start: `koinii --help`, `--version`, a command's
-own help, and a simple command run on a small store, each a new process — beside its
+own help, and simple commands that open a small store, each a new process — beside its
 peers in the same run: the interpreter alone (`python -c pass`) and the interpreter
 importing click (what any click command pays). The target is under 0.3 s for `--help`
 and simple commands on an idle machine (issue 40); the ratios to the peers say how much
@@ -59,6 +59,11 @@ def main() -> None:
                 "koinii why-not 1 --db (small store)",
                 [*py, "-m", "koinii", "why-not", "1", "--db", db],
             ),
+            (
+                "koinii query --db (small store)",
+                [*py, "-m", "koinii", "query", "(ready ?x)", "-c", "CxOps", "--db", db],
+            ),
+            ("koinii channels --db (small store)", [*py, "-m", "koinii", "channels", "--db", db]),
         ]
         results = [(name, timed(argv, runs, env)) for name, argv in rows]
     base = results[1][1]

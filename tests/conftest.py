@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -95,6 +96,9 @@ class Daemon:
     port: int = 0
     proc: subprocess.Popen | None = None
     fd_limit: int | None = None  # run it under this RLIMIT_NOFILE (as `ulimit -n` would)
+    # Started as a person starts it (`python -m koinii serve`): its own imports and its own
+    # load of what the zygote has loaded already, for a test of how a daemon starts.
+    cold: bool = False
 
     @property
     def url(self) -> str:
@@ -105,12 +109,13 @@ class Daemon:
         answers; `same_port` comes back on the port it had, as a restarted service."""
         port = self.port if same_port and self.port else 0
         folder = pathlib.Path(tempfile.mkdtemp(prefix="koinii-daemon-"))
-        self.proc = forker().popen(
-            ["serve", "--db", self.db, "--port", str(port), "--port-file", str(folder / "port")]
-            + self.args,
-            stderr=forks.PIPE,
-            fd_limit=self.fd_limit,
-        )
+        args = ["serve", "--db", self.db, "--port", str(port), "--port-file", str(folder / "port")]
+        if self.cold:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "koinii", *args, *self.args], stderr=subprocess.PIPE
+            )
+        else:
+            self.proc = forker().popen(args + self.args, stderr=forks.PIPE, fd_limit=self.fd_limit)
         try:
             self.port = port_from(folder / "port", self.proc, timeout)
         except RuntimeError as failed:
@@ -150,7 +155,24 @@ class Daemon:
         return self.start(same_port=True)
 
 
-# --- stores: every suite that stores runs on SQLite and on PostgreSQL ---------------------
+# --- stores: the backend matrix -----------------------------------------------------------
+#
+# A test that reaches a store through `backend` (`kb`, `new_location`, `start_daemon`, …)
+# runs once per backend its closest `@pytest.mark.backends(...)` names — a test's mark
+# over its module's `pytestmark` — and on every backend without one. The backends differ
+# below the engine (SQL dialect, transactions, the log, full-text search, locks), so the
+# suites about storage run on each; a suite about what runs above the store (speech, moves,
+# conversation reads, the wire, access) marks itself `backends("sqlite")` and keeps a
+# test on PostgreSQL only where its behaviour reaches the store's own machinery.
+
+BACKENDS = ("sqlite", "postgres")  # and "memory" (an in-memory store), when a mark names it
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        mark = metafunc.definition.get_closest_marker("backends")
+        metafunc.parametrize("backend", mark.args if mark else BACKENDS, indirect=True)
+
 
 PG_ADMIN = os.environ.get("KOINII_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -213,9 +235,9 @@ def _cache_of_our_own(tmp_path_factory):
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture
 def backend(request):
-    return request.param
+    return request.param  # (parametrized by pytest_generate_tests above)
 
 
 @pytest.fixture
@@ -224,9 +246,11 @@ def new_location(request, backend, tmp_path):
     schemas: list[str] = []
     made = 0
 
-    def new() -> str:
+    def new() -> str | None:
         nonlocal made
         made += 1
+        if backend == "memory":
+            return None
         if backend == "sqlite":
             return str(tmp_path / f"store-{made}.db")
         return pg_location(request.getfixturevalue("postgres"), schemas)
@@ -251,7 +275,10 @@ def start_daemon(tmp_path, new_location):
     started: list[Daemon] = []
 
     def start(
-        *args: str, principals: dict[str, str] | None = None, db: str | None = None
+        *args: str,
+        principals: dict[str, str] | None = None,
+        db: str | None = None,
+        cold: bool = False,
     ) -> Daemon:
         args_ = list(args)
         tokens: dict[str, str] = {}
@@ -260,7 +287,7 @@ def start_daemon(tmp_path, new_location):
             for principal, role in principals.items():
                 tokens[principal] = add_token(table, principal, role)
             args_ += ["--tokens", table]
-        daemon = Daemon(db or new_location(), args_, tokens)
+        daemon = Daemon(db or new_location(), args_, tokens, cold=cold)
         started.append(daemon)
         return daemon.start()
 

@@ -266,12 +266,28 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
 
 def _zygote(path: str) -> None:
     # What every command imports, once: the CLI, the daemon and its web view, the MCP
-    # server, the clients. Nothing here may start a thread (a fork copies only the caller).
+    # server, the clients, the domain operations, what uvicorn imports as it starts; and
+    # what every daemon loads as it starts: the shipped vocabulary, parsed, and the search
+    # model (a second of CPU each, in a thread). Nothing here may start a thread (a fork
+    # copies only the caller); none of these does.
+    import uvicorn.lifespan.on
+    import uvicorn.loops.auto
+    import uvicorn.protocols.http.auto
+    import uvicorn.protocols.websockets.auto  # noqa: F401
+
     import koinii.cli
     import koinii.client
     import koinii.mcp
     import koinii.server
     import koinii.server.web  # noqa: F401
+    from koinii import operations
+    from koinii.kb import semantic, vocab
+
+    operations.load_domains()
+    for context, _ in vocab.VOCABULARIES:
+        vocab.terms_of(context)
+    semantic.load()
+    assert threading.active_count() == 1, "the zygote started a thread: a fork would lose it"
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)

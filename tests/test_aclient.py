@@ -11,6 +11,8 @@ import pytest
 
 import koinii
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))

@@ -10,6 +10,8 @@ from koinii import adjudication, channel, disputes, identity, quarantine
 from koinii.adjudication import MAJORITY_ARBITER
 from tests.conftest import channel_sees, holds, refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 P = "(reliable ProdCluster)"
 NOT_P = "(not (reliable ProdCluster))"
 T0 = 1_750_000_000_000

@@ -18,6 +18,8 @@ from tests import forks
 from tests.agent_process import AgentProcess
 from tests.conftest import forker, refused, wait_until
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 VERSION = "(postgresMajorVersion ProdCluster ?version)"
 TEAM = ("AgentAtlas", "AgentBoreas", "AgentCyra")
 PRINCIPALS = {**{a: "agent" for a in TEAM}, "Ops": "operator"}
@@ -125,6 +127,7 @@ def adjudicate(daemon, cursor):
     )
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_the_service_rules_resumes_after_kill_9_and_never_rules_twice(start_daemon, tmp_path):
     daemon = start_daemon(principals=PRINCIPALS)
     team = {a[5:]: channel.join(channel.wire(daemon.client(a)), "CxTeam", a) for a in TEAM}

@@ -7,14 +7,13 @@ the web view, `wait_for_changes`), and in `koinii tail` itself."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 import koinii
 from koinii import adjudication, channel, disputes
 from koinii.narrator import Narrator
+from tests.conftest import forker
 
 
 @pytest.fixture(params=["local", "wire"])
@@ -77,13 +76,7 @@ def test_an_operators_write_reads_as_its_recorded_principal(team):
     assert (line.speaker, line.text) == ("Ops", "Ops wrote (ready Release) in CxTeam")
     env = {**os.environ, "KOINII_URL": daemon.url, "KOINII_TOKEN": daemon.tokens["Ops"]}
     env.pop("KOINII_DB", None)
-    tail = subprocess.run(
-        [sys.executable, "-m", "koinii", "tail", "--since", str(since), "--no-follow"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    tail = forker().run(["tail", "--since", str(since), "--no-follow"], env=env, timeout=60)
     assert "Ops wrote (ready Release) in CxTeam" in tail.stdout, tail.stderr
 
 

@@ -5,6 +5,8 @@ import pytest
 import koinii
 from koinii import Refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 
 def place(kb, sub, sup):
     kb.assert_(f"(genlCx {sub} {sup})", "CxUniverse")
@@ -102,6 +104,7 @@ def test_a_kept_goal_is_not_used_for_a_term_python_calls_equal_of_another_type(k
         assert kb.query((level, t, value), "CxA") == [{"?t": tank} for _ in found]
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_sentences_python_calls_equal_are_stored_apart(kb):
     # the index keys a sentex by its atom, except where a float or a bool inside would
     # make it equal to another: 1 == 1.0 == True, -0.0 == 0.0, at any depth
@@ -121,6 +124,7 @@ def test_sentences_python_calls_equal_are_stored_apart(kb):
     assert kb.argue((level, tank, True), "CxA") == "true"
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_minus_zero_and_zero_stay_two_goals_for_argue(kb):
     kb.assert_("(reading Gauge -0.0)", "CxA")
     reading, gauge = koinii.Sym("reading"), koinii.Sym("Gauge")
@@ -175,6 +179,7 @@ def test_assert_is_idempotent_and_keeps_the_stronger_strength(kb):
     assert kb.sentex(h).strength == "monotonic"
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_provenance_merges_first_writer_wins(kb):
     h = kb.assert_("(color Sky Blue)", "CxA", creator="AgentAtlas", provenance={"why": "saw it"})
     kb.assert_("(color Sky Blue)", "CxA", creator="AgentBoreas", provenance={"why": "x", "n": 1})
@@ -186,6 +191,7 @@ def test_provenance_merges_first_writer_wins(kb):
     assert kb.provenance(h)["tag"] == "t" and kb.provenance(h)["why"] == "saw it"
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_handles_grow_and_are_never_reused(kb):
     a = kb.assert_("(color Sky Blue)", "CxA")
     kb.retract(a)
@@ -393,6 +399,7 @@ def test_a_chain_of_derivations_is_counted_from_what_was_stored(new_location, ma
             assert "(reach A E)" in texts(kb, "(reach ?x ?y)")
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_a_conclusion_past_the_text_limit_is_refused_whole(kb):
     # each symbol fits a sentence; a rule's conclusion holding two does not
     name = "L" + "o" * (koinii.terms.MAX_TEXT // 2)
@@ -405,6 +412,7 @@ def test_a_conclusion_past_the_text_limit_is_refused_whole(kb):
     assert texts(kb, "(long ?x)") == [] and kb.seq == seq
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_a_runaway_write_is_undone_whole_what_it_removed_and_derived_too(kb):
     kb.assert_("(implies (likes ?x ?y) (knows ?x ?y))", "CxA")
     likes = kb.assert_("(likes Cat Dog)", "CxA")

@@ -1,8 +1,12 @@
 """Agent belief: projection, convening, self-disregard (disputes.md §3; upstream-scenarios §5)."""
 
+import pytest
+
 from koinii import Sym, belief, channel
 from koinii.belief import belief_context
 from tests.conftest import refused
+
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
 
 P = "(reliable ProdCluster)"
 NOT_P = "(not (reliable ProdCluster))"

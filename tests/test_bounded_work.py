@@ -205,11 +205,12 @@ def test_a_write_past_its_budget_is_refused_and_holds_nobody(daemon):
             started = time.monotonic()
             caught = refused(lambda: client.edit(add=[(f"(s M{i})", "CxB") for i in range(400)]))
             assert caught.kind == "budget-exhausted"
-            assert time.monotonic() - started < 1.0
+            assert time.monotonic() - started < 3.0
     # (unbounded, each attack held everyone > 10 s; bounded, one budget and its rollback,
-    # stretched on a busy machine — 0.65 s under the suite's two workers at worst seen:
+    # stretched on a busy machine — 0.65 s under the suite's two workers, 1.4 s with two
+    # runs of the suite and more on two cores: the bound is a third of the unbounded hold;
     # benchmarks/resilience.py measures it closely)
-    assert prober.worst < 1.0, prober.worst
+    assert prober.worst < 3.0, prober.worst
     after = client.stats()
     assert after["sentexes"] - before["sentexes"] == len(prober.times)  # only the probes
 

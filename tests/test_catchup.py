@@ -16,6 +16,8 @@ from koinii import Event, Refused, Sym, Unavailable, catchup, channel
 from koinii.catchup import FileCursorStore, MemoryCursorStore
 from tests.conftest import refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 GOAL = "(queries ?a ?q)"
 
 
@@ -95,6 +97,7 @@ def test_an_agent_restarted_with_a_file_cursor_store_resumes(daemon, tmp_path):
     assert restarted.snapshots == 0
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_after_a_daemon_restart_the_durable_tail_resumes_without_a_snapshot(start_daemon):
     daemon = start_daemon()
     store = MemoryCursorStore()
@@ -154,6 +157,7 @@ def test_the_durable_tail_applies_additions_and_removals(team):
     assert consumer.snapshots == 1
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_the_durable_tail_rereads_when_the_log_was_compacted(team):
     kb, ava, boreas = team
     consumer = catchup.open(boreas, GOAL, "CxDeploy", MemoryCursorStore(), durable=True)

@@ -1,6 +1,10 @@
-"""The coordination channel (channel.md), run three times: over local(kb), over
-wire(client) against a real daemon, and over achannel.wire(AsyncClient) (the asyncio
-agent behind a blocking face, tests/blocking.py). Every method and every refusal."""
+"""The coordination channel (channel.md): every method and every refusal, over local(kb).
+
+A move is one operation, which answers alike over the wire (tests/test_wire_contract.py)
+and is one exchange from either agent (tests/test_moves.py); the tests marked
+`EVERY_MEDIUM` run again over wire(client) against a real daemon and over
+achannel.wire(AsyncClient) (the asyncio agent behind a blocking face, tests/blocking.py),
+for what the clients themselves do."""
 
 import pytest
 
@@ -9,13 +13,18 @@ from koinii import Sym, channel
 from tests.blocking import Loop, Medium
 from tests.conftest import refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 P = "(usesDatabase ProdCluster PostgreSQL14)"
 
 
-@pytest.fixture(params=["local", "wire", "async-wire"])
+EVERY_MEDIUM = pytest.mark.parametrize("medium", ["local", "wire", "async-wire"], indirect=True)
+
+
+@pytest.fixture
 def medium(request, start_daemon, new_location):
     """medium(agent_id) -> the medium that agent joins through (its own connection on the wire)."""
-    if request.param == "local":
+    if getattr(request, "param", "local") == "local":
         kb = koinii.open_kb(new_location())
         shared = channel.local(kb)
         yield lambda agent=None: shared
@@ -48,6 +57,7 @@ def team(medium):
 # --- join ------------------------------------------------------------------------------------
 
 
+@EVERY_MEDIUM
 def test_join_places_the_agent_context_under_the_channel(medium):
     atlas = join(medium("Atlas"), "CxDeploy", "AgentAtlas")
     assert (atlas.agent, atlas.context, atlas.channel) == ("AgentAtlas", "CxAtlas", "CxDeploy")
@@ -72,6 +82,7 @@ def test_join_speaks_another_vocabulary_when_asked(medium):
     assert "CxCore" in atlas.store.context_up("CxAtlas")
 
 
+@EVERY_MEDIUM
 def test_not_a_channel_the_registry_the_own_context_or_another_agents(team, medium):
     store = team["Atlas"].store
     for parent, owners in (("CxRegistry", []), ("CxMallory", []), ("CxAtlas", ["AgentAtlas"])):
@@ -88,6 +99,7 @@ def test_joining_as_the_registry_is_forbidden(medium):
     )
 
 
+@EVERY_MEDIUM
 def test_a_forged_handle_still_writes_only_the_agents_own_context(team):
     """The move runs on the writer, which takes the context from the agent's id: a handle
     whose context was forged (here, the registry) changes nothing."""
@@ -264,6 +276,7 @@ def test_retracting_a_target_tears_down_its_replies_but_error_acts_survive(team)
     assert store.contradictions() == []
 
 
+@EVERY_MEDIUM
 def test_the_conversation_is_in_the_kb_not_in_the_agents(team, medium):
     q = team["Atlas"].pose_query("WhichDbProdClusterUses")
     late = join(medium("Dune"), "CxDeploy", "AgentDune")  # decoupled in time

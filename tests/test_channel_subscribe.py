@@ -12,6 +12,8 @@ from koinii import Refused, channel
 from tests.blocking import Loop, Medium
 from tests.conftest import wait_until
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 
 @pytest.fixture(params=["wire", "async-wire"])
 def wire(request):

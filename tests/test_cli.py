@@ -6,8 +6,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import koinii
 from tests.conftest import forker, line_within, wait_until
+
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
 
 
 def koinii_cli(

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import koinii
 from koinii import channel
 from koinii.cli import main
-from tests.conftest import Daemon, refused
+from tests.conftest import Daemon, forker, refused
 
 NO_SOURCE_ENV = {"KOINII_URL": None, "KOINII_DB": None, "KOINII_TOKEN": None}
 
@@ -392,7 +392,6 @@ def test_export_and_backup_through_a_running_daemon_with_an_operators_token(team
     """No --db, no stop: the daemon copies its store consistently and the CLI (a real
     process) fetches the copy; only an operator's (or an admin's) token may."""
     import subprocess
-    import sys
 
     from koinii.server.tokens import add_token
 
@@ -403,13 +402,7 @@ def test_export_and_backup_through_a_running_daemon_with_an_operators_token(team
     def cli(who: str, *args: str) -> subprocess.CompletedProcess:
         env = {**os.environ, "KOINII_URL": daemon.url, "KOINII_TOKEN": tokens[who]}
         env.pop("KOINII_DB", None)
-        return subprocess.run(
-            [sys.executable, "-m", "koinii", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        return forker().run(list(args), env=env, timeout=120)
 
     try:
         with daemon.client("Ops") as client:

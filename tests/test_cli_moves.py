@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import Daemon
+from tests.conftest import Daemon, forker
 
 
 @pytest.fixture
@@ -43,13 +41,7 @@ def koinii(daemon: Daemon, who: str, *args: str, json_out: bool = True):
         "KOINII_AGENT": who if who != "Ops" else "",
     }
     env.pop("KOINII_DB", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "koinii", *args, *(["--json"] if json_out else [])],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    done = forker().run([*args, *(["--json"] if json_out else [])], env=env, timeout=60)
     if not json_out:
         return done
     assert done.returncode == 0, done.stderr

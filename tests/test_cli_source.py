@@ -15,6 +15,8 @@ import koinii
 from koinii.cli import main
 from koinii.cli.core import DEFAULT_URL, resolve_source
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 # One reading command of each group, as `koinii` takes it after the source options.
 READERS = {
     "query": ["query", "(ready ?x)", "-c", "CxA"],

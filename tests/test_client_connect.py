@@ -14,6 +14,8 @@ import koinii
 from koinii.server.tokens import add_token
 from tests.conftest import Daemon, forker, line_within, refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 
 @pytest.fixture
 def proxy(daemon):

@@ -14,6 +14,8 @@ from koinii import Sym, Var, adjudication, channel, conversation, speech
 from koinii.terms import parse, show
 from tests.conftest import refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 TEAM = ("AgentAtlas", "AgentBoreas", "AgentCyra", "AgentDune")
 PRINCIPALS = {**{a: "agent" for a in TEAM}, "AgentMajority": "arbiter", "Ops": "operator"}
 VERSION = "(postgresMajorVersion ProdCluster ?version)"
@@ -31,11 +33,13 @@ class Team:
         return self.agents[name]
 
 
-@pytest.fixture(params=["local", "wire"])
+@pytest.fixture
 def team(request, start_daemon, new_location):
-    """Atlas, Boreas, Cyra and Dune joined to CxTeam: in one process, or each over its own
-    connection with its own agent token."""
-    if request.param == "local":
+    """Atlas, Boreas, Cyra and Dune joined to CxTeam: in one process, or (a test's
+    `BOTH_MEDIA`/`WIRE`) each over its own connection with its own agent token. The rules
+    are the operations', which answer alike over the wire (tests/test_wire_contract.py);
+    the tests over the wire are those about what the wire itself does."""
+    if getattr(request, "param", "local") == "local":
         kb = koinii.open_kb(new_location())
         medium = channel.local(kb)
         yield Team("local", {a[5:]: channel.join(medium, "CxTeam", a) for a in TEAM}, kb)
@@ -44,6 +48,10 @@ def team(request, start_daemon, new_location):
         daemon = start_daemon(principals=PRINCIPALS)
         agents = {a[5:]: channel.join(channel.wire(daemon.client(a)), "CxTeam", a) for a in TEAM}
         yield Team("wire", agents, daemon.client("Ops"), daemon)
+
+
+BOTH_MEDIA = pytest.mark.parametrize("team", ["local", "wire"], indirect=True)
+WIRE = pytest.mark.parametrize("team", ["wire"], indirect=True)
 
 
 def unchanged(store, call) -> koinii.Refused:
@@ -131,6 +139,7 @@ def test_a_quote_is_a_term_not_a_claim(team):
     assert refusal.kind == "not-well-formed" and "is a term" in refusal.message
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_the_quoted_pattern_survives_reopen_and_migrate(new_location, tmp_path):
     from koinii.kb.store.migrate import migrate
 
@@ -583,9 +592,8 @@ def test_a_thread_is_everything_said_about_a_claim(team):
     assert focused["handle"] == claim and focused["focus"]["handle"] == ballot
 
 
+@WIRE
 def test_thread_and_disputes_are_one_request_each(team):
-    if team.kind != "wire":
-        pytest.skip("counts the daemon's requests: over the wire only")
     atlas = team["Atlas"]
     q = atlas.pose_query(VERSION)
     a = team["Boreas"].answer("16", q)
@@ -610,6 +618,7 @@ def test_a_thread_of_nothing_is_refused_by_name(team):
     assert refused(lambda: team["Atlas"].thread(0)).kind == "bad-handle"
 
 
+@BOTH_MEDIA
 def test_the_reads_are_the_same_in_process_and_over_the_wire(team):
     q = team["Atlas"].pose_query(VERSION)
     team["Boreas"].answer("16", q)
@@ -626,6 +635,7 @@ def test_the_reads_are_the_same_in_process_and_over_the_wire(team):
 # --- 8. subscriptions mean the same on both media ------------------------------------------------
 
 
+@BOTH_MEDIA
 def test_every_move_on_the_channel_without_a_goal(team):
     from tests.conftest import wait_until
 
@@ -641,6 +651,7 @@ def test_every_move_on_the_channel_without_a_goal(team):
         sub.stop()
 
 
+@BOTH_MEDIA
 def test_a_callback_that_raises_is_reported_to_on_error_on_both_media(team):
     from tests.conftest import wait_until
 
@@ -660,6 +671,7 @@ def test_a_callback_that_raises_is_reported_to_on_error_on_both_media(team):
         sub.stop()
 
 
+@BOTH_MEDIA
 def test_an_unwatchable_goal_is_refused_the_same_on_both_media(team):
     refusal = refused(lambda: team["Boreas"].subscribe(["(p ?x)", "(q ?x)"], "CxTeam", print))
     assert refusal.kind == "not-watchable"

@@ -21,6 +21,8 @@ from koinii.server.verbs import served
 from tests.conftest import Daemon, line_within, pg_location, port_from, refused, wait_until
 from tests.web_client import Browser
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 
 def first_line(daemon: Daemon) -> str:
     """The daemon's start-up line: printed before it answers anything, so it is there

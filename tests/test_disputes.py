@@ -5,6 +5,8 @@ import pytest
 from koinii import Sym, disputes
 from tests.conftest import channel_sees, holds, refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 P = "(reliable ProdCluster)"
 NOT_P = "(not (reliable ProdCluster))"
 T0 = 1_750_000_000_000

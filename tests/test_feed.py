@@ -7,6 +7,8 @@ import pytest
 import koinii
 from koinii import Refused, Sym
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 
 def test_one_event_per_write_that_changes_belief_with_the_global_seq(kb):
     events = []
@@ -26,6 +28,7 @@ def test_one_event_per_write_that_changes_belief_with_the_global_seq(kb):
     assert events[1].seq > events[0].seq
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_a_rolled_back_batch_emits_nothing(kb):
     events = []
     kb.watch(events.append)

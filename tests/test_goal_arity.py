@@ -14,6 +14,8 @@ import koinii
 from koinii import channel
 from tests.conftest import refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 WRONG = "(answers ?who ?what)"
 DECLARED = {"predicate": "answers", "declared": 3, "given": 2, "example": "(answers ?a ?b ?c)"}
 

@@ -29,6 +29,8 @@ from koinii.server.tokens import add_token
 from koinii.sessions import Introspection, SessionStore
 from tests.conftest import Daemon, forker, refused, wait_until
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 TEAM = {
     "AgentAtlas": "agent",
     "AgentBoreas": "agent",

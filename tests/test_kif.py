@@ -9,6 +9,8 @@ import pytest
 
 from koinii import Refused, Sym
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 # Every construct the reader maps, each with a fact it should fire on.
 MAPPED = """; SUMO's style: => and <=> rules, quantifiers, comments
 (subclass Human Animal)
@@ -44,13 +46,16 @@ REFUSED = [
 ]
 
 
-@pytest.fixture(params=["local", "wire"])
+@pytest.fixture
 def store(request, kb, start_daemon):
-    if request.param == "local":
+    """The KB, or (where a test asks for "wire") a client of a daemon: the reader runs in the
+    engine either way, and each refusal kind crosses the wire intact (tests/test_wire.py)."""
+    if getattr(request, "param", "local") == "local":
         return kb
     return start_daemon().client()
 
 
+@pytest.mark.parametrize("store", ["local", "wire"], indirect=True)
 def test_kifs_rules_quantifiers_and_nesting_are_read_and_fire(store):
     loaded = store.load_text(MAPPED, "CxSumo", format="kif")
     assert loaded.problems == []

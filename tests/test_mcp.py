@@ -23,6 +23,8 @@ from koinii.kb import semantic
 from koinii.mcp import REFUSAL_FIXES
 from tests.conftest import forker
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 TOOLS = {
     "claim",
     "ask",
@@ -37,6 +39,8 @@ TOOLS = {
     "thread",
     "questions",
     "disputes",
+    "channels",
+    "why_not",
     "query",
     "search",
     "vocabulary",
@@ -199,6 +203,52 @@ def test_every_read_is_one_object_and_an_empty_one_says_so(daemon):
     assert questions["count"] == 0 and "no unsettled questions" in questions["note"]
     assert disputes["count"] == 0 and "no" in disputes["note"]
     assert query == {"solutions": [], "count": 0, "note": query["note"]} and query["note"]
+
+
+def test_an_agent_sees_the_channels_and_learns_what_defeats_a_claim(daemon):
+    async def script():
+        async with mcp_agent(daemon, "AgentLead") as lead, mcp_agent(daemon, "AgentCyra") as cyra:
+            claim = (await lead.claim(sentence="(usesDatabase Billing PostgreSQL16)"))["handle"]
+            believed = await cyra.why_not(handle=claim)
+            bad = await cyra.refused("why_not", handle=claim, context="cx bad")
+            with daemon.client("Ops") as ops:
+                ruling = ops.assert_(
+                    "(not (usesDatabase Billing PostgreSQL16))", "CxTeam", strength="monotonic"
+                )
+            return (
+                claim,
+                ruling,
+                believed,
+                await cyra.why_not(handle=claim, context="CxTeam"),
+                await cyra.why_not(handle=999_999),
+                await cyra.channels(),
+                bad,
+            )
+
+    claim, ruling, believed, defeated, unknown, channels, bad = play(script)
+    assert believed == {
+        "handle": claim,
+        "context": None,
+        "believed": True,
+        "reason": None,
+        "defeated_by": [],
+    }
+    assert (defeated["believed"], defeated["reason"]) == (False, "defeated")
+    assert defeated["context"] == "CxTeam"
+    assert defeated["defeated_by"] == [
+        {
+            "handle": ruling,
+            "sentence": "(not (usesDatabase Billing PostgreSQL16))",
+            "context": "CxTeam",
+            "strength": "monotonic",
+            "author": "Ops",
+        }
+    ]
+    assert unknown["reason"] == "not-stored"
+    assert channels["count"] == 1
+    [team] = channels["channels"]
+    assert team["name"] == "CxTeam" and {"AgentLead", "AgentCyra"} <= set(team["members"])
+    assert bad.startswith("naming:") and "Fix:" in bad
 
 
 def test_questions_come_in_windows_and_say_where_the_older_ones_start(daemon):
@@ -393,6 +443,7 @@ async def until(tools: Tools, found, about: str, tries: int = 20):
     raise AssertionError(f"nothing about {about} arrived")
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_a_team_makes_a_release_decision_through_mcp(daemon):
     from koinii.wraps import Coordinators
 

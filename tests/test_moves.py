@@ -17,6 +17,8 @@ from koinii import achannel, channel
 from tests.counting_proxy import CountingProxy
 from tests.test_mcp import mcp_agent
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 TEAM = ("AgentAtlas", "AgentBoreas", "AgentCyra")
 PRINCIPALS = {**{a: "agent" for a in TEAM}, "AgentLead": "agent", "Viewer": "reader"}
 VERSION = "(postgresMajorVersion ProdCluster ?v)"
@@ -185,6 +187,7 @@ def test_every_move_of_an_mcp_tool_is_one_exchange(daemon):
 # --- the rules hold for every client ------------------------------------------------------------
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_two_clients_of_one_agent_answering_at_once_leave_one_standing_answer(daemon):
     joined(daemon, "AgentAtlas", "AgentBoreas")
     q = moved(daemon, "AgentAtlas", "ask", question=VERSION)["handle"]

@@ -25,6 +25,12 @@ READS = {
     "members": "conversation.members",
 }
 
+# the MCP tools that are one read each, taking its fields in its order (after the channel)
+TOOL_READS = {
+    "channels": "conversation.channels",
+    "why_not": "belief.why_not",
+}
+
 
 def fields_of(name: str) -> list[str]:
     """An operation's fields after the acting agent (or the channel), in their order."""
@@ -69,6 +75,9 @@ def test_every_mcp_move_tool_is_its_operation_with_the_same_argument_order(tmp_p
         assert arguments == fields_of(f"moves.{move}")[: len(arguments)], (move, arguments)
     for read in set(READS) - {"members"}:  # (the roster tool is still to come)
         assert read in tools, read
+    for tool, name in TOOL_READS.items():
+        arguments = list(tools[tool].inputSchema["properties"])
+        assert arguments == fields_of(name), (tool, arguments)
 
 
 # --- the engine's verbs ------------------------------------------------------------------------
@@ -127,31 +136,50 @@ def test_every_served_operation_is_declared_once_with_a_known_schedule():
         assert op.summary and all(len(spec) == 3 for spec in op.fields.values()), op.name
 
 
-SHELL_MOVES = {"join", "claim", "ask", "answer", "endorse", "justify", "dispute", "vote"} | {
-    "accept",
-    "close",
-    "concede",
+SOURCE = {"as_json", "quiet", "url", "token", "db"}  # the shell's own options
+SHELL_READS = {"conversation.channels", "conversation.questions", "conversation.thread"} | {
+    "conversation.disputes",
+    "belief.why_not",
 }
-SOURCE = {"agent", "as_json", "quiet", "url", "token", "db"}  # every shell move's own options
 
 
-def test_every_shell_move_is_its_operation_with_the_same_argument_order():
-    """`koinii <move>`: the operation's required fields (after the agent) as arguments, in
-    its order; its optional fields as options of the same name; nothing else."""
-    import click
-
+def _shell_commands() -> dict[str, tuple[str, object]]:
+    """operation -> (command name, command), for every command that names its operation."""
     from koinii.cli import main
 
-    for move in SHELL_MOVES:
-        command = main.commands[move]
-        op = load_domains()[f"moves.{move}"]
-        wanted = [f for f in op.fields if f != "agent"]
-        arguments = [p.name for p in command.params if isinstance(p, click.Argument)]
-        options = {p.name for p in command.params if isinstance(p, click.Option)} - SOURCE
-        required = [f for f in wanted if op.fields[f][1]]
-        assert arguments == required, (move, arguments, required)
-        assert options <= set(wanted) - set(required), (move, options)
-        assert {"agent", "url", "token", "db"} <= {p.name for p in command.params}, move
-    assert set(MOVES) - NOT_TOOLS - {"withdraw"} <= SHELL_MOVES | {"join"}
-    assert main.commands["channels"].params[0].name == "as_json"
-    assert "conversation.channels" in load_domains()
+    commands = {name: main.commands[name] for name in main.list_commands(None)}
+    return {
+        command.operation: (name, command)
+        for name, command in commands.items()
+        if getattr(command, "operation", None)
+    }
+
+
+def test_every_shell_command_is_its_operation_with_the_same_argument_order():
+    """`koinii <command>` that names its operation (`cli.core.runs`): its arguments are
+    the operation's required fields in their order, its options fields of the same
+    names, and every required field is one or the other; a move also takes --agent."""
+    import click
+
+    from koinii.server.verbs import served
+
+    verbs = {op.name: op for op in served() if op.on == "daemon"}
+    for operation, (name, command) in _shell_commands().items():
+        op = load_domains().get(operation) or verbs[operation]
+        params = {p.name: p for p in command.params if p.name not in SOURCE}
+        arguments = [p.name for p in params.values() if isinstance(p, click.Argument)]
+        assert set(params) <= set(op.fields), (name, set(params) - set(op.fields))
+        assert arguments == [f for f in op.fields if f in arguments], (name, arguments)
+        required = [f for f in op.fields if op.fields[f][1]]
+        assert set(required) <= set(params), (name, set(required) - set(params))
+        if operation.startswith("moves."):
+            assert arguments == [f for f in required if f != "agent"], (name, arguments)
+            assert {"agent", "url", "token", "db"} <= {p.name for p in command.params}, name
+
+
+def test_every_move_and_conversation_read_has_its_shell_command():
+    shell = _shell_commands()
+    moves = {f"moves.{m}" for m in set(MOVES) - NOT_TOOLS - {"withdraw"}} | {"moves.join"}
+    assert moves | SHELL_READS <= set(shell), (moves | SHELL_READS) - set(shell)
+    assert all(name == operation.rpartition(".")[2].replace("_", "-")
+               for operation, (name, _) in shell.items()), shell  # fmt: skip

@@ -29,6 +29,8 @@ from koinii.sessions.importing import import_paths
 from koinii.wraps import WrapQueue, permeate
 from tests.conftest import forker
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 SAMPLES = pathlib.Path(__file__).parent / "data" / "sessions"
 TOOLS = SAMPLES / "claude-code_v2.1.38_sample_tools.jsonl"
 TOOLS_SESSION = "8c2f4a91-3e5d-4b7c-a0f2-6d19e8b7c354"
@@ -606,6 +608,7 @@ def test_over_a_daemon_with_tokens_a_hook_acts_only_as_its_tokens_agent(home, st
         assert wrap["agent_id"] == "AgentWorker"
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_a_stop_hook_killed_mid_import_loses_nothing_and_doubles_nothing(home, start_daemon):
     """A hook killed while its import is half-way (some parts written, the session not
     complete): the next Stop imports again, and the session is what one import makes."""

@@ -391,6 +391,27 @@ def test_a_longer_word_mistyped_finds_the_stored_word_a_stored_word_is_never_cor
     assert len(kb.search("traderr", TEAM, ranking="lexical")) == 5
 
 
+def test_a_six_letter_word_missing_a_letter_is_corrected_but_not_changed_to_another(kb):
+    kb.assert_('(dunningSchedule Billing "reminders at 7, 14 and 30 days")', TEAM)
+    kb.assert_('(note Team "the parser reads the carrot file")', TEAM)
+    assert texts(kb.search("dunnig schedule", TEAM, ranking="lexical"))[0] == (
+        '(dunningSchedule Billing "reminders at 7, 14 and 30 days")'
+    )
+    assert texts(kb.search("dunnig", TEAM, ranking="lexical")) == [
+        '(dunningSchedule Billing "reminders at 7, 14 and 30 days")'
+    ]
+    # one letter changed in a six-letter word is not corrected: too many neighbours
+    assert kb.search("parrot", TEAM, ranking="lexical") == []
+
+
+def test_a_compound_typed_split_stands_for_its_abbreviation_too(kb):
+    kb.assert_("(maxConnections InvoiceDb 200)", TEAM)
+    kb.assert_('(note Team "the database migration guide")', TEAM)
+    kb.assert_('(note Team "connections to the cache are pooled")', TEAM)
+    hits = kb.search("data base connections", TEAM, ranking="lexical")
+    assert texts(hits)[0] == "(maxConnections InvoiceDb 200)"
+
+
 def test_camel_case_is_found_typed_in_lower_case_or_as_its_words(kb):
     kb.assert_('(invoiceNumberFormat Billing "INV-YYYY-NNNNN")', TEAM)
     for text in ("invoicenumberformat", "invoice number format", "InvoiceNumberFormat"):
@@ -458,6 +479,91 @@ def test_what_caused_the_outage_is_found_through_the_incidents_name(kb):
         '(incidentTitle Incident17 "checkout outage")',
         '(rootCause Incident17 "the invoice database ran out of connections")',
     ]
+
+
+def test_the_facts_about_each_subject_a_search_names_follow_their_hits(kb):
+    """Two incidents in one search: each one's cause right behind its name."""
+    kb.assert_('(incidentTitle Incident17 "checkout outage")', TEAM)
+    kb.assert_('(rootCause Incident17 "the invoice database ran out of connections")', TEAM)
+    kb.assert_('(incidentTitle Incident23 "duplicate invoice emails")', TEAM)
+    kb.assert_('(rootCause Incident23 "the webhook handler was not idempotent")', TEAM)
+    for i in range(30):  # other incidents' causes, sharing "cause"
+        kb.assert_(f'(rootCause Incident{100 + i} "the cache {i} was cold")', TEAM)
+    search = "causes of the checkout outage and the duplicate emails"
+    hits = kb.search(search, TEAM, ranking="lexical", limit=4)
+    assert texts(hits) == [
+        '(incidentTitle Incident17 "checkout outage")',
+        '(rootCause Incident17 "the invoice database ran out of connections")',
+        '(incidentTitle Incident23 "duplicate invoice emails")',
+        '(rootCause Incident23 "the webhook handler was not idempotent")',
+    ]
+    assert hits[1].matched == "linked"  # (the other cause may be a word hit already)
+
+
+# --- dates -----------------------------------------------------------------------------------
+
+
+def stamp(year: int, month: int, day: int) -> int:
+    """Epoch ms of a UTC day's noon (a KB's clock)."""
+    from datetime import UTC, datetime
+
+    return int(datetime(year, month, day, 12, tzinfo=UTC).timestamp() * 1000)
+
+
+def test_a_month_or_a_day_in_a_search_finds_the_dates_that_fall_in_it(new_location):
+    now = [stamp(2026, 12, 6)]
+    with koinii.open_kb(new_location(), clock=lambda: now[0]) as kb:
+        april = kb.assert_('(incidentDate Incident17 "2026-04-09")', TEAM)
+        may = kb.assert_('(incidentDate Incident18 "2026-05-20")', TEAM)
+        named = kb.assert_('(note Ops "the April release slipped a week")', TEAM)
+        long_ago = kb.assert_('(incidentDate Incident9 "2019-04-02")', TEAM)
+
+        def found(text: str) -> set[int]:
+            return {h.sentex.handle for h in kb.search(text, TEAM, ranking="lexical")}
+
+        # a month without a year: around the KB's clock (2025 to 2027), or named in words
+        assert found("what happened in april") == {april, named}
+        assert found("april 2019") == {long_ago, named}
+        assert found("apr 2026") == {april, named}
+        assert found("what happened on 2026-05-20") == {may}
+        assert found("may 20") == {may}
+        assert found("20th may 2026") == {may}
+        assert found("2026-04") == {april, named}
+
+
+def test_a_month_in_a_search_prefers_what_was_recorded_in_it(new_location):
+    """Two decisions match the words alike; the one recorded in April ranks first for
+    "in april" (ties otherwise go to the older, recorded in June)."""
+    now = [stamp(2026, 6, 1)]
+    with koinii.open_kb(new_location(), clock=lambda: now[0]) as kb:
+        june = kb.assert_('(decision Billing "credit notes correct invoices")', TEAM)
+        now[0] = stamp(2026, 4, 9)
+        april = kb.assert_('(decision Billing "sent invoices stay unchanged")', TEAM)
+        now[0] = stamp(2026, 12, 6)
+        assert kb.search("billing decision", TEAM, ranking="lexical")[0].sentex.handle == june
+        hits = kb.search("billing decision in april", TEAM, ranking="lexical")
+        assert [h.sentex.handle for h in hits] == [april, june]
+
+
+@pytest.mark.parametrize(
+    "text, dates",
+    [
+        ("may I deploy on friday", []),  # "may" the verb names no date
+        ("deploys in may", [("may", 3)]),
+        ("what changed in march", [("march", 3)]),
+        ("9 april 2026", [("9 april 2026", 1)]),
+        ("2026-13-01 build", []),  # no 13th month
+        ("feb 30", []),  # no such day in any of the years
+        ("release 2026 ok", []),  # a year alone is a number
+    ],
+)
+def test_which_words_of_a_search_name_a_date(text, dates):
+    from koinii.kb.dates_of_search import dates_in
+    from koinii.kb.store.fulltext import _CHUNK
+
+    chunks = _CHUNK.findall(text)
+    found = dates_in(chunks, stamp(2026, 12, 6))
+    assert [(" ".join(chunks[d.first : d.past]).lower(), len(d.spans)) for d in found] == dates
 
 
 # --- the work a search does (issue 37) -------------------------------------------------------

@@ -18,6 +18,8 @@ from koinii.sessions.importing import import_paths
 from koinii.sessions.search import SNIPPET_TOKENS, window, words
 from tests.test_sessions_import import readable
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 DEPTH = pathlib.Path(__file__).parent / "data" / "sessions" / "depth"
 PROJECT = DEPTH / "claude" / "-home-dev-shop-services-checkout"
 PARENT_ID = "5f0c2d1e-7a4b-4c1d-9e2f-3a6b8c0d1e2f"
@@ -217,6 +219,7 @@ def test_a_multi_word_snippet_shows_the_words_where_they_are_together():
     assert window("nothing here matches", ["zebra"]).startswith("nothing")
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_a_search_snippet_holds_every_word_it_matched(store):
     sid = store.start_session(title="s")
     reply = "Rollout " + "notes " * 30 + "the rollout plan for friday " + "more " * 30
@@ -282,6 +285,7 @@ def test_import_prints_json_and_piped_tables_keep_whole_names(tmp_path):
 # --- storage -----------------------------------------------------------------------------------
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_the_title_band_has_its_trigram_index_and_matches_literally(store, kb, backend):
     assert kb.read_records(schema.has_title_trigrams)
     odd = store.start_session(title="100% done_now")
@@ -290,6 +294,7 @@ def test_the_title_band_has_its_trigram_index_and_matches_literally(store, kb, b
     assert [r["id"] for r in found] == [odd]
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_an_older_store_gains_the_tool_band_with_its_rows_indexed(new_location):
     import koinii
 
@@ -403,6 +408,7 @@ def test_a_recorder_flushes_by_count_and_on_close_even_after_an_exception(store)
     assert reader.get_session(later)["title"] == "left by an exception"
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_a_refused_batch_writes_nothing_and_names_the_event(store, kb):
     sid = store.start_session(title="s")
     recorder = store.recorder()

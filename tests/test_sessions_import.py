@@ -18,6 +18,8 @@ from koinii.cli import main
 from koinii.sessions import Introspection, SessionStore
 from koinii.sessions.importing import import_paths
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 SAMPLES = pathlib.Path(__file__).parent / "data" / "sessions"
 OURS = sorted(SAMPLES.glob("claude-code_*.jsonl"))
 SHORT = SAMPLES / "claude-code_v2.1.38_sample.jsonl"  # one turn, one tool call
@@ -184,6 +186,7 @@ def test_thinking_is_kept_and_requests_are_searchable(store, path):
         assert report["session_id"] in [r["id"] for r in Introspection(store).list_sessions(last)]
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_a_reimport_adds_nothing(store, kb):
     first = import_paths(store, FILES)
     seq = kb.seq
@@ -197,6 +200,7 @@ def test_a_reimport_adds_nothing(store, kb):
     assert after == before
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_a_grown_transcript_replaces_its_earlier_import_under_the_same_id(store, tmp_path):
     lines = TOOLS.read_bytes().splitlines(keepends=True)
     second_prompt = next(i for i, line in enumerate(lines) if b'"now run the tests"' in line)

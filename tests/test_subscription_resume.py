@@ -21,6 +21,8 @@ from koinii import Refused, Unavailable, channel
 from tests.blocking import Loop, Subscribed
 from tests.conftest import Daemon, line_within, wait_until
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 
 @pytest.fixture
 def service(new_location):
@@ -76,6 +78,7 @@ def _handles(events) -> list[int]:
     return [c["handle"] for e in events for c in e.added]
 
 
+@pytest.mark.backends("sqlite", "postgres")
 @pytest.mark.parametrize("restarts", [10])
 def test_a_wire_subscription_resumes_across_restarts_losing_and_repeating_nothing(
     service, backend, restarts, subscribe_items

@@ -7,6 +7,8 @@ import koinii
 from koinii import Refused, Sym
 from koinii.kb import semantic
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 
 @pytest.fixture
 def client(daemon, connect):
@@ -58,6 +60,7 @@ def script(kb):
     return seen
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_every_operation_round_trips_with_the_same_results_as_in_process(client):
     with koinii.open_kb() as kb:
         local = script(kb)

@@ -12,6 +12,8 @@ from koinii import Refused
 from koinii.server.tokens import UNAUTHORIZED
 from tests.conftest import refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 TEAM = {
     "AgentAtlas": "agent",
     "AgentBoreas": "agent",

@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 
 def post(daemon, path, body, headers=None):
     conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30)

@@ -14,12 +14,15 @@ from koinii.server import build_app
 from koinii.wire import API
 from tests.conftest import wait_until
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 
 @pytest.fixture
 def client(daemon, connect):
     return connect(daemon)
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_300_writes_against_a_256_ring_lag_44_then_0(client):
     sub = client.watch()
     assert sub["cursor"] == 0 and sub["max_events"] == 256
@@ -399,6 +402,7 @@ def _poll_quietly(daemon, token, errors):
             errors.append(refusal.kind)
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_the_durable_tail_resumes_across_a_daemon_restart(daemon, connect):
     client = connect(daemon)
     client.assert_("(item One)", "CxA")
@@ -423,6 +427,7 @@ def test_the_durable_tail_long_polls(daemon, client):
     assert tail["entries"][0]["added"][0]["sentence"] == "(item Late)"
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_the_durable_tail_says_too_old_after_compaction(client):
     since = client.seq
     for i in range(5):

@@ -10,7 +10,7 @@ import pytest
 
 # The HTTP layer and its schema are the same over either store (the storage suites run on
 # both): one run, on SQLite, of what took a quarter of a worker's time twice.
-@pytest.mark.parametrize("backend", ["sqlite"])
+@pytest.mark.backends("sqlite")
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(daemon):
     cli = pathlib.Path(sys.executable).parent / "schemathesis"
     result = subprocess.run(

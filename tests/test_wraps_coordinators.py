@@ -111,6 +111,7 @@ def test_re_registering_starts_a_new_run_as_active(kb):
     assert again["registered_at"] == first["registered_at"]
 
 
+@pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
 @pytest.mark.parametrize(
     ("call", "field"),
     [
@@ -131,6 +132,7 @@ def test_a_bad_coordinator_call_is_refused_as_bad_coordinator_and_writes_nothing
     assert kb.seq == seq and Coordinators(kb).list() == []
 
 
+@pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
 def test_an_unknown_status_is_refused_with_the_known_ones(kb):
     Coordinators(kb).register("AgentCoordA", project_id="hive", session_id="s-a")
     call = invoker(kb)
@@ -151,6 +153,7 @@ def test_a_session_belongs_to_one_coordinator(kb):
     assert registry.get("AgentCoordB") is None
 
 
+@pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
 def test_cleanup_refuses_a_bad_threshold(kb):
     refusal = refused(lambda: Coordinators(kb).cleanup_stale(threshold_ms=-5))
     assert refusal.kind == "bad-option" and refusal.data["option"] == "threshold_ms"
@@ -214,6 +217,7 @@ def team(start_daemon):
     return start_daemon(principals=TEAM)
 
 
+@pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
 def test_over_the_wire_a_coordinator_cannot_consume_another_coordinators_wraps(team):
     clients = {name: team.client(name) for name in TEAM}
     agents = {
@@ -256,6 +260,7 @@ def test_over_the_wire_a_coordinator_cannot_consume_another_coordinators_wraps(t
     assert as_a.get_unprocessed_wraps() == []
 
 
+@pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
 def test_over_the_wire_a_wraps_agent_is_its_principal(team):
     ling = WrapQueue(team.client("AgentLingA"))
     refusal = refused(lambda: ling.add_wrap_notification("w", agent_id="AgentLingB"))
@@ -270,6 +275,7 @@ def test_over_the_wire_a_wraps_agent_is_its_principal(team):
     assert WrapQueue(team.client("Ops")).get_unprocessed_wraps()[0]["agent_id"] == "AgentLingA"
 
 
+@pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
 def test_over_the_wire_readers_and_admins_read_but_do_not_change_the_queue(team):
     WrapQueue(team.client("AgentLingA")).add_wrap_notification("w", agent_id="AgentLingA")
     for name in ("Auditor", "Registrar"):
@@ -283,6 +289,7 @@ def test_over_the_wire_readers_and_admins_read_but_do_not_change_the_queue(team)
         assert registry.list() == []
 
 
+@pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
 def test_over_the_wire_an_agent_registers_and_changes_only_its_own_coordinator_record(team):
     a, b = Coordinators(team.client("AgentCoordA")), Coordinators(team.client("AgentCoordB"))
     refusal = refused(lambda: a.register("AgentCoordB", project_id="hive"))
@@ -298,6 +305,7 @@ def test_over_the_wire_an_agent_registers_and_changes_only_its_own_coordinator_r
     assert a.get("AgentCoordA")["status"] == "active"
 
 
+@pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
 def test_over_the_wire_an_operator_may_mark_any_wrap(team):
     Coordinators(team.client("AgentCoordA")).register(
         "AgentCoordA", project_id="hive", session_id="session:coord-a"

@@ -10,6 +10,8 @@ from koinii.operations import invoker
 from koinii.wraps import WrapQueue, coordinate, permeate, queue, wrap_session
 from tests.conftest import refused
 
+pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
+
 SESSION = dict(session_id="session:ling-1", parent_session_id="session:coord-a")
 
 
@@ -58,6 +60,7 @@ def test_wrap_session_writes_the_entries_in_the_agents_context_and_files_the_wra
     assert entry["op"] == "wraps.wrap_session" and len(entry["added"]) == 4
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_a_failure_between_the_entries_and_the_wrap_leaves_neither(kb, team, monkeypatch):
     def broken(connection, wrap):
         connection.execute("SELECT 1")  # the entries are in the transaction by now
@@ -72,6 +75,7 @@ def test_a_failure_between_the_entries_and_the_wrap_leaves_neither(kb, team, mon
     assert kb.seq == seq
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_reusing_another_agents_wrap_id_is_refused_inside_the_write_and_leaves_neither(kb, team):
     first = wrap_session(team["AgentLingA"], **SESSION, notes=["mine"], wrap_id="wrap-1")
     seq = kb.seq
@@ -222,6 +226,7 @@ def test_over_the_wire_a_ling_wraps_only_as_itself(wired):
     assert memory_of(wired["AgentLingB"].store) == []
 
 
+@pytest.mark.backends("sqlite", "postgres")
 def test_over_the_wire_a_failure_between_the_entries_and_the_wrap_leaves_neither(wired):
     wrap_session(wired["AgentLingA"], **SESSION, notes=["a's"], wrap_id="w")
     store = wired["AgentLingB"].store

@@ -1,4 +1,5 @@
-"""The wrap queue, row by row of wraps.md §1, in-process and over the daemon."""
+"""The wrap queue, row by row of wraps.md §1, on each backend. Over the daemon it answers
+alike (tests/test_wire_contract.py); what only the daemon does is tested at its end."""
 
 import time
 
@@ -10,14 +11,11 @@ from koinii.wraps.queue import wraps_query
 from tests.conftest import refused
 
 
-@pytest.fixture(params=["in-process", "over-the-wire"])
-def source(request, backend):
-    """A KB, or a Client of an open daemon, on each backend: the queue behaves the same."""
-    if request.param == "in-process":
-        yield request.getfixturevalue("kb")
-    else:
-        with request.getfixturevalue("start_daemon")().client() as client:
-            yield client
+@pytest.fixture
+def source(kb):
+    """The queue's store, in process on each backend: its rules are the operations', which
+    the daemon runs alike (tests/test_wire_contract.py)."""
+    return kb
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ Invariant: every operation's arguments and result are JSON values (terms as text
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,10 +159,15 @@ def invoker(source: Any) -> Callable[..., Any]:
     if isinstance(source, KB):
 
         def call(name: str, /, **fields: Any) -> Any:
-            found = REGISTRY.get(name) or load_domains()[name]
+            found = REGISTRY.get(name) or _load_domain_of(name)
             if found.on != "kb":
                 raise ValueError(f"{name} is an engine verb: in one process, call kb.{name}")
-            return found.run(source, **fields)
+            result = found.run(source, **fields)
+            if inspect.iscoroutine(result):  # one the daemon runs off its loop: to its end
+                import asyncio  # (here only: a command's start-up need not import it)
+
+                return asyncio.run(result)
+            return result
 
         return call
 
@@ -172,6 +178,18 @@ def invoker(source: Any) -> Callable[..., Any]:
         return source.invoke(name, wait_s=wait if isinstance(wait, (int, float)) else 0, **fields)
 
     return remote
+
+
+def _load_domain_of(name: str) -> Operation:
+    """The operation `name`, its domain module imported first (`moves.claim`: koinii.moves)
+    — in one process a command needs one domain, not all eight (a CLI command's start-up)
+    — else every domain module."""
+    module = f"koinii.{name.partition('.')[0]}"
+    if module in DOMAIN_MODULES:
+        importlib.import_module(module)
+        if name in REGISTRY:
+            return REGISTRY[name]
+    return load_domains()[name]
 
 
 def load_domains() -> dict[str, Operation]:

@@ -71,16 +71,31 @@ def open_source(db: str | None, url: str | None, token: str | None, *, create: b
     """A KB (with --db) or a Client of the daemon; use it in a `with`. Only a command
     that writes passes `create`: for one that reads, a mistyped --db is refused
     (`no-such-store`) rather than answered from a new, empty store."""
-    from koinii.client import connect
-    from koinii.kb import open_kb
-
     db, url = resolve_source(db, url)
-    return open_kb(db, create=create) if db else connect(url, token=token)
+    if db:  # (each imports only what its source needs: a command's start-up is most of it)
+        from koinii.kb import open_kb
+
+        return open_kb(db, create=create)
+    from koinii.client import connect
+
+    return connect(url, token=token)
 
 
 def json_option(fn):
     """`--json`: print the command's data as JSON (keyword argument as_json)."""
     return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(fn)
+
+
+def runs(operation: str) -> Any:
+    """Mark a command as the shell's face of `operation` (a domain operation or an engine
+    verb): its arguments are the operation's required fields in their order and its options
+    fields of the same names, checked against the registry (tests/test_parity.py)."""
+
+    def mark(command: click.Command) -> click.Command:
+        setattr(command, "operation", operation)  # noqa: B010 (a Command has no such slot)
+        return command
+
+    return mark
 
 
 def echo_json(value: Any) -> None:
@@ -97,6 +112,7 @@ def _jsonable(value: Any) -> Any:
 # --- writes ---------------------------------------------------------------------------
 
 
+@runs("assert")
 @click.command("assert")
 @click.argument("sentence")
 @click.option("--context", "-c", required=True, help="The context to write, e.g. CxAtlas.")
@@ -116,6 +132,7 @@ def assert_command(sentence, context, strength, creator, as_json, url, token, db
     click.echo(" ".join(map(str, handle)) if isinstance(handle, list) else handle)
 
 
+@runs("retract")
 @click.command("retract")
 @click.argument("handle", type=int)
 @json_option
@@ -174,6 +191,7 @@ def withdraw_command(handle, agent_id, as_json, url, token, db) -> None:
 # --- reads ----------------------------------------------------------------------------
 
 
+@runs("query")
 @click.command("query", short_help="Solutions of a goal, as a table (or --json).")
 @click.argument("goal")
 @click.option("--context", "-c", required=True, help="Read through this context's ancestors.")

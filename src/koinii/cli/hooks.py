@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from koinii.cli.core import resolve_source, source_options
-from koinii.runtimes import settings, state
-from koinii.runtimes.hooks import Config, run
+from koinii.cli.lazy import LazyChoice
+
+if TYPE_CHECKING:  # the hooks bring the engine: imported when a hook runs, not at start-up
+    from koinii.runtimes.hooks import Config
+
+RUNTIMES = LazyChoice("koinii.runtimes.settings", "RUNTIMES")
 
 
 def _options(run_: object) -> object:
@@ -112,7 +117,7 @@ def _print(result: dict, as_json: bool) -> None:
 
 
 @hooks.command("install", short_help="Add Koinii's hooks (and its MCP server) to a runtime.")
-@click.argument("runtime", type=click.Choice(settings.RUNTIMES))
+@click.argument("runtime", type=RUNTIMES)
 @_options
 @_where
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -135,6 +140,8 @@ def install(
     Idempotent; what is there already stays. The token is never written: the hooks and
     the MCP server read KOINII_TOKEN from the environment the runtime runs in.
     """
+    from koinii.runtimes import settings
+
     options = settings.Options(channel, agent, url, db, handback, command_, parent_session)
     if runtime == "claude":
         _print(settings.install_claude(options, scope, project_dir), as_json)
@@ -143,12 +150,14 @@ def install(
 
 
 @hooks.command("uninstall", short_help="Take Koinii out of a runtime's settings.")
-@click.argument("runtime", type=click.Choice(settings.RUNTIMES))
+@click.argument("runtime", type=RUNTIMES)
 @_where
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def uninstall(runtime, scope, project_dir, codex_home, as_json):
     """Take Koinii out of RUNTIME's settings: byte for byte as before install, if the
     file is as install left it; else only Koinii's entries go."""
+    from koinii.runtimes import settings
+
     if runtime == "claude":
         _print(settings.uninstall_claude(scope, project_dir), as_json)
     else:
@@ -156,11 +165,13 @@ def uninstall(runtime, scope, project_dir, codex_home, as_json):
 
 
 @hooks.command("status")
-@click.argument("runtime", type=click.Choice(settings.RUNTIMES))
+@click.argument("runtime", type=RUNTIMES)
 @_where
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def status(runtime, scope, project_dir, codex_home, as_json):
     """What of Koinii's is in RUNTIME's settings."""
+    from koinii.runtimes import settings
+
     if runtime == "claude":
         _print({"runtime": "claude", **settings.status_claude(scope, project_dir)}, as_json)
     else:
@@ -171,6 +182,9 @@ def _config(channel, agent, url, token, db, handback, project, parent_session) -
     """The hook's Config, its source chosen by the rule every command follows
     (`koinii.cli.core.resolve_source`); None, and a line in the hooks' log, when it names
     two stores: a hook never fails the agent, even on a usage error."""
+    from koinii.runtimes import state
+    from koinii.runtimes.hooks import Config
+
     try:
         db, url = resolve_source(db, url)
     except click.UsageError as error:
@@ -226,6 +240,8 @@ def hook() -> None:
 def hook_claude(event, channel, agent, project, parent_session, handback, url, token, db):
     """A Claude Code command hook: the event's JSON on stdin; prints only what the agent
     is meant to read."""
+    from koinii.runtimes.hooks import run
+
     raw = sys.stdin.read()
     config = _config(channel, agent, url, token, db, handback, project, parent_session)
     out = run("claude", event, raw, config) if config is not None else ""
@@ -238,6 +254,8 @@ def hook_claude(event, channel, agent, project, parent_session, handback, url, t
 @_hook_options
 def hook_codex(payload, channel, agent, project, parent_session, handback, url, token, db):
     """Codex CLI's notify: the event's JSON is the last argument."""
+    from koinii.runtimes.hooks import run
+
     config = _config(channel, agent, url, token, db, handback, project, parent_session)
     if config is not None:
         run("codex", None, payload or "", config)

@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from koinii.cli.core import echo_json, json_option, open_source, source_options
+from koinii.cli.core import echo_json, json_option, open_source, runs, source_options
 
 
 def agent_option(fn):
@@ -79,6 +79,7 @@ def _content(text: str) -> Any:
     return text
 
 
+@runs("conversation.channels")
 @click.command("channels", short_help="The channels and their members.")
 @json_option
 @source_options
@@ -97,6 +98,7 @@ def channels_command(as_json, url, token, db) -> None:
         click.echo(f"{entry['name']}: {', '.join(entry['members'])}")
 
 
+@runs("moves.join")
 @click.command("join", short_help="Join an agent to a channel.")
 @click.argument("channel")
 @click.option("--speaks", default=None, help="The vocabulary context it speaks (CxSpeechActs).")
@@ -116,6 +118,7 @@ def join_command(channel, speaks, agent, as_json, url, token, db) -> None:
     click.echo(f"{agent} joined {joined['channel']} (its context {joined['context']})")
 
 
+@runs("moves.claim")
 @click.command("claim", short_help="State a claim in the agent's own context.")
 @click.argument("sentence")
 @click.option(
@@ -131,6 +134,7 @@ def claim_command(sentence, strength, agent, quiet, as_json, url, token, db) -> 
     move("claim", agent, (as_json, quiet), (url, token, db), sentence=sentence, **fields)
 
 
+@runs("moves.ask")
 @click.command("ask", short_help="Ask the channel a question.")
 @click.argument("question")
 @agent_option
@@ -143,6 +147,7 @@ def ask_command(question, agent, quiet, as_json, url, token, db) -> None:
     move("ask", agent, (as_json, quiet), (url, token, db), question=question)
 
 
+@runs("moves.answer")
 @click.command("answer", short_help="Answer a question (the answer carries its claim).")
 @click.argument("question", type=int)
 @click.argument("content")
@@ -164,6 +169,7 @@ def answer_command(question, content, agent, quiet, as_json, url, token, db) -> 
     )
 
 
+@runs("moves.endorse")
 @click.command("endorse", short_help="Stand behind a claim (or an answer's claim).")
 @click.argument("target", type=int)
 @agent_option
@@ -175,6 +181,7 @@ def endorse_command(target, agent, quiet, as_json, url, token, db) -> None:
     move("endorse", agent, (as_json, quiet), (url, token, db), target=target)
 
 
+@runs("moves.justify")
 @click.command("justify", short_help="Give a reason for a claim.")
 @click.argument("target", type=int)
 @click.argument("ground")
@@ -188,6 +195,7 @@ def justify_command(target, ground, agent, quiet, as_json, url, token, db) -> No
     move("justify", agent, (as_json, quiet), (url, token, db), target=target, ground=ground)
 
 
+@runs("moves.dispute")
 @click.command("dispute", short_help="Challenge another agent's claim.")
 @click.argument("target", type=int)
 @agent_option
@@ -200,6 +208,7 @@ def dispute_command(target, agent, quiet, as_json, url, token, db) -> None:
     move("dispute", agent, (as_json, quiet), (url, token, db), target=target)
 
 
+@runs("moves.vote")
 @click.command("vote", short_help="Vote for or against a claim.")
 @click.argument("target", type=int)
 @click.argument("stance", type=click.Choice(["for", "against"]))
@@ -213,6 +222,7 @@ def vote_command(target, stance, agent, quiet, as_json, url, token, db) -> None:
     move("vote", agent, (as_json, quiet), (url, token, db), target=target, stance=stance)
 
 
+@runs("moves.accept")
 @click.command("accept", short_help="As the asker: accept an answer.")
 @click.argument("answer", type=int)
 @click.option("--reason", default=None, help="Why, in words (shown with the acceptance).")
@@ -226,6 +236,7 @@ def accept_command(answer, reason, agent, quiet, as_json, url, token, db) -> Non
     move("accept", agent, (as_json, quiet), (url, token, db), answer=answer, reason=reason)
 
 
+@runs("moves.close")
 @click.command("close", short_help="As the asker: close a question unanswered.")
 @click.argument("question", type=int)
 @click.option("--reason", default=None, help="Why, in words (shown with the closing).")
@@ -239,6 +250,7 @@ def close_command(question, reason, agent, quiet, as_json, url, token, db) -> No
     move("close", agent, (as_json, quiet), (url, token, db), question=question, reason=reason)
 
 
+@runs("moves.concede")
 @click.command("concede", short_help="Give up the agent's own claim, saying why.")
 @click.argument("target", type=int)
 @click.argument("reason")

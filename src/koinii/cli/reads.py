@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from koinii.cli.core import echo_json, json_option, open_source, source_options
+from koinii.cli.core import echo_json, json_option, open_source, runs, source_options
 from koinii.cli.lazy import LazyChoice
 from koinii.errors import Refused
 
@@ -21,6 +21,7 @@ def invoker(store: Any) -> Any:
     return of(store)
 
 
+@runs("why")
 @click.command("why", short_help="Why a sentex is believed: its justification tree.")
 @click.argument("handle", type=int)
 @json_option
@@ -63,6 +64,7 @@ def _tree_lines(node: dict[str, Any], depth: int = 0):
             yield from _tree_lines(antecedent, depth + 2)
 
 
+@runs("belief.why_not")
 @click.command("why-not", short_help="Why a sentex is not believed (at a context).")
 @click.argument("handle", type=int)
 @click.option("--context", "-c", default=None, help="Read at this context (visible, unmasked).")
@@ -127,6 +129,7 @@ as_of_option = click.option(
 )
 
 
+@runs("conversation.disputes")
 @click.command("disputes", short_help="A channel's disputes: sides, state, tally, ruling.")
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
 @click.option(
@@ -201,6 +204,7 @@ def _ruling(ruling: dict, target: dict | None) -> str:
     return f"ruled by {ruling['arbiter']}{on}: {ruling['sentence']} (ruling #{ruling['handle']})"
 
 
+@runs("conversation.questions")
 @click.command("questions", short_help="A channel's questions, each with its state.")
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
 @click.option(
@@ -229,6 +233,7 @@ def questions_command(channel, state, as_of, as_json, url, token, db) -> None:
         )
 
 
+@runs("conversation.thread")
 @click.command("thread", short_help="A question or claim with everything said about it.")
 @click.argument("handle", type=int)
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import click
 
-from koinii.cli.core import echo_json, json_option, open_source, source_options
+from koinii.cli.core import echo_json, json_option, open_source, runs, source_options
 
 
+@runs("search")
 @click.command("search", short_help="Find what a context sees by words, best first.")
 @click.argument("text")
 @click.option("--context", "-c", required=True, help="Search what this context sees.")
@@ -51,6 +52,7 @@ def search_command(text, context, limit, ranking, as_json, url, token, db) -> No
     terminal().print(table)
 
 
+@runs("vocabulary")
 @click.command("vocabulary", short_help="The predicates in use where a context sees.")
 @click.option("--context", "-c", required=True, help="The predicates this context sees.")
 @json_option

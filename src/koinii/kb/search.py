@@ -13,11 +13,13 @@ two, weighing the words by how much of the search the best word hit holds; eithe
 the engine decides visibility, so a store never needs to know belief or the hierarchy,
 and a hit the reader cannot see is never returned, only skipped. The search's words
 stand for the forms the store holds of them (`terms_of_search`: compounds, typos,
-abbreviations). Over the ranked list, two rules about what was said rather than how: a
-question-answer thread is one (an answer and the claim it carries are one hit, the
-answer; a question's answers come before it), and the facts about an entity the best
-hits name follow the hit that names it. Every list a search ranks looks at no more than
-MAX_EXAMINED matches, so matches hidden from the reader cost bounded work.
+abbreviations), and a date they name for the sentences holding or recorded in it
+(`dates_of_search`). Over the ranked list, two rules about what was said rather than
+how: a question-answer thread is one (an answer and the claim it carries are one hit,
+the answer; a question's answers come before it), and the facts about the entities the
+best hits name follow the hit that names each (`entities_of_search`). Every list a
+search ranks looks at no more than MAX_EXAMINED matches, so matches hidden from the
+reader cost bounded work.
 
 A read never changes the KB. The one exception in kind: the indexes kept lazily — the
 in-memory store's and SQLite's FTS5, the vectors and the stored words' counts — take in
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.kb import checks, semantic, terms_of_search
+from koinii.kb import checks, entities_of_search, semantic, terms_of_search
 from koinii.kb.rules import CARRIES_CLAIM
 from koinii.kb.sentex import Node, Sentex
 from koinii.kb.state import State
@@ -56,24 +58,13 @@ FUSION_POWER = 2.0
 ANSWERS_PER_QUESTION = 3  # a question's answers placed before it, at most
 COVERAGE_FIRST = True  # word hits holding more of the typed words first (a benchmark switch)
 THREADS = True  # an answer and its claim one hit, before the question (a benchmark switch)
-ENTITIES = True  # pull in the facts about the best hit's entities (a benchmark switch)
-ENTITY_SPREAD = 25  # an entity named by more sentexes than this is too common to follow
-ENTITY_PULL = 2  # facts pulled in behind the best hit, at most
-ENTITY_DEPTH = 12  # the second search's hits looked at for them
-ENTITY_SOURCES = 3  # the best hits whose entities may be followed
+ENTITIES = True  # pull in the facts about the best hits' entities (a benchmark switch)
 
-# The conversation's moves, as the engine sees them (koinii.speech names them; the
-# engine sits below it): a question, an answer, and the moves that are no claim.
+# A question and an answer, as the engine sees them (koinii.speech names the moves; the
+# engine sits below it).
 QUERIES = Sym("queries")
 ANSWERS = Sym("answers")
 HANDLE = Sym("sentexHandle")
-MOVES = frozenset(
-    Sym(name)
-    for name in (
-        *("queries", "answers", "endorses", "justifies", "disputes", "votesFor"),
-        *("votesAgainst", "accepts", "closes", "notUnderstood", "refuse"),
-    )
-)
 DEFAULT_HITS = 10
 # of the backlog a hybrid search embeds first, at most (0.1-0.3 s: it holds the writer)
 EMBED_PER_SEARCH = 2_000
@@ -89,7 +80,7 @@ class Hit:
     snippet: str  # the indexed text around the matched words, each match in [ ]
     score: float  # the relevance: higher is better; only the order means anything
     # by its "words", its "meaning" (hybrid), "words+meaning", "answer" (the answer to a
-    # question that matched) or "linked" (a fact about the best hit's entity)
+    # question that matched) or "linked" (a fact about an entity a best hit names)
     matched: str = "words"
 
 
@@ -169,7 +160,7 @@ class Search(State):
                     else:
                         matched[handle] = "words+meaning" if handle in meaning else "words"
             if ENTITIES:
-                ranked = self._linked(query, ranked, visible, matched)
+                ranked = entities_of_search.linked(self, query, ranked, visible, matched)
             if THREADS:
                 ranked = self._threads(ranked, visible, matched)
             out = [(node, score, snippets.get(node.handle)) for node, score in ranked[:limit]]
@@ -179,7 +170,7 @@ class Search(State):
         """The search's terms, its compounds and typos looked up in the stored words
         (counted first for what was written since the last search, a bounded slice)."""
         self._count_terms(TERMS_PER_SEARCH)
-        query = terms_of_search.expand(text, self._terms())
+        query = terms_of_search.expand(text, self._terms(), self._clock())
         query.words = query.words[:MAX_TERMS]
         return query
 
@@ -218,7 +209,7 @@ class Search(State):
         hit holds (`coverage`; 0 without word hits)."""
         if not lexical or not query.groups:
             return 0.0
-        return terms_of_search.coverage(query.groups, _document(lexical[0][0]))
+        return terms_of_search.held_by(query, lexical[0][0])
 
     def _by_words(
         self, words: list[str], limit: int, visible: Any
@@ -294,76 +285,6 @@ class Search(State):
             if node.positive and node.atom[-1] == target and visible(node)
         ]
         return sorted(found, key=lambda n: n.handle)[:ANSWERS_PER_QUESTION]
-
-    def _linked(
-        self,
-        query: terms_of_search.Query,
-        ranked: list[tuple[Node, float]],
-        visible: Any,
-        matched: dict[int, str],
-    ) -> list[tuple[Node, float]]:
-        """The ranking with the facts about one entity pulled in right behind the hit
-        that names it (`matched`: "linked"), so "when was the checkout outage" finds the
-        incident's date through the incident's name.
-
-        The entities are the argument symbols of the best ENTITY_SOURCES claims — names
-        of two or more parts (Incident17, CheckoutApi), not a context's or an agent's,
-        not searched for already, that at most ENTITY_SPREAD sentexes name. The one
-        followed is the entity whose facts together hold the most of the search's typed
-        words — more than its hit alone holds, unless that hit holds them all; its facts
-        come in the order of the search's words plus the entity's, those holding more of
-        the typed words first, at most ENTITY_PULL of them."""
-        searched = set(query.words)
-        best: tuple[float, int, str, list[Node]] | None = None
-        for position, (node, _) in enumerate(ranked[:ENTITY_SOURCES]):
-            if node.atom[0] in MOVES or not node.positive or matched.get(node.handle) == "meaning":
-                continue  # a move, or found by meaning alone: too weak a link to follow
-            alone = terms_of_search.coverage(query.groups, _document(node))
-            for arg in node.atom[1:]:
-                if type(arg) is not Sym or arg.name.startswith(("Agent", "Cx")):
-                    continue
-                if len(fulltext.text_words(arg.name)) < 2:
-                    continue  # a word alone (Team, Dana) links too much to name a thing
-                form = "".join(ch for ch in arg.name.lower() if ch.isalnum())
-                if form in searched or (best is not None and best[2] == form):
-                    continue
-                if not 1 < self._terms().count.get(form, 0) <= ENTITY_SPREAD:
-                    continue  # named once (nothing to link) or too often (not a thing)
-                naming = self._store.search([form], ENTITY_SPREAD + 1)
-                facts = [
-                    fact
-                    for handle, _, _ in naming
-                    if (fact := self._index.by_handle.get(handle)) is not None
-                    and fact.atom[0] not in MOVES
-                    and visible(fact)
-                ]
-                together = terms_of_search.coverage(
-                    query.groups, " ".join(_document(fact) for fact in facts)
-                )
-                # followed where its facts hold more of the search than the hit alone,
-                # or the hit holds all of it (the search is about this entity)
-                linked = (together > alone or alone == 1.0) and len(facts) > 1
-                if linked and (best is None or together > best[0]):
-                    best = (together, position, form, facts)
-        if best is None:
-            return ranked
-        _, position, form, facts = best
-        about = {fact.handle for fact in facts}
-        placed = {node.handle for node, _ in ranked[: position + 1]}
-        score = ranked[position][1]
-        candidates = [
-            node
-            for node, _, _ in self._by_words([*query.words, form], ENTITY_DEPTH, visible)
-            if node.handle in about and node.handle not in placed
-        ]
-        # those holding more of the typed words first ("caused": the incident's cause)
-        candidates.sort(key=lambda n: -terms_of_search.coverage(query.groups, _document(n)))
-        pulled = [(node, score) for node in candidates[:ENTITY_PULL]]
-        for node, _ in pulled:
-            matched.setdefault(node.handle, "linked")
-        keep = {node.handle for node, _ in pulled}
-        rest = [r for r in ranked[position + 1 :] if r[0].handle not in keep]
-        return [*ranked[: position + 1], *pulled, *rest]
 
     def _by_meaning(self, text: str, depth: int, visible: Any) -> dict[int, Node]:
         """The visible sentexes closest in meaning to `text` (at least
@@ -535,14 +456,9 @@ def _more_of_the_search_first(
     """The word hits, those holding more of the typed words first, then in the store's
     order: BM25 adds the words' weights, so one rare word can outrank two common ones,
     and a compound's forms ("roll", "back", "rollback") count as one typed word here."""
-    held = [terms_of_search.coverage(query.groups, _document(node)) for node, _, _ in lexical]
+    held = [terms_of_search.held_by(query, node) for node, _, _ in lexical]
     order = sorted(range(len(lexical)), key=lambda i: -held[i])
     return [lexical[i] for i in order]
-
-
-def _document(node: Node) -> str:
-    """A sentex's index texts as one (for `coverage`)."""
-    return " ".join(fulltext.document(node.atom))
 
 
 def _opening(node: Node) -> str:

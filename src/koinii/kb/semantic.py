@@ -26,7 +26,6 @@ Invariants:
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import threading
 from collections.abc import Iterator, Sequence
@@ -75,6 +74,8 @@ def ranking_of(ranking: Any) -> str:
 def model_identity() -> str:
     """What makes the vectors: the model's package, its version and the width kept. A
     checkpoint's vectors are used only under the same (kb/checkpoint.py)."""
+    import importlib.metadata  # (a tenth of a second: only where vectors are kept)
+
     return f"wordllama {importlib.metadata.version('wordllama')} {DIMENSIONS}"
 
 

@@ -12,10 +12,16 @@ Invariants:
   long form too, and the long form for it.
 - A typo is corrected only where the typed word is stored nowhere, nor a variant of it
   ("reviews" where "review" is): a word the store holds is never searched as another, so
-  a rare word is not turned into a common one. The
-  correction is one edit away (a letter left out, added, changed, or two swapped), for
-  words of at least TYPO_MIN_LETTERS letters, the most used first, at most
-  TYPO_CANDIDATES of them.
+  a rare word is not turned into a common one. The correction is one edit away (a
+  letter left out, added, changed, or two swapped) for words of at least
+  TYPO_ANY_EDIT_LETTERS letters; a word of TYPO_MIN_LETTERS up to that, which has more
+  stored neighbours, is corrected only for the commonest slips — a letter left out
+  ("dunnig" → "dunning") or two swapped; the most used first, at most TYPO_CANDIDATES.
+- A compound joined from two typed words stands for its abbreviation too ("data base"
+  → "database" → "db").
+- A date the search names ("april", "2026-04-09": `dates_of_search`) is one typed word,
+  its group the date's words and year-first phrases; a sentence recorded in it matches
+  that group too (`coverage` given its `created`).
 - `Terms` counts the words of what was indexed (handles up to its `top`, each once); it is
   never told of a retraction, so a count may include a sentex no longer stored — a
   correction or a split that then matches nothing costs one more term in the query.
@@ -26,10 +32,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from koinii.kb.store.fulltext import _CHUNK, STOP_WORDS, _split
+from koinii.kb.dates_of_search import Date, dates_in
+from koinii.kb.store.fulltext import _CHUNK, STOP_WORDS, _split, document
 
-TYPO_MIN_LETTERS = 7  # shorter words have too many stored neighbours one edit away
+TYPO_MIN_LETTERS = 6  # shorter words have too many stored neighbours one edit away
+TYPO_ANY_EDIT_LETTERS = 7  # below: only a letter left out or two swapped
 TYPO_MAX_LETTERS = 30  # a longer "word" (a hash, a pasted token) is not corrected
 TYPO_CANDIDATES = 2  # stored words a typo is searched as, at most
 SPLIT_MIN_PART = 2  # "log in": the shorter part of a split may be two letters
@@ -79,24 +88,35 @@ class Query:
 
     words: list[str]
     groups: list[frozenset[str]] = field(default_factory=list)
+    dates: dict[int, Date] = field(default_factory=dict)  # group index → the date it is
 
 
 def plain(text: str) -> Query:
     """The search's own words and forms, nothing looked up (the words the store is
     asked for when it has no `Terms`; the groups for `coverage`)."""
-    return _query(text, None)
+    return _query(text, None, None)
 
 
-def expand(text: str, terms: Terms) -> Query:
-    """`plain`, with each group's joins, splits and typo corrections found in `terms`."""
-    return _query(text, terms if COMPOUNDS else None)
+def expand(text: str, terms: Terms, now_ms: int | None = None) -> Query:
+    """`plain`, with each group's joins, splits and typo corrections found in `terms`,
+    and the dates it names (a month without a year: around `now_ms`)."""
+    return _query(text, terms if COMPOUNDS else None, now_ms)
 
 
-def _query(text: str, terms: Terms | None) -> Query:
+def _query(text: str, terms: Terms | None, now_ms: int | None) -> Query:
     chunks = [c for c in _CHUNK.findall(text)]
     groups: list[set[str]] = []
     lowered = [c.lower() for c in chunks]
+    named = {d.first: d for d in dates_in(chunks, now_ms)} if now_ms is not None else {}
+    dates: dict[int, Date] = {}
+    past = 0  # the chunks up to here are a date's
     for i, chunk in enumerate(chunks):
+        if i in named:
+            dates[len(groups)] = named[i]
+            groups.append(set(named[i].terms))
+            past = named[i].past
+        if i < past:
+            continue
         parts, forms = _split(chunk)
         whole = forms[-1] if forms and forms[-1] == lowered[i] else None
         group = {p for p in parts if whole is None or len(p) > 1} | set(forms)
@@ -109,8 +129,10 @@ def _query(text: str, terms: Terms | None) -> Query:
                 joined = word + lowered[i + 1]
                 if joined in terms:
                     group.add(joined)  # "roll back" → "rollback" (the next word's too)
+                    group.update(_abbreviated(joined))
             if i > 0 and lowered[i - 1].isalpha() and lowered[i - 1] + word in terms:
                 group.add(lowered[i - 1] + word)
+                group.update(_abbreviated(lowered[i - 1] + word))
             if word not in STOP_WORDS:
                 group.update(_splits(word, terms))
                 if (
@@ -122,7 +144,7 @@ def _query(text: str, terms: Terms | None) -> Query:
         if group:
             groups.append(group)
     words = list(dict.fromkeys(w for g in groups for w in sorted(g, key=_typed_first(g))))
-    return Query(words, [frozenset(g) for g in groups])
+    return Query(words, [frozenset(g) for g in groups], dates)
 
 
 def _typed_first(group: set[str]):  # keeps the store's query text stable
@@ -142,36 +164,70 @@ def _splits(word: str, terms: Terms) -> list[str]:
     return [phrase for _, phrase in sorted(found, reverse=True)[:2]]
 
 
+def _abbreviated(word: str) -> tuple[str, ...]:
+    return (ABBREVIATIONS[word],) if word in ABBREVIATIONS else ()
+
+
 def _corrections(word: str, terms: Terms) -> list[str]:
-    """The stored words one edit from `word`, the most used first (TYPO_CANDIDATES)."""
+    """The stored words one edit from `word`, the most used first (TYPO_CANDIDATES); for
+    a shorter word only those it misses a letter of, or has two letters of swapped."""
     near: set[str] = set()
+    any_edit = len(word) >= TYPO_ANY_EDIT_LETTERS
     for i in range(len(word) + 1):
         head, tail = word[:i], word[i:]
         if tail:
-            near.add(head + tail[1:])  # a letter left out
+            if any_edit:
+                near.add(head + tail[1:])  # a letter typed too many
             if len(tail) > 1:
                 near.add(head + tail[1] + tail[0] + tail[2:])  # two swapped
         for letter in _LETTERS:
-            near.add(head + letter + tail)  # one added
-            if tail:
+            near.add(head + letter + tail)  # a letter left out
+            if tail and any_edit:
                 near.add(head + letter + tail[1:])  # one changed
     near.discard(word)
     found = [(terms.count[w], w) for w in near if w in terms.count and w not in STOP_WORDS]
     return [w for _, w in sorted(found, reverse=True)[:TYPO_CANDIDATES]]
 
 
-def coverage(groups: Sequence[frozenset[str]], document: str) -> float:
-    """The share of `groups` that `document` (an index row's two texts) matches, each
-    word compared by a crude stem (the store stems; this only has to tell a strong match
-    from a weak one)."""
-    if not groups:
-        return 0.0
+def covered_by(query: Query, nodes: Sequence[Any]) -> set[int]:
+    """The indexes of the query's groups that the sentexes `nodes` (engine nodes: an
+    `atom` and a `created` stamp) hold between them."""
+    text = " ".join(" ".join(document(node.atom)) for node in nodes)
+    return covered(query.groups, text, [node.created for node in nodes], query.dates)
+
+
+def held_by(query: Query, node: Any) -> float:
+    """The share of the query's typed words the sentex `node` holds (0 for no groups)."""
+    return len(covered_by(query, [node])) / len(query.groups) if query.groups else 0.0
+
+
+def coverage(
+    groups: Sequence[frozenset[str]],
+    document: str,
+    created: Sequence[int] = (),
+    dates: dict[int, Date] | None = None,
+) -> float:
+    """The share of `groups` that `document` (an index row's two texts) matches (see
+    `covered`)."""
+    return len(covered(groups, document, created, dates)) / len(groups) if groups else 0.0
+
+
+def covered(
+    groups: Sequence[frozenset[str]],
+    document: str,
+    created: Sequence[int] = (),
+    dates: dict[int, Date] | None = None,
+) -> set[int]:
+    """The indexes of the `groups` that `document` (an index row's two texts, or several
+    rows' joined) matches, each word compared by a crude stem (the store stems; this only
+    has to tell a strong match from a weak one); a date's group also by a sentence
+    recorded in it (`created`: the documents' epoch-ms stamps)."""
     tokens = _CHUNK.findall(document.lower())
     held = set(tokens)
     stems = {_stem(w) for w in held}
     text = None
-    matched = 0
-    for group in groups:
+    matched: set[int] = set()
+    for index, group in enumerate(groups):
         for term in group:
             if " " in term:
                 if text is None:
@@ -181,19 +237,24 @@ def coverage(groups: Sequence[frozenset[str]], document: str) -> float:
             elif term in held or _stem(term) in stems:
                 break
         else:
-            continue
-        matched += 1
-    return matched / len(groups)
+            date = dates.get(index) if dates else None
+            if date is None or not any(date.holds(stamp) for stamp in created):
+                continue
+        matched.add(index)
+    return matched
 
 
-_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ers", "er", "ed", "es", "s", "e", "y")
+_SUFFIXES = (
+    *("ations", "ation", "ings", "ing", "edly", "ers", "er", "ed", "es", "s", "e", "ity"),
+    "y",
+)
 
 
 @functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """A crude stem (one common suffix off): enough to see "caused" and "cause", or
-    "renders" and "render", as one word — `coverage` only has to tell a strong match
-    from a weak one; the store's own stemmer ranks."""
+    """A crude stem (one common suffix off): enough to see "caused" and "cause",
+    "renders" and "render", or "severe" and "severity" as one word — `coverage` only
+    has to tell a strong match from a weak one; the store's own stemmer ranks."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]

@@ -32,7 +32,8 @@ Predicates lowerCamelCase, individuals CapitalCamelCase, strings in "double quot
 - thread(handle) shows a question or claim with everything said about it;
   questions() the open ones; disputes() what is contested and how it ended.
 - roster() shows who is on the channel: each member's role, session and coordinator's
-  session (where wrap_session files your wrap).
+  session (where wrap_session files your wrap); channels() the other channels and
+  their members; why_not(handle) why a claim is not believed, naming what defeats it.
   Long lists come a window at a time: `older` in a reply means there are earlier ones
   (pass it as before=), `more` that there are more than shown (narrow the call).
 - search(text) finds what the team said in any words ("postgres version" finds

@@ -347,8 +347,15 @@ CREATE INDEX IF NOT EXISTS sentex_words_doc ON sentex_words USING gin (doc);
 
 
 def postgres_query(words: Sequence[str]) -> str:
-    """A `to_tsquery` text matching any of `words` (each quoted: no word is syntax)."""
-    return " | ".join(f"'{w}'" for w in words)
+    """A `to_tsquery` text matching any of `words` (each quoted: no word is syntax). A
+    phrase of numbers (a date, "2026 04") is written with hyphens, as dates are stored:
+    PostgreSQL's parser reads "2026-04-09" as 2026, -04, -09."""
+    return " | ".join(f"'{_dashed(w)}'" for w in words)
+
+
+def _dashed(word: str) -> str:
+    parts = word.split(" ")
+    return "-".join(parts) if len(parts) > 1 and all(p.isdigit() for p in parts) else word
 
 
 _POSTGRES_HEADLINE = (

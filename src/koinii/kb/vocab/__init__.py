@@ -10,8 +10,9 @@ so the engine refuses it (`vocabulary-read-only`); a context that disagrees mask
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from koinii.terms import Sym, parse_all
 
@@ -31,13 +32,20 @@ def text_of(context: str) -> str:
     return resources.files(__name__).joinpath(f"{context}.sx").read_text(encoding="utf-8")
 
 
+@functools.cache
+def terms_of(context: str) -> tuple[Any, ...]:
+    """A vocabulary's sentences, parsed once per process (terms are immutable): every open
+    of a store installs them, and a process may open many."""
+    return tuple(parse_all(text_of(context)))
+
+
 def install(kb: KB) -> None:
     monotonic = {"strength": "monotonic"}
     add = []
     for context, parents in VOCABULARIES:
         for parent in parents:
             add.append(((Sym("genlCx"), Sym(context), Sym(parent)), "CxUniverse", monotonic))
-        add.extend((term, context, monotonic) for term in parse_all(text_of(context)))
+        add.extend((term, context, monotonic) for term in terms_of(context))
     handles = kb.edit(add=add).handles
     kb.mark_shipped(
         [h for entry in handles for h in (entry if isinstance(entry, list) else [entry])]

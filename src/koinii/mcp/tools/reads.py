@@ -1,5 +1,5 @@
 """The MCP tools that read the conversation and the store: thread, questions, disputes,
-query, search, vocabulary — each one read, its list in a window."""
+channels, why_not, query, search, vocabulary — each one read, its list in a window."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from koinii.mcp.replies import (
     window_of,
 )
 from koinii.mcp.surface import Register, Surface
+from koinii.operations import invoker
 from koinii.terms import show
 
 
@@ -75,6 +76,25 @@ def register(tool: Register, the: Surface) -> None:
         found, older = newest(found, window, "dispute_id")
         none = f"no {'' if state == 'all' else state + ' '}disputes"
         return listed("disputes", found, none, **older)
+
+    @tool
+    def channels() -> dict[str, Any]:
+        """The channels on this store — the contexts agents joined — each with its
+        members: where to find another team, or whom a channel holds.
+        Example: channels(). Returns {channels, count}: each {name, members}."""
+        found = invoker(agent.store)("conversation.channels")
+        return listed("channels", found, "no channels: no agent has joined one")
+
+    @tool
+    def why_not(handle: Handle, context: str | None = None) -> dict[str, Any]:
+        """Why a claim (or any sentence) is not believed, and what defeats it: `reason`
+        is retracted, defeated, unsupported, excepted, not-visible (at `context`) or
+        not-stored (null when it is believed); a defeated claim names each sentence that
+        defeats it (a ruling, an arbiter's or an operator's monotonic claim) with its
+        handle, context, strength and author — whom to ask. Example: why_not(handle=69)
+        or why_not(handle=69, context="CxTeam"). Returns {handle, context, believed,
+        reason, defeated_by}."""
+        return invoker(agent.store)("belief.why_not", handle=handle, context=context)
 
     @tool
     def roster() -> dict[str, Any]:
