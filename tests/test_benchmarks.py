@@ -29,6 +29,7 @@ WITH_POSTGRES = {"wire", "backends", "scale"}
         "recall",
         "cli_startup",
         "ontology",
+        "history",
     ],
 )
 def test_the_benchmark_runs_in_quick_mode_and_prints_its_table(name, request):

@@ -180,6 +180,53 @@ def test_contradictions_and_disputes_show_the_clash(source, team):
     assert koinii_("disputes", "-c", "CxTeam", "--state", "nope", *source).exit_code == 2
 
 
+def test_the_conversation_reads_take_as_of_and_name_differing_values(tmp_path):
+    path = str(tmp_path / "values.db")
+    with koinii.open_kb(path) as kb:
+        atlas, boreas, cyra = (
+            channel.join(channel.local(kb), "CxTeam", a)
+            for a in ("AgentAtlas", "AgentBoreas", "AgentCyra")
+        )
+        q = atlas.ask("(poolSize ProdDb ?size)")
+        first = boreas.answer(q, "500")
+        cyra.answer(q, "800")
+        before = kb.seq
+        boreas.withdraw(first)
+    text = koinii_("disputes", "-c", "CxTeam", "--as-of", str(before), "--db", path).stdout
+    assert text.startswith(
+        f"differing values to question #{q}: 500 (AgentBoreas), 800 (AgentCyra): open;"
+    ), text
+    assert "raised by" not in text.splitlines()[0]
+    gone = koinii_("disputes", "-c", "CxTeam", "--state", "withdrawn", "--db", path).stdout
+    assert gone.startswith(f"differing values to question #{q}: 500 (AgentBoreas)"), gone
+    assert "ended (withdrawn by AgentBoreas)" in gone
+    (then,) = as_json(
+        koinii_(
+            "questions",
+            "-c",
+            "CxTeam",
+            "--state",
+            "all",
+            "--as-of",
+            str(before),
+            "--json",
+            "--db",
+            path,
+        )
+    )
+    assert (then["state"], then["answer_count"]) == ("contested", 2)
+    (now,) = as_json(koinii_("questions", "-c", "CxTeam", "--state", "all", "--json", "--db", path))
+    assert (now["state"], now["answer_count"]) == ("answered", 1)
+    shown = koinii_("thread", str(q), "-c", "CxTeam", "--as-of", str(before), "--db", path).stdout
+    assert f"#{first} AgentBoreas: (poolSize ProdDb 500)\n" in shown
+    assert "AgentCyra: (poolSize ProdDb 800)" in shown
+    now = koinii_("thread", str(q), "-c", "CxTeam", "--db", path).stdout
+    assert f"#{first} AgentBoreas: (poolSize ProdDb 500) (withdrawn by AgentBoreas at seq" in now
+    refusal(
+        koinii_("thread", str(q), "-c", "CxTeam", "--as-of", "999999", "--db", path), "bad-option"
+    )
+
+
 def test_a_ruling_prints_as_a_sentence_not_a_dict(tmp_path):
     from koinii.adjudicator import Adjudicator, Policy
 

@@ -116,6 +116,30 @@ def test_as_of_reads_what_the_channel_showed_at_that_seq(team):
     assert disputed["rebuttal"] in {s["handle"] for d in listed for s in d["sides"]}
 
 
+def test_as_of_before_a_ruling_shows_what_the_ruling_defeated_as_believed_then(team):
+    """Belief as of a seq: a claim a later ruling defeats was believed then, and its
+    dispute open — as the reads showed it before the ruling."""
+    from koinii.adjudicator import Adjudicator, Policy
+
+    agents, store = team
+    atlas = agents["Atlas"]
+    q = atlas.ask(POOL)
+    made = agents["Boreas"].move("answer", question=q, content={"?size": 500})
+    agents["Cyra"].move("dispute", target=made["handle"])
+    agents["Dune"].vote(made["handle"], "against")
+    before = store.seq
+    shown = (atlas.thread(q), atlas.disputes(), atlas.questions(state="all"))
+    assert shown[0]["answers"][0]["claim"]["believed"] is True
+    Adjudicator(store, "CxTeam", Policy(quorum=1)).settle()
+    assert atlas.thread(made["claim_handle"])["believed"] is False  # the ruling defeats it
+    then = (
+        atlas.thread(q, as_of=before),
+        atlas.disputes(as_of=before),
+        atlas.questions(state="all", as_of=before),
+    )
+    assert then == shown
+
+
 def test_as_of_a_time_reads_the_last_write_made_by_then(kb):
     medium = channel.local(kb)
     atlas, boreas = (channel.join(medium, "CxTeam", a) for a in TEAM[:2])
@@ -162,6 +186,135 @@ def test_a_declared_single_valued_predicate_clashes_at_the_channel_and_not_elsew
     assert other.disputes() == []  # CxOther does not see CxTeam's declaration
 
 
+def test_a_predicate_declared_single_valued_in_an_argument_clashes_at_the_channel_only(team):
+    """`(singleValued P N)` (Cyc's functionalInArgs): the engine's `contradictions` list
+    differing values of argument N at a context that sees the declaration — the channel
+    whose operator declared it — and nowhere that cannot see it."""
+    agents, store = team
+    for name in ("Boreas", "Cyra"):  # both also on a channel that declares nothing
+        channel.join(agents[name].medium, "CxOther", f"Agent{name}")
+    billing = agents["Boreas"].claim("(leakingService BillingWorker Incident7)")
+    search = agents["Cyra"].claim("(leakingService SearchIndexer Incident7)")
+    agents["Dune"].claim("(leakingService SearchIndexer Incident8)")  # another incident
+    assert store.contradictions("CxTeam") == []  # not declared: three claims, no clash
+    store.assert_("(singleValued leakingService 1)", "CxTeam")  # the channel's operator
+    [clash] = store.contradictions("CxTeam")
+    assert clash["handles"] == sorted([billing, search])
+    assert clash["single_valued"] == {"predicate": "leakingService", "argument": 1}
+    for elsewhere in ("CxOther", "CxBoreas", "CxCyra"):  # none sees the declaration
+        assert store.contradictions(elsewhere) == [], elsewhere
+    assert [c["handles"] for c in store.contradictions()] == [clash["handles"]]
+    [values] = agents["Atlas"].disputes()
+    assert values["class"] == "values" and values["state"] == "open"
+    assert values["declared"] == {"predicate": "leakingService", "argument": 1}
+    assert [(v["value"], v["speaker"]) for v in values["values"]] == [
+        ("BillingWorker", "AgentBoreas"),
+        ("SearchIndexer", "AgentCyra"),
+    ]
+    other = channel.join(agents["Boreas"].medium, "CxOther", "AgentBoreas")
+    assert other.disputes() == []
+    before, shown = store.seq, agents["Atlas"].disputes()
+    agents["Cyra"].concede(search, "the heap dump says BillingWorker")
+    assert store.contradictions("CxTeam") == []
+    [ended] = agents["Atlas"].disputes(state="conceded")  # kept, with who said which
+    assert ended["values"] == values["values"] and ended["declared"] == values["declared"]
+    assert agents["Atlas"].disputes(as_of=before) == shown  # as it stood then
+
+
+def test_a_single_valued_declaration_that_declares_nothing_is_refused(team):
+    _, store = team
+    seq = store.seq
+    for bad in (
+        "(singleValued poolSize 0)",
+        "(singleValued poolSize Two)",
+        '(singleValued poolSize "2")',
+        "(singleValued (poolSize ProdDb) 2)",
+    ):
+        refusal = refused(lambda b=bad: store.assert_(b, "CxTeam"))
+        assert refusal.kind == "not-well-formed", bad
+        assert "(singleValued poolSize 2)" in refusal.message  # how to write one
+    assert store.seq == seq
+
+
+def test_a_one_value_question_declares_its_pattern_single_valued_at_the_channel(team):
+    """A value claimed without answering counts: the question asks for one value."""
+    agents, _ = team
+    q = agents["Atlas"].ask("(leakingService ?service Incident7)")
+    agents["Boreas"].claim("(leakingService BillingWorker Incident7)")  # said, not answered
+    agents["Cyra"].answer(q, "SearchIndexer")
+    assert agents["Atlas"].thread(q)["state"] == "contested"
+    [values] = agents["Dune"].disputes()
+    assert values["class"] == "values" and values["question"] == q
+    assert [(v["value"], v["speaker"]) for v in values["values"]] == [
+        ("BillingWorker", "AgentBoreas"),
+        ("SearchIndexer", "AgentCyra"),
+    ]
+
+
+def test_replaced_ballots_and_acceptances_leave_a_record(team):
+    agents, _ = team
+    atlas = agents["Atlas"]
+    q = atlas.ask(POOL)
+    first = agents["Boreas"].answer(q, {"?size": 500})
+    second = agents["Cyra"].answer(q, {"?size": 800})
+    agents["Dune"].vote(first, "for")
+    agents["Dune"].vote(first, "against")  # a changed stance: the first ballot is replaced
+    atlas.accept(first, reason="the runbook says 500")
+    atlas.accept(second, reason="the live config says 800")  # a changed decision
+    found = atlas.thread(q)
+    assert found["accepted"] == second and found["acceptance_reason"] == "the live config says 800"
+    [earlier] = found["withdrawn_acceptances"]
+    assert (
+        earlier["withdrawn"]["ending"] == "superseded"
+        and earlier["withdrawn"]["by"] == "AgentAtlas"
+    )
+    assert earlier["reason"] == "the runbook says 500"
+    [claim] = [a["claim"] for a in found["answers"] if a["handle"] == first]
+    [ballot] = claim["withdrawn"]
+    assert ballot["kind"] == "ballot" and ballot["speaker"] == "AgentDune"
+    assert ballot["sentence"].startswith("(votesFor AgentDune")
+    assert ballot["withdrawn"]["ending"] == "superseded"
+    assert [b["stance"] for b in claim["ballots"]] == ["against"]
+
+
+def test_as_of_returns_what_each_read_showed_at_each_seq(team):
+    """Every step of a disagreement, read as it happened and again later with `as_of`:
+    the same thread, questions and disputes, replaced ballots and acceptances included."""
+    agents, store = team
+    atlas = agents["Atlas"]
+    shown = {}
+
+    def seen():
+        shown[store.seq] = (atlas.thread(q), atlas.questions(state="all"), atlas.disputes())
+
+    q = atlas.ask(POOL)
+    seen()
+    first = agents["Boreas"].answer(q, {"?size": 500})
+    seen()
+    disputed = agents["Cyra"].move("dispute", target=first)
+    seen()
+    agents["Dune"].vote(first, "for")
+    seen()
+    agents["Dune"].vote(first, "against")
+    seen()
+    atlas.accept(first, reason="the runbook says 500")
+    seen()
+    second = agents["Cyra"].answer(q, {"?size": 800})
+    seen()
+    accepted = atlas.move("accept", answer=second, reason="the live config says 800")
+    seen()
+    agents["Cyra"].withdraw(disputed["handle"])
+    seen()
+    agents["Boreas"].concede(first, "the live config says 800")
+    seen()
+    atlas.withdraw(accepted["handle"])  # the asker reopens it
+    seen()
+    for seq, (thread, listed, disputes) in shown.items():
+        assert atlas.thread(q, as_of=seq) == thread, seq
+        assert atlas.questions(state="all", as_of=seq) == listed, seq
+        assert atlas.disputes(as_of=seq) == disputes, seq
+
+
 def test_claiming_again_what_was_withdrawn_under_dispute_carries_the_dispute(team):
     agents, _ = team
     boreas = agents["Boreas"]
@@ -190,6 +343,30 @@ def test_concede_is_refused_for_another_agents_claim_and_without_a_reason(team):
     q = agents["Boreas"].ask(POOL)
     assert refused(lambda: agents["Boreas"].concede(q, "x")).kind == "koinii/not-a-claim"
     assert store.seq == seq + 1  # only the question was written
+
+
+def test_the_history_is_read_through_an_index_kept_until_the_next_write(kb):
+    """A read finds a record by the handle it retired, its target or its question from
+    the index, not by scanning every record; reads between two writes share one index."""
+    from koinii import history
+
+    medium = channel.local(kb)
+    atlas, boreas, cyra = (channel.join(medium, "CxTeam", a) for a in TEAM[:3])
+    q = atlas.ask(POOL)
+    first = boreas.answer(q, {"?size": 500})
+    claim = atlas.thread(q)["answers"][0]["claim"]["handle"]
+    cyra.vote(first, "for")
+    cyra.vote(first, "against")
+    boreas.answer(q, {"?size": 800})  # supersedes the first, its claim and ballot with it
+    index = history.index(kb)
+    assert history.index(kb) is index and history.records(kb) is index.records
+    record, item = history.record_of(kb, claim)
+    assert record["handle"] == first and item["handle"] == claim
+    assert [r["ending"] for r in index.of_question[q]] == ["superseded"]
+    [ballot] = index.on_target[claim]
+    assert ballot["kind"] == "ballot" and ballot["by"] == "AgentCyra"
+    boreas.withdraw(atlas.thread(q)["answers"][0]["handle"])
+    assert history.index(kb) is not index and len(history.records(kb)) == 3
 
 
 def test_the_history_survives_migrate_and_export_and_may_be_forgotten(tmp_path):
@@ -288,11 +465,21 @@ def test_the_tools_say_how_to_concede_and_where_the_history_and_the_roster_are(s
     assert "history" in tools["withdraw"] and "concede(" in tools["withdraw"]
     assert "withdrawn_answers" in tools["thread"]
     assert "ending" in tools["disputes"] and "values" in tools["disputes"]
+    assert "single-valued" in tools["disputes"] and "declared" in tools["disputes"]
     assert "coordinator" in tools["roster"] and "wrap_session" in tools["roster"]
     assert "as_of(" in tools["as_of"]
     from koinii.mcp import INSTRUCTIONS
 
-    for said in ("concede(", "reason", "roster()", "history", "as_of(", "one value"):
+    for said in (
+        "concede(",
+        "reason",
+        "roster()",
+        "history",
+        "as_of(",
+        "one value",
+        "(singleValued",
+        "single-valued",
+    ):
         assert said in INSTRUCTIONS, said
 
 
@@ -311,6 +498,26 @@ def test_a_concession_is_told_as_one_with_its_reason(kb):
         f"AgentBoreas conceded claim #{claim}: (leaks SearchIndexer Yes), "
         'because "it was BillingWorker"'
     )
+
+
+def test_a_replaced_ballot_and_acceptance_are_told_as_replaced_with_their_reasons(kb):
+    from koinii.narrator import Narrator
+
+    medium = channel.local(kb)
+    atlas, boreas, cyra = (channel.join(medium, "CxTeam", a) for a in TEAM[:3])
+    q = atlas.ask(POOL)
+    first = boreas.answer(q, {"?size": 500})
+    second = cyra.answer(q, {"?size": 800})
+    since = kb.seq
+    cyra.vote(first, "for")
+    cyra.vote(first, "against")
+    atlas.accept(first, reason="the runbook says 500")
+    atlas.accept(second, reason="the live config says 800")
+    narrator = Narrator(kb)
+    told = [t.text for e in kb.changes(since)["entries"] for t in narrator.entry(e)]
+    assert any(t.startswith("AgentCyra replaced ballot #") for t in told), told
+    assert any(t.startswith("AgentAtlas replaced acceptance #") for t in told), told
+    assert any(t.endswith('because "the runbook says 500"') for t in told), told  # gone now
 
 
 def test_the_web_view_shows_an_ended_dispute_with_its_ending_and_reason(tmp_path):

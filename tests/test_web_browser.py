@@ -313,7 +313,8 @@ def world(folder: pathlib.Path, full: bool, monkeypatch) -> tuple[Daemon, dict[s
         return daemon, {"channel": "CxTeam", "thread": q, "why": q, "session": session}
     q = atlas.pose_query(VERSION)
     a = boreas.answer({"?version": "16"}, q)
-    atlas.answer({"?version": "15"}, q)
+    atlas.answer({"?version": "14"}, q)
+    atlas.answer({"?version": "15"}, q)  # replaces Atlas's first answer: kept in the history
     claim = boreas_answer(boreas, q)
     atlas.endorse(claim)
     boreas.justify("(releaseNotes ProdCluster Pg16)", claim)
@@ -344,6 +345,8 @@ def world(folder: pathlib.Path, full: bool, monkeypatch) -> tuple[Daemon, dict[s
 FULL = {  # a page of the full world, and something it must show
     "/channel/CxTeam/disputes?state=resolved": "resolved by the majority",
     "/channel/CxTeam/disputes?state=notified": "raised by AgentAtlas",
+    # the two answers 16 and 15 to a one-value question: named by their values
+    "/channel/CxTeam/disputes": "15 said by AgentAtlas, 16 said by AgentBoreas",
     "/wraps": "the cluster runs 16",
     "/sessions": "Check the cluster",
 }
@@ -390,6 +393,8 @@ def test_every_page_shows_no_template_text_empty_or_full(chromium, tmp_path, mon
                 found[path] = leaks(page)
             if full and path in FULL:  # full indeed
                 assert FULL[path] in page.locator("main").inner_text(), path
+            if full and path.endswith(f"/thread/{where['thread']}"):  # and what was taken back
+                assert "superseded by AgentAtlas at seq" in page.locator("main").inner_text()
         page.goto(daemon.url + "/why/999999")  # the error page
         assert "Refused" in page.locator("main").inner_text()
         if leaks(page):

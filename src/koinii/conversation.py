@@ -25,10 +25,14 @@ a claim's `withdrawn` replies, each with what it carried (its disputes with thei
 disputes (`state` "ended", `ending` withdrawn, conceded, superseded or ruled). Every read
 takes `as_of` (a log seq) or `as_of_ms` (a time): the channel as it stood then.
 
-Values: a question that asks for one value (a pattern with one variable, or yes/no) is
-`contested` as soon as two standing answers differ, disputed or not, and `disputes`
-lists the difference (class `values`), as it lists a declared `(functional P)`'s
-differing values where the declaration is seen (kb/clashes.py).
+Values: a question that asks for one value (a pattern with one variable, or yes/no)
+declares it single-valued at the channel: it is `contested` as soon as two believed
+claims the channel sees give it different values — its standing answers' claims, or
+claims of the pattern's form made without answering — disputed or not, and `disputes`
+lists the difference (class `values`, with `values`: who gave which). So it lists a
+predicate declared single-valued (`(singleValued P N)`, `(functional P)`) where the
+channel sees the declaration: the engine's `contradictions` at the channel list those
+(kb/clashes.py), with the declaration as the dispute's `declared`.
 
 Invariants:
 - What stands is shown as it stands: believed moves, one answer per agent per question
@@ -45,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from koinii import adjudication, disputes, history, identity, speech
+from koinii import adjudication, disputes, history, speech
 from koinii.errors import Refused
 from koinii.identity import AGENT_CONTEXT
 from koinii.kb import KB, Sentex
@@ -72,6 +76,7 @@ QUESTION_STATES = ("open", "answered", "contested", "settled", "closed")
 UNSETTLED = ("open", "answered", "contested")
 DISPUTE_STATES = ("open", "notified", "stale", "resolved", "ended")
 ENDINGS = ("ruled", *history.ENDINGS)
+DISPUTE_FILTERS = DISPUTE_STATES + ENDINGS  # what `disputes(state=…)` takes
 _FOLLOWING = (  # the replies that go with what they reply to (CxSpeechActs.sx)
     (ANSWERS, 3),
     (ENDORSES, 2),
@@ -92,7 +97,6 @@ class _Everywhere(frozenset):
 
 
 _ANY = Var("any")
-_FUNCTIONAL = Sym("functional")
 _ANY2 = Var("any2")
 
 
@@ -106,7 +110,7 @@ class _Reader:
         self._owners: dict[str, str | None] | None = None
         self._live: list[dict[str, Any]] | None = None
         self._groups: list[tuple[tuple[int, ...], dict[str, Any]]] | None = None
-        self._history: list[dict[str, Any]] | None = None
+        self._history: history.Index | None = None
 
     # --- who -----------------------------------------------------------------------------
 
@@ -180,9 +184,17 @@ class _Reader:
         return None
 
     def live(self) -> list[dict[str, Any]]:
-        """The clashes the channel observes (once per read)."""
+        """The clashes the channel observes — for a reader of everything at an agent's
+        context, those every channel it is on observes — once per read."""
         if self._live is None:
-            self._live = disputes.disputes_in(self.kb, self.channel)
+            if not isinstance(self.visible, _Everywhere):
+                self._live = disputes.disputes_in(self.kb, self.channel)
+                return self._live
+            found: dict[tuple[int, ...], dict[str, Any]] = {}
+            for ctx in sorted(self.kb.context_down(self.channel)):
+                for entry in disputes.disputes_in(self.kb, ctx):
+                    found.setdefault(tuple(entry["dispute_id"]), entry)
+            self._live = list(found.values())
         return self._live
 
     # --- claims ----------------------------------------------------------------------------
@@ -204,23 +216,19 @@ class _Reader:
             "ballots": ballots,
             "tally": adjudication.tally(self.kb, handle),
             "rulings": rulings,
-            "withdrawn": [retired_entry(r) for r in self.history() if r["target"] == handle],
+            "withdrawn": [retired_entry(r) for r in self.history().on_target.get(handle, [])],
             "earlier": [retired_entry(r) for r in self.earlier(claim)],
         }
 
     def earlier(self, claim: Sentex) -> list[dict[str, Any]]:
         """The records of this same claim made before in the same context and taken
         back: a claim made again carries what was said of it then."""
-        return [
-            r
-            for r in self.history()
-            if any(
-                one["sentence"] == claim.text
-                and one["context"] == claim.context
-                and one["handle"] != claim.handle
-                for one in r["items"]
-            )
-        ]
+        found = self.history().said.get((claim.text, claim.context), [])
+        seen: dict[int, dict[str, Any]] = {}
+        for record, handle in found:
+            if handle != claim.handle:
+                seen.setdefault(record["record"], record)
+        return list(seen.values())
 
     def carried(self, sides: list[Sentex]) -> list[dict[str, Any]]:
         """The ended disputes a dispute continues: one on the same sentence, in the
@@ -231,27 +239,28 @@ class _Reader:
         by_text = {(s.text, s.context) for s in sides}
         handles = {s.handle for s in sides}
         out = []
-        for record in self.history():
-            for kept in record["disputes"]:
-                gone = [d for d in kept["sides"] if d["handle"] not in handles]
-                stand = [d for d in kept["sides"] if d["handle"] in handles]
-                if stand and gone and all((d["sentence"], d["context"]) in by_text for d in gone):
-                    out.append(
-                        {
-                            "dispute_id": kept["dispute_id"],
-                            "raised_by": kept["raised_by"],
-                            "tally": kept["tally"],
-                            "ending": record["ending"],
-                            "ended": history.ended(record),
-                        }
-                    )
+        for kept, record in self.history().kept_with(by_text):
+            gone = [d for d in kept["sides"] if d["handle"] not in handles]
+            stand = [d for d in kept["sides"] if d["handle"] in handles]
+            if stand and gone and all((d["sentence"], d["context"]) in by_text for d in gone):
+                out.append(
+                    {
+                        "dispute_id": kept["dispute_id"],
+                        "raised_by": kept["raised_by"],
+                        "tally": kept["tally"],
+                        "ending": record["ending"],
+                        "ended": history.ended(record),
+                    }
+                )
         return out
 
-    def history(self) -> list[dict[str, Any]]:
-        """The records of moves taken back in the contexts the channel sees (once)."""
+    def history(self) -> history.Index:
+        """The records of moves taken back in the contexts the channel sees, indexed
+        (once per read; the KB's own index when the channel sees every record)."""
         if self._history is None:
-            found = history.records(self.kb)
-            self._history = [r for r in found if r["context"] in self.visible]
+            every = history.index(self.kb)
+            seen = [r for r in every.records if r["context"] in self.visible]
+            self._history = every if len(seen) == len(every.records) else history.Index(seen)
         return self._history
 
     def disputes_of(self, claim: Sentex) -> list[dict[str, Any]]:
@@ -291,6 +300,11 @@ class _Reader:
         answers = [self.answer_entry(act, question, accepted) for act in acts]
         state, ruling = _state(answers, accepted, closing)
         shown = question[1] if speech.question_kind(question) in ("pattern", "yes-no") else question
+        withdrawn = [
+            retired_entry(r)
+            for r in self.history().of_question.get(q.handle, [])
+            if r["kind"] == "answer"
+        ]
         return {
             **self.move(q),
             "question": show(shown),
@@ -304,10 +318,12 @@ class _Reader:
             "closing": None if closing is None else closing.handle,
             "closing_reason": _reason(closing),
             "ruling": ruling,
-            "withdrawn_answers": [
+            "withdrawn_answers": withdrawn,
+            "withdrawn_acceptances": [  # replaced by another, or withdrawn
                 retired_entry(r)
-                for r in self.history()
-                if r["question"] == q.handle and r["kind"] == "answer"
+                for answer in sorted({a.handle for a in acts} | {w["handle"] for w in withdrawn})
+                for r in self.history().on_target.get(answer, [])
+                if r["kind"] == "acceptance"
             ],
         }
 
@@ -372,60 +388,66 @@ class _Reader:
         for key, values in self.value_conflicts():
             if key not in groups:
                 groups[key] = {"live": None, "edges": [], "target": None, "values": values}
+            elif (groups[key]["live"] or {}).get("single_valued"):  # declared and asked
+                groups[key]["values"] = values
         self._groups = sorted(groups.items())
         return self._groups
 
     def value_conflicts(self) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
-        """The one-value questions whose standing answers' believed claims differ: each
-        as the claims' handles and the question (see the module docstring)."""
+        """The one-value questions given differing values: each as the handles of the
+        believed claims that give one (`asked_values`) and the question."""
         found = []
         for q in self.questions():
-            asked = q.sentence[2]
-            if not _one_value(asked):
+            if not _one_value(q.sentence[2]):
                 continue
-            claims: dict[str, Sentex] = {}
-            for act in self.replies(q.handle, ANSWERS, 3):
-                claim = self.claim_of(act)
-                if claim is not None and claim.believed:
-                    claims.setdefault(claim.text, claim)
-            if len(claims) > 1:
-                key = tuple(sorted(c.handle for c in claims.values()))
-                found.append((key, {"question": q.handle}))
-        return found + self.declared_conflicts()
-
-    def declared_conflicts(self) -> list[tuple[tuple[int, ...], dict[str, Any]]]:
-        """The differing values of a predicate the channel declares single-valued: a
-        `(functional P)` stored where the channel sees it and no agent owns (the channel
-        itself, or vocabulary its operator loaded) — its last argument one value for the
-        same leading ones, among the claims the channel sees. Grouped by the leading
-        arguments, never compared in pairs. Shown at the channel only: it changes no
-        agent's own reads (docs/security.md, non-interference)."""
-        found = []
-        for declaration in self.kb.sentexes_matching((_FUNCTIONAL, _ANY), "?ctx"):
-            functor = declaration.sentence[1]
-            where = declaration.context
-            if type(functor) is not Sym or where not in self.visible or self.owner(where):
-                continue
-            for arity in self.arities(functor):
-                pattern = (functor, *(Var(f"a{i}") for i in range(arity)))
-                values: dict[str, dict[str, list[int]]] = {}
-                for claim in self.kb.sentexes_matching(pattern, "?ctx"):
-                    if claim.context not in self.visible or self.owner(claim.context) is None:
-                        continue
-                    leading = show(claim.sentence[1:-1])
-                    value = show(claim.sentence[-1])
-                    values.setdefault(leading, {}).setdefault(value, []).append(claim.handle)
-                for by_value in values.values():
-                    if len(by_value) > 1:
-                        key = tuple(sorted(h for hs in by_value.values() for h in hs))
-                        found.append((key, {"question": None, "declared": show(functor)}))
+            claims = self.asked_values(q)
+            if len({c.text for c in claims}) > 1:
+                found.append((tuple(sorted(c.handle for c in claims)), {"question": q.handle}))
         return found
 
-    def arities(self, functor: Sym) -> list[int]:
-        """The argument counts `functor` is declared with (`arity`), else 2 and 3."""
-        declared = self.kb.sentexes_matching((Sym("arity"), functor, _ANY), "?ctx")
-        counts = sorted({d.sentence[2] for d in declared if type(d.sentence[2]) is int})
-        return [n for n in counts if n >= 2] or [2, 3]
+    def asked_values(self, q: Sentex) -> list[Sentex]:
+        """The believed claims that give one-value question `q` a value: its standing
+        answers' claims and, for a pattern, every claim of the pattern's form an agent
+        made where the channel sees it — a question that asks for one value declares it
+        single-valued at the channel, so a value claimed without answering counts too (a
+        ruling, monotonic, is a decision on a claim, not another value)."""
+        claims: dict[int, Sentex] = {}
+        for act in self.replies(q.handle, ANSWERS, 3):
+            claim = self.claim_of(act)
+            if claim is not None and claim.believed:
+                claims[claim.handle] = claim
+        asked = q.sentence[2]
+        if speech.question_kind(asked) == "pattern":
+            for claim in self.kb.sentexes_matching(asked[1], "?ctx"):
+                if (
+                    claim.context in self.visible
+                    and claim.believed
+                    and claim.strength != "monotonic"
+                    and self.owner(claim.context) is not None
+                ):
+                    claims.setdefault(claim.handle, claim)
+        return list(claims.values())
+
+    def values_of(self, group: dict[str, Any], sides: list[Sentex]) -> list[dict[str, Any]]:
+        """Who gave which value, for a dispute of class `values`: each side's value (the
+        question's variable, yes or no, or the declared argument) and its speaker."""
+        declared = (group["live"] or {}).get("single_valued")
+        asked = None
+        if group.get("values") is not None:
+            q = self.kb.sentex(group["values"]["question"])
+            asked = None if q is None else q.sentence[2]
+        out = []
+        for side in sides:
+            value: Any = side.sentence
+            if declared is not None:
+                value = side.sentence[declared["argument"]]
+            elif asked is not None and speech.question_kind(asked) == "pattern":
+                found = speech.bindings_of(asked[1], side.sentence) or {}
+                value = next(iter(found.values()), side.sentence)
+            elif asked is not None:  # yes/no: the sentence or its negation
+                value = Sym("yes" if side.polarity else "no")
+            out.append({"value": show(value), "speaker": self.author(side), "handle": side.handle})
+        return sorted(out, key=lambda v: (v["value"], v["handle"]))
 
     def _key(
         self, target: Sentex, rebuttal: Sentex | None, candidates: Iterable[tuple[int, ...]]
@@ -451,7 +473,7 @@ class _Reader:
         """The disputes that ended with a move taken back, from the records, each with
         its `ending` and who ended it when."""
         out = []
-        for record in self.history():
+        for record in self.history().records:
             for kept in record["disputes"]:
                 out.append(_ended(kept, record))
         return out
@@ -474,18 +496,23 @@ class _Reader:
         if values is not None:
             question = values["question"]
         dispute_class = live["dispute_class"] if live is not None else None
+        if values is not None or (live is not None and live.get("single_valued")):
+            dispute_class = "values"
+        shown = [s for s in sides if s is not None]
         return {
             "dispute_id": list(key),
-            "class": "values" if values is not None else dispute_class,
+            "class": dispute_class,
             "state": state,
             "ending": "ruled" if state == "resolved" and rulings else None,
             "target": None if target is None else self.move(target),
             "raised_by": [self.move(e) for e in group["edges"]],
-            "sides": [{**self.move(s), "strength": s.strength} for s in sides if s is not None],
+            "sides": [{**self.move(s), "strength": s.strength} for s in shown],
             "tally": adjudication.tally(self.kb, target.handle) if target else {},
             "ruling": rulings[0] if rulings else None,
             "question": question,
-            "carried": self.carried([s for s in sides if s is not None]),
+            "declared": None if live is None else live.get("single_valued"),
+            "values": self.values_of(group, shown) if dispute_class == "values" else None,
+            "carried": self.carried(shown),
         }
 
 
@@ -530,6 +557,9 @@ def retired_entry(record: dict[str, Any]) -> dict[str, Any]:
         **carried,
         "disputes": [_ended(d, record) for d in record["disputes"]],
     }
+    if record["kind"] in ("acceptance", "closing"):  # what was decided, and why
+        out["target"] = record["target"]
+        out["reason"] = (me.get("provenance") or {}).get("reason")
     if record["kind"] == "answer":
         out["content"] = show(speech.answer_content(parse(record["sentence"])))
         out["claim"] = claim
@@ -556,9 +586,7 @@ def carried(kb: KB, moved: list[Sentex]) -> tuple[list[Sentex], list[dict[str, A
     every reply that follows its target, transitively — and the disputes any of it is
     in, as the channel shows them now: what a record keeps (koinii.history). Also the
     reader, for naming authors."""
-    own = moved[0].context
-    above = sorted(c for c in kb.context_up(own) if c != own and c not in identity.SYSTEM_CONTEXTS)
-    reader = _Reader(kb, above[0] if above else own, everywhere=True)  # its channel's clashes
+    reader = _Reader(kb, moved[0].context, everywhere=True)  # its channels' clashes
     seen: dict[int, Sentex] = {}
     frontier = list(moved)
     while frontier:
@@ -572,7 +600,9 @@ def carried(kb: KB, moved: list[Sentex]) -> tuple[list[Sentex], list[dict[str, A
                 frontier.append(claim)
         for functor, arity in _FOLLOWING:
             frontier.extend(reader.replies(one.handle, functor, arity))
-    kept = []
+    kept: list[dict[str, Any]] = []
+    if not any(move_kind(s.sentence) in _SIDES for s in seen.values()):
+        return sorted(seen.values(), key=lambda s: s.handle), kept, reader
     for key, group in reader.dispute_groups():
         edges = {e.handle for e in group["edges"]}
         if seen.keys() & (set(key) | edges):
@@ -587,9 +617,14 @@ def carried(kb: KB, moved: list[Sentex]) -> tuple[list[Sentex], list[dict[str, A
                     "sides": [_brief(m) for m in entry["sides"]],
                     "tally": entry["tally"],
                     "question": entry["question"],
+                    "values": entry["values"],
+                    "declared": entry["declared"],
                 }
             )
     return sorted(seen.values(), key=lambda s: s.handle), kept, reader
+
+
+_SIDES = ("claim", "answer", "dispute")  # what a dispute is made of: its sides and moves
 
 
 def _brief(move: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -784,8 +819,8 @@ def disputes_on(
     A window, for long channels: with `limit`, only the last `limit` disputes that pass
     the filter, those whose id comes before `before` (a `dispute_id`) if given — and only
     those are read in full."""
-    if state is not None and state not in DISPUTE_STATES + ENDINGS:
-        known = [*DISPUTE_STATES, *ENDINGS]
+    if state is not None and state not in DISPUTE_FILTERS:
+        known = list(DISPUTE_FILTERS)
         raise Refused(
             "bad-option",
             f"no dispute state {state!r}; states: {', '.join(known)}",

@@ -83,7 +83,9 @@ def disputes_in(kb: Any, ctx: Any) -> list[dict[str, Any]]:
     """The disputes a reader at `ctx` observes — clashes whose every side `ctx` sees.
 
     Each entry is the engine's `{handles, sides}` plus `dispute_id` and `dispute_class`
-    (`contradiction` for a default dilemma, `conflict` for a monotonic one).
+    (`contradiction` for a default dilemma, `conflict` for a monotonic one), and for
+    differing values of a declared single-valued argument, the engine's `single_valued`
+    (`{predicate, argument}`).
     """
     entries = []
     for dispute_class, clashes in (
@@ -91,14 +93,15 @@ def disputes_in(kb: Any, ctx: Any) -> list[dict[str, Any]]:
         ("conflict", kb.conflicts(ctx)),
     ):
         for clash in clashes:
-            entries.append(
-                {
-                    "dispute_id": dispute_id(clash["handles"]),
-                    "handles": list(clash["handles"]),
-                    "dispute_class": dispute_class,
-                    "sides": clash["sides"],
-                }
-            )
+            entry = {
+                "dispute_id": dispute_id(clash["handles"]),
+                "handles": list(clash["handles"]),
+                "dispute_class": dispute_class,
+                "sides": clash["sides"],
+            }
+            if clash.get("single_valued"):  # differing values of a declared argument
+                entry["single_valued"] = clash["single_valued"]
+            entries.append(entry)
     return entries
 
 

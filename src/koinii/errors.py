@@ -164,7 +164,7 @@ _CATALOGUE = (
         "not-well-formed",
         400,
         "a genlCx cycle, a misplaced reserved functor, a rule that concludes genlCx / except / "
-        "implies",
+        "implies, a singleValued declaration that names no predicate and argument",
         "state a plain sentence or (not sentence); the message names the part that is wrong",
     ),
     Kind(

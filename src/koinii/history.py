@@ -30,21 +30,27 @@ go, since they need the log's handle mark for their seq.
 Reads as of a point: `as_of(kb, seq)` is the KB as the conversation then saw it — a view
 that shows the sentexes that existed at that seq (handle below the log's handle mark
 then) and had not been retired by it, the retired ones rebuilt from their records. The
-conversation reads run on the view unchanged. Belief in the view is today's for what
-still stands (a later ruling is hidden with everything else made after the seq).
+conversation reads run on the view unchanged, so what the moves make of each other —
+answers, ballots, tallies, acceptances, states, disputes, differing values — is
+recomputed from the moves as they were. Belief, for what a ruling changes: a sentex a
+monotonic sentex made since defeats shows believed (`_defeated_since`), a rebuilt one
+too (it stood until taken back), any other today's belief; a clash is today's whose
+sides (and, for a single-valued one, a declaration) existed then, or one a rebuilt or
+since defeated sentex took part in (docs/channel.md, History).
 """
 
 from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
-from koinii import speech
+from koinii import belief, speech
 from koinii.adjudication import now_ms
 from koinii.errors import Refused
 from koinii.kb import KB, Sentex
+from koinii.kb.clashes import FUNCTIONAL, LAST, SINGLE_VALUED, argument_position
 from koinii.kb.index import match
 from koinii.kb.reads import goal_literals
 from koinii.operations import Caller, operation
@@ -135,15 +141,59 @@ def retirement(
 # --- reading records ---------------------------------------------------------------------------
 
 _cache: weakref.WeakKeyDictionary[Any, dict[int, dict[str, Any]]] = weakref.WeakKeyDictionary()
+# The index of the records, per KB and (seq, cut): records change only by a write of
+# their own (a move's edit, `forget`), each a new seq, so reads between two writes share one.
+_indexes: weakref.WeakKeyDictionary[Any, dict[tuple[int, int | None], Index]]
+_indexes = weakref.WeakKeyDictionary()
 
 
-def records(kb: Any) -> list[dict[str, Any]]:
-    """Every record kept, oldest first (parsed once per record sentex, cached per KB)."""
+class Index:
+    """The records (oldest first) and where to find them without a scan: by a handle
+    they retired (the latest record naming it), by their move's target, by its
+    question, by a retired sentence (text and context), by a side of a dispute kept."""
+
+    def __init__(self, found: list[dict[str, Any]]) -> None:
+        self.records = found
+        self.by_handle: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self.on_target: dict[int | None, list[dict[str, Any]]] = {}
+        self.of_question: dict[int | None, list[dict[str, Any]]] = {}
+        self.said: dict[tuple[str, str], list[tuple[dict[str, Any], int]]] = {}
+        self.sides: dict[tuple[str, str], list[tuple[int, int]]] = {}  # -> (record, dispute)
+        for at, record in enumerate(found):
+            for one in record["items"]:
+                self.by_handle[one["handle"]] = (record, one)
+                self.said.setdefault((one["sentence"], one["context"]), []).append(
+                    (record, one["handle"])
+                )
+            self.by_handle[record["handle"]] = (record, self_item(record))
+            self.on_target.setdefault(record["target"], []).append(record)
+            self.of_question.setdefault(record["question"], []).append(record)
+            for number, kept in enumerate(record["disputes"]):
+                for side in kept["sides"]:
+                    where = (side["sentence"], side["context"])
+                    self.sides.setdefault(where, []).append((at, number))
+
+    def kept_with(self, sides: set[tuple[str, str]]) -> list[tuple[dict, dict]]:
+        """The disputes kept in records that had a side among `sides` (text, context),
+        each with its record, in the records' order."""
+        found = sorted({one for where in sides for one in self.sides.get(where, ())})
+        return [(self.records[at]["disputes"][number], self.records[at]) for at, number in found]
+
+
+def index(kb: Any) -> Index:
+    """The records kept (parsed once per record sentex) and their index, cached per KB
+    and seq; an `as_of` view's, only those made by its seq."""
     base = getattr(kb, "kb", kb)  # an `as_of` view reads its KB's records
+    cut = getattr(kb, "seq_cut", None)
     try:
         parsed = _cache.setdefault(base, {})
+        known = _indexes.setdefault(base, {})
     except TypeError:  # a client (not weak-referenceable): no cache
-        parsed = {}
+        parsed, known = {}, None
+    key = None if known is None else (base.seq, cut)  # (a client's seq is a request)
+    cached = None if known is None else known.get(key)
+    if cached is not None:
+        return cached
     found = []
     for sentex in base.sentexes_matching(_PATTERN, HISTORY):
         record = parsed.get(sentex.handle)
@@ -152,22 +202,26 @@ def records(kb: Any) -> list[dict[str, Any]]:
             record = json.loads(text if isinstance(text, str) else show(text))
             record["record"] = sentex.handle
             parsed[sentex.handle] = record
-        found.append(record)
+        if cut is None or record["seq"] <= cut:
+            found.append(record)
     found.sort(key=lambda r: (r["seq"], r["handle"]))
-    cut = getattr(kb, "seq_cut", None)
-    return found if cut is None else [r for r in found if r["seq"] <= cut]
+    built = Index(found)
+    if known is not None:
+        if len(known) > 16:  # the live read's and a few as_of reads'
+            known.clear()
+        known[key] = built
+    return built
+
+
+def records(kb: Any) -> list[dict[str, Any]]:
+    """Every record kept, oldest first (see `index`)."""
+    return index(kb).records
 
 
 def record_of(kb: Any, handle: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The record that retired `handle` (the move itself or anything that went with it),
     with the item for `handle`; None if no record names it."""
-    for record in reversed(records(kb)):
-        if record["handle"] == handle:
-            return record, self_item(record)
-        for one in record["items"]:
-            if one["handle"] == handle:
-                return record, one
-    return None
+    return index(kb).by_handle.get(handle)
 
 
 def self_item(record: dict[str, Any]) -> dict[str, Any]:
@@ -277,7 +331,22 @@ def as_of(kb: KB, seq: int | None = None, at: int | None = None) -> AsOf:
             "read a later seq, or now",
             {"option": "as_of"},
         )
-    return AsOf(kb, point["seq"], point["next_handle"])
+    try:
+        views = _views.setdefault(kb, {})
+    except TypeError:  # (not weak-referenceable: no cache)
+        return AsOf(kb, point["seq"], point["next_handle"])
+    key = (kb.seq, point["seq"])
+    view = views.get(key)
+    if view is None:
+        if len(views) > 16:
+            views.clear()
+        view = views[key] = AsOf(kb, point["seq"], point["next_handle"])
+    return view
+
+
+# The views made, by KB and (its seq, the view's): a view depends on nothing else, so the
+# reads of one point between two writes share one (its records sorted out once).
+_views: weakref.WeakKeyDictionary[Any, dict[tuple[int, int], AsOf]] = weakref.WeakKeyDictionary()
 
 
 # The log points read, by (KB, seq, time): a read that outlives its slice of the loop runs
@@ -316,6 +385,28 @@ class AsOf:
                 elif one["handle"] < mark:
                     self._retired.setdefault(one["handle"], one)
         self._rebuilt: dict[int, Sentex] = {}
+        self._revived = self._defeated_since()  # believed then, defeated since
+
+    def _defeated_since(self) -> dict[int, Sentex]:
+        """The sentexes shown here that are not believed today only because a monotonic
+        sentex made after this seq defeats them (a ruling, most often): believed then,
+        so shown believed. Found from the later monotonic sentexes, by their negation."""
+        now = _point(self.kb, self.kb.seq, None)
+        found: dict[int, Sentex] = {}
+        for handle in range(self.mark, now["next_handle"] if now else self.mark):
+            later = self.kb.sentex(handle)
+            if later is None or later.strength != "monotonic" or not later.believed:
+                continue
+            contrary = speech.negation(later.sentence)
+            for one in self.kb.sentexes_matching(contrary, "CxEverything"):
+                if one.believed or one.handle in found or not self._shown(one.handle):
+                    continue
+                if self.kb.why_not(one.handle) != "defeated":
+                    continue  # (retracted, masked, unsupported: not a ruling's doing)
+                defeaters = belief.defeaters(self.kb, one.handle)
+                if not any(self._shown(d.handle) for d in defeaters):
+                    found[one.handle] = replace(one, believed=True)
+        return found
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.kb, name)
@@ -348,31 +439,45 @@ class AsOf:
     def sentex(self, handle: Any) -> Sentex | None:
         found = self.kb.sentex(handle)
         if found is not None:
-            return found if self._shown(found.handle) else None
+            return self._revived.get(found.handle, found) if self._shown(found.handle) else None
         return self._retired_sentex(handle) if type(handle) is int else None
+
+    def _then(self) -> list[Sentex]:
+        """What this view shows otherwise than the KB: the retired sentexes rebuilt from
+        their records, and those believed then and defeated since."""
+        rebuilt = [self._retired_sentex(h) for h in sorted(self._retired)]
+        return [s for s in rebuilt if s is not None] + list(self._revived.values())
 
     def provenance(self, handle: Any) -> dict[str, Any] | None:
         found = self.sentex(handle)
         return None if found is None else found.provenance
 
     def believed(self, handle: Any, ctx: Any = None) -> bool:
-        if type(handle) is int and handle in self._retired:
-            return ctx is None or self._retired[handle]["context"] in self.kb.context_up(ctx)
+        if type(handle) is int and (handle in self._retired or handle in self._revived):
+            then = self.sentex(handle)
+            return then is not None and (ctx is None or then.context in self.kb.context_up(ctx))
         return self.sentex(handle) is not None and self.kb.believed(handle, ctx)
 
     def why_not(self, handle: Any, ctx: Any = None) -> str | None:
-        return None if handle in self._retired else self.kb.why_not(handle, ctx)
+        if handle in self._retired or handle in self._revived:
+            return None
+        return self.kb.why_not(handle, ctx)
 
     def sentexes_matching(self, pattern: Any, ctx: Any) -> list[Sentex]:
-        out = [s for s in self.kb.sentexes_matching(pattern, ctx) if self._shown(s.handle)]
-        if not self._retired:
+        out = [
+            self._revived.get(s.handle, s)
+            for s in self.kb.sentexes_matching(pattern, ctx)
+            if self._shown(s.handle)
+        ]
+        if not self._retired and not self._revived:
             return out
         literals = goal_literals(parse(pattern) if isinstance(pattern, str) else pattern)
         positive, atom = literals[0]
         name = ctx if isinstance(ctx, str) else getattr(ctx, "name", str(ctx))
-        for handle in sorted(self._retired):
-            sentex = self._retired_sentex(handle)
-            assert sentex is not None
+        listed = {s.handle for s in out}
+        for sentex in self._then():
+            if sentex.handle in listed:
+                continue
             if not name.startswith("?") and name != "CxEverything" and sentex.context != name:
                 continue
             body = sentex.sentence
@@ -393,14 +498,15 @@ class AsOf:
 
     def _clashes(self, now: list[dict[str, Any]], ctx: Any, monotonic: bool) -> list[dict]:
         """Today's clashes whose every side was there, and the negation clashes a retired
-        sentex took part in then (both sides shown at `ctx`)."""
-        kept = [c for c in now if all(self._shown(h) for h in c["handles"])]
-        if not self._retired:
+        or since defeated sentex took part in then (both sides shown at `ctx`)."""
+        kept = [
+            c for c in now if all(self._shown(h) for h in c["handles"]) and self._declared_then(c)
+        ]
+        if not self._retired and not self._revived:
             return kept
         visible = None if ctx is None else self.kb.context_up(ctx)
-        retired = [self._retired_sentex(h) for h in sorted(self._retired)]
-        for sentex in retired:
-            assert sentex is not None
+        declared = self._declarations()
+        for sentex in self._then():
             if (sentex.strength == "monotonic") is not monotonic:
                 continue
             if visible is not None and sentex.context not in visible:
@@ -419,11 +525,69 @@ class AsOf:
                         "sides": [show(sentex.sentence), *(s.text for s in sides)],
                     }
                 )
+            self._values_then(sentex, declared, visible, monotonic, kept)
         return kept
+
+    def _values_then(
+        self, sentex: Sentex, declared: dict, visible: Any, monotonic: bool, kept: list
+    ) -> None:
+        """The single-valued clash a rebuilt or since defeated `sentex` took part in then:
+        its value and the others the reader sees for the same other arguments, under a
+        declaration the reader sees that governs them all (kb/clashes.py); it replaces
+        today's clash of those others."""
+        atom = sentex.sentence
+        if not sentex.polarity or type(atom) is not tuple:
+            return
+        for (predicate, argument), where in declared.items():
+            position = argument_position(atom, argument)
+            seen = {d for d in where if visible is None or d in visible}
+            if predicate is not atom[0] or not position or not self._governs(seen, sentex):
+                continue
+            pattern = (*atom[:position], Var("value"), *atom[position + 1 :])
+            group = [
+                s
+                for s in self.sentexes_matching(pattern, "?ctx")
+                if (visible is None or s.context in visible)
+                and (s.strength == "monotonic") is monotonic
+                and self._governs(seen, s)
+            ]
+            if len({show(s.sentence[position]) for s in group}) < 2:
+                continue
+            handles = sorted(s.handle for s in group)
+            kept[:] = [c for c in kept if not set(c["handles"]) < set(handles)]
+            if all(handles != c["handles"] for c in kept):
+                which = {"predicate": predicate.name, "argument": position}
+                sides = [s.text for s in group]
+                kept.append({"handles": handles, "sides": sides, "single_valued": which})
+
+    def _governs(self, where: set[str], sentex: Sentex) -> bool:
+        """Does a declaration in `where` govern positive `sentex` (kb/clashes.py)?"""
+        ups = self.kb.context_up
+        return sentex.polarity and any(
+            d in ups(sentex.context) or sentex.context in ups(d) for d in where
+        )
+
+    def _declarations(self) -> dict[tuple[Any, int], set[str]]:
+        """The single-valued declarations shown in this view, as kb/clashes.py reads them."""
+        found: dict[tuple[Any, int], set[str]] = {}
+        for d in self.sentexes_matching((FUNCTIONAL, Var("p")), "?ctx"):
+            found.setdefault((d.sentence[1], LAST), set()).add(d.context)
+        for d in self.sentexes_matching((SINGLE_VALUED, Var("p"), Var("n")), "?ctx"):
+            if type(d.sentence[2]) is int and d.sentence[2] >= 1:
+                found.setdefault((d.sentence[1], d.sentence[2]), set()).add(d.context)
+        return found
+
+    def _declared_then(self, clash: dict[str, Any]) -> bool:
+        """Whether a single-valued clash's predicate was declared so at this seq (a
+        negation clash needs no declaration)."""
+        declared = clash.get("single_valued")
+        if declared is None:
+            return True
+        predicate = Sym(declared["predicate"])
+        return bool(
+            self.sentexes_matching((SINGLE_VALUED, predicate, Var("n")), "?ctx")
+            or self.sentexes_matching((FUNCTIONAL, predicate), "?ctx")
+        )
 
     def argue(self, sentence: Any, ctx: Any) -> str:
         return self.kb.argue(sentence, ctx)
-
-
-def retired_handles(found: Iterable[dict[str, Any]]) -> set[int]:
-    return {one["handle"] for record in found for one in record["items"]}

@@ -395,7 +395,7 @@ def answer(kb: KB, agent: str, question: Any, content: Any) -> dict[str, Any]:
     replaced: list[int] = []
     if same is None:
         replaced = [s.handle for s in standing]
-        records = [_record(kb, agent, s, "superseded") for s in standing]
+        records = _superseded(kb, agent, replaced)
         added = kb.edit(add=[(act, own, _opts(agent)), *records], remove=replaced)
         handle = added.handles[0]
     else:
@@ -463,8 +463,9 @@ def dispute(kb: KB, agent: str, target: Any) -> dict[str, Any]:
     "a ballot on a claim (one standing ballot per agent per target)",
 )
 def vote(kb: KB, agent: str, target: Any, stance: Any) -> dict[str, Any]:
-    """The other stance replaces the agent's earlier ballot in the same edit; the same
-    stance again returns the same handle."""
+    """The other stance replaces the agent's earlier ballot in the same edit, which keeps
+    the replaced one's record (ending `superseded`); the same stance again returns the
+    same handle."""
     predicate = stance_predicate(stance)
     on = _claim(kb, target, "vote")
     own = context_for(agent)
@@ -481,10 +482,16 @@ def vote(kb: KB, agent: str, target: Any, stance: Any) -> dict[str, Any]:
     keep = [s.handle for s in mine if s.sentence[0] is predicate]
     if keep:  # two ballots of one stance (written before this rule held): keep one
         replaced += keep[1:]
-        kb.edit(remove=replaced)
+        kb.edit(add=_superseded(kb, agent, replaced), remove=replaced)
         return _written(kb, keep[0], target=on.handle, replaced=replaced)
-    handle = kb.edit(add=[(ballot, own, _opts(agent))], remove=replaced).handles[0]
+    records = _superseded(kb, agent, replaced)
+    handle = kb.edit(add=[(ballot, own, _opts(agent)), *records], remove=replaced).handles[0]
     return _written(kb, handle, target=on.handle, replaced=replaced)
+
+
+def _superseded(kb: KB, agent: str, replaced: list[int]) -> list[tuple[Any, str, dict]]:
+    """The records (koinii.history) of the agent's moves its new one replaces."""
+    return [_record(kb, agent, s, "superseded") for s in map(kb.sentex, replaced) if s]
 
 
 REASON_CHARS = 2_000
@@ -511,8 +518,9 @@ def _reasoned(agent: str, reason: Any) -> dict[str, Any]:
     "as the asker: accept an answer, saying why; the question is settled",
 )
 def accept(kb: KB, agent: str, answer: Any, reason: Any = None) -> dict[str, Any]:
-    """One accepted answer per question: accepting another replaces the earlier
-    acceptance. The reason, if given, is the acceptance's own (its provenance), shown
+    """One accepted answer per question: accepting another (or the same with another
+    reason) replaces the earlier acceptance, whose record the edit keeps (ending
+    `superseded`). The reason, if given, is the acceptance's own (its provenance), shown
     with it. Refused `koinii/not-an-answer`, `koinii/not-the-asker`, `bad-option`."""
     opts = _reasoned(agent, reason)
     act = _answer(kb, answer)
@@ -531,7 +539,8 @@ def accept(kb: KB, agent: str, answer: Any, reason: Any = None) -> dict[str, Any
     ):
         return _written(kb, same.handle, question=question.handle, replaced=[])
     replaced = [s.handle for s in earlier]
-    handle = kb.edit(add=[(move, own, opts)], remove=replaced).handles[0]
+    records = _superseded(kb, agent, replaced)
+    handle = kb.edit(add=[(move, own, opts), *records], remove=replaced).handles[0]
     return _written(kb, handle, question=question.handle, replaced=replaced)
 
 

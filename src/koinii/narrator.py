@@ -23,7 +23,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from koinii import speech
+from koinii import history, speech
 from koinii.adjudication import MAJORITY_ARBITER
 from koinii.errors import KoiniiError
 from koinii.terms import Sym, parse, show
@@ -352,7 +352,8 @@ class Narrator:
                 because = f', because "{why}"' if why else ""
                 text = f"{who} conceded {noun} #{change['handle']}: {what}{because}"
                 return Told(kind="concession", speaker=speaker, text=text, **base)
-            text = f"{who} withdrew {noun} #{change['handle']}: {what}"
+            verb = "replaced" if ending == "superseded" else "withdrew"  # by its next one
+            text = f"{who} {verb} {noun} #{change['handle']}: {what}"
             return Told(kind="withdrawal", speaker=speaker, text=text, **base)
         why = f" ({reason})" if reason else ""
         return Told(kind="withdrawal", speaker=speaker, text=f"gone: {sentence}{why}", **base)
@@ -436,13 +437,20 @@ class Narrator:
 
     def _because(self, handle: int) -> str:
         """`, because "…"` for a decision its asker gave a reason for (moves.accept,
-        moves.close keep it in the decision's provenance): one read, while it stands."""
+        moves.close keep it in the decision's provenance): one read while it stands, else
+        from the record of its replacement or withdrawal (koinii.history)."""
         if self.lookup is None:
             return ""
         try:
-            provenance = self.lookup.provenance(handle) or {}
-        except KoiniiError:
-            return ""
+            provenance = self.lookup.provenance(handle)
+        except KoiniiError:  # (a client: gone)
+            provenance = None
+        if provenance is None:
+            try:
+                found = history.record_of(self.lookup, handle)
+            except KoiniiError:
+                return ""
+            provenance = (found[1].get("provenance") if found else None) or {}
         reason = provenance.get("reason")
         return f', because "{reason}"' if isinstance(reason, str) else ""
 

@@ -100,6 +100,21 @@ class Ended(TypedDict):
     reason: str | None
 
 
+class SingleValued(TypedDict):
+    """A declaration that a predicate takes one value in an argument (kb/clashes.py)."""
+
+    predicate: str
+    argument: int  # 1 for the first argument
+
+
+class GivenValue(TypedDict):
+    """One side of a dispute of class `values`: the value, and who gave it."""
+
+    value: str
+    speaker: str | None
+    handle: int
+
+
 Dispute = TypedDict(
     "Dispute",
     {
@@ -116,6 +131,9 @@ Dispute = TypedDict(
         "ending": NotRequired[str | None],  # ruled | withdrawn | conceded | superseded
         "ended": NotRequired[Ended],
         "carried": NotRequired[list[dict[str, Any]]],  # a withdrawn claim's, made again
+        # class `values`: who gave which value, and the declaration that makes one
+        "declared": NotRequired[SingleValued | None],
+        "values": NotRequired[list[GivenValue] | None],
     },
 )
 

@@ -119,22 +119,33 @@ def contradictions_command(context, conflicts, as_json, url, token, db) -> None:
         )
 
 
+as_of_option = click.option(
+    "--as-of",
+    "as_of",
+    type=int,
+    default=None,
+    metavar="SEQ",
+    help="As the channel stood at this log seq (a move's reply and the feed give seqs).",
+)
+
+
 @runs("conversation.disputes")
 @click.command("disputes", short_help="A channel's disputes: sides, state, tally, ruling.")
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
 @click.option(
     "--state",
-    type=LazyChoice("koinii.conversation", "DISPUTE_STATES"),
+    type=LazyChoice("koinii.conversation", "DISPUTE_FILTERS"),
     default=None,
-    help="Only these.",
+    help="Only these: a state, or how it ended (ruled, withdrawn, conceded, superseded).",
 )
+@as_of_option
 @json_option
 @source_options
-def disputes_command(channel, state, as_json, url, token, db) -> None:
+def disputes_command(channel, state, as_of, as_json, url, token, db) -> None:
     """Every dispute on a channel: the claims that clash, who raised it, its state (open,
     notified, stale, resolved), the votes so far and the ruling (docs/disputes.md)."""
     with open_source(db, url, token) as store:
-        found = invoker(store)("conversation.disputes", channel=channel, state=state)
+        found = invoker(store)("conversation.disputes", channel=channel, state=state, as_of=as_of)
     if as_json:
         return echo_json(found)
     if not found:
@@ -158,19 +169,32 @@ def _none(what: str, channel: str, state: str | None) -> None:
 
 def _dispute(dispute: dict) -> str:
     """`dispute #105 on #99: open, raised by AgentCiel` — named by its move's handle (a
-    clash no one raised: `a clash of #99/#104, raised by no one`)."""
+    clash no one raised: `a clash of #99/#104, raised by no one`; differing values by
+    the values: `differing values to question #98: 500 (AgentBoreas), 800 (AgentCyra)`)."""
     moves = dispute["raised_by"]
-    raised = ", ".join(m["speaker"] for m in moves) or "no one"
+    raised = ", raised by " + (", ".join(m["speaker"] for m in moves) or "no one")
     target = dispute["target"]
     on = f" on #{target['handle']}" if target else ""
-    if moves:
+    if dispute["class"] == "values" and dispute.get("values"):
+        given = ", ".join(f"{v['value']} ({v['speaker']})" for v in dispute["values"])
+        asked = f" to question #{dispute['question']}" if dispute.get("question") else ""
+        named = f"differing values{asked}: {given}"
+        raised = raised if moves else ""
+    elif moves:
         named = "dispute " + ", ".join(f"#{m['handle']}" for m in moves) + on
     else:
         named = "a clash of " + "/".join(f"#{h}" for h in dispute["dispute_id"])
     ended = dispute.get("ended") or {}
     ending = f" ({dispute['ending']} by {ended.get('by')})" if ended else ""
     why = f', because "{ended["reason"]}"' if ended.get("reason") else ""
-    return f"{named}: {dispute['state']}{ending}, raised by {raised}{why}"
+    return f"{named}: {dispute['state']}{ending}{raised}{why}"
+
+
+def _ended(gone: dict) -> str:
+    """` (conceded by AgentBoreas at seq 14: "wrong cluster")`: how a move was taken back."""
+    ended = gone["withdrawn"]
+    why = f': "{ended["reason"]}"' if ended.get("reason") else ""
+    return f" ({ended['ending']} by {ended['by']} at seq {ended['seq']}{why})"
 
 
 def _ruling(ruling: dict, target: dict | None) -> str:
@@ -189,13 +213,14 @@ def _ruling(ruling: dict, target: dict | None) -> str:
     default=None,
     help="Only these (unsettled: open, answered or contested).",
 )
+@as_of_option
 @json_option
 @source_options
-def questions_command(channel, state, as_json, url, token, db) -> None:
+def questions_command(channel, state, as_of, as_json, url, token, db) -> None:
     """A channel's questions, oldest first: each with its handle, asker, state and how
     many answers it has (the conversation read `conversation.questions`)."""
     with open_source(db, url, token) as store:
-        found = invoker(store)("conversation.questions", channel=channel, state=state)
+        found = invoker(store)("conversation.questions", channel=channel, state=state, as_of=as_of)
     if as_json:
         return echo_json(found)
     if not found:
@@ -212,14 +237,15 @@ def questions_command(channel, state, as_json, url, token, db) -> None:
 @click.command("thread", short_help="A question or claim with everything said about it.")
 @click.argument("handle", type=int)
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
+@as_of_option
 @json_option
 @source_options
-def thread_command(handle, channel, as_json, url, token, db) -> None:
+def thread_command(handle, channel, as_of, as_json, url, token, db) -> None:
     """A question with its state and answers — each answer's claim with its endorsements,
     disputes and rulings — or a claim with what was said about it, in one read
     (`conversation.thread`)."""
     with open_source(db, url, token) as store:
-        found = invoker(store)("conversation.thread", handle=handle, channel=channel)
+        found = invoker(store)("conversation.thread", handle=handle, channel=channel, as_of=as_of)
     if as_json:
         return echo_json(found)
     if "answers" in found:
@@ -232,6 +258,11 @@ def thread_command(handle, channel, as_json, url, token, db) -> None:
         for key, what in (("acceptance_reason", "accepted"), ("closing_reason", "closed")):
             if found.get(key):
                 click.echo(f"  {what} because: {found[key]}")
+        for gone in found.get("withdrawn_answers") or []:
+            click.echo(f"  #{gone['handle']} {gone['speaker']}: {gone['content']}{_ended(gone)}")
+        for gone in found.get("withdrawn_acceptances") or []:
+            because = f' "{gone["reason"]}"' if gone.get("reason") else ""
+            click.echo(f"  accepted #{gone['target']}{because}{_ended(gone)}")
         return
     click.echo(
         f"#{found['handle']} {found.get('speaker') or found['context']}: {found['sentence']}"

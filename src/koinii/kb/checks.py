@@ -160,6 +160,8 @@ def prepare(sentence: Term | str, context: Any) -> list[Entry]:
         _check_genl_cx(entry)
     elif functor is EXCEPT:
         _check_except(entry)
+    elif functor is SINGLE_VALUED and positive:
+        _check_single_valued(entry)
     return [entry]
 
 
@@ -172,7 +174,7 @@ def plain(sentence: Any, context: Any) -> Entry | None:
     if ctx is None or not _symbols_only(sentence):
         return None
     functor = sentence[0]
-    if functor in _WALKED or functor in _OWN_SENTENCES:
+    if functor in _WALKED or functor in _OWN_SENTENCES or functor is SINGLE_VALUED:
         return None
     if not _FUNCTORS.get((functor, len(sentence) - 1)):
         return None
@@ -212,6 +214,7 @@ def _functor_ok(functor: Sym, arity: int, nested: bool = False) -> bool:
 _CONNECTIVES = frozenset({NOT, AND, IMPLIES})  # (a set: `in` a tuple compares each)
 _WALKED = _CONNECTIVES | {QUOTE, SENTEX_HANDLE}  # functors `_walk` has more to say of
 _OWN_SENTENCES = frozenset({GENL_CX, EXCEPT})
+SINGLE_VALUED = Sym("singleValued")  # a declaration read by kb/clashes.py
 
 
 def _walk(term: tuple, entry: Entry, *, top: bool, in_rule: bool) -> None:
@@ -358,6 +361,19 @@ def _check_genl_cx(entry: Entry) -> None:
         )
     if EVERYTHING in (atom[1].name, atom[2].name):
         raise Refused("not-well-formed", "CxEverything is a read view, not a context to place", {})
+
+
+def _check_single_valued(entry: Entry) -> None:
+    """`(singleValued P N)`: a predicate and the number of its argument (1 for the
+    first) that takes one value: anything else would declare nothing, silently."""
+    atom = entry.atom
+    if len(atom) != 3 or type(atom[1]) is not Sym or type(atom[2]) is not int or atom[2] < 1:
+        raise Refused(
+            "not-well-formed",
+            "singleValued takes a predicate and the number of its argument that takes one "
+            "value, counted from 1: (singleValued poolSize 2)",
+            {"sentence": entry.text},
+        )
 
 
 def _check_except(entry: Entry) -> None:

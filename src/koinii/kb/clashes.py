@@ -1,21 +1,41 @@
 """Clashes: what two believed sentexes disagree about, as a reader at a context sees it.
 
 A clash is a sentence believed with both polarities (a negation clash), or two believed
-last arguments of a functional predicate for the same leading ones, each written in a
-context that sees the `(functional P)` declaration. `contradictions`
-lists default/default clashes (the dilemmas), `conflicts` monotonic/monotonic ones; a
-clash where one side is defeated is the resolved case and is listed by neither.
-Invariant: a clash is listed only where some context observes every side unmasked.
+values of a single-valued argument for the same other arguments. A predicate is
+single-valued in an argument where a declaration says so: `(singleValued P N)` (SUMO's
+`singleValued`, Cyc's `functionalInArgs`: for the same other arguments, argument N takes
+one value), or `(functional P)` (the same, in the last argument). `contradictions` lists
+default/default clashes (the dilemmas), `conflicts` monotonic/monotonic ones; a clash
+where one side is defeated is the resolved case and is listed by neither.
+
+Whose values a declaration governs (docs/security.md, non-interference): those written
+in a context that sees it (the writer speaks that vocabulary), and those in the
+declaring context's own view (a channel's operator declares, in the channel, a
+predicate single-valued among the claims the channel sees). Since an agent's own context
+sees only vocabulary, an agent's declaration governs its own values, never another
+agent's; a declaration refuses nothing and changes no belief, it only groups values.
+
+Invariants:
+- a clash is listed only where some context observes every side unmasked;
+- a single-valued clash is listed only at a reader that sees a declaration governing
+  every side (a context that cannot see the declaration lists nothing);
+- values are grouped by their other arguments, never compared in pairs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from koinii.kb import checks
+from koinii.kb.contexts import EVERYTHING
 from koinii.kb.sentex import Node, text_of_key
 from koinii.kb.state import State
 from koinii.terms import Sym, show
+
+FUNCTIONAL = Sym("functional")
+SINGLE_VALUED = checks.SINGLE_VALUED
+LAST = 0  # the argument `(functional P)` declares: the last, whatever the arity
 
 
 class Clashes(State):
@@ -49,12 +69,20 @@ class Clashes(State):
                         groups.append(sorted(nodes, key=lambda n: n.handle))
                 else:
                     groups.extend(self._observed_clashes(nodes))
-            declared = self._functional_declarations()
-            for functor in sorted(declared, key=lambda s: s.name):
-                groups.extend(
-                    self._functional_clashes(functor, declared[functor], visible, monotonic)
-                )
-            return [_clash_entry(g) for g in groups]
+            found = [_clash_entry(g) for g in groups]
+            declared = self._single_valued_declarations()
+            for functor, argument in sorted(declared, key=lambda d: (d[0].name, d[1])):
+                where = declared[(functor, argument)]
+                for group in self._single_valued_clashes(
+                    functor, argument, where, ctx_name, visible, monotonic
+                ):
+                    entry = _clash_entry(group)
+                    entry["single_valued"] = {
+                        "predicate": functor.name,
+                        "argument": argument_position(group[0].atom, argument),
+                    }
+                    found.append(entry)
+            return found
 
     def _observed_clashes(self, nodes: list[Node]) -> list[list[Node]]:
         """The clashes among `nodes` that some context observes: at each context that
@@ -72,64 +100,122 @@ class Clashes(State):
             key=lambda g: [n.handle for n in g],
         )
 
-    def _functional_clashes(
-        self, functor: Sym, where: set[str], visible, monotonic: bool
+    def _single_valued_declarations(self) -> dict[tuple[Sym, int], set[str]]:
+        """Each single-valued declaration believed, as (predicate, argument) to the
+        contexts that declare it; argument `LAST` for `(functional P)`. A declaration of
+        another shape (`(singleValued P 0)`, a non-symbol predicate) declares nothing."""
+        declared: dict[tuple[Sym, int], set[str]] = {}
+        for n in self._index.with_functor(FUNCTIONAL):
+            if n.believed and n.positive and len(n.atom) == 2 and type(n.atom[1]) is Sym:
+                declared.setdefault((n.atom[1], LAST), set()).add(n.context)
+        for n in self._index.with_functor(SINGLE_VALUED):
+            atom = n.atom
+            if (
+                n.believed
+                and n.positive
+                and len(atom) == 3
+                and type(atom[1]) is Sym
+                and type(atom[2]) is int
+                and atom[2] >= 1
+            ):
+                declared.setdefault((atom[1], atom[2]), set()).add(n.context)
+        return declared
+
+    def _single_valued_clashes(
+        self,
+        functor: Sym,
+        argument: int,
+        where: set[str],
+        ctx_name: str | None,
+        visible: Callable[[Node, dict], dict | None] | None,
+        monotonic: bool,
     ) -> list[list[Node]]:
-        """The clashes of a functional predicate declared in the contexts `where`, among
-        the values written in a context that sees a declaration: a declaration applies to
-        the writes of the contexts that see it, and to no one else's (an agent's
-        `(functional P)` does not make two values of another agent a clash, in a channel
-        or anywhere). Per leading arguments, the values one context sees together: the
-        reader's (`visible`, as the negation clashes are read), else each context that
-        sees them. Values are grouped, not paired: 2,000 values of one agent made 4 million
-        pairs, and a read that listed clashes held the daemon for seconds."""
+        """The clashes of `functor` single-valued in `argument`, declared in the contexts
+        `where`, among the values those declarations govern (the module docstring). Per
+        other arguments, the values one context sees together: the reader's (`visible`,
+        when it sees a declaration; a reader that sees none lists nothing), else each
+        context that sees a declaration and the values. Values are grouped, not paired:
+        2,000 values of one agent made 4 million pairs, and a read that listed clashes
+        held the daemon for seconds."""
         hierarchy = self._hierarchy
-        governed: dict[str, bool] = {}  # context -> does it see a declaration?
-        by_prefix: dict[str, list[Node]] = {}
+        if ctx_name is not None and not ctx_name.startswith("?") and ctx_name != EVERYTHING:
+            where = where & hierarchy.up(ctx_name)  # the declarations the reader sees
+            if not where:
+                return []
+        governing: dict[str, frozenset[str]] = {}  # context -> the declarations over it
+
+        def governed_by(context: str) -> frozenset[str]:
+            found = governing.get(context)
+            if found is None:
+                up = hierarchy.up(context)
+                found = governing[context] = frozenset(
+                    d for d in where if d in up or context in hierarchy.up(d)
+                )
+            return found
+
+        by_others: dict[str, list[Node]] = {}
         for n in self._index.with_functor(functor):
-            if not (n.believed and n.positive and len(n.atom) >= 2):
+            position = argument_position(n.atom, argument)
+            if not (n.believed and n.positive and position) or not governed_by(n.context):
                 continue
-            under = governed.get(n.context)
-            if under is None:
-                under = governed[n.context] = not where.isdisjoint(hierarchy.up(n.context))
-            if under and (visible is None or visible(n, {}) is not None):
-                by_prefix.setdefault(show(n.atom[:-1]), []).append(n)
+            if visible is None or visible(n, {}) is not None:
+                others = n.atom[:position] + n.atom[position + 1 :]
+                by_others.setdefault(show(others), []).append(n)
         groups = []
-        for prefix in sorted(by_prefix):
+        for others in sorted(by_others):
             self._spend()
-            nodes = by_prefix[prefix]
+            nodes = by_others[others]
             if len(nodes) < 2:
                 continue
             if visible is not None:
-                members_ = _clashing(nodes, monotonic)
+                members_ = _clashing(nodes, monotonic, argument)
             else:
                 members_ = set()
                 for ctx in sorted(set().union(*(hierarchy.down(n.context) for n in nodes))):
                     self._spend()
+                    seen_there = where & hierarchy.up(ctx)
+                    if not seen_there:
+                        continue
                     at = self._acceptor(ctx)
-                    members_ |= _clashing([n for n in nodes if at(n, {}) is not None], monotonic)
+                    members_ |= _clashing(
+                        [
+                            n
+                            for n in nodes
+                            if at(n, {}) is not None and governed_by(n.context) & seen_there
+                        ],
+                        monotonic,
+                        argument,
+                    )
             if members_:
                 groups.append(sorted(members_, key=lambda n: n.handle))
         return groups
 
 
-def _value(node: Node) -> tuple:
-    """The last argument as a key that tells apart what `index.same` does (1, 1.0, true)."""
-    value = node.atom[-1]
+def argument_position(atom: tuple, argument: int) -> int:
+    """Where in `atom` the declared argument is (`LAST`: its last; 0: the atom has no
+    such argument)."""
+    position = len(atom) - 1 if argument == LAST else argument
+    return position if 1 <= position < len(atom) else 0
+
+
+def _value(node: Node, argument: int) -> tuple:
+    """The declared argument as a key that tells apart what `index.same` does (1, 1.0,
+    true)."""
+    value = node.atom[argument_position(node.atom, argument)]
     return (type(value), show(value) if type(value) is tuple else value)
 
 
-def _clashing(nodes: list[Node], monotonic: bool) -> set[Node]:
-    """Which of `nodes` (one functional predicate's values for the same leading arguments,
-    seen together) take part in a clash: a pair of different values, both monotonic for
-    a conflict, not both for a dilemma — found by counting values, not by pairing."""
+def _clashing(nodes: list[Node], monotonic: bool, argument: int) -> set[Node]:
+    """Which of `nodes` (one predicate's values for the same other arguments, seen
+    together) take part in a clash: a pair of different values, both monotonic for a
+    conflict, not both for a dilemma — found by counting values, not by pairing."""
     if monotonic:
         mono = [n for n in nodes if n.mono]
-        return set(mono) if len({_value(n) for n in mono}) > 1 else set()
-    if len({_value(n) for n in nodes}) < 2:
+        return set(mono) if len({_value(n, argument) for n in mono}) > 1 else set()
+    if len({_value(n, argument) for n in nodes}) < 2:
         return set()  # (with two values, every node has a partner of another value)
-    defaults = {_value(n) for n in nodes if not n.mono}
-    return {n for n in nodes if not n.mono or defaults - {_value(n)}}
+    defaults = {_value(n, argument) for n in nodes if not n.mono}
+    return {n for n in nodes if not n.mono or defaults - {_value(n, argument)}}
 
 
 def _clash_entry(nodes: list[Node]) -> dict[str, Any]:

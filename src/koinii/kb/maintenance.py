@@ -233,14 +233,6 @@ class Maintenance(State):
             return None
         return node.atom[2]
 
-    def _functional_declarations(self) -> dict[Sym, set[str]]:
-        """Each predicate declared functional, to the contexts that declare it (believed)."""
-        declared: dict[Sym, set[str]] = {}
-        for n in self._index.with_functor(FUNCTIONAL):
-            if n.believed and n.positive and len(n.atom) == 2 and type(n.atom[1]) is Sym:
-                declared.setdefault(n.atom[1], set()).add(n.context)
-        return declared
-
     def _check_goal_arity(self, literals: list[tuple[bool, tuple]], ctx: str | None) -> None:
         """A goal (of `query`, `watch`, `sentexes_matching`) read at a named context is
         held to the arity declared there for its predicates — the declaration a write

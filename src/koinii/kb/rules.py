@@ -34,6 +34,7 @@ UNDERIVABLE: dict[Sym, str] = {
     Sym("agentContext"): "an ownership mark is written by join, for the joining agent alone",
     Sym("arity"): "declarations are vocabulary, loaded by an operator",
     Sym("functional"): "declarations are vocabulary, loaded by an operator",
+    Sym("singleValued"): "declarations are vocabulary, loaded by an operator",
     Sym("target_following_predicate"): "declarations are vocabulary, loaded by an operator",
     CARRIES_CLAIM: "declarations are vocabulary, loaded by an operator",
     Sym("speechAct"): "declarations are vocabulary, loaded by an operator",

@@ -24,7 +24,11 @@ Predicates lowerCamelCase, individuals CapitalCamelCase, strings in "double quot
   "ended") lists ended disputes with their ending (ruled, withdrawn, conceded,
   superseded), and as_of(seq) shows the channel as it stood at a point of the log.
 - A question asking for one value (one ?variable, or yes/no) is contested as soon as
-  two answers differ, disputed or not; disputes() lists the differing values.
+  two answers differ, disputed or not; disputes() lists the differing values and who
+  gave each. The channel's operator may declare a predicate single-valued in an
+  argument — (singleValued leakingService 1): one leaking service per incident — and
+  then two different values claimed on the channel are a contradiction too, listed by
+  disputes() (class "values", `declared`) and contradictions at the channel.
 - thread(handle) shows a question or claim with everything said about it;
   questions() the open ones; disputes() what is contested and how it ended.
 - roster() shows who is on the channel: each member's role, session and coordinator's

@@ -28,10 +28,12 @@ def register(tool: Register, the: Surface) -> None:
         """Everything said about a question or claim, in one read: for a question its state
         (open, answered, contested, settled, closed) and its newest `limit` answers, each
         with its claim, endorsements, justifications, disputes, ballots, tally and rulings.
-        The history too: `withdrawn_answers` (and a claim's `withdrawn` replies) are the
-        moves taken back, each with `withdrawn` {ending, by, seq, at, reason} and the
-        disputes and ballots it carried; a withdrawn handle reads as its record (never
-        unknown); the acceptance's or closing's reason is shown.
+        The history too: `withdrawn_answers`, `withdrawn_acceptances` (the asker's earlier
+        decisions, each with its reason) and a claim's `withdrawn` replies (a ballot its
+        voter changed among them) are the moves taken back or replaced, each with
+        `withdrawn` {ending, by, seq, at, reason} and the disputes and ballots it
+        carried; a withdrawn handle reads as its record (never unknown); the
+        acceptance's or closing's reason is shown.
         Example: thread(handle=69). Returns that object, and `older` when the question has
         more answers: thread(handle=69, before=older) shows the ones before."""
         found = agent.thread(handle, limit=window_of(limit), before=before)
@@ -60,11 +62,13 @@ def register(tool: Register, the: Surface) -> None:
         state: DisputeState = "all", limit: int = 20, before: list[int] | None = None
     ) -> dict[str, Any]:
         """The channel's disputes, standing and ended: each one's sides, who raised it, its
-        class (contradiction, conflict, or values: two answers giving differing values to
-        a one-value question), its state (open, notified, stale, resolved, ended), its
-        `ending` (ruled, withdrawn, conceded, superseded — kept in the history after the
-        claim is gone), the tally on its target and any ruling — the last `limit` of
-        them, in the order of their dispute_id. state= filters by a state or an ending.
+        class (contradiction, conflict, or values: differing values given to a one-value
+        question, or to a predicate the channel declares single-valued — with `values`,
+        who gave which, and `declared`, the declaration), its state (open, notified,
+        stale, resolved, ended), its `ending` (ruled, withdrawn, conceded, superseded —
+        kept in the history after the claim is gone), the tally on its target and any
+        ruling — the last `limit` of them, in the order of their dispute_id. state=
+        filters by a state or an ending.
         Example: disputes(state="open"). Returns {disputes, count}, and `older` when there
         are more: disputes(before=older) lists the ones before."""
         window = window_of(limit)
@@ -107,7 +111,9 @@ def register(tool: Register, the: Surface) -> None:
     ) -> dict[str, Any]:
         """The channel as it stood at a point of the log — the history, read back: a log
         seq (every change and move reply carries one) or an epoch-ms time. With a handle,
-        that thread then; else the questions (all states) and disputes then.
+        that thread then; else the questions (all states) and disputes then — answers
+        since withdrawn or replaced included, and a claim a later ruling defeated shown
+        believed, as it was.
         Example: as_of(seq=120) or as_of(seq=120, handle=69).
         Returns {seq, thread} or {seq, questions, disputes}."""
         if handle is not None:
