@@ -99,6 +99,17 @@ _TITLES = {
     "postgres": "SELECT n AS s FROM session WHERE title_fold LIKE ? ESCAPE '\\'",
 }
 
+# Each session's row, from its best band (`best`): best band first, then `{within}` (the
+# order inside a band: none, or relevance), then newest first.
+_ROWS = """
+SELECT {columns}, best.band, best.in_title, best.request_turn, best.reply_turn,
+  best.in_thinking, best.tool_turn
+FROM best JOIN session s ON s.n = best.s
+WHERE s.parent_session_n IS NULL
+ORDER BY best.band, {within}s.modified_at DESC, s.n DESC
+LIMIT ?
+"""
+
 _RANKED = """
 WITH hit AS (
   SELECT s, 0 AS band, CAST(NULL AS BIGINT) AS turn FROM ({titles}) titled
@@ -116,13 +127,7 @@ best AS (
     max(CASE WHEN band = 4 THEN turn END) AS tool_turn
   FROM hit GROUP BY s
 )
-SELECT {columns}, best.band, best.in_title, best.request_turn, best.reply_turn,
-  best.in_thinking, best.tool_turn
-FROM best JOIN session s ON s.n = best.s
-WHERE s.parent_session_n IS NULL
-ORDER BY best.band, s.modified_at DESC, s.n DESC
-LIMIT ?
-"""
+""" + _ROWS.replace("{within}", "")
 
 # Relevance inside a band: the same bands, a session's place in its band by the score of
 # its best turn there (the title band: newest first), and its snippets from that turn.
@@ -151,13 +156,7 @@ best AS (
     min(CASE WHEN in_session = 1 THEN score END) AS score
   FROM placed GROUP BY s
 )
-SELECT {columns}, best.band, best.in_title, best.request_turn, best.reply_turn,
-  best.in_thinking, best.tool_turn
-FROM best JOIN session s ON s.n = best.s
-WHERE s.parent_session_n IS NULL
-ORDER BY best.band, best.score, s.modified_at DESC, s.n DESC
-LIMIT ?
-"""
+""" + _ROWS.replace("{within}", "best.score, ")
 
 _TITLED = """
 SELECT {columns}, 0, 1, NULL, NULL, 0, NULL FROM ({titles}) titled JOIN session s ON s.n = titled.s
@@ -218,12 +217,15 @@ def _content_words(search: str) -> list[str]:
 def expression(dialect: str, column: str, terms: list[str]) -> str:
     """The full-text query: every term in `column`, as one of its forms, the last one
     also as a prefix."""
+    alternatives = [forms(term) for term in terms]
+    last = terms[-1]  # (its forms that begin with it are found as its prefix)
+    alternatives[-1] = [form for form in alternatives[-1] if not form.startswith(last)]
     if dialect == "postgres":
-        each = [[f"'{form}'" for form in forms(term)] for term in terms]
-        each[-1].insert(0, f"'{terms[-1]}':*")
+        each = [[f"'{form}'" for form in group] for group in alternatives]
+        each[-1].insert(0, f"'{last}':*")
         return " & ".join(f"({' | '.join(group)})" for group in each)
-    each = [[f'"{form}"' for form in forms(term)] for term in terms]
-    each[-1].insert(0, f'"{terms[-1]}"*')
+    each = [[f'"{form}"' for form in group] for group in alternatives]
+    each[-1].insert(0, f'"{last}"*')
     either = " AND ".join("(" + " OR ".join(group) + ")" for group in each)
     return f"{{{column}}} : ({either})"
 
