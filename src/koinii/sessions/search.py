@@ -22,14 +22,15 @@ opening of the text that was closest.
 Full text means: the search is cut into words the way the index cuts text (Unicode
 letters and digits; case and diacritics folded); its stop words ("where", "did", "we",
 STOP_WORDS) are left out, and every other word must occur in the same field of the same
-turn, the last one also as a prefix (`deplo` finds `deploy`). Rows come best band first,
-newest (`modified_at`) first inside a band, then by id; the caller paints them in this
-order and never re-sorts them. `ranking="relevance"` keeps the bands in that order but
-puts the best match first inside each (a session's best turn in its band, by BM25 on
-SQLite and `ts_rank` on PostgreSQL; the title band stays newest first), the meaning
-band after them as in `banded`. A row's snippets come from the turn that placed it (the
-newest matching one; under relevance the best), read from the matched fields alone and
-windowed around their matches (snippets.py).
+turn, as one of its English forms (`snippets.forms`: "failing" finds "fails"), the last
+one also as a prefix (`deplo` finds `deploy`). Rows come best band first, newest
+(`modified_at`) first inside a band, then by id; the caller paints them in this order
+and never re-sorts them. `ranking="relevance"` keeps the bands in that order but puts
+the best match first inside each (a session's best turn in its band, by BM25 on SQLite
+and `ts_rank` on PostgreSQL; the title band stays newest first, the meaning band comes
+nearest first). A row's snippets come from the turn that placed it (the newest matching
+one; under relevance the best), read from the matched fields alone and windowed around
+their matches (snippets.py).
 
 Invariant: the ranking is one SQL statement. Each band yields (session, band, turn)
 hits — a turn's rowid shifted right by TURN_BITS is its session's row number (schema.py),
@@ -274,8 +275,9 @@ def ranked(
 def _then_by_meaning(
     db: Any, search: str, limit: int | None, vectors: Any, relevance: bool
 ) -> list[dict[str, Any]]:
-    """The bands, then the meaning band, newest first inside it as inside every band. A
-    full page of banded rows leaves no room for it (the bands are never cut for it)."""
+    """The bands, then the meaning band, newest first inside it as inside every band (under
+    relevance, nearest first). A full page of banded rows leaves no room for it (the bands
+    are never cut for it)."""
     banded = _banded(db, search, limit, relevance)
     most = NO_LIMIT if limit is None else limit
     depth = None if limit is None else max(semantic.DEPTH, limit)

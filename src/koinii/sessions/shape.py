@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from koinii.kb import KB
-from koinii.operations import Caller, operation
+from koinii.operations import REGISTRY, Caller, operation
 from koinii.sessions import checks
 
 P = ParamSpec("P")
@@ -124,7 +124,7 @@ def client_method(run: Callable[Concatenate[KB, P], R]) -> Callable[Concatenate[
         return_annotation=None if hints.get("return") is type(None) else hints.get("return"),
     )
     method.__name__ = method.__qualname__ = verb
-    method.__doc__ = run.__doc__
+    method.__doc__ = run.__doc__ or REGISTRY[f"sessions.{verb}"].summary
     return method
 
 
