@@ -28,6 +28,15 @@ Measured
       durable write per event (`SessionStore`), then batched (`SessionRecorder`, its
       final flush included): ms per recorded event at steady load. The target: batched
       <= 0.5 ms per event.
+    - Finding a session on the sample transcripts (the repository's tests/data/sessions,
+      and ../shared/data/transcripts beside it, or `--transcripts DIR`) with a build log
+      of LOG_MB MiB beside them (tool output, as long sessions have): SAMPLE_SEARCHES,
+      questions in a person's words written before the search was tuned, each naming
+      the transcript that answers it. Per ranking (`banded`, the default, `lexical` and
+      `relevance`; `hybrid` too where koinii[semantic] is installed): how often the right
+      session comes first, the MRR@10, and the median and p90 of the search through
+      `Introspection.list_sessions(q, limit=10)`. The target: first for 9 in 10, a
+      median under 50 ms.
     - The import rate of Claude Code transcripts: the real third-party samples in
       ../shared/data/transcripts beside the repository when they are there, else the
       repository's own (tests/data/sessions), copied with fresh ids into many files,
@@ -63,7 +72,7 @@ from typing import Any
 import koinii
 from koinii.sessions import Introspection, SessionStore
 from koinii.sessions.importing import import_paths
-from koinii.sessions.search import SNIPPET_TOKENS, words
+from koinii.sessions.search import RANKINGS, SNIPPET_TOKENS, words
 
 SEED = 20_260_211
 DEFAULT_SESSIONS = 100_000
@@ -74,6 +83,36 @@ TITLE_WORD = "zephyrquartz"
 SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
 SHARED_SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
 OWN_SAMPLES = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data" / "sessions"
+LOG_MB = 4  # the build log's size, beside the samples
+
+# (search, the transcript that answers it: a part of its file's name). Written as a
+# person asks, before the search was tuned; those naming SHARED_ONLY transcripts run
+# where the shared transcripts are.
+SAMPLE_SEARCHES = [
+    ("where did we add retry with backoff to the upload client", "sample_tools"),
+    ("how did we make the uploader retry", "sample_tools"),
+    ("commit message naming the retry", "sample_tools"),
+    ("why does the invoices test fail one run in five", "v2.1.38_sample.jsonl"),
+    ("flaky test on CI", "v2.1.38_sample.jsonl"),
+    ("which tests call datetime.now", "v2.1.38_sample.jsonl"),
+    ("fix the failing push tests", "codex_rollout-2026-02-23"),
+    ("what was wrong with test_retry", "codex_rollout-2026-02-23"),
+    ("the patch does not apply", "codex_rollout-2026-02-23"),
+    ("which VAT rounding does Germany require", "rollout-2026-03-02"),
+    ("did we check the german VAT rules", "rollout-2026-03-02"),
+    ("why did the checkout tests fail", "5f0c2d1e"),
+    ("switch the VAT rounding to Decimal", "5f0c2d1e"),
+    ("banker's rounding in test_totals", "5f0c2d1e"),
+    ("where did we summarise the payment module", "9c1e4b2a"),
+    ("what wraps the Stripe adapter and its retry policy", "9c1e4b2a"),
+    ("how did we start phoenix in the background", "spotter_tool_heavy"),
+    ("xterm.js scrollback with tmux", "spotter_tool_heavy"),
+    ("mix phx.server doesn't start", "spotter_short"),
+    ("create a CLAUDE.md for the repository", "ccviewer"),
+    ("the phoenix server will not boot", "spotter_short"),
+    ("analyze this codebase and create CLAUDE.md", "ccviewer"),
+]
+SHARED_ONLY = ("spotter", "ccviewer")
 
 
 def claude_code_samples() -> tuple[list[pathlib.Path], str]:
@@ -248,6 +287,7 @@ def run(args: argparse.Namespace) -> str:
         rows.append(("store size", f"{size / 2**20:,.0f} MiB", "", ""))
         rows.append(measure_import(scratch, args.copies))
         rows += measure_recording(scratch, 20 if args.quick else 300)
+        finding = measure_sample_search(scratch, args)
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -263,6 +303,7 @@ def run(args: argparse.Namespace) -> str:
     for row in table:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, width)).rstrip())
     lines += ["", "per query (median ms, banded / floor, rows found banded / floor):", *samples]
+    lines += ["", *finding]
     return "\n".join(lines)
 
 
@@ -345,6 +386,100 @@ def measure_reads(kb: Any, rounds: int) -> list[tuple[str, str, str, str]]:
     ]
 
 
+def build_log(megabytes: int) -> str:
+    """A long build's output: test runs, retries, warnings (the words people search)."""
+    rng = random.Random(SEED)
+    lines = [
+        "tests/test_{0}.py::test_{1} PASSED",
+        "tests/test_{0}.py::test_{1} FAILED: assert {2} == {3}",
+        "retrying upload of {0}.tar.gz (attempt {2}) after a timeout",
+        "warning: rounding {2}.{3} to {2} in the {0} module",
+        "server started on port {3}; checking the {1} endpoint",
+        "compiling {0}/{1}.ex ({2} files)",
+    ]
+    names = ["payments", "checkout", "invoices", "uploader", "push", "phoenix", "client"]
+    out, size = [], 0
+    while size < megabytes * 2**20:
+        line = rng.choice(lines).format(
+            rng.choice(names), rng.choice(names), rng.randint(1, 99), rng.randint(100, 9999)
+        )
+        out.append(line)
+        size += len(line) + 1
+    return "\n".join(out)
+
+
+def sample_folders(given: str | None) -> tuple[list[pathlib.Path], bool]:
+    """The sample transcripts searched, and whether the shared ones are among them."""
+    shared = pathlib.Path(given) if given else SHARED_SAMPLES
+    folders = [OWN_SAMPLES] + ([shared] if shared.is_dir() else [])
+    return folders, len(folders) > 1
+
+
+def measure_sample_search(work: pathlib.Path, args: argparse.Namespace) -> list[str]:
+    """Finding the session that answers a question, on the sample transcripts (module
+    docstring): a table per ranking, then each search's place per ranking."""
+    from koinii.kb import semantic
+
+    folders, shared = sample_folders(args.transcripts)
+    searches = [
+        (q, name) for q, name in SAMPLE_SEARCHES if shared or not name.startswith(SHARED_ONLY)
+    ]
+    rankings = [r for r in ("banded", "lexical", "relevance") if r in RANKINGS]
+    rankings += ["hybrid"] if semantic.installed() else []
+    rounds = 3 if args.quick else 10
+    progress(f"searching the sample transcripts: {len(searches)} searches x {rounds} rounds")
+    with koinii.open_kb(str(work / "samples.db")) as kb:
+        store = SessionStore(kb)
+        reports = import_paths(store, folders)
+        log = store.start_session(title="nightly build", created_at="2026-01-15T00:00:00Z")
+        turn = store.start_turn(log, "run the nightly build", created_at="2026-01-15T00:00:01Z")
+        iteration = store.record_iteration(turn, prose="Running the build.")
+        store.record_block(iteration, tool="Bash", code="make ci", stdout=build_log(LOG_MB))
+        store.finish_turn(turn, "done", "complete")
+        ids = {r["path"]: r["session_id"] for r in reports if r.get("session_id")}
+        reader = Introspection(kb)
+        count = len(reader.list_sessions())
+        table = [
+            f"finding a session: {count} sessions from "
+            + " and ".join(_shown(folder) for folder in folders)
+            + f" and a {LOG_MB} MiB build log, {len(searches)} searches, limit 10",
+            "",
+            "| ranking | right session first | MRR@10 | median ms | p90 ms |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        places: dict[str, list[str]] = {q: [] for q, _ in searches}
+        for ranking in rankings:
+            firsts, mrr, times = 0, 0.0, []
+            for search, name in searches:
+                wanted = {i for path, i in ids.items() if name in path}
+                for round_ in range(rounds + 1):
+                    ms, rows = timed(
+                        lambda q=search, r=ranking: reader.list_sessions(q, limit=10, ranking=r)
+                    )
+                    times += [ms] if round_ else []  # the first round warms up
+                found = [i for i, row in enumerate(rows) if row["id"] in wanted]
+                place = found[0] + 1 if found else None
+                firsts += place == 1
+                mrr += 1 / place if place else 0.0
+                places[search].append(str(place or "-"))
+            table.append(
+                f"| {ranking} | {firsts} of {len(searches)} ({firsts / len(searches):.2f}) "
+                f"| {mrr / len(searches):.2f} | {statistics.median(times):.1f} "
+                f"| {sorted(times)[int(0.9 * (len(times) - 1))]:.1f} |"
+            )
+    table += ["", "each search's place (" + ", ".join(rankings) + "):"]
+    table += [f"  {q!r:62} {' '.join(p):>8}" for q, p in places.items()]
+    return table
+
+
+def _shown(folder: pathlib.Path) -> str:
+    """A folder as the table names it: relative to the repository where it can be."""
+    try:
+        return str(folder.relative_to(OWN_SAMPLES.parents[2]))
+    except ValueError:
+        return folder.name
+
+
 def measure_import(work: pathlib.Path, copies: int) -> tuple[str, str, str, str]:
     folder = work / "transcripts"
     folder.mkdir(exist_ok=True)
@@ -423,12 +558,25 @@ def main(argv: list[str] | None = None) -> None:
         "--db", help="the sessions store: written here and kept; if it exists, reused as is"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")
+    parser.add_argument(
+        "--transcripts", help="more sample transcripts (default: ../shared/data/transcripts)"
+    )
+    parser.add_argument(
+        "--finding-only", action="store_true", help="only finding a session on the samples"
+    )
     args = parser.parse_args(argv)
     args.sessions = args.sessions or (QUICK_SESSIONS if args.quick else DEFAULT_SESSIONS)
     args.rounds = args.rounds or (5 if args.quick else 20)
     args.copies = args.copies or (20 if args.quick else 300)
     if args.sessions < 100 or args.turns < 1:
         parser.error("--sessions must be at least 100 and --turns at least 1")
+    if args.finding_only:
+        scratch = pathlib.Path(tempfile.mkdtemp())
+        try:
+            print("Koinii sessions benchmark\n\n" + "\n".join(measure_sample_search(scratch, args)))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return
     print(run(args))
 
 

@@ -230,8 +230,8 @@ def test_a_bad_session_ranking_is_refused_over_the_reads_operation(kb):
 
     refusal = refused(lambda: list_sessions(kb, "vat", ranking="semantic"))
     assert (refusal.kind, refusal.data["option"]) == ("bad-option", "ranking")
-    assert refusal.data["allowed"] == ["banded", "lexical", "hybrid"]
-    assert "banded, lexical, hybrid" in refusal.message
+    assert refusal.data["allowed"] == ["banded", "lexical", "hybrid", "relevance"]
+    assert "banded, lexical, hybrid, relevance" in refusal.message
 
 
 def test_koinii_search_ranks_by_meaning_and_says_so_and_ranking_lexical_opts_out(tmp_path):

@@ -36,7 +36,8 @@ from json.scanner import make_scanner
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.sessions.store import MAX_BATCH, MAX_PART_TURNS
+from koinii.sessions.batches import MAX_BATCH
+from koinii.sessions.imports import MAX_PART_TURNS
 from koinii.wraps.checks import MAX_CREATED_IDS
 
 SMALL = 32 * 1024  # bytes decoded in one call: ~3 ms for the worst content

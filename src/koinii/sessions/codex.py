@@ -24,8 +24,11 @@ makes of it:
   `event_msg/error` → error.
 - **Project:** the `project_id` of `session_meta.cwd` (koinii/projects.py); the cwd is
   kept in the session's meta.
-- **Title:** the last `thread_name_updated`, else the first prompt. **Model:** from
-  `turn_context`; **provider:** `session_meta.model_provider`.
+- **Title:** the last `thread_name_updated`, else the first prompt: its request alone
+  when an IDE extension wrote a preamble above it (`# Files mentioned by the user:` or
+  `# Context from my IDE setup:`, then `## My request for Codex:`), the next prompt when
+  it holds none. **Model:** from `turn_context`; **provider:**
+  `session_meta.model_provider`.
 - **Idempotent** by `codex:<session id>`, with a fingerprint of the records read, the
   malformed lines and the last timestamp; malformed lines are counted, never fatal.
 """
@@ -43,7 +46,7 @@ from koinii.projects import project_of_recorded
 from koinii.sessions import checks, jsonl
 
 SOURCE = "codex"
-IMPORTER_VERSION = 2  # 2: web searches are blocks
+IMPORTER_VERSION = 3  # 2: web searches are blocks; 3: no IDE preamble as the title
 WRAPPED = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 ITEMS = (
     "message",
@@ -58,6 +61,10 @@ ITEMS = (
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output")
 INJECTED = ("<environment_context", "<user_instructions", "# AGENTS.md", "<permissions")
+# What Codex's IDE extensions write above a person's words (the files and tabs they point
+# at), and the heading their words follow.
+IDE_PREAMBLES = ("# Context from my IDE setup:", "# Files mentioned by the user:")
+IDE_REQUEST = "## My request for Codex:"
 _TOKEN_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
 
 
@@ -92,6 +99,16 @@ def _texts(content: Any, kinds: tuple[str, ...]) -> str:
 
 def _injected(text: str) -> bool:
     return not text or text.lstrip().startswith(INJECTED)
+
+
+def request_of(text: str) -> str | None:
+    """What a person asked in a prompt: the words after an IDE extension's preamble (None
+    when the preamble holds no request), else the prompt itself."""
+    text = text.strip()
+    if not text.startswith(IDE_PREAMBLES):
+        return text or None
+    _, marker, request = text.partition(IDE_REQUEST)
+    return request.strip() or None if marker else None
 
 
 def _total(payload: dict[str, Any]) -> dict[str, int] | None:
@@ -144,13 +161,13 @@ def scan(path: Path) -> Scan:
             what = payload.get("type")
             if what == "user_message" and isinstance(payload.get("message"), str):
                 found.typed_prompts = True
-                found.first_prompt = found.first_prompt or payload["message"].strip() or None
+                found.first_prompt = found.first_prompt or request_of(payload["message"])
             elif what == "thread_name_updated" and isinstance(payload.get("thread_name"), str):
                 found.thread_name = payload["thread_name"]
         elif kind == "response_item" and payload.get("role") == "user" and not found.typed_prompts:
             text = _texts(payload.get("content"), ("input_text",))
             if not _injected(text):
-                found.first_prompt = found.first_prompt or text
+                found.first_prompt = found.first_prompt or request_of(text)
     return found
 
 

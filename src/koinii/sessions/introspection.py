@@ -52,7 +52,8 @@ Session introspection (read-only; results are plain dicts and lists — filter t
   keep that order. Matches add rank, is_in_title/is_in_request/is_in_reply/is_in_thinking/
   is_in_tool, is_by_meaning and request_snippet/reply_snippet/tool_snippet. Where the
   server has semantic ranking installed, sessions found by meaning alone follow the bands
-  (rank 5, is_by_meaning); ranking="hybrid" asks for a fused order instead.
+  (rank 5, is_by_meaning); ranking="relevance" puts the best match first inside each
+  band, ranking="hybrid" asks for a fused order instead.
 - get_session(target=None) -> ONE session's descriptor (no transcript), the current one
   by default; None when nothing matches.
 - read_session(target=None) -> {session, current_turn, failures, diagnosis,
@@ -460,8 +461,8 @@ def _descriptor(db: Any, session: dict[str, Any], current: str | None) -> dict[s
             False,
             "banded (the default: the bands best first, newest first in each, then the "
             "sessions found by meaning alone where koinii[semantic] is installed), lexical "
-            "(the bands only) or hybrid (fused with meaning, in the fused order; needs "
-            "koinii[semantic])",
+            "(the bands only), relevance (as banded, the best match first in each band) "
+            "or hybrid (fused with meaning, in the fused order; needs koinii[semantic])",
         ),
     },
     summary="the session index, or the ranked search",
@@ -473,14 +474,21 @@ def list_sessions(
         raise Refused("bad-option", "search is a string", {"option": "search"})
     most = _positive("limit", limit)
     chosen = ranking_of(ranking)
-    by_meaning = chosen == "hybrid" or (chosen == "banded" and semantic.installed())
+    by_meaning = chosen == "hybrid" or (chosen != "lexical" and semantic.installed())
     vectors = meaning.for_kb(kb) if by_meaning else None
     schema.ready(kb)
 
     def read(db: Any) -> list[dict[str, Any]]:
         if search is None:
             return index(db, most)
-        return ranked(db, search, most, vectors=vectors, fused=chosen == "hybrid")
+        return ranked(
+            db,
+            search,
+            most,
+            vectors=vectors,
+            fused=chosen == "hybrid",
+            relevance=chosen == "relevance",
+        )
 
     return _guarded("list_sessions", [], lambda: kb.read_records(read))
 

@@ -20,40 +20,56 @@ says `is_by_meaning`, and one found by meaning alone has, as its request snippet
 opening of the text that was closest.
 
 Full text means: the search is cut into words the way the index cuts text (Unicode
-letters and digits; case and diacritics folded), every word must occur in the same
-field of the same turn, and the last word is also a prefix (`deplo` finds `deploy`).
-Rows come best band first, newest (`modified_at`) first inside a band, then by id; the
-caller paints them in this order and never re-sorts them. A row's snippets are windows
-of about SNIPPET_TOKENS tokens around the matches in the newest matching turn, the
-window that shows the most of the search's words.
+letters and digits; case and diacritics folded); its stop words ("where", "did", "we",
+STOP_WORDS) are left out, and every other word must occur in the same field of the same
+turn, as one of its English forms (`snippets.forms`: "failing" finds "fails"), the last
+one also as a prefix (`deplo` finds `deploy`). Rows come best band first, newest
+(`modified_at`) first inside a band, then by id; the caller paints them in this order
+and never re-sorts them. `ranking="relevance"` keeps the bands in that order but puts
+the best match first inside each (a session's best turn in its band, by BM25 on SQLite
+and `ts_rank` on PostgreSQL; the title band stays newest first, the meaning band comes
+nearest first). A row's snippets come from the turn that placed it (the newest matching
+one; under relevance the best), read from the matched fields alone and windowed around
+their matches (snippets.py).
 
 Invariant: the ranking is one SQL statement. Each band yields (session, band, turn)
 hits — a turn's rowid shifted right by TURN_BITS is its session's row number (schema.py),
 so a full-text hit names its session without a lookup — and one GROUP BY keeps each
-session's best band. The title band is a trigram index: FTS5's on SQLite (substring
+session's best band (under relevance, two window functions keep each band's best turn and
+the session's best score). The title band is a trigram index: FTS5's on SQLite (substring
 matches of 3 characters or more; shorter ones scan the titles), pg_trgm's GIN index for
-`LIKE` on PostgreSQL (a scan where the server lacks the extension: schema.py). Only the rows
-returned are read for their snippets. PostgreSQL's text parser cuts some words
-differently (`phx.server` stays one token there) and does not fold diacritics.
+`LIKE` on PostgreSQL (a scan where the server lacks the extension: schema.py). Only the
+rows returned get snippets. PostgreSQL's text parser
+cuts some words differently (`phx.server` stays one token there) and does not fold diacritics.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from typing import Any
 
 from koinii.errors import Refused
 from koinii.kb import semantic
+from koinii.sessions import snippets
 from koinii.sessions.schema import TURN_BITS
+from koinii.sessions.snippets import SNIPPET_TOKENS, WORD, folded, forms, window
 
-RANKINGS = ("banded", "lexical", "hybrid")  # the default first
+__all__ = ["SNIPPET_TOKENS", "marked", "ranked", "search_terms", "window", "words"]
+
+RANKINGS = ("banded", "lexical", "hybrid", "relevance")  # the default first
 MEANING_BAND = 5  # the band of a row found by meaning alone
-SNIPPET_TOKENS = 20  # the width of a request/reply snippet window
-ELLIPSIS = "…"
 NO_LIMIT = 2**62
 COLUMNS = ("request", "reply", "thinking", "tools")
-_WORD = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps as a token
+# Words a question is made of that say nothing of what it asks ("where did we fix the
+# deploy?"): left out of the band match, so the words that remain must occur together,
+# not these. A search of stop words alone searches them.
+_STOP_WORDS = """
+    a about after again all am an and any are as at be been before being but by can could d
+    did didn do does doesn doing don done for from had has have having he her here how i if
+    in into is isn it its ll m me my of on or our please re s she should so some t than
+    that the their them then there these they this those to us ve was wasn we were what
+    when where which who whom whose why will with won would you your
+"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 INDEX_KEYS = ("id", "channel", "title", "turn_count", "created_at", "modified_at")
 INDEX_COLUMNS = ", ".join(f"s.{key}" for key in INDEX_KEYS)
@@ -67,11 +83,33 @@ _TURNS = {
         "WHERE to_tsvector('simple', coalesce({column}, '')) @@ to_tsquery('simple', ?)"
     ),
 }
+# The same, with each turn's full-text score (lower is better): the relevance ranking.
+_SCORED = {
+    "sqlite": (
+        "SELECT rowid AS t, bm25(turn_search) AS score FROM turn_search WHERE turn_search MATCH ?"
+    ),
+    "postgres": (
+        "SELECT n AS t, -ts_rank(to_tsvector('simple', coalesce({column}, '')), q) AS score "
+        "FROM turn_text, to_tsquery('simple', ?) q "
+        "WHERE to_tsvector('simple', coalesce({column}, '')) @@ q"
+    ),
+}
 _TITLES = {
     "sqlite": "SELECT rowid AS s FROM session_title WHERE session_title MATCH ?",
     "sqlite-scan": "SELECT n AS s FROM session WHERE instr(title_fold, ?) > 0",
     "postgres": "SELECT n AS s FROM session WHERE title_fold LIKE ? ESCAPE '\\'",
 }
+
+# Each session's row, from its best band (`best`): best band first, then `{within}` (the
+# order inside a band: none, or relevance), then newest first.
+_ROWS = """
+SELECT {columns}, best.band, best.in_title, best.request_turn, best.reply_turn,
+  best.in_thinking, best.tool_turn
+FROM best JOIN session s ON s.n = best.s
+WHERE s.parent_session_n IS NULL
+ORDER BY best.band, {within}s.modified_at DESC, s.n DESC
+LIMIT ?
+"""
 
 _RANKED = """
 WITH hit AS (
@@ -90,13 +128,36 @@ best AS (
     max(CASE WHEN band = 4 THEN turn END) AS tool_turn
   FROM hit GROUP BY s
 )
-SELECT {columns}, best.band, best.in_title, best.request_turn, best.reply_turn,
-  best.in_thinking, best.tool_turn
-FROM best JOIN session s ON s.n = best.s
-WHERE s.parent_session_n IS NULL
-ORDER BY best.band, s.modified_at DESC, s.n DESC
-LIMIT ?
-"""
+""" + _ROWS.replace("{within}", "")
+
+# Relevance inside a band: the same bands, a session's place in its band by the score of
+# its best turn there (the title band: newest first), and its snippets from that turn.
+_RELEVANT = """
+WITH hit AS (
+  SELECT s, 0 AS band, CAST(NULL AS BIGINT) AS turn, CAST(NULL AS DOUBLE PRECISION) AS score
+  FROM ({titles}) titled
+  UNION ALL SELECT t >> {bits}, 1, t, score FROM ({request}) h
+  UNION ALL SELECT t >> {bits}, 2, t, score FROM ({reply}) h
+  UNION ALL SELECT t >> {bits}, 3, t, score FROM ({thinking}) h
+  UNION ALL SELECT t >> {bits}, 4, t, score FROM ({tools}) h
+),
+placed AS (
+  SELECT s, band, turn, score,
+    row_number() OVER (PARTITION BY s, band ORDER BY score, turn DESC) AS in_band,
+    row_number() OVER (PARTITION BY s ORDER BY band, score, turn DESC) AS in_session
+  FROM hit
+),
+best AS (
+  SELECT s, min(band) AS band,
+    max(CASE WHEN band = 0 THEN 1 ELSE 0 END) AS in_title,
+    max(CASE WHEN band = 1 AND in_band = 1 THEN turn END) AS request_turn,
+    max(CASE WHEN band = 2 AND in_band = 1 THEN turn END) AS reply_turn,
+    max(CASE WHEN band = 3 THEN 1 ELSE 0 END) AS in_thinking,
+    max(CASE WHEN band = 4 AND in_band = 1 THEN turn END) AS tool_turn,
+    min(CASE WHEN in_session = 1 THEN score END) AS score
+  FROM placed GROUP BY s
+)
+""" + _ROWS.replace("{within}", "best.score, ")
 
 _TITLED = """
 SELECT {columns}, 0, 1, NULL, NULL, 0, NULL FROM ({titles}) titled JOIN session s ON s.n = titled.s
@@ -107,8 +168,9 @@ LIMIT ?
 
 
 def _statement(template: str, dialect: str, titles: str) -> str:
-    turns = {c: _TURNS[dialect].format(column=c) for c in COLUMNS}
-    return template.format(bits=TURN_BITS, columns=INDEX_COLUMNS, titles=titles, **turns)
+    turns = _SCORED if template is _RELEVANT else _TURNS
+    by_column = {c: turns[dialect].format(column=c) for c in COLUMNS}
+    return template.format(bits=TURN_BITS, columns=INDEX_COLUMNS, titles=titles, **by_column)
 
 
 _STATEMENTS = {
@@ -118,7 +180,7 @@ _STATEMENTS = {
         ("sqlite", "sqlite-scan"),
         ("postgres", "postgres"),
     )
-    for name, template in (("ranked", _RANKED), ("titled", _TITLED))
+    for name, template in (("ranked", _RANKED), ("relevant", _RELEVANT), ("titled", _TITLED))
 }
 
 
@@ -137,16 +199,36 @@ def index_row(row: tuple) -> dict[str, Any]:
 
 
 def words(search: str) -> list[str]:
-    return _WORD.findall(search)
+    """The search cut into words the way the index cuts text."""
+    return WORD.findall(search)
+
+
+def search_terms(search: str) -> list[str]:
+    """The words of a search that must match, case folded: its words but the stop words
+    (every word, when all of them are stop words). Each matches its English forms too
+    (`snippets.forms`), the last one also as a prefix."""
+    return [word.casefold() for word in _content_words(search)]
+
+
+def _content_words(search: str) -> list[str]:
+    found = words(search)
+    return [word for word in found if folded(word) not in STOP_WORDS] or found
 
 
 def expression(dialect: str, column: str, terms: list[str]) -> str:
-    """The full-text query: every term in `column`, the last one also as a prefix."""
+    """The full-text query: every term in `column`, as one of its forms, the last one
+    also as a prefix."""
+    alternatives = [forms(term) for term in terms]
+    last = terms[-1]  # (its forms that begin with it are found as its prefix)
+    alternatives[-1] = [form for form in alternatives[-1] if not form.startswith(last)]
     if dialect == "postgres":
-        return " & ".join(f"'{term.casefold()}'" for term in terms) + ":*"
-    quoted = [f'"{term}"' for term in terms]
-    quoted[-1] += "*"
-    return f"{{{column}}} : ({' '.join(quoted)})"
+        each = [[f"'{form}'" for form in group] for group in alternatives]
+        each[-1].insert(0, f"'{last}':*")
+        return " & ".join(f"({' | '.join(group)})" for group in each)
+    each = [[f'"{form}"' for form in group] for group in alternatives]
+    each[-1].insert(0, f'"{last}"*')
+    either = " AND ".join("(" + " OR ".join(group) + ")" for group in each)
+    return f"{{{column}}} : ({either})"
 
 
 def ranking_of(ranking: Any) -> str:
@@ -168,35 +250,46 @@ def ranking_of(ranking: Any) -> str:
 
 
 def ranked(
-    db: Any, search: str, limit: int | None = None, *, vectors: Any = None, fused: bool = False
+    db: Any,
+    search: str,
+    limit: int | None = None,
+    *,
+    vectors: Any = None,
+    fused: bool = False,
+    relevance: bool = False,
 ) -> list[dict[str, Any]]:
     """THE ranked search (module docstring). A blank search is the plain index. With
     the sessions' `vectors` (meaning.py) the sessions found by meaning alone follow the
-    bands as a band of their own; `fused`, the rows come in the fused order instead."""
+    bands as a band of their own; `fused`, the rows come in the fused order instead.
+    `relevance` orders each band by relevance instead of newest first."""
     search = search.strip()
     if not search:
         return index(db, limit)
     if vectors is None:
-        return _banded(db, search, limit)
+        return _banded(db, search, limit, relevance)
     if fused:
         return _fused(db, search, limit, vectors)
-    return _then_by_meaning(db, search, limit, vectors)
+    return _then_by_meaning(db, search, limit, vectors, relevance)
 
 
-def _then_by_meaning(db: Any, search: str, limit: int | None, vectors: Any) -> list[dict[str, Any]]:
-    """The bands, then the meaning band, newest first inside it as inside every band. A
-    full page of banded rows leaves no room for it (the bands are never cut for it)."""
-    banded = _banded(db, search, limit)
+def _then_by_meaning(
+    db: Any, search: str, limit: int | None, vectors: Any, relevance: bool
+) -> list[dict[str, Any]]:
+    """The bands, then the meaning band, newest first inside it as inside every band (under
+    relevance, nearest first). A full page of banded rows leaves no room for it (the bands
+    are never cut for it)."""
+    banded = _banded(db, search, limit, relevance)
     most = NO_LIMIT if limit is None else limit
     depth = None if limit is None else max(semantic.DEPTH, limit)
     _, alone = _by_meaning(db, banded, vectors.nearest(db, search, depth))
-    alone.sort(key=lambda found: (found[1]["modified_at"], found[0]), reverse=True)
+    if not relevance:  # (under relevance, the nearest first, as `nearest` gives them)
+        alone.sort(key=lambda found: (found[1]["modified_at"], found[0]), reverse=True)
     return banded + [row for _, row in alone[: max(0, most - len(banded))]]
 
 
 def _fused(db: Any, search: str, limit: int | None, vectors: Any) -> list[dict[str, Any]]:
     depth = None if limit is None else max(semantic.DEPTH, limit)  # each side's, at most
-    banded = _banded(db, search, depth)
+    banded = _banded(db, search, depth, False)
     closest, alone = _by_meaning(db, banded, vectors.nearest(db, search, depth))
     rows = {row["id"]: row for row in banded} | {row["id"]: row for _, row in alone}
     fused = semantic.fuse([row["id"] for row in banded], closest)
@@ -228,7 +321,9 @@ def _by_meaning(
         if session_id in rows:
             rows[session_id]["is_by_meaning"] = True
         else:
-            alone.append((n, {**ids[n], **_BY_MEANING_ONLY, "request_snippet": _opening(text)}))
+            alone.append(
+                (n, {**ids[n], **_BY_MEANING_ONLY, "request_snippet": snippets.opening(text)})
+            )
     return closest, alone
 
 
@@ -246,15 +341,7 @@ _BY_MEANING_ONLY = {
 }
 
 
-def _opening(text: str) -> str:
-    """A meaning-only hit's snippet: the first SNIPPET_TOKENS tokens of its closest text."""
-    tokens = list(_WORD.finditer(text))
-    if len(tokens) <= SNIPPET_TOKENS:
-        return text.strip()
-    return text[: tokens[SNIPPET_TOKENS - 1].end()].strip() + ELLIPSIS
-
-
-def _banded(db: Any, search: str, limit: int | None) -> list[dict[str, Any]]:
+def _banded(db: Any, search: str, limit: int | None, relevance: bool) -> list[dict[str, Any]]:
     dialect = getattr(db, "dialect", "sqlite")
     title = search.casefold()
     titles = dialect
@@ -266,18 +353,25 @@ def _banded(db: Any, search: str, limit: int | None) -> list[dict[str, Any]]:
     else:
         escaped = title.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         title = f"%{escaped}%"
-    terms = words(search)
+    terms = search_terms(search)
     most = NO_LIMIT if limit is None else limit
     if terms:
         queries = [expression(dialect, column, terms) for column in COLUMNS]
-        found = db.execute(_STATEMENTS[dialect, titles, "ranked"], (title, *queries, most))
+        statement = _STATEMENTS[dialect, titles, "relevant" if relevance else "ranked"]
+        found = db.execute(statement, (title, *queries, most))
     else:
         found = db.execute(_STATEMENTS[dialect, titles, "titled"], (title, most))
     rows = found.fetchall()
-    texts = _texts(db, rows)
+    at = len(INDEX_KEYS)
+    wanted: dict[str, list[int]] = {}
+    for row in rows:
+        for field, turn in zip(_SNIPPETS, (row[at + 2], row[at + 3], row[at + 5])):
+            if turn is not None:
+                wanted.setdefault(field, []).append(turn)
+    shown = snippets.snippets(db, wanted, terms)
     out = []
     for row in rows:
-        band, in_title, request_turn, reply_turn, in_thinking, tool_turn = row[len(INDEX_KEYS) :]
+        band, in_title, request_turn, reply_turn, in_thinking, tool_turn = row[at:]
         entry = index_row(row)
         entry.update(
             {
@@ -288,113 +382,19 @@ def _banded(db: Any, search: str, limit: int | None) -> list[dict[str, Any]]:
                 "is_in_reply": reply_turn is not None,
                 "is_in_thinking": bool(in_thinking),
                 "is_in_tool": tool_turn is not None,
-                "request_snippet": _snippet(texts, request_turn, 0, terms),
-                "reply_snippet": _snippet(texts, reply_turn, 1, terms),
-                "tool_snippet": _snippet(texts, tool_turn, 2, terms),
+                "request_snippet": shown.get((request_turn, "request")),
+                "reply_snippet": shown.get((reply_turn, "reply")),
+                "tool_snippet": shown.get((tool_turn, "tools")),
             }
         )
         out.append(entry)
     return out
 
 
-def _texts(db: Any, rows: list[tuple]) -> dict[int, tuple[str | None, ...]]:
-    """turn rowid → (request, reply, tools) for the turns whose snippets the rows show."""
-    at = len(INDEX_KEYS)
-    wanted = sorted({t for row in rows for t in row[at + 2 : at + 4] + row[at + 5 :] if t})
-    if not wanted:
-        return {}
-    marks = ", ".join("?" for _ in wanted)
-    found = db.execute(
-        f"SELECT n, request, reply, tools FROM turn_text WHERE n IN ({marks})", wanted
-    )
-    return {n: texts for n, *texts in found}
-
-
-def _snippet(texts: dict, turn: int | None, column: int, terms: list[str]) -> str | None:
-    if turn is None or turn not in texts or not texts[turn][column]:
-        return None
-    return window(texts[turn][column], terms)
-
-
-def _folded(word: str) -> str:
-    """Case and diacritics folded, as the full-text index folds them."""
-    decomposed = unicodedata.normalize("NFKD", word.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-def _term_of(terms: list[str]):
-    """Which search term a token matches (its index), or None: a term exactly, or the
-    last term as a prefix — the rule of the full-text query."""
-    folded = [_folded(term) for term in terms]
-    exact = {term: i for i, term in enumerate(folded[:-1])}
-    prefix = folded[-1] if folded else None
-
-    def term_of(token: str) -> int | None:
-        if prefix is None:
-            return None
-        word = _folded(token)
-        if word in exact:
-            return exact[word]
-        return len(folded) - 1 if word.startswith(prefix) else None
-
-    return term_of
-
-
-def _matcher(terms: list[str]):
-    """Does a token match the search (any of its terms)?"""
-    term_of = _term_of(terms)
-    return lambda token: term_of(token) is not None
+_SNIPPETS = ("request", "reply", "tools")  # the fields a row shows snippets of
 
 
 def marked(text: str, search: str) -> list[tuple[str, bool]]:
     """`text` cut into pieces, each with whether it is a word the search matches (by
     the rule that chose the snippet): what a reader highlights."""
-    matches = _matcher(words(search))
-    pieces: list[tuple[str, bool]] = []
-    at = 0
-    for token in _WORD.finditer(text):
-        if matches(token.group()):
-            if token.start() > at:
-                pieces.append((text[at : token.start()], False))
-            pieces.append((token.group(), True))
-            at = token.end()
-    if at < len(text):
-        pieces.append((text[at:], False))
-    return pieces
-
-
-def window(text: str, terms: list[str]) -> str:
-    """SNIPPET_TOKENS tokens of `text` around the matches, `…` where the text was cut.
-
-    The window is the one that shows the most distinct search terms (the earliest of
-    those), opened a little before its first match, so a multi-word search shows its
-    words together where the text has them together, and always at least one of them
-    when the text has any."""
-    term_of = _term_of(terms)
-    tokens = list(_WORD.finditer(text))
-    hits = [(i, t) for i, token in enumerate(tokens) if (t := term_of(token.group())) is not None]
-    first = last = 0
-    best = 0
-    for at, (i, _) in enumerate(hits):
-        seen, end = set(), i
-        for j, t in hits[at:]:
-            if j >= i + SNIPPET_TOKENS:
-                break
-            seen.add(t)
-            end = j
-        if len(seen) > best:
-            best, first, last = len(seen), i, end
-            if best == len(terms):
-                break
-    lead = max(0, min(SNIPPET_TOKENS // 4, SNIPPET_TOKENS - 1 - (last - first)))
-    start = max(0, min(first - lead, len(tokens) - SNIPPET_TOKENS))
-    chosen = tokens[start : start + SNIPPET_TOKENS]
-    if not chosen:
-        return text.strip()
-    head = 0 if start == 0 else chosen[0].start()
-    tail = len(text) if start + SNIPPET_TOKENS >= len(tokens) else chosen[-1].end()
-    return (
-        (ELLIPSIS if head else "")
-        + text[head:tail].strip()
-        + (ELLIPSIS if tail < len(text) else "")
-    )
+    return snippets.marked(text, search_terms(search))
