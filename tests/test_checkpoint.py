@@ -193,15 +193,20 @@ def test_nothing_but_the_engines_own_classes_is_unpickled(tmp_path, caplog):
     assert held == _rebuilt(path)
 
 
+def _written_in_the_background(path: str) -> None:
+    """Until the checkpoint a forked writer is making is in place (or 30 s went by)."""
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path + ".checkpoint") and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def test_close_leaves_a_checkpoint_in_the_background_on_a_store_big_enough(tmp_path, monkeypatch):
     path = str(tmp_path / "team.db")
     monkeypatch.setattr(checkpoint, "KEEP_FROM", 10)
     with koinii.open_kb(path) as kb:
         _fill(kb)
         seq = kb.seq
-    deadline = time.monotonic() + 30
-    while not os.path.exists(path + ".checkpoint") and time.monotonic() < deadline:
-        time.sleep(0.02)
+    _written_in_the_background(path)
     opened, _ = _opened(path)
     assert opened == {**opened, "from": "checkpoint", "seq": seq, "tail_sentexes": 0}
 
@@ -217,9 +222,7 @@ def test_a_big_write_is_followed_by_a_checkpoint_at_once(tmp_path, monkeypatch):
         assert not os.path.exists(path + ".checkpoint")
         kb.assert_("(implies (n ?x) (m ?x))", "CxShared")  # 161 rows: big
         seq = kb.seq
-        deadline = time.monotonic() + 30
-        while not os.path.exists(path + ".checkpoint") and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _written_in_the_background(path)
     opened, held = _opened(path)
     assert opened == {**opened, "from": "checkpoint", "seq": seq, "tail_sentexes": 0}
     assert opened["tail_justifications"] == 0
