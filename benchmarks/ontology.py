@@ -1,9 +1,12 @@
-"""Ontology benchmark: Koinii on real SUO-KIF files (SUMO), beside pyoxigraph (issue 41).
+"""Ontology benchmark: Koinii on SUMO-shaped KIF, beside pyoxigraph and reasonable (issue 41).
 
-SUMO is not shipped (its licence and its size): point ``--kif DIR`` (or ``KOINII_KIF_DIR``)
-at a folder of ``.kif`` files, such as a checkout of github.com/ontologyportal/sumo.
-Without one the run says so and stops; ``--quick`` runs on a small SUMO-style sample
-written here instead (the test suite's smoke run).
+SUMO is not shipped (its licence and its size). Without ``--kif DIR`` (or
+``KOINII_KIF_DIR``) the run generates a SUMO-shaped ontology (benchmarks/sumo_shape.py:
+a deep taxonomy where a class has one to three parents, over 42 files, instances,
+ternary facts, function terms, rules shaped like Merge.kif's and the mid-level
+ontology's) at ``--scale`` (SUMO's size is 1; ``--quick`` is a tiny one, the test suite's
+smoke run); with it, on a folder of real ``.kif`` files, such as a checkout of
+github.com/ontologyportal/sumo.
 
 Workload
     Each file is read as KIF (`load_text(..., format="kif")`'s reader) into a context of
@@ -14,17 +17,24 @@ Workload
 
 Rows (each measured in a fresh process; ``--baseline SRC`` runs the same rows with
 another checkout's ``src`` first on the path, in the same run, so a change is measured
-against what it changed on the same machine at the same load)
+against what it changed on the same machine at the same load; ``--rows`` picks some)
     load          all the facts, all-or-nothing and ``on_error="report"`` (their ratio is
                   the issue's target: ≤ 1.5x), and pyoxigraph loading the same facts as
                   quads, one named graph per context
-    Merge rules   Merge.kif's rules added in one write over its facts: time and counts
+    merge_rules   Merge.kif's rules added in one write over its facts: time and counts
     inheritance   subclass transitivity and instance inheritance over every file's facts
                   (the inheritance axiom): time, conclusions, justifications, peak RSS
+    mid_check     each of the mid-level ontology's rules checked (`kb.check`, a dry run)
+                  over every file's facts with Merge's rules in force, in a 60 s budget
+    store, reopen every fact and Merge's rules written to an SQLite file, closed; then
+                  opened in a fresh process (from the checkpoint the rules' write left)
+    closure       the inheritance axiom over Merge's and the mid-level ontology's taxonomy
+                  in one context, and reasonable (OWL 2 RL) closing the same as RDF: time,
+                  peak growth, and the conclusions checked equal
 
 Run it::
 
-    .venv/bin/python benchmarks/ontology.py --kif ~/sumo
+    .venv/bin/python benchmarks/ontology.py --scale 0.5
     .venv/bin/python benchmarks/ontology.py --kif ~/sumo --baseline ../main/src
     .venv/bin/python benchmarks/ontology.py --quick
 
@@ -52,32 +62,6 @@ INHERITANCE = (
     "(implies (and (subclass ?x ?y) (subclass ?y ?z)) (subclass ?x ?z))",
     "(implies (and (subclass ?x ?y) (instance ?z ?x)) (instance ?z ?y))",
 )
-SAMPLE = {
-    "Merge.kif": """; a SUMO-style sample (the smoke run's)
-(subclass Entity Thing)
-(subclass Physical Entity)
-(subclass Object Physical)
-(subclass Animal Object)
-(subclass Human Animal)
-(subclass Dog Animal)
-(instance instance BinaryPredicate)
-(documentation Human EnglishLanguage "A &%Animal that talks.")
-(=> (instance ?X Human) (instance ?X Animal))
-(<=> (parent ?X ?Y) (child ?Y ?X))
-(=> (and (instance ?X Human) (exists (?Y) (parent ?X ?Y))) (hasChild ?X))
-(=> (instance ?X Human) (exists (?M) (mother ?X ?M)))
-(=> (instance ?R Relation) (holds ?R @ROW))
-(instance Socrates Human)
-(parent Socrates Lamprocles)
-""",
-    "Mid-level-ontology.kif": """(subclass Philosopher Human)
-(instance Plato Philosopher)
-(lengthOf Road1 (MeasureFn 3 Kilometer))
-""",
-    "People.kif": """(instance Xanthippe Human)
-(instance Rex Dog)
-""",
-}
 
 
 def progress(message: str) -> None:
@@ -117,8 +101,9 @@ def prepare(kif_dir: pathlib.Path, out: pathlib.Path) -> dict[str, Any]:
         problems += len(found) + len(bad)
         facts = [f for n, f in enumerate(facts, 1) if n not in bad]
         (out / f"{context}.facts").write_text("\n".join(facts) + "\n", encoding="utf-8")
-        if context == "CxMerge":
-            (out / "merge.rules").write_text("\n".join(rules) + "\n", encoding="utf-8")
+        if context in ("CxMerge", "CxMidLevelOntology"):
+            name = "merge.rules" if context == "CxMerge" else "mid.rules"
+            (out / name).write_text("\n".join(rules) + "\n", encoding="utf-8")
         contexts.append(context)
     kb.close()
     (out / "hierarchy").write_text("\n".join(hierarchy) + "\n", encoding="utf-8")
@@ -152,11 +137,11 @@ def row_load(data: pathlib.Path) -> dict[str, Any]:
         kb = koinii.open_kb(None)
         kb.load_text(hierarchy, "CxUniverse")
         gc.collect()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         for context, text in facts:
             kb.load_text(text, context, on_error=mode)
-        seconds = time.perf_counter() - started
-        out[mode] = seconds
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        out[mode], out[mode + "_cpu"] = seconds, cpu
         kb.close()
     return out
 
@@ -168,12 +153,13 @@ def row_merge_rules(data: pathlib.Path) -> dict[str, Any]:
     kb.load_text((data / "CxMerge.facts").read_text(encoding="utf-8"), "CxMerge")
     rules = (data / "merge.rules").read_text(encoding="utf-8")
     before = kb.stats()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     loaded = kb.load_text(rules, "CxMerge", on_error="report")
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     after = kb.stats()
     return {
         "seconds": seconds,
+        "cpu": cpu,
         "rules": after["rules"] - before["rules"],
         "derived": after["derived"] - before["derived"],
         "justifications": after["justifications"] - before["justifications"],
@@ -192,16 +178,213 @@ def row_inheritance(data: pathlib.Path) -> dict[str, Any]:
         kb.load_text(text, context)
     gc.collect()
     before = _peak_mb()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     kb.edit(add=[(rule, "CxMerge") for rule in INHERITANCE])
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     stats = kb.stats()
     return {
         "seconds": seconds,
+        "cpu": cpu,
         "derived": stats["derived"],
         "justifications": stats["justifications"],
         "peak_mb": _peak_mb(),
         "peak_growth_mb": _peak_mb() - before,
+    }
+
+
+def _taxonomy(data: pathlib.Path) -> tuple[list[tuple[str, str, str]], str]:
+    """Merge's and the mid-level ontology's subclass and instance facts between names
+    (the slice both Koinii and an OWL reasoner can close), and their text."""
+    from koinii.terms import Sym, parse_all
+
+    facts = []
+    for context in ("CxMerge", "CxMidLevelOntology"):
+        for term in parse_all((data / f"{context}.facts").read_text(encoding="utf-8")):
+            if (
+                term[0].name in ("subclass", "instance")
+                and len(term) == 3
+                and type(term[1]) is Sym
+                and type(term[2]) is Sym
+            ):
+                facts.append((term[0].name, term[1].name, term[2].name))
+    return facts, "\n".join(f"({p} {a} {b})" for p, a, b in facts)
+
+
+def _closed(seconds: float, cpu: float, peak: float, derived: set) -> dict[str, Any]:
+    """A closure row: its times, peak growth, and what it derived, by count and digest
+    (the table compares the digests)."""
+    import hashlib
+
+    digest = hashlib.sha256(repr(sorted(derived)).encode()).hexdigest()[:16]
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "peak_growth_mb": peak,
+        "derived": len(derived),
+        "digest": digest,
+    }
+
+
+def row_closure_koinii(data: pathlib.Path) -> dict[str, Any]:
+    """The inheritance axiom over Merge's and the mid-level ontology's taxonomy, in one
+    context (as an OWL reasoner sees it): time, peak growth, and what it derived."""
+    import gc
+
+    import koinii
+
+    facts, text = _taxonomy(data)
+    kb = koinii.open_kb(None, max_derivations=100_000_000)
+    kb.load_text(text, "CxOnt")
+    gc.collect()
+    before = _peak_mb()
+    started, cpu = time.perf_counter(), time.process_time()
+    kb.edit(add=[(rule, "CxOnt") for rule in INHERITANCE])
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    peak = _peak_mb() - before
+    given = set(facts)
+    derived = {
+        (s.sentence[0].name, s.sentence[1].name, s.sentence[2].name)
+        for pattern in ("(subclass ?x ?y)", "(instance ?x ?y)")
+        for s in kb.sentexes_matching(pattern, "CxOnt")
+        if s.derived and s.sentence[1] is not s.sentence[2]
+    } - given
+    return _closed(seconds, cpu, peak, derived)
+
+
+def row_closure_reasonable(data: pathlib.Path) -> dict[str, Any]:
+    """The same closure by reasonable (OWL 2 RL, in Rust), its new subClassOf and type
+    triples between our own names compared."""
+    import gc
+
+    import rdflib
+    import reasonable
+    from rdflib.namespace import RDF, RDFS
+
+    iri = "http://koinii.example/"
+    facts, _ = _taxonomy(data)
+    graph = rdflib.Graph()
+    predicate = {"subclass": RDFS.subClassOf, "instance": RDF.type}
+    for p, a, b in facts:
+        graph.add((rdflib.URIRef(iri + a), predicate[p], rdflib.URIRef(iri + b)))
+    gc.collect()
+    before = _peak_mb()
+    started, cpu = time.perf_counter(), time.process_time()
+    reasoner = reasonable.PyReasoner()
+    reasoner.from_graph(graph)
+    triples = reasoner.reason()
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    peak = _peak_mb() - before
+    names = {str(RDFS.subClassOf): "subclass", str(RDF.type): "instance"}
+    given = set(facts)
+    derived = set()
+    for s, p, o in triples:
+        kind, s, o = names.get(str(p)), str(s), str(o)
+        if kind and s.startswith(iri) and o.startswith(iri) and s != o:
+            fact = (kind, s[len(iri) :], o[len(iri) :])
+            if fact not in given:
+                derived.add(fact)
+    return _closed(seconds, cpu, peak, derived)
+
+
+CHECK_BUDGET_S = 60.0  # each mid-level rule's check (the issue's target: 30 s for all)
+
+
+def row_mid_check(data: pathlib.Path) -> dict[str, Any]:
+    """`kb.check` of each of the mid-level ontology's rules (those that read: the rest
+    are left out by one dry run of them all, which stops at the first problem) over
+    every file's facts with Merge's rules in force — what a writer asks before adding
+    one — each in a CHECK_BUDGET_S budget: the time of all,
+    the slowest rule's, and the problems by kind (`budget-exhausted` naming the rule
+    and the join that ran out)."""
+    import koinii
+
+    kb = koinii.open_kb(None, max_derivations=10_000_000)
+    kb.load_text((data / "hierarchy").read_text(), "CxUniverse")
+    for context, text in _facts(data):
+        kb.load_text(text, context)
+    kb.load_text((data / "merge.rules").read_text(encoding="utf-8"), "CxMerge", on_error="report")
+    rules = [r for r in (data / "mid.rules").read_text(encoding="utf-8").splitlines() if r]
+    bad = {p["index"] for p in kb.check_edit(add=[(r, "CxMidLevelOntology") for r in rules])}
+    rules = [r for i, r in enumerate(rules) if i not in bad]
+    kb.write_budget_s = CHECK_BUDGET_S
+    kinds: dict[str, int] = {}
+    exhausted: list[str] = []
+    slowest = (0.0, "")
+    started, cpu = time.perf_counter(), time.process_time()
+    for rule in rules:
+        began = time.perf_counter()
+        for problem in kb.check(rule, "CxMidLevelOntology"):
+            kinds[problem["kind"]] = kinds.get(problem["kind"], 0) + 1
+            if problem["kind"] == "budget-exhausted":
+                exhausted.append(problem["message"])
+        slowest = max(slowest, (time.perf_counter() - began, rule))
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "rules": len(rules),
+        "kinds": kinds,
+        "slowest_s": slowest[0],
+        "slowest": slowest[1],
+        "exhausted": exhausted[:1],
+    }
+
+
+def row_store(data: pathlib.Path) -> dict[str, Any]:
+    """An SQLite store of every file's facts and Merge's rules (written last, in one
+    write), closed: what `row_reopen` opens in a fresh process."""
+    import koinii
+
+    path = data / "store.db"
+    for old in data.glob("store.db*"):  # (another checkout's)
+        old.unlink()
+    with koinii.open_kb(str(path), max_derivations=10_000_000) as kb:
+        kb.load_text((data / "hierarchy").read_text(), "CxUniverse")
+        for context, text in _facts(data):
+            kb.load_text(text, context)
+        started, cpu = time.perf_counter(), time.process_time()
+        kb.load_text(
+            (data / "merge.rules").read_text(encoding="utf-8"), "CxMerge", on_error="report"
+        )
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        stored, seq = kb.stats()["sentexes"], kb.seq
+    from koinii.kb import checkpoint
+
+    # (a store too small to gain from a checkpoint gets none at close)
+    waited = stored >= checkpoint.KEEP_FROM and _wait_for_checkpoint(path, seq)
+    return {"rules_s": seconds, "cpu": cpu, "sentexes": stored, "checkpoint": waited}
+
+
+def _wait_for_checkpoint(path: pathlib.Path, seq: int, limit_s: float = 300.0) -> bool:
+    """Until `path`'s checkpoint is the one of `seq` (its header says so; the background
+    writer renames it into place whole), or `limit_s` passed; whether it came."""
+    checkpoint = path.parent / (path.name + ".checkpoint")
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            with open(checkpoint, "rb") as f:
+                f.readline()  # the magic line
+                if json.loads(f.readline()).get("seq") == seq:
+                    return True
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def row_reopen(data: pathlib.Path) -> dict[str, Any]:
+    import koinii
+
+    started, cpu = time.perf_counter(), time.process_time()
+    kb = koinii.open_kb(str(data / "store.db"))
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    opened = kb.opened
+    kb.close()
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "from": opened["from"],
+        "tail": opened.get("tail_sentexes", 0) + opened.get("tail_justifications", 0),
     }
 
 
@@ -242,9 +425,9 @@ def row_ox_load(data: pathlib.Path) -> dict[str, Any]:
     best = None
     for _ in range(2):
         store = ox.Store()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         store.extend(quads)
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         best = seconds if best is None else min(best, seconds)
     return {"seconds": best, "quads": len(quads), "version": ox.__version__}
 
@@ -254,6 +437,11 @@ ROWS = {
     "merge_rules": row_merge_rules,
     "inheritance": row_inheritance,
     "ox_load": row_ox_load,
+    "mid_check": row_mid_check,
+    "store": row_store,
+    "reopen": row_reopen,
+    "closure_koinii": row_closure_koinii,
+    "closure_reasonable": row_closure_reasonable,
 }
 
 
@@ -273,32 +461,37 @@ def run_row(row: str, data: pathlib.Path, src: pathlib.Path) -> dict[str, Any] |
 # --- the table --------------------------------------------------------------------------
 
 
-def table(read: dict[str, Any], runs: dict[str, dict[str, Any]], ox: Any) -> str:
+def table(read: dict[str, Any], runs: dict[str, dict[str, Any]], peers: dict[str, Any]) -> str:
     names = list(runs)
     lines = [
         f"| row | {' | '.join(names)} | target |",
         "| --- |" + " ---: |" * len(names) + " --- |",
     ]
 
-    def cell(result: Any, fmt) -> str:
-        return result if isinstance(result, str) else fmt(result)
-
     def add(label: str, key: str, fmt, target: str = "") -> None:
-        values = [cell(runs[n][key], fmt) for n in names]
+        values = [r if isinstance(r := runs[n][key], str) else fmt(r) for n in names]
         lines.append(f"| {label} | {' | '.join(values)} | {target} |")
 
-    add("facts loaded, all-or-nothing s", "load", lambda r: f"{r['refuse']:.2f} ({r['facts']:,})")
+    def peer(label: str, result: Any, fmt) -> None:
+        cell = result if isinstance(result, str) else fmt(result)
+        lines.append(f"| {label} | {cell} |" + " |" * len(names))
+
+    add(
+        "facts loaded, all-or-nothing s",
+        "load",
+        lambda r: f"{r['refuse']:.2f} / {r['refuse_cpu']:.2f} ({r['facts']:,})",
+    )
     add(
         "the same, report mode s (x all-or-nothing)",
         "load",
-        lambda r: f"{r['report']:.2f} ({r['report'] / r['refuse']:.2f}x)",
+        lambda r: f"{r['report']:.2f} / {r['report_cpu']:.2f} ({r['report'] / r['refuse']:.2f}x)",
         "≤ 1.5x",
     )
     add(
         "Merge.kif's rules in one write, s",
         "merge_rules",
         lambda r: (
-            f"{r['seconds']:.1f} ({r['rules']} rules, {r['derived']:,} derived, "
+            f"{r['seconds']:.1f} / {r['cpu']:.1f} ({r['rules']} rules, {r['derived']:,} derived, "
             f"{r['justifications']:,} justifications)"
         ),
         "≤ 20 s (quiet machine)",
@@ -307,7 +500,8 @@ def table(read: dict[str, Any], runs: dict[str, dict[str, Any]], ox: Any) -> str
         "inheritance axiom over every file, s",
         "inheritance",
         lambda r: (
-            f"{r['seconds']:.1f} ({r['derived']:,} derived, {r['justifications']:,} justifications)"
+            f"{r['seconds']:.1f} / {r['cpu']:.1f} ({r['derived']:,} derived, "
+            f"{r['justifications']:,} justifications)"
         ),
         "≤ 5 s (quiet machine)",
     )
@@ -317,31 +511,82 @@ def table(read: dict[str, Any], runs: dict[str, dict[str, Any]], ox: Any) -> str
         lambda r: f"{r['peak_mb']:.0f} ({r['peak_growth_mb']:.0f})",
         "≤ 300",
     )
-    if isinstance(ox, str):
-        lines.append(f"| pyoxigraph: the same facts as quads | {ox} |" + " |" * len(names))
-    else:
-        load = runs[names[0]]["load"]
-        ratio = (
-            f" (Koinii's all-or-nothing load takes {load['refuse'] / ox['seconds']:.1f}x this)"
-            if isinstance(load, dict)
-            else ""
-        )
-        lines.append(
-            f"| pyoxigraph {ox['version']}: the same facts as {ox['quads']:,} quads, s | "
-            f"{ox['seconds']:.2f}{ratio} |" + " |" * (len(names) - 1) + " |"
-        )
+    add(
+        "the mid-level rules, each checked (kb.check), s",
+        "mid_check",
+        lambda r: (
+            f"{r['seconds']:.1f} / {r['cpu']:.1f} ({r['rules']} rules, the slowest "
+            f"{r['slowest_s']:.1f} s; "
+            + (", ".join(f"{k} {v}" for k, v in sorted(r["kinds"].items())) or "no problem")
+            + ")"
+        ),
+        "≤ 30 s, no rule out of budget",
+    )
+    add(
+        "reopen after the rules (fresh process), s",
+        "reopen",
+        lambda r: (
+            f"{r['seconds']:.2f} / {r['cpu']:.2f} (from {r['from']}, {r['tail']:,} rows after it)"
+        ),
+        "≤ 2 s",
+    )
+    add(
+        "the taxonomy's closure in one context (Merge + mid-level), s",
+        "closure",
+        lambda r: (
+            f"{r['seconds']:.2f} / {r['cpu']:.2f} ({r['derived']:,} derived; "
+            f"{r['peak_growth_mb']:.0f} MB)"
+        ),
+    )
+    ox = peers["ox_load"]
+    load = runs[names[-1]]["load"]
+    peer(
+        "pyoxigraph: the same facts loaded as quads, s",
+        ox,
+        lambda r: (
+            f"{r['seconds']:.2f} ({r['quads']:,} quads, pyoxigraph {r['version']}"
+            + (
+                f"; Koinii's load takes {load['refuse'] / r['seconds']:.1f}x this)"
+                if isinstance(load, dict)
+                else ")"
+            )
+        ),
+    )
+    mine = runs[names[-1]]["closure"]
+    peer(
+        "reasonable (OWL 2 RL): the taxonomy's closure, s",
+        peers["closure_reasonable"],
+        lambda r: (
+            f"{r['seconds']:.2f} / {r['cpu']:.2f} ({r['derived']:,} derived; "
+            f"{r['peak_growth_mb']:.0f} MB; "
+            + (
+                "equal to Koinii's"
+                if isinstance(mine, dict) and mine["digest"] == r["digest"]
+                else "NOT equal to Koinii's"
+            )
+            + ")"
+        ),
+    )
     heading = (
-        f"## SUMO-shaped load and rules: {read['files']} files, {read['statements']:,} "
+        f"## {read['what']}: {read['files']} files, {read['statements']:,} "
         f"statements, {read['refused']:,} refused when read or loaded; "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
-    return heading + "\n\n" + "\n".join(lines)
+    note = "Times are wall / CPU seconds of the row's process (a shared machine moves the first)."
+    return heading + "\n\n" + "\n".join(lines) + "\n\n" + note
+
+
+ROW_ORDER = ("load", "merge_rules", "inheritance", "mid_check", "store", "reopen", "closure")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kif", type=pathlib.Path, default=os.environ.get("KOINII_KIF_DIR"))
-    parser.add_argument("--quick", action="store_true", help="a small built-in sample")
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="the generated KB's size, SUMO's = 1"
+    )
+    parser.add_argument("--quick", action="store_true", help="a tiny generated KB")
+    parser.add_argument("--rows", default=",".join(ROW_ORDER), help="which rows, comma-separated")
     parser.add_argument(
         "--baseline", type=pathlib.Path, help="another checkout's src, run the same rows"
     )
@@ -351,36 +596,49 @@ def main() -> None:
         row, data = args.worker
         print(json.dumps(ROWS[row](pathlib.Path(data))))
         return
+    wanted = [r for r in ROW_ORDER if r in args.rows.split(",")]
     with tempfile.TemporaryDirectory() as scratch:
         work = pathlib.Path(scratch)
-        if args.quick:
+        if args.kif is not None:
+            kif_dir = pathlib.Path(args.kif).expanduser()
+            what = f"SUMO's files ({kif_dir.name})"
+        else:
+            import sumo_shape
+
             kif_dir = work / "kif"
             kif_dir.mkdir()
-            for name, text in SAMPLE.items():
-                (kif_dir / name).write_text(text, encoding="utf-8")
-        elif args.kif is None:
-            print(
-                "skipped: no SUMO here. SUMO is not shipped; give --kif DIR (or set "
-                "KOINII_KIF_DIR) with its .kif files, or --quick for the built-in sample"
-            )
-            return
-        else:
-            kif_dir = pathlib.Path(args.kif).expanduser()
+            scale = 0.01 if args.quick else args.scale
+            sumo_shape.generate(kif_dir, scale)
+            what = f"a SUMO-shaped KB, generated (scale {scale:g})"
         data = work / "data"
         data.mkdir()
         progress(f"reading {kif_dir} as KIF")
-        read = prepare(kif_dir, data)
+        read = {**prepare(kif_dir, data), "what": what}
         sources = {"Koinii": SRC}
         if args.baseline is not None:
             sources = {"Koinii (baseline)": args.baseline.resolve(), "Koinii": SRC}
         runs: dict[str, dict[str, Any]] = {name: {} for name in sources}
-        for row in ("load", "merge_rules", "inheritance"):
+        for name in sources:
+            for row in ROW_ORDER:
+                runs[name].setdefault(row, "not run")
+        for row in wanted:
             for name, src in sources.items():
+                if row == "reopen" and "store" in wanted:
+                    continue  # (opened right after its own store is written)
                 progress(f"{row}: {name}")
-                runs[name][row] = run_row(row, data, src)
-        progress("load: pyoxigraph")
-        ox = run_row("ox_load", data, SRC)
-        print(table(read, runs, ox))
+                worker = "closure_koinii" if row == "closure" else row
+                runs[name][row] = run_row(worker, data, src)
+                if row == "store" and "reopen" in wanted:
+                    progress(f"reopen: {name}")
+                    runs[name]["reopen"] = run_row("reopen", data, src)
+        peers: dict[str, Any] = {"ox_load": "not run", "closure_reasonable": "not run"}
+        if "load" in wanted:
+            progress("load: pyoxigraph")
+            peers["ox_load"] = run_row("ox_load", data, SRC)
+        if "closure" in wanted:
+            progress("closure: reasonable")
+            peers["closure_reasonable"] = run_row("closure_reasonable", data, SRC)
+        print(table(read, runs, peers))
 
 
 if __name__ == "__main__":

@@ -45,6 +45,27 @@ def test_a_write_under_a_cross_product_rule_is_stopped_at_its_budget(kb):
     assert kb.stats() == before  # rolled back whole
 
 
+def test_a_rule_out_of_budget_says_which_join_ran_out_and_how_big_it_got(kb):
+    """A rule that cannot finish in its budget names itself, the join that was running
+    (the antecedent it joined from, the literals it joined with), how many candidates
+    that join had considered, and how many times the rule had fired in the write."""
+    kb.edit(add=[(f"(s M{i})", "CxB") for i in range(400)])
+    with kb.budget(0.05):
+        caught = refused(lambda: kb.assert_(CROSS_RULE, "CxB"))  # a new rule: scanned whole
+    assert caught.kind == "budget-exhausted" and caught.data["rule_text"] == CROSS_RULE
+    join = caught.data["join"]
+    assert join["from"] in ("(s ?x)", "(s ?y)") and len(join["with"]) == 1
+    assert join["candidates"] > 256  # more than one round of the budget's clock
+    assert f"{join['candidates']:,} candidates" in caught.message
+
+    kb.assert_("(implies (and (v ?x) (v ?y)) (u ?x ?y))", "CxA")  # nothing to read yet
+    with kb.budget(0.05):  # new facts, each joined with those before it
+        caught = refused(lambda: kb.edit(add=[(f"(v N{i})", "CxA") for i in range(400)]))
+    join = caught.data["join"]
+    assert caught.kind == "budget-exhausted" and join["firings"] > 0
+    assert f"the rule had fired {join['firings']:,} times in this write" in caught.message
+
+
 def test_a_dry_run_of_a_batch_too_big_for_its_budget_says_so_and_stops_there(kb):
     before = kb.stats()
     batch = [(f"(note Item{i} Part{i % 7})", "CxB") for i in range(60_000)]

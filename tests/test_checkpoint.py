@@ -193,17 +193,40 @@ def test_nothing_but_the_engines_own_classes_is_unpickled(tmp_path, caplog):
     assert held == _rebuilt(path)
 
 
+def _written_in_the_background(path: str) -> None:
+    """Until the checkpoint a forked writer is making is in place (or 30 s went by)."""
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path + ".checkpoint") and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def test_close_leaves_a_checkpoint_in_the_background_on_a_store_big_enough(tmp_path, monkeypatch):
     path = str(tmp_path / "team.db")
     monkeypatch.setattr(checkpoint, "KEEP_FROM", 10)
     with koinii.open_kb(path) as kb:
         _fill(kb)
         seq = kb.seq
-    deadline = time.monotonic() + 30
-    while not os.path.exists(path + ".checkpoint") and time.monotonic() < deadline:
-        time.sleep(0.02)
+    _written_in_the_background(path)
     opened, _ = _opened(path)
     assert opened == {**opened, "from": "checkpoint", "seq": seq, "tail_sentexes": 0}
+
+
+def test_a_big_write_is_followed_by_a_checkpoint_at_once(tmp_path, monkeypatch):
+    """A rule's closure (a big write) leaves a checkpoint behind it, in the background, at
+    once: the store reopens from it with nothing to replay — though it is too small to be
+    given one at close, and was not given one by its small writes before."""
+    path = str(tmp_path / "team.db")
+    monkeypatch.setattr(checkpoint, "KEEP_AFTER_WRITE_OF", 100)
+    with koinii.open_kb(path) as kb:
+        kb.edit(add=[(f"(n N{i})", "CxShared") for i in range(80)])  # 80 rows: small
+        assert not os.path.exists(path + ".checkpoint")
+        kb.assert_("(implies (n ?x) (m ?x))", "CxShared")  # 161 rows: big
+        seq = kb.seq
+        _written_in_the_background(path)
+    opened, held = _opened(path)
+    assert opened == {**opened, "from": "checkpoint", "seq": seq, "tail_sentexes": 0}
+    assert opened["tail_justifications"] == 0
+    assert held == _rebuilt(path)
 
 
 def test_a_small_store_leaves_no_checkpoint_at_close(tmp_path):

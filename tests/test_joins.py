@@ -172,9 +172,11 @@ def _counting_joins(monkeypatch) -> list:
     for cls in (joins._General, joins._Flat):
         original = cls.firings
 
-        def firings(self, index, node, waiting, budget, only_way=False, _original=original):
+        def firings(
+            self, index, node, waiting, budget, only_way=False, fits=None, _original=original
+        ):
             asked.append(self.position)
-            return _original(self, index, node, waiting, budget, only_way)
+            return _original(self, index, node, waiting, budget, only_way, fits)
 
         monkeypatch.setattr(cls, "firings", firings)
     return asked

@@ -137,3 +137,5 @@ def test_a_limit_run_out_while_a_rule_fires_names_the_rule(kb):
     assert refusal.value.kind == "derivation-limit"
     assert refusal.value.data["rule_text"] == "(implies (n ?x) (m ?x))"
     assert "while firing the rule (implies (n ?x) (m ?x))" in refusal.value.message
+    # which join, and how far the rule got: no budget here, so no candidates counted
+    assert refusal.value.data["join"] == {"from": "(n ?x)", "with": [], "firings": 11}

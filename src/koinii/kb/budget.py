@@ -22,7 +22,7 @@ class Budget:
     """`seconds` of work, `spent` of them already (elsewhere), for `what` (named in the
     refusal)."""
 
-    __slots__ = ("seconds", "deadline", "what", "_left")
+    __slots__ = ("seconds", "deadline", "what", "_left", "_rounds")
     EVERY = 256
 
     def __init__(self, seconds: float, what: str = "the operation", spent: float = 0.0) -> None:
@@ -30,14 +30,21 @@ class Budget:
         self.deadline = time.monotonic() + seconds - spent
         self.what = what
         self._left = self.EVERY
+        self._rounds = 0  # times `_left` ran out
 
     def tick(self) -> None:
         self._left -= 1
         if self._left:
             return
         self._left = self.EVERY
+        self._rounds += 1
         if time.monotonic() > self.deadline:
             raise self.exhausted()
+
+    def ticks(self) -> int:
+        """How many ticks so far: the work done, counted (a refusal says how much of it
+        one join did: firing.py)."""
+        return self._rounds * self.EVERY + self.EVERY - self._left
 
     def remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())

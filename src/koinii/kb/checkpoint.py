@@ -78,6 +78,11 @@ KEEP_FROM = 20_000
 # at most this often: writing one costs a core for seconds on a big store.
 KEEP_AFTER_SHARE = 0.1
 KEEP_EVERY_S = 60.0
+# A write of this many rows or more (a rule's closure, a bulk load), and at least
+# KEEP_AFTER_SHARE of the store, is followed by a checkpoint at once, in the background:
+# rebuilding what it wrote from the rows would cost the next open seconds, and the
+# store may be closed, or its writer killed, before any idle moment comes.
+KEEP_AFTER_WRITE_OF = 50_000
 # A background writer that has not finished in this long is stuck (a lock a thread of
 # the parent held at the fork): the alarm ends it, and the old checkpoint stays.
 CHILD_LIMIT_S = 600
@@ -183,6 +188,25 @@ class Checkpoints(State):
                 return False
             self.checkpoint(wait=False)
             return True
+
+    def _checkpoint_after_write(self, rows: int) -> None:
+        """After a big write (KEEP_AFTER_WRITE_OF rows or more, KEEP_AFTER_SHARE of the
+        store at least), outside a group: the checkpoint, started in the background now,
+        unless one is being written already (its temporary file is there)."""
+        if rows < KEEP_AFTER_WRITE_OF or rows < KEEP_AFTER_SHARE * len(self._index.by_handle):
+            return
+        path = self._store.checkpoint_path
+        if not self._checkpoints or path is None or self._store.lost is not None:
+            return
+        folder, name = os.path.split(path)
+        with contextlib.suppress(OSError):
+            entries = os.listdir(folder or ".")
+            if any(e.startswith(name + ".") and e.endswith(".tmp") for e in entries):
+                return  # (that one will not hold this write: the one at close will)
+        try:
+            self.checkpoint(wait=False)
+        except Exception:  # the rows are the truth: the next open rebuilds from them
+            log.exception("could not write the checkpoint of %s", self._store.location)
 
     def _checkpoint_at_close(self) -> None:
         """At close: leave a checkpoint for the next open, if it would gain from one."""

@@ -16,12 +16,13 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from koinii.errors import Refused
 from koinii.kb import checks
-from koinii.kb.joins import Derivation, Triggers, every_firing
+from koinii.kb.joins import Derivation, Triggers, every_firing, scan_position
 from koinii.kb.rules import (
     NOT_DERIVABLE,
     Rule,
@@ -32,6 +33,7 @@ from koinii.kb.state import State
 from koinii.terms import QUOTE, Sym, show
 
 if TYPE_CHECKING:
+    from koinii.kb.budget import Budget
     from koinii.kb.writes import Transaction
 
 SPEECH_ACT = Sym("speechAct")
@@ -50,17 +52,29 @@ class Firing(State):
         so no firing is found twice, and none is looked for among the justifications a
         conclusion holds already.
         """
+        budget = self._budget
         for rule_node in tx.new_rules:
             if self._index.by_handle.get(rule_node.handle) is not rule_node:
                 continue
             rule = self._rules[rule_node]
+            position = scan_position(rule.antecedents, self._index)
+            mark = budget.ticks() if budget is not None else 0
+            fitting = functools.partial(
+                self._hierarchy.fitting, rule_node.context, authored=rule_node.creator is not None
+            )
             try:
                 firings = every_firing(
-                    rule.joins, rule.antecedents, self._index, tx.fire, self._budget
+                    rule.joins,
+                    rule.antecedents,
+                    self._index,
+                    tx.fire,
+                    budget,
+                    position,
+                    fitting,
                 )
                 self._conclude(tx, rule_node, rule, firings)
             except Refused as refusal:
-                raise _while_firing(refusal, rule_node) from None
+                raise _while_firing(refusal, tx, rule_node, rule, position, budget, mark) from None
         self._fire_new(tx)
 
     def _fire_new(self, tx: Transaction) -> None:
@@ -70,6 +84,8 @@ class Firing(State):
         index = self._index
         by_handle = index.by_handle
         rules, by_literal, carriers = self._rules, self._rules_by_literal, self._carriers
+        budget = self._budget
+        fitting = self._hierarchy.fitting
         most = len(waiting)
         while waiting:
             node = waiting.popitem()[0]
@@ -94,14 +110,17 @@ class Firing(State):
             triggers = self._triggers.get(literal)
             if triggers is None:
                 triggers = self._triggers[literal] = Triggers(by_literal[literal], rules)
+            context = node.context
             for rule_node, i in triggers.of(node.atom):
                 rule = rules[rule_node]
+                mark = budget.ticks() if budget is not None else 0
+                fits = fitting(rule_node.context, context, rule_node.creator is not None)
                 try:
-                    firings = rule.joins[i].firings(index, node, waiting, self._budget)
+                    firings = rule.joins[i].firings(index, node, waiting, budget, False, fits)
                     if firings:
                         self._conclude(tx, rule_node, rule, firings)
                 except Refused as refusal:
-                    raise _while_firing(refusal, rule_node) from None
+                    raise _while_firing(refusal, tx, rule_node, rule, i, budget, mark) from None
 
     def _conclude(
         self,
@@ -117,6 +136,8 @@ class Firing(State):
         made before, so a justification held already is not added again, and each
         firing's (antecedents, context) placed is added to it."""
         budget = self._budget
+        fired = tx.fired
+        fired[rule_node] = fired.get(rule_node, 0) + len(firings)
         home = rule_node.context
         positive, pattern = rule.consequent
         # Whether a conclusion speaks for another is asked only where its functor is a
@@ -126,13 +147,22 @@ class Firing(State):
         ask = pattern[0] is SPEECH_ACT or (
             speech is not None and bool(speech.args) and pattern[0] in speech.args[0]
         )
+        # placements by the antecedents' contexts: one join's firings share a node, and
+        # over SUMO's 69 contexts they ask about a few pairs a million times
+        places: dict[Any, Collection[str] | None] = {}
         for atom, antecedents in firings:
             if budget is not None:
                 budget.tick()
             placements: Collection[str] | None = (home,)
             for a in antecedents:
-                if a.context != home:  # else the rule's context sees them all
-                    placements = self._placements(rule_node, antecedents)
+                if a.context is not home:  # else the rule's context sees them all
+                    if len(antecedents) == 2:
+                        pair = (antecedents[0].context, antecedents[1].context)
+                        placements = places.get(pair, places)
+                        if placements is places:
+                            placements = places[pair] = self._placements(rule_node, antecedents)
+                    else:
+                        placements = self._placements(rule_node, antecedents)
                     break
             if not placements:
                 continue  # not the rule's to make, or reported by violations()
@@ -250,8 +280,22 @@ class Firing(State):
         placed: set[tuple[tuple[Node, ...], str]] | None = None,
     ) -> None:
         """Justify `atom` (with `positive`) in `ctx` by `rule_node` from `antecedents`,
-        making the derived node if none is stored yet (`placed`: see `_conclude`)."""
-        node = self._index.find(atom, key, ctx, positive)
+        making the derived node if none is stored yet (`placed`: see `_conclude`).
+
+        A node this write derived that the index finds only by a scan of a big bucket is
+        remembered by its key (`tx.concluded`), and asked first: a conclusion is derived
+        five times over in a deep many-parent taxonomy, and a class's instance with
+        thirty ancestors has thirty `instance` sentences to scan. (Where the buckets are
+        small, as in a shallow taxonomy, nothing is remembered: the scan is as quick.)"""
+        node = tx.concluded.get(key)
+        big = False
+        if (
+            node is None
+            or node.context is not ctx
+            or node.positive is not positive
+            or self._index.by_handle.get(node.handle) is not node
+        ):
+            node, big = self._index.find_scanning(atom, key, ctx, positive)
         if node is None:
             node = tx.limbo.pop((key, ctx, positive), None) if tx.limbo else None
             if node is not None:
@@ -261,6 +305,8 @@ class Firing(State):
                 tx.fire[node] = None
             else:
                 node = self._derived_node(tx, rule_node, atom, key, ctx, positive, antecedents)
+            if big:
+                tx.concluded[key] = node
         elif placed is not None and any(
             j.rule is rule_node and j.antecedents == antecedents for j in node.justs or ()
         ):
@@ -458,15 +504,41 @@ class Firing(State):
             return out
 
 
-def _while_firing(refusal: Refused, rule_node: Node) -> Refused:
+def _while_firing(
+    refusal: Refused,
+    tx: Transaction,
+    rule_node: Node,
+    rule: Rule,
+    position: int,
+    budget: Budget | None,
+    mark: int,
+) -> Refused:
     """A budget or a limit run out while `rule_node` fired, named in the refusal: over a
     real ontology one rule can spend a whole budget alone, and the write that carried a
-    thousand rules must say which (data: `rule`, its handle, and `rule_text`)."""
+    thousand rules must say which (data: `rule`, its handle, and `rule_text`) — and
+    which of its joins ran out and how big it got (`join`: the antecedent it joined
+    from, the literals it joined with, the candidates that join considered — counted by
+    the budget's ticks since it began, when there is a budget — and every firing the
+    rule made in this write)."""
     if refusal.kind not in ("budget-exhausted", "derivation-limit") or "rule_text" in refusal.data:
         return refusal
     text = rule_node.text
+    literals = [show(p if positive else (NOT, p)) for positive, p in rule.antecedents]
+    join: dict[str, Any] = {
+        "from": literals[position],
+        "with": literals[:position] + literals[position + 1 :],
+        "firings": tx.fired.get(rule_node, 0),
+    }
+    if budget is not None:
+        join["candidates"] = budget.ticks() - mark
+    considered = (
+        f" had considered {join['candidates']:,} candidates" if "candidates" in join else ""
+    )
+    others = " and ".join(join["with"]) or "nothing else"
     return Refused(
         refusal.kind,
-        f"{refusal.message} (while firing the rule {text}, sentex {rule_node.handle})",
-        {**refusal.data, "rule": rule_node.handle, "rule_text": text},
+        f"{refusal.message} (while firing the rule {text}, sentex {rule_node.handle}: its "
+        f"join from {join['from']} with {others}{considered}; the rule had fired "
+        f"{join['firings']:,} times in this write)",
+        {**refusal.data, "rule": rule_node.handle, "rule_text": text, "join": join},
     )

@@ -15,7 +15,7 @@ iterate while the bucket changes: a change makes a new one.)
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 from koinii.kb.sentex import Node
@@ -23,13 +23,29 @@ from koinii.terms import QUOTE, Sym, Var, show, substitute
 
 
 def key(value: Any) -> Any:
-    """A dict key for `value` that keeps bool, int, float and compounds apart."""
+    """A dict key for `value` that keeps bool, int, float and compounds apart.
+
+    A compound's key is its text, and the same term object is keyed again and again —
+    a function term bound in a join is looked up once per rule literal its node
+    triggers (SUMO's `(GovernmentFn ?C)`: hundreds each) — so the last keys made are
+    kept by the term's identity (the term held with its key, so its id is not reused)."""
     cls = type(value)
     if cls is Sym or cls is str or cls is int or cls is Var:
         return value
     if cls is tuple:
-        return ("(", show(value))
+        held = _COMPOUND_KEYS.get(id(value))
+        if held is not None and held[0] is value:
+            return held[1]
+        made = ("(", show(value))
+        if len(_COMPOUND_KEYS) >= _COMPOUND_KEYS_KEPT:
+            _COMPOUND_KEYS.clear()
+        _COMPOUND_KEYS[id(value)] = (value, made)
+        return made
     return (cls.__name__, value)
+
+
+_COMPOUND_KEYS: dict[int, tuple[tuple, tuple[str, str]]] = {}
+_COMPOUND_KEYS_KEPT = 4096
 
 
 def same(a: Any, b: Any) -> bool:
@@ -355,19 +371,26 @@ class Index:
     def find(self, atom: tuple, k: Any, context: str, positive: bool) -> Node | None:
         """The stored node of `atom` (whose key, `key_of`, is `k`) in this context and
         polarity, if any."""
+        return self.find_scanning(atom, k, context, positive)[0]
+
+    def find_scanning(
+        self, atom: tuple, k: Any, context: str, positive: bool
+    ) -> tuple[Node | None, bool]:
+        """`find`, and whether it scanned a set (a bucket of more than SMALL nodes): a
+        node so found is worth remembering where it will be asked for again."""
         findex = self.by_functor.get(atom[0])
         if findex is None:
-            return None
+            return None, False
         bucket = findex.narrowest(atom)
         if bucket is None:
-            return None
+            return None, False
         if type(bucket) is Node:
             found = bucket.key == k and bucket.context == context and bucket.positive is positive
-            return bucket if found else None
+            return (bucket if found else None), False
         for node in bucket:
             if node.context == context and node.positive is positive and node.key == k:
-                return node
-        return None
+                return node, type(bucket) is set
+        return None, type(bucket) is set
 
     def same_atom(self, atom: tuple, k: Any) -> list[Node]:
         """The stored nodes of `atom` (whose key is `k`), both polarities, every context."""
@@ -376,8 +399,9 @@ class Index:
             return []
         return [n for n in members(findex.narrowest(atom)) if n.key == k]
 
-    def candidates(self, pattern: tuple, binding: dict[Var, Any]) -> Iterable[Node]:
-        """The smallest indexed superset of the nodes that can match `pattern`."""
+    def candidates(self, pattern: tuple, binding: dict[Var, Any]) -> Collection[Node]:
+        """The smallest indexed superset of the nodes that can match `pattern` (sized:
+        its length is a join's cost)."""
         findex = self.by_functor.get(pattern[0])
         if findex is None:
             return ()
@@ -412,11 +436,6 @@ class Index:
                 if n == 1:
                     break
         return findex.every() if best is None else members(best)
-
-    def cost(self, pattern: tuple, binding: dict[Var, Any]) -> int:
-        """How many candidates `candidates` would return (for join ordering)."""
-        found = self.candidates(pattern, binding)
-        return len(found) if hasattr(found, "__len__") else sum(1 for _ in found)
 
     def with_functor(self, functor: Sym) -> Iterator[Node]:
         findex = self.by_functor.get(functor)
@@ -472,12 +491,23 @@ def _solve(index, pending, binding, accept, admit, chosen, budget):
         return
     pick = 0
     if len(pending) > 1:
-        costs = [index.cost(lit[1][1], binding) for lit in pending]
-        pick = costs.index(min(costs))
+        # each literal's candidates, found once: the fewest are joined next, and a
+        # literal with none ends the search before the rest are looked up (a rule's
+        # join that cannot succeed was costed literal by literal, then looked up again:
+        # most of a SUMO rule check's time)
+        found, least = None, 0
+        for k, lit in enumerate(pending):
+            these = index.candidates(lit[1][1], binding)
+            count = len(these)
+            if not count:
+                return
+            if found is None or count < least:
+                pick, found, least = k, these, count
+    else:
+        found = index.candidates(pending[0][1][1], binding)
     position, (positive, pattern) = pending[pick]
     rest = pending[:pick] + pending[pick + 1 :]
     tick = budget.tick if budget is not None else None
-    found = index.candidates(pattern, binding)
     matches = matcher(pattern, binding) if len(found) > PREPARE_FROM else None
     for node in found:
         if tick is not None:

@@ -21,7 +21,7 @@ index: it returns its firings, and the caller derives them afterwards.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Container, Iterable
 from typing import Any
 
 from koinii.kb.index import Index, Literal, accept_all, key, matcher, members, same, solve
@@ -41,17 +41,28 @@ def prepare(antecedents: tuple[Literal, ...], consequent: Literal) -> tuple[Any,
     return tuple(kind(antecedents, consequent, i) for i in range(len(antecedents)))
 
 
+def scan_position(antecedents: tuple[Literal, ...], index: Index) -> int:
+    """The antecedent a new rule's firings are found from: the one with the fewest
+    candidates (each joined for the rest)."""
+    sizes = [_count(index.candidates(pattern, {})) for _, pattern in antecedents]
+    return sizes.index(min(sizes))
+
+
 def every_firing(
     joins: tuple[Any, ...],
     antecedents: tuple[Literal, ...],
     index: Index,
     waiting: Collection[Node],
     budget: Any,
+    position: int | None = None,
+    fitting: Callable[[str], Container[str] | None] | None = None,
 ) -> list[Derivation]:
     """Every firing of a new rule over the stored nodes not waiting to fire: each node
-    that fills the antecedent with the fewest candidates, joined for the rest."""
-    sizes = [_count(index.candidates(pattern, {})) for _, pattern in antecedents]
-    position = sizes.index(min(sizes))
+    that fills the antecedent at `position` (`scan_position` if not given), joined for
+    the rest — with the nodes in the contexts `fitting(node.context)` names alone, if
+    given (see `_Flat.firings`)."""
+    if position is None:
+        position = scan_position(antecedents, index)
     positive, pattern = antecedents[position]
     join = joins[position]
     out: list[Derivation] = []
@@ -59,7 +70,8 @@ def every_firing(
         if budget is not None:
             budget.tick()  # (a rule of one antecedent joins nothing that would)
         if node.positive is positive and node not in waiting:
-            out.extend(join.firings(index, node, waiting, budget, only_way=True))
+            fits = fitting(node.context) if fitting is not None else None
+            out.extend(join.firings(index, node, waiting, budget, True, fits))
     return out
 
 
@@ -183,16 +195,25 @@ class _General:
         waiting: Collection[Node],
         budget: Any,
         only_way: bool = False,
+        fits: Container[str] | None = None,
     ) -> list[Derivation]:
         """The firings with `node` at this antecedent. Unless this is the `only_way` in
         (a new rule scanned whole), a firing where `node` also fills an earlier
-        antecedent is left to the join of that one, so it is found once."""
+        antecedent is left to the join of that one, so it is found once. With `fits`,
+        only nodes in those contexts are joined (the others' firings would have no
+        place to conclude in: contexts.py, `Hierarchy.fitting`)."""
         binding = self.head(node.atom)
         if binding is None:
             return []
         if not self.others:
             return [(self.build(binding), (node,))]
-        admit = (lambda c: c not in waiting) if waiting else None
+        if fits is not None:
+            if waiting:
+                admit = lambda c: c.context in fits and c not in waiting  # noqa: E731
+            else:
+                admit = lambda c: c.context in fits  # noqa: E731
+        else:
+            admit = (lambda c: c not in waiting) if waiting else None
         i = self.position
         out = []
         for full, rest in solve(index, self.others, binding, accept_all, budget, admit):
@@ -277,6 +298,7 @@ class _Flat:
         waiting: Collection[Node],
         budget: Any,
         only_way: bool = False,
+        fits: Container[str] | None = None,
     ) -> list[Derivation]:
         """As `_General.firings`."""
         atom = node.atom
@@ -315,6 +337,8 @@ class _Flat:
             if tick is not None:
                 tick()
             if candidate.positive is not positive or candidate in waiting:
+                continue
+            if fits is not None and candidate.context not in fits:
                 continue
             other = candidate.atom
             if len(other) != length:

@@ -176,8 +176,19 @@ class Maintenance(State):
 
     def _attach(self, j: Justification) -> None:
         concl = j.conclusion
-        concl.justs = _joined(concl.justs, j)
-        for support in distinct_supports(j):
+        justs = concl.justs
+        if justs is None:  # (the commonest cases of `_joined` and `distinct_supports`,
+            concl.justs = (j,)  # without the calls: a closure attaches a million)
+        else:
+            concl.justs = _joined(justs, j)
+        second = j.second
+        if second is None:
+            supports: tuple[Node, ...] = (j.rule, j.first)
+        elif second is MANY or second is j.first:
+            supports = distinct_supports(j)
+        else:
+            supports = (j.rule, j.first, second)
+        for support in supports:
             uses = support.uses
             if uses is None:  # (the commonest cases of `_joined`, without the call)
                 support.uses = (j,)
@@ -308,6 +319,7 @@ class Maintenance(State):
         # derivation's and labelling's own tables are spent: let them go before the diff
         # and the commit build theirs (a big write's peak memory is at its commit)
         tx.depth.clear()
+        tx.concluded.clear()
         tx.fire.clear()
         tx.seeds.clear()
         tx.changes = self._changes(tx)

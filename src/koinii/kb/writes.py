@@ -97,7 +97,9 @@ class Transaction:
         "limbo",
         "texts",
         "depth",
+        "concluded",
         "derivations",
+        "fired",
         "removed_sentexes",
         "removed_justifications",
         "changes",
@@ -133,7 +135,9 @@ class Transaction:
         # takes the text from here (an added node's change shows its own: sentex.py)
         self.texts: dict[int, str] = {}
         self.depth: dict[Node, int] = {}
+        self.concluded: dict[Any, Node] = {}  # by key: the nodes this write derived (firing.py)
         self.derivations = 0
+        self.fired: dict[Node, int] = {}  # firings made by each rule in this write
         self.removed_sentexes = 0
         self.removed_justifications = 0
         self.changes: tuple[list[Change | Node], list[Change]] = ([], [])  # the belief diff
@@ -441,6 +445,7 @@ class Writes(State):
         routed now, against the hierarchy this write saw.
         """
         self._settle(tx)
+        rows = self._changed_rows
         seq = self._commit(tx)
         self._tx = None
         if seq is not None:
@@ -450,6 +455,7 @@ class Writes(State):
                 routed = self._feed.route(seq, added, removed, self._hierarchy.up)
             if self._group is None:
                 self._publish(seq, tx.op, routed)
+                self._checkpoint_after_write(self._changed_rows - rows)
             else:
                 self._group.append((tx, seq, routed))
         return seq if want_seq else result
