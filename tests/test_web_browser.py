@@ -227,7 +227,9 @@ def test_the_conversation_appears_live_then_its_thread_dispute_ruling_graph_and_
     page.screenshot(path=shots / "disputes.png", animations="disabled", full_page=True)
 
     nav.get_by_role("link", name="Contexts", exact=True).click()
+    page.wait_for_url("**/contexts")
     graph = page.locator("svg.graph")
+    graph.locator("a").first.wait_for()  # (count() does not wait for the page to draw it)
     for name in ("CxTeam", "CxAtlas", "CxBoreas", "CxCyra", "CxMajority", "CxSpeechActs"):
         assert graph.locator(f'a[href="/contexts/{name}"]').count() == 1, name
     graph.locator('a[href="/contexts/CxBoreas"]').click()
