@@ -278,22 +278,17 @@ class PostgresStore(SQLStore):
         return 0  # the tsvector is part of the write
 
     def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
-        query = fulltext.postgres_query(words)
         with self._translated("the search"):
-            if limit is None:
-                found = self._conn.execute(fulltext.POSTGRES_ALL, (query,)).fetchall()
-            else:
-                found = self._conn.execute(fulltext.POSTGRES_RANKED, (query, limit)).fetchall()
-        return [(h, float(score), snippet) for h, score, snippet in found]
+            return fulltext.postgres_ranked(self._conn, words, limit)
 
     def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
-        if not handles:
-            return {}
         with self._translated("the search"):
-            found = self._conn.execute(
-                fulltext.POSTGRES_SNIPPETS, (fulltext.postgres_query(words), list(handles))
-            ).fetchall()
-        return dict(found)
+            return fulltext.postgres_snippets(self._conn, words, handles)
+
+    def reader(self) -> fulltext.IndexReader:
+        with self._translated("opening a reader of the index"):
+            conn = self._connect()
+        return fulltext.IndexReader(conn, "postgres", self._errors, self.location)
 
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         scripts = migrations["postgres"] if isinstance(migrations, dict) else migrations

@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -196,13 +197,18 @@ class SQLiteStore(SQLStore):
             return added
 
     def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
-        self.catch_up()
         with self._translated("the search"):
             return fulltext.sqlite_ranked(self._db, words, limit)
 
     def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
         with self._translated("the search"):
             return fulltext.sqlite_snippets(self._db, words, handles)
+
+    def reader(self) -> fulltext.IndexReader:
+        uri = f"file:{urllib.parse.quote(self.location)}?mode=ro"
+        with self._translated("opening a reader of the index"):
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        return fulltext.IndexReader(conn, "sqlite", self._errors, self.location)
 
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         with self._translated("creating the record tables"):
