@@ -235,6 +235,15 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
 
         return search
 
+    if schedule == "records_read":  # on a thread, the record tables through its own
+
+        async def records_read(caller: Caller, body: dict[str, Any]) -> Any:
+            daemon.flush()  # it reads what is committed
+            _authorized(daemon, op, caller, body)
+            return await daemon.searches.records(lambda: handler(caller, body))
+
+        return records_read
+
     if schedule == "grouped_write" or schedule == "budgeted":
         grouped = schedule == "grouped_write"
 

@@ -119,6 +119,8 @@ class Searches:
         self.index = SearchIndex(kb, flush)
         self._slots = asyncio.Semaphore(READERS)
         self._idle: list[Any] = []  # the readers not in use
+        self._records_turn = asyncio.Lock()  # one records read at a time (see `records`)
+        self._records: Any = None  # its connection, once opened
 
     async def run(self, steps: Steps, budget_s: float, meaning: bool) -> list[Hit]:
         """The search's hits, within `budget_s` (refused `budget-exhausted` past it);
@@ -152,7 +154,27 @@ class Searches:
             ask = reader.search if kind == "search" else reader.snippets
             answer = await asyncio.to_thread(ask, words, arg)
 
+    async def records(self, read: Callable[[], Any]) -> Any:
+        """`read()` — a domain's read of the record tables, the session search — on a
+        thread, `KB.read_records` reading through a connection of its own, while the
+        loop serves everyone else (on the loop where the store has none). One at a
+        time: what such a read keeps in memory beside the KB (the sessions' vectors)
+        is kept by one thread at once."""
+        async with self._records_turn:
+            if self._records is None:
+                self._records = self.kb.records_reader()
+            if self._records is None:
+                return read()
+
+            def through_its_own() -> Any:
+                with self.kb.reading_records_through(self._records):
+                    return read()
+
+            return await asyncio.to_thread(through_its_own)
+
     def close(self) -> None:
-        for reader in self._idle:
-            reader.close()
+        for reader in [*self._idle, self._records]:
+            if reader is not None:
+                reader.close()
         self._idle.clear()
+        self._records = None

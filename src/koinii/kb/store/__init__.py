@@ -171,6 +171,10 @@ class Store(Protocol):
         """A `fulltext.IndexReader`: `search` and `snippets` through a connection of its
         own, for another thread (None: this store answers only on its own, in memory)."""
 
+    def records_reader(self) -> Any:
+        """A read-only connection of its own to the record tables, as `read` passes
+        them (closed by the caller), for another thread; None as for `reader`."""
+
     # Where this store's checkpoint lives (kb/checkpoint.py); None: it keeps none, and
     # the six methods below are never called.
     checkpoint_path: str | None

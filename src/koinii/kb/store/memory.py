@@ -167,6 +167,9 @@ class MemoryStore:
     def reader(self) -> None:
         return None  # its index is one connection's own memory
 
+    def records_reader(self) -> None:
+        return None  # so are its records
+
     def save_next_handle(self, next_handle: int) -> None:
         pass
 

@@ -120,6 +120,9 @@ class PostgresRecords:
         """The psycopg connection, for what only PostgreSQL can say."""
         return self._conn
 
+    def close(self) -> None:
+        self._conn.close()
+
 
 class PostgresStore(SQLStore):
     _index_sql = fulltext.POSTGRES_INDEX
@@ -286,9 +289,15 @@ class PostgresStore(SQLStore):
             return fulltext.postgres_snippets(self._conn, words, handles)
 
     def reader(self) -> fulltext.IndexReader:
-        with self._translated("opening a reader of the index"):
-            conn = self._connect()
-        return fulltext.IndexReader(conn, "postgres", self._errors, self.location)
+        return fulltext.IndexReader(self._reader(), "postgres", self._errors, self.location)
+
+    def records_reader(self) -> PostgresRecords:
+        return PostgresRecords(self._reader())
+
+    def _reader(self) -> Any:
+        """A connection of its own, for another thread (it reads what is committed)."""
+        with self._translated("opening a reader"):
+            return self._connect()
 
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         scripts = migrations["postgres"] if isinstance(migrations, dict) else migrations
