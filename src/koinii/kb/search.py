@@ -28,6 +28,13 @@ the writes since the last search before it answers.
 Inside an open group commit (`begin_group`) the store's index holds only what was
 committed before the group: the daemon commits an open group before it searches, so a
 search over the wire always sees every write acknowledged before it.
+
+A search is written as steps (`search_steps`: a generator yielding each ask of the
+store's word index), so that a server may answer the asks off its event loop, through a
+connection of their own, and run the steps between on it (server/searching.py). There,
+other operations run between two steps: a hit is one visible at the search's context
+when the step that looked at it ran, and a write acknowledged before the search began
+is seen by every step (the server indexes what was written before it asks: `index_words`).
 """
 
 from __future__ import annotations
@@ -98,12 +105,7 @@ class Search(State):
     _words_indexed = 0  # every sentex below this handle is indexed by its words
 
     def search(
-        self,
-        text: Any,
-        ctx: Any,
-        *,
-        limit: int = DEFAULT_HITS,
-        ranking: str | None = None,
+        self, text: Any, ctx: Any, *, limit: int = DEFAULT_HITS, ranking: str | None = None
     ) -> list[Hit]:
         """The sentexes visible at `ctx` whose words — or, ranked hybrid, whose meaning —
         match `text`, best first.
