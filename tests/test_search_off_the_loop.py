@@ -7,6 +7,7 @@ test_bounded_work.py (benchmarks/resilience.py measures them closely)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -41,6 +42,19 @@ def _store_of(location: str, notes: int, text: str) -> None:
             kb.edit(add=[(f'(note Atlas{i} "{text} {i}")', "CxAtlas") for i in batch])
 
 
+def _at_once(daemon, clients: int, call: Callable[[koinii.Client], None]) -> Prober:
+    """`call(client)` from `clients` clients at once, the prober timing another meanwhile."""
+    threads = [
+        threading.Thread(target=lambda: call(daemon.client(timeout=120))) for _ in range(clients)
+    ]
+    with Prober(daemon) as prober:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    return prober
+
+
 def test_searches_over_many_hidden_matches_hold_nobody(start_daemon, new_location):
     """Four searches at once, each over 30,000 matches none of which CxBoreas sees: on
     the loop, they held every other client for the seconds their SQL took, one after
@@ -49,21 +63,14 @@ def test_searches_over_many_hidden_matches_hold_nobody(start_daemon, new_locatio
     _store_of(db, 30_000, WORDS)
     with koinii.open_kb(db) as kb, kb.budget(60):  # indexed: only the searches measured
         assert kb.search(WORDS, "CxBoreas", ranking="lexical") == []
-    daemon = start_daemon(db=db)
     found: list = []
 
-    def searcher() -> None:
-        client = daemon.client(timeout=120)
+    def searcher(client: koinii.Client) -> None:
         with client.budget(60):  # an operator's (the open daemon's callers are)
             for _ in range(2):
                 found.append(client.search(WORDS, "CxBoreas", ranking="lexical"))
 
-    searchers = [threading.Thread(target=searcher) for _ in range(4)]
-    with Prober(daemon) as prober:
-        for thread in searchers:
-            thread.start()
-        for thread in searchers:
-            thread.join(120)
+    prober = _at_once(start_daemon(db=db), 4, searcher)
     assert found == [[]] * 8  # every match hidden from CxBoreas
     # held, the loop made the prober wait 1.4-4 s (the searches queued on it)
     assert len(prober.times) > 20 and prober.worst < 1.0, prober.worst
@@ -100,19 +107,12 @@ def test_session_searches_run_off_the_loop(start_daemon, new_location):
             for step in ("plan", "deploy", "verify"):
                 recorder.start_turn(sid, f"{step} the rollout {i} of billing: {BRIEF}")
         recorder.flush()
-    daemon = start_daemon(db=db)
     found: list = []
 
-    def searcher() -> None:
-        client = daemon.client(timeout=120)
+    def searcher(client: koinii.Client) -> None:
         rows = client.invoke("sessions.list_sessions", search="billing canary", limit=5)
         found.append(len(rows))
 
-    searchers = [threading.Thread(target=searcher) for _ in range(2)]
-    with Prober(daemon) as prober:
-        for thread in searchers:
-            thread.start()
-        for thread in searchers:
-            thread.join(120)
+    prober = _at_once(start_daemon(db=db), 2, searcher)
     assert found == [5] * 2
     assert len(prober.times) > 20 and prober.worst < 1.0, prober.worst
