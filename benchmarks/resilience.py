@@ -9,9 +9,9 @@ again and again for the phase: a 150,000-entry edit; a 9 MB edit refused at its 
 entry; a reader's 8 MB edit; `wraps/add` of 1.4 M ids; a 15 MB `sessions/record_batch`;
 `conversation.disputes` over 3,000 disputes; a search over 20,000 matches the searched
 context does not see; the first search after 30,000 writes (sent as fast as the agent's
-write budget lets it, the prober starting as the last is acknowledged: the search comes
-before they are indexed); `conversation.disputes` and `conversation.thread` with a
-functional declaration of 2,000 values. The bodies are encoded once and sent as bytes. Its table:
+write budget lets it, the prober starting as the last is acknowledged: whatever the
+daemon has not indexed by then, the search waits for); `conversation.disputes` and
+`conversation.thread` with a functional declaration of 2,000 values. The bodies are encoded once and sent as bytes. Its table:
 attack, answer, the attack's longest request, p50 / p99 / max of each of the three calls,
 and a verdict: "ok" when every p99 is under 100 ms. `--tiny` shrinks each attack to about
 a hundredth (every cap is still passed): a smoke run (tests/test_benchmarks.py).
@@ -602,8 +602,8 @@ def _hidden_setup(clients: dict[str, koinii.Client], sizes: Sizes) -> dict[str, 
 
 
 def _backlog_setup(clients: dict[str, koinii.Client], sizes: Sizes) -> dict[str, Any]:
-    """Atlas writes `sizes.backlog` notes, as fast as its write budget lets it, and
-    searches at once: the search comes before they are indexed."""
+    """Atlas writes `sizes.backlog` notes, as fast as its write budget lets it; the
+    attack searches them at once, before the daemon has indexed them all."""
     notes = [(f'(note B{i} "release {i} shipped")', "CxAtlas") for i in range(sizes.backlog)]
     _in_batches(clients["AgentAtlas"], notes)
     return {}
