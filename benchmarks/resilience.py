@@ -11,9 +11,10 @@ entry; a reader's 8 MB edit; `wraps/add` of 1.4 M ids; a 15 MB `sessions/record_
 context does not see; the first search after 30,000 writes (sent as fast as the agent's
 write budget lets it, the prober starting as the last is acknowledged: whatever the
 daemon has not indexed by then, the search waits for); `conversation.disputes` and
-`conversation.thread` with a functional declaration of 2,000 values. The bodies are encoded once and sent as bytes. Its table:
-attack, answer, the attack's longest request, p50 / p99 / max of each of the three calls,
-and a verdict: "ok" when every p99 is under 100 ms. `--tiny` shrinks each attack to about
+`conversation.thread` with a functional declaration of 2,000 values. The bodies are
+encoded once and sent as bytes. Its table: attack, answer, the attack's longest request,
+p50 / p99 / max of each of the three calls, and a verdict: "ok" when every p99 is under
+100 ms. `--tiny` shrinks each attack to about
 a hundredth (every cap is still passed): a smoke run (tests/test_benchmarks.py).
 
 What is measured. For each attack a fresh daemon is started on a free 127.0.0.1 port with
