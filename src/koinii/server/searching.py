@@ -32,7 +32,9 @@ search in one process does; a sentence not embedded yet is found by its words.
 Invariants:
 - The KB is touched only on the loop's thread; a reader's thread touches only its
   connection. At most READERS searches ask the index at once; the others wait their
-  turn off the loop.
+  turn off the loop. A reader is opened on a thread, kept for the next search, and
+  closed once its connection fails (the next search opens another); the session
+  search's connection is opened for it and closed after.
 - A search asks the index only after `index_words` reports every sentex below the
   handle next at its arrival indexed by its words (the open group committed first).
 """
@@ -44,6 +46,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from koinii.errors import Refused
 from koinii.kb import KB, semantic
 from koinii.kb.search import EMBED_PER_SEARCH, Hit, Steps
 
@@ -120,20 +123,31 @@ class Searches:
         self._slots = asyncio.Semaphore(READERS)
         self._idle: list[Any] = []  # the readers not in use
         self._records_turn = asyncio.Lock()  # one records read at a time (see `records`)
-        self._records: Any = None  # its connection, once opened
 
     async def run(self, steps: Steps, budget_s: float, meaning: bool) -> list[Hit]:
         """The search's hits, within `budget_s` (refused `budget-exhausted` past it);
         `meaning`: it ranks by meaning too (hybrid)."""
         await self.index.caught_up(meaning)
         async with self._slots:
-            reader = self._idle.pop() if self._idle else self.kb.index_reader()
+            reader = self._idle.pop() if self._idle else None
+            if reader is None:  # opened on a thread: PostgreSQL's takes milliseconds
+                reader = await asyncio.to_thread(self.kb.index_reader)
+            sound = True
             try:
                 return await self._answer(steps, budget_s, reader)
+            except Refused as refusal:
+                sound = refusal.kind != "store-error"  # its connection failed: a new one next
+                raise
+            except BaseException:  # (cancelled: its thread may still be using it)
+                reader, sound = None, False
+                raise
             finally:
                 steps.close()
                 if reader is not None:
-                    self._idle.append(reader)
+                    if sound:
+                        self._idle.append(reader)
+                    else:
+                        reader.close()
 
     async def _answer(self, steps: Steps, budget_s: float, reader: Any) -> list[Hit]:
         kb = self.kb
@@ -161,20 +175,20 @@ class Searches:
         time: what such a read keeps in memory beside the KB (the sessions' vectors)
         is kept by one thread at once."""
         async with self._records_turn:
-            if self._records is None:
-                self._records = self.kb.records_reader()
-            if self._records is None:
+            connection = await asyncio.to_thread(self.kb.records_reader)  # opened for it
+            if connection is None:
                 return read()
 
             def through_its_own() -> Any:
-                with self.kb.reading_records_through(self._records):
-                    return read()
+                try:
+                    with self.kb.reading_records_through(connection):
+                        return read()
+                finally:
+                    connection.close()
 
             return await asyncio.to_thread(through_its_own)
 
     def close(self) -> None:
-        for reader in [*self._idle, self._records]:
-            if reader is not None:
-                reader.close()
+        for reader in self._idle:
+            reader.close()
         self._idle.clear()
-        self._records = None
