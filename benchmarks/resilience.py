@@ -8,11 +8,14 @@ in its own context) and a read (a query of it, limit 1) every 10 ms. Each attack
 again and again for the phase: a 150,000-entry edit; a 9 MB edit refused at its first
 entry; a reader's 8 MB edit; `wraps/add` of 1.4 M ids; a 15 MB `sessions/record_batch`;
 `conversation.disputes` over 3,000 disputes; a search over 20,000 matches the searched
-context does not see; `conversation.disputes` and `conversation.thread` with a functional
-declaration of 2,000 values. The bodies are encoded once and sent as bytes. Its table:
-attack, answer, the attack's longest request, p50 / p99 / max of each of the three calls,
-and a verdict: "ok" when every p99 is under 100 ms. `--tiny` shrinks each attack to about
-a hundredth (every cap is still passed): a smoke run (tests/test_benchmarks.py).
+context does not see; the first search after 30,000 writes (sent as fast as the agent's
+write budget lets it, the prober starting as the last is acknowledged: whatever the
+daemon has not indexed by then, the search waits for); `conversation.disputes` and
+`conversation.thread` with a functional declaration of 2,000 values. The bodies are
+encoded once and sent as bytes. Its table: attack, answer, the attack's longest request,
+p50 / p99 / max of each of the three calls, and a verdict: "ok" when every p99 is under
+100 ms. `--tiny` shrinks each attack to about a hundredth (every cap is still passed): a
+smoke run (tests/test_benchmarks.py).
 
 What is measured. For each attack a fresh daemon is started on a free 127.0.0.1 port with
 a temporary SQLite store (and PostgreSQL for the connection-loss row, when reachable). A
@@ -447,10 +450,11 @@ class Sizes:
     disputes: int = 3_000
     hidden: int = 20_000
     values: int = 2_000
+    backlog: int = 30_000  # writes not yet indexed for search when the search comes
 
     @classmethod
     def tiny(cls) -> Sizes:
-        return cls(12_000, 1, 1, 14_000, 1, 30, 200, 20)  # each cap still passed
+        return cls(12_000, 1, 1, 14_000, 1, 30, 200, 20, 300)  # each cap still passed
 
 
 def _probe_agent(url: str, token: str, stop: Any, out: Any, ready: Any = None) -> None:
@@ -598,6 +602,14 @@ def _hidden_setup(clients: dict[str, koinii.Client], sizes: Sizes) -> dict[str, 
     return {}
 
 
+def _backlog_setup(clients: dict[str, koinii.Client], sizes: Sizes) -> dict[str, Any]:
+    """Atlas writes `sizes.backlog` notes, as fast as its write budget lets it; the
+    attack searches them at once, before the daemon has indexed them all."""
+    notes = [(f'(note B{i} "release {i} shipped")', "CxAtlas") for i in range(sizes.backlog)]
+    _in_batches(clients["AgentAtlas"], notes)
+    return {}
+
+
 def _functional_setup(clients: dict[str, koinii.Client], sizes: Sizes) -> dict[str, Any]:
     """Atlas declares poolSize functional and gives it `sizes.values` values; Boreas asks
     a question the thread read will show."""
@@ -680,6 +692,11 @@ def agent_rows(
             f"search, {sizes.hidden:,} hidden matches",
             _hidden_setup,
             lambda a: a["atlas"].search("secret plan", "CxBoreas"),
+        ),
+        (
+            f"first search after {sizes.backlog:,} writes",
+            _backlog_setup,
+            lambda a: a["atlas"].search("release shipped", "CxAtlas"),
         ),
         (
             f"disputes read, functional with {sizes.values:,} values",

@@ -98,9 +98,13 @@ SCHEDULES = {
     # on the loop within the caller's budget, after the open group commits (a dry run, a
     # search of the committed index)
     "budgeted": "on the loop within its budget",
-    # the committed search index, on the loop within the read budget, after the open
-    # group commits (the store's connection must not cross a fork: no snapshot)
-    "index_read": "the committed index, on the loop, within the read budget",
+    # a search: once the index holds every write acknowledged before it, its asks of
+    # the index on a thread (a connection of their own: none may cross a fork), the
+    # steps between on the loop, within the read budget (server/searching.py)
+    "search": "the index's asks on a thread, the rest on the loop, within the read budget",
+    # a domain's read of its record tables only (the session search), never of the KB's
+    # sentexes: on a thread, through a connection of its own (server/searching.py)
+    "records_read": "on a thread, the record tables through a connection of its own",
     # a domain's write: the open group commits first (its records are written at once);
     # with a `wait_field`, a long poll re-run after each write
     "write": "on the loop, after the open group commits",

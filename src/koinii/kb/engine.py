@@ -32,6 +32,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from koinii.errors import Refused
@@ -55,6 +56,9 @@ from koinii.kb.store import Store, open_store
 from koinii.kb.watching import Watching
 from koinii.kb.writes import _PRINCIPAL, Transaction, Writes
 from koinii.terms import Sym
+
+# The record tables' own connection a `reading_records_through` block reads through.
+_OWN_RECORDS: ContextVar[tuple[Any, Any] | None] = ContextVar("own_records", default=None)
 
 
 class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoints):
@@ -216,7 +220,11 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
             self._store.ensure_schema(domain, migrations)
 
     def read_records(self, reader: Callable[[Any], Any]) -> Any:
-        """`reader(connection)` over the record tables, between writes."""
+        """`reader(connection)` over the record tables, between writes — or, inside
+        `reading_records_through`, through the reader's own connection."""
+        own = _OWN_RECORDS.get()
+        if own is not None and own[0] is self:
+            return reader(own[1])
         with self._lock:
             if self._closed:
                 raise Refused("closed", "this knowledge base is closed", {})
@@ -232,6 +240,22 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
     def off_commit(self, token: int) -> bool:
         with self._lock:
             return self._commit_listeners.pop(token, None) is not None
+
+    def records_reader(self) -> Any:
+        """A read-only connection of its own to the record tables (`Store.records_reader`;
+        the caller closes it), or None where the store has none."""
+        return self._store.records_reader()
+
+    @contextlib.contextmanager
+    def reading_records_through(self, connection: Any):
+        """Inside the block (in this thread or task), `read_records` reads through
+        `connection`, a `records_reader`, not the writer's: for a server that reads the
+        record tables off its writer's thread (server/searching.py)."""
+        token = _OWN_RECORDS.set((self, connection))
+        try:
+            yield
+        finally:
+            _OWN_RECORDS.reset(token)
 
     @contextlib.contextmanager
     def attributed_to(self, principal: str | None):

@@ -21,6 +21,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 from koinii.kb import terms_of_search
@@ -53,11 +54,12 @@ def linked(
     ranked: Ranked,
     visible: Any,
     matched: dict[int, str],
-) -> Ranked:
+) -> Generator[Any, Any, Ranked]:
     """`ranked` with the facts about the entities its best hits name pulled in right
     behind the hit naming each (see the module docstring). `search` is the KB's search
-    (its store, index, stored words and word ranking)."""
-    found = _entities(search, query, ranked, visible, matched) if query.groups else []
+    (its index, stored words and word ranking); a step of its `search_steps`, asking
+    the store's word index as they do."""
+    found = (yield from _entities(search, query, ranked, visible, matched)) if query.groups else []
     if not found:
         return ranked
     followed: list[tuple[int, str, set[int]]] = []  # (position, form, its facts' handles)
@@ -74,7 +76,9 @@ def linked(
     for position, form, about in sorted(followed, key=lambda f: f[0]):
         candidates = [
             node
-            for node, _, _ in search._by_words([*query.words, form], ENTITY_DEPTH, visible)
+            for node, _, _ in (
+                yield from search._by_words([*query.words, form], ENTITY_DEPTH, visible)
+            )
             if node.handle in about and node.handle not in placed
         ]
         # those holding more of the typed words first ("caused": the incident's cause),
@@ -105,7 +109,7 @@ def _entities(
     ranked: Ranked,
     visible: Any,
     matched: dict[int, str],
-) -> list[tuple[set[int], int, str, list[Node]]]:
+) -> Generator[Any, Any, list[tuple[set[int], int, str, list[Node]]]]:
     """The entities the best hits name that may be followed: (the typed words their
     facts hold together, the position of the hit naming them, their form, their facts)."""
     searched = set(query.words)
@@ -127,9 +131,10 @@ def _entities(
             seen.add(form)
             if not 1 < search._terms().count.get(form, 0) <= ENTITY_SPREAD:
                 continue  # named once (nothing to link) or too often (not a thing)
+            named = yield ("search", [form], ENTITY_SPREAD + 1)
             facts = [
                 fact
-                for handle, _, _ in search._store.search([form], ENTITY_SPREAD + 1)
+                for handle, _, _ in named
                 if (fact := search._index.by_handle.get(handle)) is not None
                 and fact.atom[0] not in MOVES
                 and visible(fact)

@@ -28,11 +28,19 @@ the writes since the last search before it answers.
 Inside an open group commit (`begin_group`) the store's index holds only what was
 committed before the group: the daemon commits an open group before it searches, so a
 search over the wire always sees every write acknowledged before it.
+
+A search is written as steps (`search_steps`: a generator yielding each ask of the
+store's word index), so that a server may answer the asks off its event loop, through a
+connection of their own, and run the steps between on it (server/searching.py). There,
+other operations run between two steps: a hit is one visible at the search's context
+when the step that looked at it ran, and a write acknowledged before the search began
+is seen by every step (the server indexes what was written before it asks: `index_words`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +79,11 @@ EMBED_PER_SEARCH = 2_000
 EMBED_BATCH = 500  # sentences embedded at a time (between budget ticks)
 
 
+# An ask of the store's word index, as a search's steps yield it: ("search", words, n)
+# or ("snippets", words, handles) — answered by `Store.search` / `Store.snippets`.
+Ask = tuple[str, list[str], Any]
+
+
 @dataclass(frozen=True)
 class Hit:
     """One search result: the sentex, who wrote it, where the words matched, how well."""
@@ -89,6 +102,7 @@ class Search(State):
     whose acceptor (`_acceptor`) decides what a context sees."""
 
     _acceptor: Any  # Reads._acceptor
+    _words_indexed = 0  # every sentex below this handle is indexed by its words
 
     def search(
         self, text: Any, ctx: Any, *, limit: int = DEFAULT_HITS, ranking: str | None = None
@@ -108,6 +122,37 @@ class Search(State):
         entity the best hit names follow it. The shipped vocabulary's own sentences are
         not searched: what the team stored is.
         """
+        with self._lock, self._bounded(self.query_budget_s, "the search"):
+            steps = self.search_steps(text, ctx, limit=limit, ranking=ranking, catch_up=True)
+            self._store.catch_up()
+            return self.answer(steps)
+
+    def answer(self, steps: Steps) -> list[Hit]:
+        """Run a search's steps to its hits, each ask answered by the store, here."""
+        with self._lock:
+            return _answered(self._store, steps)
+
+    def index_reader(self) -> Any:
+        """A reader of the store's word index for another thread (`Store.reader`: a
+        connection of its own, closed by the caller), or None where there is none."""
+        return self._store.reader()
+
+    def search_steps(
+        self,
+        text: Any,
+        ctx: Any,
+        *,
+        limit: int = DEFAULT_HITS,
+        ranking: str | None = None,
+        catch_up: bool = False,
+    ) -> Steps:
+        """`search` as steps, its arguments checked now: a generator that yields each
+        ask of the store's word index — `("search", words, n)`, `("snippets", words,
+        handles)` —, is sent the answer (`answer` sends the store's), and returns the
+        hits. A server answers each ask off its event loop and runs the steps between
+        on it (server/searching.py). `catch_up`: count the stored words and embed the
+        sentences written since the last search first; without it, the caller keeps
+        the indexes caught up (`index_words`, `index_meaning`)."""
         _search_words(text)
         if type(limit) is not int or not 1 <= limit <= MAX_HITS:
             raise Refused(
@@ -117,59 +162,61 @@ class Search(State):
             )
         ranking = semantic.ranking_of(ranking)
         ctx_name = _one_context(ctx, "search")
-        with self._lock, self._bounded(self.query_budget_s, "the search"):
-            self.last_examined = 0
-            query = self._query_of(text)
-            if not query.words and ranking == "lexical":
-                return []
-            accept = self._acceptor(ctx_name)
-            shipped = self._shipped
+        return self._steps(text, ctx_name, limit, ranking, catch_up)
 
-            def visible(node: Node | None) -> bool:
-                self._spend()
-                return (
-                    node is not None and node.handle not in shipped and accept(node, {}) is not None
-                )
+    def _steps(self, text: str, ctx_name: str, limit: int, ranking: str, catch_up: bool) -> Steps:
+        self.last_examined = 0
+        query = self._query_of(text, catch_up)
+        if not query.words and ranking == "lexical":
+            return []
+        accept = self._acceptor(ctx_name)
+        shipped = self._shipped
 
-            depth = max(limit, semantic.DEPTH)  # each side's hits brought to the ranking
-            lexical = self._by_words(query.words, depth, visible) if query.words else []
-            if COVERAGE_FIRST:
-                lexical = _more_of_the_search_first(query, lexical)
-            snippets = {node.handle: snippet for node, _, snippet in lexical}
-            matched: dict[int, str] = {}
-            if ranking == "lexical":
-                ranked = [(node, score) for node, score, _ in lexical]
-                matched = dict.fromkeys(snippets, "words")
-            else:
-                meaning = self._by_meaning(text, depth, visible)
-                nodes = {node.handle: node for node, _, _ in lexical} | meaning
-                held = self._best_word_hit_holds(query, lexical)
-                fused = semantic.fuse(
-                    [n.handle for n, _, _ in lexical],
-                    list(meaning),
-                    lexical_weight=1.0 + FUSION_WEIGHT * held**FUSION_POWER,
-                )
-                ranked = [(nodes[handle], score) for handle, score in fused]
-                if held == 1.0 and FUSION_WEIGHT and lexical[0][0] is not ranked[0][0]:
-                    # the best word hit holds every typed word: it keeps the first place
-                    first = lexical[0][0]
-                    ranked = [(first, ranked[0][1])] + [r for r in ranked if r[0] is not first]
-                for handle in nodes:
-                    if handle not in snippets:
-                        matched[handle] = "meaning"
-                    else:
-                        matched[handle] = "words+meaning" if handle in meaning else "words"
-            if ENTITIES:
-                ranked = entities_of_search.linked(self, query, ranked, visible, matched)
-            if THREADS:
-                ranked = self._threads(ranked, visible, matched)
-            out = [(node, score, snippets.get(node.handle)) for node, score in ranked[:limit]]
-            return self._hits(query.words, out, matched)
+        def visible(node: Node | None) -> bool:
+            self._spend()
+            return node is not None and node.handle not in shipped and accept(node, {}) is not None
 
-    def _query_of(self, text: str) -> terms_of_search.Query:
+        depth = max(limit, semantic.DEPTH)  # each side's hits brought to the ranking
+        lexical = (yield from self._by_words(query.words, depth, visible)) if query.words else []
+        if COVERAGE_FIRST:
+            lexical = _more_of_the_search_first(query, lexical)
+        snippets = {node.handle: snippet for node, _, snippet in lexical}
+        matched: dict[int, str] = {}
+        if ranking == "lexical":
+            ranked = [(node, score) for node, score, _ in lexical]
+            matched = dict.fromkeys(snippets, "words")
+        else:
+            meaning = self._by_meaning(text, depth, visible, catch_up)
+            nodes = {node.handle: node for node, _, _ in lexical} | meaning
+            held = self._best_word_hit_holds(query, lexical)
+            fused = semantic.fuse(
+                [n.handle for n, _, _ in lexical],
+                list(meaning),
+                lexical_weight=1.0 + FUSION_WEIGHT * held**FUSION_POWER,
+            )
+            ranked = [(nodes[handle], score) for handle, score in fused]
+            if held == 1.0 and FUSION_WEIGHT and lexical[0][0] is not ranked[0][0]:
+                # the best word hit holds every typed word: it keeps the first place
+                first = lexical[0][0]
+                ranked = [(first, ranked[0][1])] + [r for r in ranked if r[0] is not first]
+            for handle in nodes:
+                if handle not in snippets:
+                    matched[handle] = "meaning"
+                else:
+                    matched[handle] = "words+meaning" if handle in meaning else "words"
+        if ENTITIES:
+            ranked = yield from entities_of_search.linked(self, query, ranked, visible, matched)
+        if THREADS:
+            ranked = self._threads(ranked, visible, matched)
+        out = [(node, score, snippets.get(node.handle)) for node, score in ranked[:limit]]
+        return (yield from self._hits(query.words, out, matched))
+
+    def _query_of(self, text: str, catch_up: bool) -> terms_of_search.Query:
         """The search's terms, its compounds and typos looked up in the stored words
-        (counted first for what was written since the last search, a bounded slice)."""
-        self._count_terms(TERMS_PER_SEARCH)
+        (`catch_up`: counted first for what was written since the last search, a
+        bounded slice)."""
+        if catch_up:
+            self._count_terms(TERMS_PER_SEARCH)
         query = terms_of_search.expand(text, self._terms(), self._clock())
         query.words = query.words[:MAX_TERMS]
         return query
@@ -194,10 +241,10 @@ class Search(State):
             if node is not None and handle not in shipped:
                 texts.append(" ".join(fulltext.document(node.atom)).lower())
                 counted += 1
-                if len(texts) == EMBED_BATCH:
-                    self._spend()
+                if len(texts) == EMBED_BATCH:  # counted with its mark: a stop loses none
                     terms.add(texts)
-                    texts = []
+                    terms.top, texts = handle, []
+                    self._spend()
         terms.add(texts)
         terms.top = handle
         return counted
@@ -213,7 +260,7 @@ class Search(State):
 
     def _by_words(
         self, words: list[str], limit: int, visible: Any
-    ) -> list[tuple[Node, float, str | None]]:
+    ) -> Generator[Ask, Any, list[tuple[Node, float, str | None]]]:
         """The store's best `limit` visible matches of `words`: (node, score, snippet).
 
         The store ranks every match; the engine checks visibility. It asks for a few
@@ -226,7 +273,7 @@ class Search(State):
         asked = limit * 3 // 2 + 8
         seen = 0
         while True:
-            ranked = self._store.search(words, asked)
+            ranked = yield ("search", words, asked)
             for handle, score, snippet in ranked[seen:]:
                 node = by_handle.get(handle)
                 if visible(node):
@@ -286,13 +333,14 @@ class Search(State):
         ]
         return sorted(found, key=lambda n: n.handle)[:ANSWERS_PER_QUESTION]
 
-    def _by_meaning(self, text: str, depth: int, visible: Any) -> dict[int, Node]:
+    def _by_meaning(self, text: str, depth: int, visible: Any, catch_up: bool) -> dict[int, Node]:
         """The visible sentexes closest in meaning to `text` (at least
         `semantic.MIN_SIMILARITY`), nearest first, at most `depth`: handle → node.
-        Embeds first what was written since the last search (at most EMBED_PER_SEARCH
-        of it; the rest is found by its words until embedded). Like the words, looks at
-        MAX_EXAMINED close sentexes at most."""
-        self._embed_written(EMBED_PER_SEARCH)
+        `catch_up`: embeds first what was written since the last search (at most
+        EMBED_PER_SEARCH of it; the rest is found by its words until embedded). Like the
+        words, looks at MAX_EXAMINED close sentexes at most."""
+        if catch_up:
+            self._embed_written(EMBED_PER_SEARCH)
         by_handle = self._index.by_handle
         near: dict[int, Node] = {}
         for examined, (handle, _) in enumerate(self._vectors().nearest(text), 1):
@@ -333,7 +381,7 @@ class Search(State):
 
     def _hits(
         self, words: list[str], found: list[tuple[Node, float, str | None]], matched: dict
-    ) -> list[Hit]:
+    ) -> Generator[Ask, Any, list[Hit]]:
         """The hits, each with its snippet: the store's window around the matched words
         (asked for now where the ranking did not bring one), else the sentence's words."""
         missing = [
@@ -341,7 +389,7 @@ class Search(State):
             for node, _, snippet in found
             if snippet is None and matched.get(node.handle) != "meaning"
         ]
-        late = self._store.snippets(words, missing) if missing and words else {}
+        late = (yield ("snippets", words, missing)) if missing and words else {}
         return [
             Hit(
                 Sentex.of(node),
@@ -357,8 +405,8 @@ class Search(State):
         """Index for search, now, up to `limit` of the sentexes written since the last
         search (a store that indexes lazily — SQLite's FTS5, the in-memory store — would
         do it at the next search), and, where the semantic extra is installed, embed as
-        many; returns how many were indexed. For a server's idle moments and after a
-        bulk load, so no search has a long backlog to catch up on."""
+        many; returns how many were indexed. After a bulk load, so no search has a long
+        backlog to catch up on."""
         with self._lock:
             if self._closed:
                 return 0
@@ -367,6 +415,28 @@ class Search(State):
             if semantic.installed():
                 self._embed_written(limit)
             return indexed
+
+    def index_words(self, limit: int) -> tuple[int, int]:
+        """Index by their words (the store's full-text index, the stored words' counts)
+        up to `limit` of the sentexes not indexed yet, oldest first: a bounded slice, for
+        a server that keeps the index caught up itself (`search_steps` without
+        `catch_up`). Returns (indexed, written): every sentex below the handle
+        `indexed` is indexed by its words, and every one written is below `written`."""
+        with self._lock:
+            written = self._next_handle
+            if self._closed:
+                return written, written
+            if self._store.catch_up(limit) < limit and self._count_terms(limit) < limit:
+                self._words_indexed = written
+            return self._words_indexed, written
+
+    def index_meaning(self, limit: int) -> int:
+        """Embed up to `limit` of the sentences not embedded yet (a bounded slice; none
+        without the semantic extra); how many."""
+        with self._lock:
+            if self._closed or not semantic.installed():
+                return 0
+            return self._embed_written(limit)
 
     def vocabulary(self, ctx: Any) -> list[dict[str, Any]]:
         """The predicates of the sentexes visible at `ctx`, most used first: each with
@@ -403,6 +473,19 @@ class Search(State):
                 }
                 for name, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
             ]
+
+
+Steps = Generator[Ask, Any, list[Hit]]
+
+
+def _answered(store: Any, steps: Steps) -> list[Hit]:
+    answer = None
+    try:
+        while True:
+            kind, words, arg = steps.send(answer)
+            answer = store.search(words, arg) if kind == "search" else store.snippets(words, arg)
+    except StopIteration as done:
+        return done.value
 
 
 def _one_context(ctx: Any, what: str) -> str:

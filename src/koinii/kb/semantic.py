@@ -126,8 +126,8 @@ class Vectors:
         import numpy
 
         self._np = numpy
-        self._keys = numpy.zeros(0, dtype=numpy.int64)
-        self._rows = numpy.zeros((0, DIMENSIONS), dtype=numpy.float32)
+        self._keys = self._key_buffer = numpy.zeros(0, dtype=numpy.int64)
+        self._rows = self._row_buffer = numpy.zeros((0, DIMENSIONS), dtype=numpy.float32)
         self._pending: list[Any] = []  # (keys, rows) not yet joined to the arrays
         self.top = 0  # the highest key embedded
 
@@ -174,14 +174,30 @@ class Vectors:
         """Vectors read back from a checkpoint: every key up to `top` was offered."""
         vectors = cls()
         vectors._keys, vectors._rows, vectors.top = keys, rows, top
+        vectors._key_buffer, vectors._row_buffer = keys, rows
         return vectors
 
     def _join(self) -> None:
-        if self._pending:
-            np = self._np
-            self._keys = np.concatenate([self._keys, *(k for k, _ in self._pending)])
-            self._rows = np.concatenate([self._rows, *(r for _, r in self._pending)])
-            self._pending.clear()
+        """The pending vectors into the arrays: views of buffers that grow by doubling,
+        so joining a few is not a copy of all (a search after every slice of embedding
+        copied 100 MB at 100,000 vectors, on the daemon's loop)."""
+        if not self._pending:
+            return
+        np = self._np
+        n = len(self._keys)
+        wanted = n + sum(len(keys) for keys, _ in self._pending)
+        if wanted > len(self._key_buffer):
+            capacity = max(wanted, 2 * len(self._key_buffer))
+            keys = np.empty(capacity, dtype=np.int64)
+            rows = np.empty((capacity, DIMENSIONS), dtype=np.float32)
+            keys[:n], rows[:n] = self._keys, self._rows
+            self._key_buffer, self._row_buffer = keys, rows
+        for keys, rows in self._pending:
+            self._key_buffer[n : n + len(keys)] = keys
+            self._row_buffer[n : n + len(keys)] = rows
+            n += len(keys)
+        self._keys, self._rows = self._key_buffer[:n], self._row_buffer[:n]
+        self._pending.clear()
 
 
 def fuse(

@@ -34,7 +34,7 @@ from koinii.kb import KB, semantic
 from koinii.server.daemon import Daemon
 from koinii.server.endpoints import endpoint, read_headers, refusal_reply
 from koinii.server.guards import Hosts
-from koinii.server.limits import SEARCH_CATCH_UP, WRITER_CHECK_S, WRITER_LEASE_S, Limits
+from koinii.server.limits import WRITER_CHECK_S, WRITER_LEASE_S, Limits
 from koinii.server.openapi import openapi_document
 from koinii.server.tokens import TokenTable
 from koinii.server.verbs import served
@@ -121,11 +121,6 @@ def build_app(
         return response
 
     async def housekeeping() -> None:
-        # The embedding model (where installed) loads in a thread: loaded by the first
-        # embedding, on the loop, it would hold every request for a third of a second
-        # or more. Until it is in, what is written waits to be indexed (a search
-        # catches up itself).
-        model = asyncio.create_task(asyncio.to_thread(semantic.load))
         while True:
             await asyncio.sleep(max(0.05, min(10.0, daemon.limits.idle_s / 10)))
             for token in daemon.subs.reap():
@@ -133,8 +128,6 @@ def build_app(
             if daemon.limits.log_retention is not None:
                 daemon.flush()
                 kb.compact_log(daemon.limits.log_retention)
-            if model.done():
-                kb.index_for_search(limit=SEARCH_CATCH_UP)  # a bounded slice of the loop
             try:  # when due, and no group open: a forked child writes it, the loop goes on
                 kb.keep_checkpoint()
             except Exception:  # the rows are the truth: a restart rebuilds from them
@@ -148,7 +141,11 @@ def build_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         daemon.loop = asyncio.get_running_loop()
-        tasks = [asyncio.create_task(housekeeping()), asyncio.create_task(watch_writer())]
+        tasks = [
+            asyncio.create_task(housekeeping()),
+            asyncio.create_task(watch_writer()),
+            asyncio.create_task(daemon.searches.index.keep()),  # in slices (searching.py)
+        ]
         try:
             yield
         finally:
@@ -157,6 +154,7 @@ def build_app(
             daemon.flush()
             daemon.subs.close()
             daemon.snapshots.close()
+            daemon.searches.close()
             kb.close()
 
     # Every operation is one entry in a dict, found in one lookup: a router matching the

@@ -8,8 +8,10 @@ Invariants:
 - No request holds the loop past its budget (docs/daemon.md, bounded work): a write runs
   within `Limits.write_budget_s`; a read within `Limits.loop_slice_s` on the loop, and
   if it needs more, to the end of `Limits.query_budget_s` on a forked snapshot
-  (`snapshot.Snapshots`) while the loop serves everyone else. `budget_ms` on a request
-  lowers its budget, or — for an operator only — raises it.
+  (`snapshot.Snapshots`) while the loop serves everyone else; a search asks the store's
+  index on a thread, its other steps on the loop, once the index holds every write
+  acknowledged before it (`searching.Searches`). `budget_ms` on a request lowers its
+  budget, or — for an operator only — raises it.
 - Group commit: the writes that arrive together (in one turn of the event loop) share
   one durable commit, made at the end of that turn (`Daemon.join_group`/`flush`); a
   write with no company commits alone at once. No reply leaves while a group it may
@@ -35,6 +37,7 @@ from koinii.kb import KB
 from koinii.server import bodies
 from koinii.server.guards import Hosts, check_origin
 from koinii.server.limits import Limits
+from koinii.server.searching import Searches
 from koinii.server.snapshot import Snapshots
 from koinii.server.subscriptions import Subscriptions
 from koinii.server.tokens import OPEN, Caller, TokenTable
@@ -66,6 +69,7 @@ class Daemon:
         kb.query_budget_s = limits.query_budget_s  # for what runs without a budget of its own
         kb.write_budget_s = limits.write_budget_s  # (the domains' operations)
         self.snapshots = Snapshots()
+        self.searches = Searches(kb, self.flush)
         self.subs = Subscriptions(
             kb,
             cap=limits.max_subscriptions,

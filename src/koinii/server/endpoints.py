@@ -227,16 +227,22 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
 
         return read
 
-    if schedule == "index_read":  # what is committed: the open group first
+    if schedule == "search":  # its asks of the index on a thread (searching.py)
 
-        async def index_read(caller: Caller, body: dict[str, Any]) -> Any:
+        async def search(caller: Caller, body: dict[str, Any]) -> Any:
             _authorized(daemon, op, caller, body)
-            daemon.flush()
-            budget = daemon.budget_for(caller, body, daemon.limits.query_budget_s)
-            with daemon.kb.budget(budget, f"the {op.name}"):
-                return handler(caller, body)
+            return await handler(caller, body)
 
-        return index_read
+        return search
+
+    if schedule == "records_read":  # on a thread, the record tables through its own
+
+        async def records_read(caller: Caller, body: dict[str, Any]) -> Any:
+            daemon.flush()  # it reads what is committed
+            _authorized(daemon, op, caller, body)
+            return await daemon.searches.records(lambda: handler(caller, body))
+
+        return records_read
 
     if schedule == "grouped_write" or schedule == "budgeted":
         grouped = schedule == "grouped_write"

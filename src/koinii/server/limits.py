@@ -33,9 +33,5 @@ class Limits:
 
 # The refusals that say the store may no longer be this daemon's (see `Daemon.watch_writer`).
 STORE_LOSS = frozenset({"writer-lost", "outcome-unknown"})
-# sentexes indexed for search per housekeeping tick, a bounded slice of the loop: ~2 ms
-# of FTS5 and, where the semantic extra is installed, 12-40 ms of embedding them (50-150
-# µs each); a search catches up the rest itself
-SEARCH_CATCH_UP = 250
 WRITER_CHECK_S = 0.25
 WRITER_LEASE_S = 0.5

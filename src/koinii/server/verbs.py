@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from koinii.errors import Refused
+from koinii.kb import semantic
 from koinii.operations import Operation, load_domains, operation
 from koinii.server import access
 from koinii.server.daemon import Daemon
@@ -327,11 +328,14 @@ def query(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
         **BUDGET,
     },
     "ranked search over what the context sees: hits with author, snippet and how matched",
-    "index_read",
+    "search",
 )
-def search(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
+async def search(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
     limit = {"limit": body["limit"]} if body.get("limit") is not None else {}
-    hits = daemon.kb.search(body["text"], body["context"], ranking=body.get("ranking"), **limit)
+    ranking = semantic.ranking_of(body.get("ranking"))
+    steps = daemon.kb.search_steps(body["text"], body["context"], ranking=ranking, **limit)
+    budget = daemon.budget_for(caller, body, daemon.limits.query_budget_s)
+    hits = await daemon.searches.run(steps, budget, meaning=ranking == "hybrid")
     return [encode_hit(h) for h in hits]
 
 

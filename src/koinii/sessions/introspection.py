@@ -466,6 +466,7 @@ def _descriptor(db: Any, session: dict[str, Any], current: str | None) -> dict[s
         ),
     },
     summary="the session index, or the ranked search",
+    schedule="records_read",  # its SQL and embedding off the daemon's loop
 )
 def list_sessions(
     kb: KB, search: Any = None, limit: Any = None, ranking: Any = None

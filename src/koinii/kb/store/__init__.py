@@ -165,7 +165,15 @@ class Store(Protocol):
 
     def catch_up(self, limit: int | None = None) -> int:
         """Bring the search structure up to date with the index rows (at most `limit`
-        of them; `search` does it all first anyway); returns how many it added."""
+        of them); returns how many it added. A search's caller does it first."""
+
+    def reader(self) -> Any:
+        """A `fulltext.IndexReader`: `search` and `snippets` through a connection of its
+        own, for another thread (None: this store answers only on its own, in memory)."""
+
+    def records_reader(self) -> Any:
+        """A read-only connection of its own to the record tables, as `read` passes
+        them (closed by the caller), for another thread; None as for `reader`."""
 
     # Where this store's checkpoint lives (kb/checkpoint.py); None: it keeps none, and
     # the six methods below are never called.

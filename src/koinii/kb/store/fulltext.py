@@ -18,9 +18,10 @@ again (its provenance changed) was indexed when it was new.
 On PostgreSQL the search structure is part of that row: a generated `tsvector` column
 (the `english` configuration: stemming, stop words) under a GIN index. On SQLite it is
 an FTS5 index over the rows (porter stemming, unicode61; external content: the text is
-stored once), brought up to date from `sentex_words` before every search
-(`sqlite_catch_up`): the rows above `koinii_meta.fts_top` are added to it in one
-transaction. Kept in every write's own transaction instead, FTS5 writes a new segment
+stored once), brought up to date from `sentex_words` by the writer (`sqlite_catch_up`):
+before every search in one process, in bounded slices by a daemon (which a search
+waits for: server/searching.py); the rows above `koinii_meta.fts_top` are added to it
+in one transaction. Kept in every write's own transaction instead, FTS5 writes a new segment
 per commit — measured, it made a single durable assert four times slower — while a
 search, run by the same single writer, always catches up first, so it never sees less
 than what is committed. A sentex deleted after it was added to FTS5 is taken out of it
@@ -36,11 +37,13 @@ backend's own: only their order means anything.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from koinii.errors import Refused
 from koinii.terms import Sym, Var, parse
 
 MAX_WORDS = 32  # words a search may hold
@@ -378,3 +381,55 @@ POSTGRES_SNIPPETS = (
     f"SELECT handle, {_POSTGRES_HEADLINE} "
     "FROM sentex_words, to_tsquery('english', %s) q WHERE handle = ANY(%s)"
 )
+
+
+def postgres_ranked(conn: Any, words: Sequence[str], limit: int | None) -> list[Ranked]:
+    """`sqlite_ranked`, on PostgreSQL (snippets computed for the rows returned only)."""
+    query = postgres_query(words)
+    if limit is None:
+        found = conn.execute(POSTGRES_ALL, (query,)).fetchall()
+    else:
+        found = conn.execute(POSTGRES_RANKED, (query, limit)).fetchall()
+    return [(h, float(score), snippet) for h, score, snippet in found]
+
+
+def postgres_snippets(conn: Any, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
+    """`sqlite_snippets`, on PostgreSQL."""
+    if not handles:
+        return {}
+    return dict(conn.execute(POSTGRES_SNIPPETS, (postgres_query(words), list(handles))).fetchall())
+
+
+class IndexReader:
+    """The index read through a connection of its own (`Store.reader`), for a server
+    that answers a search's asks on another thread while its writer goes on
+    (server/searching.py). It sees what is committed; one thread uses it at a time."""
+
+    def __init__(self, conn: Any, dialect: str, errors: tuple, location: str) -> None:
+        self._conn = conn
+        self._sqlite = dialect == "sqlite"
+        self._errors = errors
+        self._location = location
+
+    def search(self, words: Sequence[str], limit: int | None) -> list[Ranked]:
+        ranked = sqlite_ranked if self._sqlite else postgres_ranked
+        with self._translated():
+            return ranked(self._conn, words, limit)
+
+    def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
+        snippets = sqlite_snippets if self._sqlite else postgres_snippets
+        with self._translated():
+            return snippets(self._conn, words, handles)
+
+    def close(self) -> None:
+        with contextlib.suppress(*self._errors):
+            self._conn.close()
+
+    @contextlib.contextmanager
+    def _translated(self) -> Iterator[None]:
+        try:
+            yield
+        except self._errors as exc:
+            raise Refused(
+                "store-error", f"the search failed: {exc}", {"location": self._location}
+            ) from exc

@@ -164,6 +164,12 @@ class MemoryStore:
     def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
         return fulltext.sqlite_snippets(self._records, words, handles)
 
+    def reader(self) -> None:
+        return None  # its index is one connection's own memory
+
+    def records_reader(self) -> None:
+        return None  # so are its records
+
     def save_next_handle(self, next_handle: int) -> None:
         pass
 

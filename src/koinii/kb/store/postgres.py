@@ -120,6 +120,9 @@ class PostgresRecords:
         """The psycopg connection, for what only PostgreSQL can say."""
         return self._conn
 
+    def close(self) -> None:
+        self._conn.close()
+
 
 class PostgresStore(SQLStore):
     _index_sql = fulltext.POSTGRES_INDEX
@@ -278,22 +281,23 @@ class PostgresStore(SQLStore):
         return 0  # the tsvector is part of the write
 
     def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
-        query = fulltext.postgres_query(words)
         with self._translated("the search"):
-            if limit is None:
-                found = self._conn.execute(fulltext.POSTGRES_ALL, (query,)).fetchall()
-            else:
-                found = self._conn.execute(fulltext.POSTGRES_RANKED, (query, limit)).fetchall()
-        return [(h, float(score), snippet) for h, score, snippet in found]
+            return fulltext.postgres_ranked(self._conn, words, limit)
 
     def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
-        if not handles:
-            return {}
         with self._translated("the search"):
-            found = self._conn.execute(
-                fulltext.POSTGRES_SNIPPETS, (fulltext.postgres_query(words), list(handles))
-            ).fetchall()
-        return dict(found)
+            return fulltext.postgres_snippets(self._conn, words, handles)
+
+    def reader(self) -> fulltext.IndexReader:
+        return fulltext.IndexReader(self._reader(), "postgres", self._errors, self.location)
+
+    def records_reader(self) -> PostgresRecords:
+        return PostgresRecords(self._reader())
+
+    def _reader(self) -> Any:
+        """A connection of its own, for another thread (it reads what is committed)."""
+        with self._translated("opening a reader"):
+            return self._connect()
 
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         scripts = migrations["postgres"] if isinstance(migrations, dict) else migrations

@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -196,13 +197,27 @@ class SQLiteStore(SQLStore):
             return added
 
     def search(self, words: Sequence[str], limit: int | None) -> list[fulltext.Ranked]:
-        self.catch_up()
         with self._translated("the search"):
             return fulltext.sqlite_ranked(self._db, words, limit)
 
     def snippets(self, words: Sequence[str], handles: Sequence[int]) -> dict[int, str]:
         with self._translated("the search"):
             return fulltext.sqlite_snippets(self._db, words, handles)
+
+    def reader(self) -> fulltext.IndexReader:
+        return fulltext.IndexReader(self._read_only(), "sqlite", self._errors, self.location)
+
+    def records_reader(self) -> SQLiteRecords:
+        return self._read_only(SQLiteRecords)
+
+    def _read_only(self, factory: type = sqlite3.Connection) -> Any:
+        """A read-only connection of its own, for another thread (it reads what is
+        committed: WAL lets it read beside the writer)."""
+        uri = f"file:{urllib.parse.quote(self.location)}?mode=ro"
+        with self._translated("opening a reader"):
+            return sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False, factory=factory
+            )
 
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         with self._translated("creating the record tables"):
