@@ -19,6 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -93,8 +94,11 @@ class View:
             introspection=self.introspection,
         )
 
-    def page(self, read: Callable[[Request], Page]) -> Callable[[Request], Awaitable[Response]]:
-        """A GET page: guards, then the viewer (or the sign-in), then `read`, rendered."""
+    def page(
+        self, read: Callable[[Request], Page | Awaitable[Page]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """A GET page: guards, then the viewer (or the sign-in), then `read` (awaited, for
+        a page whose read runs off the loop), rendered."""
 
         async def endpoint(request: Request) -> Response:
             viewer = None
@@ -106,7 +110,8 @@ class View:
                         request.url.path + ("?" + request.url.query if request.url.query else "")
                     )
                     return RedirectResponse(f"/login?next={back}", status_code=303)
-                template, shown = read(request)
+                made = read(request)
+                template, shown = await made if inspect.isawaitable(made) else made
                 response = self.templates.page(
                     template, viewer=viewer, introspection=self.introspection, **shown
                 )
@@ -266,9 +271,14 @@ class View:
     def wraps(self, request: Request) -> Page:
         return "wraps.html", reads.wraps_page(self.kb)
 
-    def sessions(self, request: Request) -> Page:
+    async def sessions(self, request: Request) -> Page:
+        """The session index or search: the session search's read, on a thread through a
+        connection of its own as the API's (`Searches.records`), holds nobody."""
         self._introspection()
-        return "sessions.html", reads.sessions_page(self.kb, request.query_params.get("search"))
+        search = request.query_params.get("search")
+        self.daemon.flush()  # it reads what is committed
+        shown = await self.daemon.searches.records(lambda: reads.sessions_page(self.kb, search))
+        return "sessions.html", shown
 
     def session(self, request: Request) -> Page:
         self._introspection()
