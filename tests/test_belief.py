@@ -468,6 +468,10 @@ def test_monotonic_defeats_default_and_retracting_it_restores(kb):
     weak = kb.assert_("(open Door)", "CxA")
     strong = kb.assert_("(not (open Door))", "CxB", strength="monotonic")
     assert not kb.believed(weak) and kb.why_not(weak) == "defeated"
+    # a bad context is refused whatever the sentex's state, not answered "defeated"
+    with pytest.raises(Refused) as bad_context:
+        kb.why_not(weak, "not a context")
+    assert bad_context.value.kind == "naming"
     assert kb.sentex(weak) is not None  # defeated is still stored
     assert kb.contradictions() == [] and kb.conflicts() == []
     kb.retract(strong)

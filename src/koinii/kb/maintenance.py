@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from koinii.kb.writes import Transaction
 
 ARITY = Sym("arity")
-FUNCTIONAL = Sym("functional")
 TARGET_FOLLOWING = Sym("target_following_predicate")
 
 
@@ -291,13 +290,6 @@ class Maintenance(State):
             if len(node.atom) == len(atom) and node.believed and node.context in up:
                 return True
         return False
-
-    def _functional_predicates(self) -> set[Sym]:
-        return {
-            n.atom[1]
-            for n in self._index.with_functor(FUNCTIONAL)
-            if n.believed and n.positive and len(n.atom) == 2 and type(n.atom[1]) is Sym
-        }
 
     def _settle(self, tx: Transaction) -> None:
         derives = bool(self._rules) or bool(self._carriers)

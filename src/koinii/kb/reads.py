@@ -89,6 +89,8 @@ class Reads(State):
         """Why a sentex is not believed: retracted, defeated, unsupported, excepted,
         not-visible (at `ctx`) or not-stored; None when it is believed."""
         handle = checked_handle(handle)
+        if ctx is not None:  # a bad context is refused whatever the sentex's state
+            ctx = checks.context_name(ctx, query=True)
         with self._lock:
             node = self._index.by_handle.get(handle)
             if node is None:
@@ -97,7 +99,6 @@ class Reads(State):
                 return "defeated" if node.defeated else "unsupported"
             if ctx is None:
                 return "excepted" if self._masks.get(handle) else None
-            ctx = checks.context_name(ctx, query=True)
             if node.context not in self._hierarchy.up(ctx):
                 return "not-visible"
             return "excepted" if self._masked_at(node, ctx) else None
