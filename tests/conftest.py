@@ -32,6 +32,11 @@ from tests import forks
 # answers on a port.
 
 
+# The working directory a transcript records: an absolute path on the machine that wrote
+# it, which the tests never use as a path.
+RECORDED_CWD = str(pathlib.Path(tempfile.gettempdir()) / "shop")
+
+
 def port_from(port_file: pathlib.Path, proc: subprocess.Popen, timeout: float = 15.0) -> int:
     """The port a daemon started with `--port-file port_file` listens on, once it answers
     (it writes the file then, whole). RuntimeError if `proc` exits first or `timeout`

@@ -27,7 +27,7 @@ from koinii.runtimes.hooks import koinii_id
 from koinii.sessions import Introspection, SessionStore
 from koinii.sessions.importing import import_paths
 from koinii.wraps import WrapQueue, permeate
-from tests.conftest import forker
+from tests.conftest import RECORDED_CWD, forker
 
 pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
 
@@ -101,7 +101,7 @@ def record(kind, uuid, parent, content, session="s-1", **extra):
                 "uuid": uuid,
                 "parentUuid": parent,
                 "sessionId": session,
-                "cwd": "/home/dev/shop",  # as a transcript records it (not a path the test uses)
+                "cwd": RECORDED_CWD,
                 "timestamp": f"2026-01-01T00:00:{int(uuid.split('-')[-1]):02d}Z",
                 "message": message,
                 **extra,

@@ -11,6 +11,7 @@ from koinii import Refused
 from koinii.sessions import Introspection, SessionStore, snippets
 from koinii.sessions.importing import import_paths
 from koinii.sessions.search import search_terms
+from tests.conftest import RECORDED_CWD
 
 
 @pytest.fixture
@@ -123,7 +124,7 @@ def rollout(path, *prompts):
             "type": "session_meta",
             "payload": {
                 "id": "019d0000-0000-7000-8000-000000000001",
-                "cwd": "/home/dev/shop",
+                "cwd": RECORDED_CWD,
                 "timestamp": "2026-03-01T10:00:00.000Z",
                 "model_provider": "openai",
             },
@@ -153,7 +154,7 @@ def rollout(path, *prompts):
 
 
 PREAMBLE = (
-    "# Files mentioned by the user:\n\n## invoice.py: /home/dev/shop/invoice.py\n\n"
+    f"# Files mentioned by the user:\n\n## invoice.py: {RECORDED_CWD}/invoice.py\n\n"
     "## My request for Codex:\nround the VAT with Decimal in invoice.py\n"
 )
 
