@@ -475,6 +475,27 @@ def test_an_agent_cannot_make_the_vocabulary_its_channel(team):
     )
 
 
+def test_an_agent_cannot_join_a_system_context_as_a_channel(team):
+    """Issue 37, hostile rerun: `join(channel="CxDisputes")` was accepted — CxDisputes,
+    where the daemon keeps disputes' lifecycle marks, then saw the attacker's context, and
+    listed it as a channel with the attacker its member. The system's contexts are never
+    channels, whether or not some agent speaks them."""
+    atlas = team.client("AgentAtlas")
+    ops = team.client("Ops")
+    seq = ops.seq
+    for parent in ("CxDisputes", "CxHistory"):
+        refusal = refused(lambda p=parent: channel.join(channel.wire(atlas), p, "AgentAtlas"))
+        assert refusal.kind == "koinii/not-a-channel", parent
+        assert "the system's own contexts" in refusal.message
+        assert "(genlCx CxTeam CxAtlas)" in refusal.message  # how to fix the call
+        assert refusal.data == {"agent": "AgentAtlas", "parent": parent, "owners": []}
+    refusal = refused(lambda: atlas.assert_("(genlCx CxDisputes CxAtlas)", "CxUniverse"))
+    assert refusal.kind == "koinii/not-a-channel"
+    assert ops.seq == seq and ops.context_up("CxDisputes") == frozenset(
+        {"CxDisputes", "CxCore", "CxUniverse"}
+    )
+
+
 # --- declarations: they govern the writes of the contexts that see them ------------------
 
 
@@ -492,6 +513,35 @@ def test_a_declaration_governs_only_the_contexts_that_see_it(members):
         [clash] = store.contradictions(ctx)
         assert {s["sentence"] for s in clash["sides"]} == {"(level Staging 1)", "(level Staging 2)"}
     assert store.contradictions("CxBoreas") == []
+
+
+def test_an_agent_cannot_declare_the_systems_vocabulary(members):
+    """Issue 37, hostile rerun: `(functional genlCx)` in Atlas's own context made CxTeam
+    list its members' placements as an open dispute of differing values (with a tally to
+    vote on), and `(arity queries 1)` listed the vocabulary's own `(arity queries 2)` as
+    contested. An agent declares the predicates of its own, never the system's."""
+    agents, store = members
+    atlas = agents["AgentAtlas"]
+    seq = store.seq
+    for declaration, declared_in in (
+        ("(functional genlCx)", "CxCore"),
+        ("(arity queries 1)", "CxSpeechActs"),
+        ("(singleValued agentContext 1)", "CxSpeechActs"),
+        ("(functional trustLevel)", "CxRegistry"),
+        ("(carriesClaim endorses 2)", "CxSpeechActs"),
+        ("(target_following_predicate queries)", "CxSpeechActs"),
+        ("(speechAct disputeStale)", "CxDisputes"),
+        ("(arity arity 3)", "CxCore"),
+        ("(not (arity endorses 2))", "CxSpeechActs"),
+    ):
+        refusal = refused(lambda d=declaration: atlas.claim(d))
+        assert refusal.kind == "koinii/system-vocabulary", declaration
+        assert refusal.data["declared_in"] == declared_in, declaration
+        assert "declare a predicate of your own" in refusal.message
+    assert store.seq == seq
+    assert [d for d in atlas.disputes() if d["class"] == "values"] == []
+    atlas.claim("(functional level)")  # a predicate of its own: its own rule
+    atlas.claim("(arity level 2)")
 
 
 def test_a_functional_clash_of_thousands_of_values_is_one_group_read_at_once(team):

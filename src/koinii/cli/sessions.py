@@ -26,6 +26,7 @@ from koinii.cli import UNREACHABLE_HINT, refusing
 from koinii.cli.core import open_source, source_options
 from koinii.cli.lazy import LazyChoice
 from koinii.errors import Refused, Unavailable, exit_code_of
+from koinii.terminal import echo
 
 if TYPE_CHECKING:
     from koinii.sessions import Introspection
@@ -64,7 +65,7 @@ def _run(call: Callable[[], Any]) -> Any:
     try:
         return refusing(call)
     except Unavailable as exc:
-        click.echo(f"koinii: unavailable: {exc} ({UNREACHABLE_HINT})", err=True)
+        echo(f"koinii: unavailable: {exc} ({UNREACHABLE_HINT})", err=True)
         sys.exit(exit_code_of("unavailable"))
 
 
@@ -77,7 +78,7 @@ def _short(session_id: str) -> str:
 
 
 def _echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -99,7 +100,7 @@ def list_sessions(limit, as_json, db, url, token) -> None:
     if as_json:
         return _echo_json(rows)
     if not rows:
-        click.echo("no sessions")
+        echo("no sessions")
         return
     table = Table("ID", "MODIFIED", "CHANNEL", "TURNS", "TITLE", box=None, pad_edge=False)
     for row in rows:
@@ -141,7 +142,7 @@ def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
     if as_json:
         return _echo_json(rows)
     if not rows:
-        click.echo(f"no session matches {query!r}")
+        echo(f"no session matches {query!r}")
         return
     table = Table("ID", "MATCH", "MODIFIED", "TURNS", "TITLE / SNIPPET", box=None, pad_edge=False)
     for row in rows:
@@ -177,7 +178,7 @@ def show_session(target, as_json, db, url, token) -> None:
     with _store(db, url, token) as store:
         found = Introspection(store).read_session(target)
     if found["session"] is None:
-        click.echo(f"koinii: no session matches {target!r} (unknown, or an ambiguous prefix)")
+        echo(f"koinii: no session matches {target!r} (unknown, or an ambiguous prefix)")
         sys.exit(1)
     if as_json:
         return _echo_json(found)
@@ -285,7 +286,7 @@ def import_sessions(paths, quiet, as_json, db, url, token) -> None:
         counts[report["status"]] = counts.get(report["status"], 0) + 1
     lines = sum(report.get("malformed", 0) for report in reports)
     summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    click.echo(f"{len(reports)} file(s): {summary or 'none'}; {lines} malformed line(s) skipped")
+    echo(f"{len(reports)} file(s): {summary or 'none'}; {lines} malformed line(s) skipped")
     if counts.get("failed"):
         sys.exit(1)
 
