@@ -6,8 +6,10 @@ import itertools
 import pytest
 
 import koinii
-from koinii import adjudication, channel, disputes, identity, quarantine
-from koinii.adjudication import MAJORITY_ARBITER
+from koinii import disputes, identity
+from koinii.channel import agent as channel
+from koinii.disputes import adjudication, quarantine
+from koinii.disputes.adjudication import MAJORITY_ARBITER
 from tests.conftest import channel_sees, holds, refused
 
 pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix

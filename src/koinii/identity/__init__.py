@@ -10,7 +10,7 @@ Invariants:
   `(agentContext CxAtlas AgentAtlas)`, asserted by join, never derived — never inferred
   from a name, because agent contexts and channels are spelled alike. Before its first
   join an agent's context is reserved for it by the daemon's token table; which ids a
-  principal may hold at all is `koinii.names`'s.
+  principal may hold at all is `koinii.identity.names`'s.
 - An agent places only its own context: under a channel (`check_channel_parent`), over
   vocabulary (`check_own_super`) — so what it writes reaches no other agent's context,
   only what others see at a channel (docs/security.md, non-interference).
