@@ -12,8 +12,8 @@ import sys
 import click
 
 from koinii._version import __version__
+from koinii.cli.terminal import echo
 from koinii.errors import Refused, Unavailable, exit_code_of
-from koinii.terminal import echo
 
 UNREACHABLE_HINT = "start it with `koinii serve`, or give --db FILE to open a store in-process"
 

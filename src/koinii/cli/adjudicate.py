@@ -10,7 +10,7 @@ import time
 import click
 
 from koinii.cli.core import open_source, source_options
-from koinii.terminal import echo
+from koinii.cli.terminal import echo
 
 
 @click.command(

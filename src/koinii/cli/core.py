@@ -18,7 +18,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from koinii.terminal import echo
+from koinii.cli.terminal import echo
 
 # The engine, the client and rich are imported where a command runs, not here: every
 # command's module imports this one, and `koinii --help` should not pay for them.

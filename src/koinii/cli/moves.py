@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from koinii.cli.core import echo_json, json_option, open_source, runs, source_options
-from koinii.terminal import echo
+from koinii.cli.terminal import echo
 
 
 def agent_option(fn):

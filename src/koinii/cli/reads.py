@@ -11,8 +11,8 @@ import click
 
 from koinii.cli.core import echo_json, json_option, open_source, runs, source_options
 from koinii.cli.lazy import LazyChoice
+from koinii.cli.terminal import echo
 from koinii.errors import Refused
-from koinii.terminal import echo
 
 
 def invoker(store: Any) -> Any:

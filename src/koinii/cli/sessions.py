@@ -25,8 +25,8 @@ import click
 from koinii.cli import UNREACHABLE_HINT, refusing
 from koinii.cli.core import open_source, source_options
 from koinii.cli.lazy import LazyChoice
+from koinii.cli.terminal import echo
 from koinii.errors import Refused, Unavailable, exit_code_of
-from koinii.terminal import echo
 
 if TYPE_CHECKING:
     from koinii.sessions import Introspection

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from koinii.cli.core import echo_json, json_option, open_source, source_options
-from koinii.terminal import echo
+from koinii.cli.terminal import echo
 
 
 @click.group("wraps", short_help="The wrap queue: coordinators and their workers' wraps.")

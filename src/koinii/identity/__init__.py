@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from koinii.errors import Refused
+from koinii.identity.declarations import check_not_system_vocabulary
 from koinii.kb import Sentex
 from koinii.speech import ACTS
 from koinii.terms import Sym, Var, is_individual_name, parse, show
@@ -148,20 +149,15 @@ def principal_roles(store: Any) -> dict[str, str]:
 def check_channel_parent(
     store: Any, agent_id: str, parent: str, reserved: Iterable[str] = ()
 ) -> None:
-    """Refuse to place an agent's context under something that is not a channel: the
-    registry or another of the system's contexts (CxDisputes, CxHistory, …), the agent's
-    own context, another principal's own context (marked, or
-    reserved for a principal of the daemon that has not joined yet: placed under another
-    agent's context, Atlas's claims and declarations would read as Dune's), or vocabulary
-    another agent's context speaks (placed under CxSpeechActs, an agent's claims would
-    appear in every context that speaks it)."""
+    """Refuse to place an agent's context under what is not a channel: a system context
+    (the registry, CxDisputes, …), the agent's own, another principal's (marked, or reserved
+    for one that has not joined: Atlas's claims would read as Dune's), or vocabulary another
+    agent's context speaks (under CxSpeechActs, its claims would be in every agent's view)."""
     own = context_for(agent_id)
     owners = [] if parent in SYSTEM_CONTEXTS else owners_of(store, parent)
     contexts = principal_contexts(store, reserved)
-    if parent == REGISTRY:
-        why = "the registry"
-    elif parent in SYSTEM_CONTEXTS:  # under CxDisputes, an agent's claims read as its marks
-        why = "one of the system's own contexts, where only the system writes"
+    if parent in SYSTEM_CONTEXTS:  # under CxDisputes, an agent's claims read as its marks
+        why = "the registry" if parent == REGISTRY else "one of the system's own contexts"
     elif parent == own:
         why = "the agent's own context"
     elif any(owner != agent_id for owner in owners):
@@ -428,52 +424,6 @@ def check_speaker(agent: str, sentence: Any) -> None:
 
 _EXCEPT = Sym("except")
 _HANDLE = Sym("sentexHandle")
-_NOT = Sym("not")
-_ARITY = Sym("arity")
-# The declarations: each changes how the writes of the contexts that see it are read.
-DECLARATIONS = frozenset(
-    Sym(name)
-    for name in (
-        "arity",
-        "functional",
-        "singleValued",
-        "carriesClaim",
-        "speechAct",
-        "target_following_predicate",
-    )
-)
-
-
-def system_declarer(store: Any, predicate: Sym) -> str | None:
-    """The system context whose vocabulary declares `predicate` (its `arity` is there:
-    `genlCx`, `agentContext`, the speech acts, the declarations themselves, the registry's
-    rows, a dispute's marks), or None for a predicate of the agents' own."""
-    for ctx in sorted(SYSTEM_CONTEXTS - {"CxEverything"}):
-        if store.sentexes_matching((_ARITY, predicate, Var("n")), ctx):
-            return ctx
-    return None
-
-
-def check_not_system_vocabulary(store: Any, agent: str, sentence: Any) -> None:
-    """Refuse an agent's declaration about a predicate of the system's vocabulary:
-    `(functional genlCx)` in an agent's own context made every channel it was in list its
-    members' placements as a dispute of differing values, and `(arity queries 1)` listed
-    the vocabulary's own declaration as contested, beside everyone's questions. The
-    system's predicates are declared once, by the vocabulary an operator loads; an
-    agent declares the predicates of its own."""
-    atom = sentence[1] if sentence[0] is _NOT and len(sentence) == 2 else sentence
-    if type(atom) is not tuple or len(atom) < 2 or atom[0] not in DECLARATIONS:
-        return
-    predicate = atom[1]
-    declarer = system_declarer(store, predicate) if type(predicate) is Sym else None
-    if declarer is not None:
-        raise Refused(
-            "koinii/system-vocabulary",
-            f"{agent} may not declare {show(atom)}: {predicate.name} is the system's "
-            f"vocabulary, declared once in {declarer}, and a declaration of it would change "
-            "how every agent's writes of it are read; declare a predicate of your own",
-            {"agent": agent, "predicate": predicate.name, "declared_in": declarer},
-        )
 
 
 def check_meaning(store: Any, agent: str, sentence: Any, strength: str | None) -> None:
@@ -487,9 +437,7 @@ def check_meaning(store: Any, agent: str, sentence: Any, strength: str | None) -
       (`koinii/strength-forbidden`); rulings are made by arbiters (docs/disputes.md);
     - an agent-context mark `(agentContext C A)` names only the agent and its own context
       — another context marked as one's own would stop agents joining it
-      (`koinii/foreign-mark`);
-    - a declaration names a predicate of the agent's own, never one of the system's
-      vocabulary (`koinii/system-vocabulary`).
+      (`koinii/foreign-mark`); a declaration names no system predicate (`declarations`).
     """
     term = parse(sentence) if isinstance(sentence, str) else sentence
     if type(term) is not tuple or not term:
