@@ -4,11 +4,13 @@ what — whatever the attacker writes, in whatever order with the victim's write
 
 A random script of a victim's moves runs twice, on two fresh stores: alone, and
 interleaved with a random script of an attacker's writes — claims, rules, declarations,
-placements, masks, moves, withdrawals, batches — each made as the daemon makes an agent
+placements (under the system's contexts too), declarations (of its own predicates and of
+the system's), masks, moves, withdrawals, batches — each made as the daemon makes an agent
 token's write (`server.access.check_add` / `check_remove`, then the engine, attributed
 to the attacker; a move through its operation). Both daemons know both agents from their
 token table. The victim's own-context reads, the outcome of each of its writes and the
-owners of every context but the attacker's own must come out the same; only what the
+owners of every context but the attacker's own, and what each system context sees, must
+come out the same; only what the
 channel shows beside them may differ.
 """
 
@@ -20,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import koinii
-from koinii.identity import owners_of, reserve_principals
+from koinii.identity import SYSTEM_CONTEXTS, owners_of, reserve_principals
 from koinii.operations import invoker
 from koinii.server import access
 from koinii.server.tokens import Caller
@@ -65,6 +67,16 @@ ATTACKS = [
     ("(genlCx CxMallory CxTeam)", "CxUniverse"),
     ("(genlCx CxTeam CxMallory)", "CxUniverse"),
     ("(genlCx CxSpeechActs CxMallory)", "CxUniverse"),
+    ("(genlCx CxDisputes CxMallory)", "CxUniverse"),
+    ("(genlCx CxRegistry CxMallory)", "CxUniverse"),
+    # declarations of the system's vocabulary (the hostile rerun of issue 37)
+    ("(functional genlCx)", "own"),
+    ("(arity queries 1)", "own"),
+    ("(singleValued agentContext 1)", "own"),
+    ("(carriesClaim endorses 2)", "own"),
+    ("(target_following_predicate p)", "own"),
+    ("(speechAct p)", "own"),
+    ("(disputeStale (dispute (sentexHandle 1) (sentexHandle 2)) 1 Forged)", "own"),
     ("(p A)", "CxVera"),
     ("(p A)", "CxTeam"),
 ]
@@ -140,7 +152,8 @@ def _reading(kb) -> dict:
     """What the victim reads in its own context, and who owns what (not the attacker's)."""
     return {
         "reads": {g: sorted(str(sorted(b.items())) for b in kb.query(g, OWN)) for g in PROBES},
-        "owners": {c: owners_of(kb, c) for c in (CHANNEL, OWN, "CxSpeechActs", "CxUniverse")},
+        "owners": {c: owners_of(kb, c) for c in (CHANNEL, OWN, *SYSTEM_CONTEXTS)},
+        "system sees": {c: sorted(kb.context_up(c)) for c in SYSTEM_CONTEXTS - {"CxEverything"}},
     }
 
 
@@ -150,7 +163,10 @@ attack_step = st.one_of(
     st.tuples(
         st.sampled_from(["mask", "dispute", "vote", "retract", "withdraw"]), st.integers(0, 9)
     ),
-    st.tuples(st.just("join"), st.sampled_from([CHANNEL, OWN, "CxSpeechActs"])),
+    st.tuples(
+        st.just("join"),
+        st.sampled_from([CHANNEL, OWN, "CxSpeechActs", "CxDisputes", "CxHistory", "CxRegistry"]),
+    ),
 )
 
 
