@@ -3,15 +3,14 @@ another agent's own context, the writes it may make, the refusals it gets, or wh
 what — whatever the attacker writes, in whatever order with the victim's writes.
 
 A random script of a victim's moves runs twice, on two fresh stores: alone, and
-interleaved with a random script of an attacker's writes — claims, rules, declarations,
-placements (under the system's contexts too), declarations (of its own predicates and of
-the system's), masks, moves, withdrawals, batches — each made as the daemon makes an agent
-token's write (`server.access.check_add` / `check_remove`, then the engine, attributed
-to the attacker; a move through its operation). Both daemons know both agents from their
-token table. The victim's own-context reads, the outcome of each of its writes and the
-owners of every context but the attacker's own, and what each system context sees, must
-come out the same; only what the
-channel shows beside them may differ.
+interleaved with a random script of an attacker's writes — claims, rules, declarations
+(of its own predicates and of the system's), placements (under the system's contexts
+too), masks, moves, withdrawals, batches — each made as the daemon makes an agent token's
+write (`server.access.check_add` / `check_remove`, then the engine, attributed to the
+attacker; a move through its operation). Both daemons know both agents from their token
+table. The victim's own-context reads, the outcome of each of its writes, the owners of
+every context but the attacker's own, and what each system context sees must come out
+the same; only what the channel shows beside them may differ.
 """
 
 from __future__ import annotations
