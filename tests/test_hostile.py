@@ -28,6 +28,7 @@ from koinii.cli import main
 from koinii.disputes import adjudication
 from koinii.server.tokens import add_token
 from koinii.sessions import Introspection, SessionStore
+from koinii.wraps.coordinators import Coordinators
 from tests.conftest import Daemon, forker, refused, wait_until
 
 pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
@@ -247,6 +248,23 @@ def test_an_agent_cannot_write_another_agents_session(team):
     imported = atlas.call("import_part", external_id="boreas:1", part=0, session={})
     assert imported["status"] == "new" and imported["session_id"] != sid
     assert reader.get_session(sid)["title"] == "an operator may"
+
+
+def test_an_agent_cannot_mark_a_live_coordinator_stale_by_a_threshold_of_its_own(team):
+    """Issue 37, hostile rerun: `cleanup_stale(threshold_ms=0)` marked every live
+    coordinator stale — Atlas's write on Boreas's record, which `mark_stale` refuses — and
+    a stale lead's next permeate no longer found the session it holds. An agent applies
+    the staleness rule as it stands (120 s); an operator may choose another."""
+    boreas = Coordinators(team.client("AgentBoreas"))
+    boreas.register("AgentBoreas", project_id="hive", session_id="session:boreas-lead")
+    atlas = Coordinators(team.client("AgentAtlas"))
+    for threshold in (0, 1, 119_999):
+        refusal = refused(lambda t=threshold: atlas.cleanup_stale(threshold_ms=t))
+        assert refusal.kind == "bad-option" and refusal.data["least"] == 120_000
+        assert "Leave threshold_ms out" in refusal.message
+    assert boreas.get("AgentBoreas")["status"] == "active"
+    assert atlas.cleanup_stale() == []  # the rule as it stands: Boreas is live
+    assert Coordinators(team.client("Ops")).cleanup_stale(threshold_ms=0) == ["AgentBoreas"]
 
 
 def test_an_admin_records_no_sessions(team):
