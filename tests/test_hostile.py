@@ -348,6 +348,38 @@ def test_a_rule_cannot_put_words_in_another_agents_mouth(members):
     assert adjudication.tally(store, claim) == {"for": 0, "against": 0}
 
 
+def test_a_plain_retract_cannot_erase_the_replies_to_a_claim(team):
+    """Issue 37, hostile rerun: withdraw keeps the record of a claim's dispute, ballots and
+    endorsements (issue 38), but a plain `retract` (or an edit's removal) of the same claim
+    took them along unrecorded — Boreas's dispute gone from Boreas's own context — and
+    the claim made again stood clean. A claim others replied to is taken back by its move."""
+    wire = {a: channel.wire(team.client(a)) for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie")}
+    agents = {a: channel.join(medium, "CxTeam", a) for a, medium in wire.items()}
+    atlas, store = agents["AgentAtlas"], team.client("Ops")
+    claim = atlas.claim(CLAIM)
+    dispute = agents["AgentBoreas"].dispute(claim)
+    agents["AgentCharlie"].vote(claim, "against")
+    seq = store.seq
+    for remove in (
+        lambda: atlas.store.retract(claim),
+        lambda: atlas.store.edit(remove=[claim]),
+        lambda: atlas.store.edit(add=[(CLAIM, "CxAtlas")], remove=[claim]),
+    ):
+        refusal = refused(remove)
+        assert refusal.kind == "koinii/use-the-move" and refusal.data["move"] == "withdraw"
+        assert f"withdraw(handle={claim})" in refusal.message
+        assert dispute in refusal.data["replies"]
+    assert store.seq == seq and store.sentex(dispute) is not None
+    atlas.withdraw(claim)  # the move: the record keeps the dispute and the ballot
+    again = atlas.claim(CLAIM)
+    [earlier] = agents["AgentBoreas"].thread(again)["earlier"]
+    assert earlier["withdrawn"]["ending"] == "withdrawn"
+    assert [m["handle"] for m in earlier["dispute_moves"]] == [dispute]
+    assert [b["speaker"] for b in earlier["ballots"]] == ["AgentCharlie"]
+    own = atlas.claim("(draft Idea)")  # nobody replied to it: a plain retract is fine
+    atlas.store.retract(own)
+
+
 def test_a_forged_ballot_neither_counts_nor_vetoes_a_majority(members):
     agents, store = members
     claim = agents["AgentBoreas"].assert_(CLAIM)

@@ -903,6 +903,17 @@ def _channel(channel: Any) -> str:
     return context_name(channel.name if type(channel) is Sym else channel)
 
 
+def replies_to(kb: Any, handle: int) -> list[Sentex]:
+    """Every believed reply that follows `handle` — an answer, endorsement, justification,
+    dispute, ballot, acceptance or closing — in any context: what removing it takes along
+    (target-following), and what only its move keeps a record of."""
+    found: list[Sentex] = []
+    for functor, arity in _FOLLOWING:
+        middle = tuple(Var(f"x{i}") for i in range(arity - 2))
+        found += kb.sentexes_matching((functor, _ANY, *middle, ref(handle)), "?ctx")
+    return found
+
+
 def sentex_named(kb: Any, handle: Any) -> Sentex:
     """The stored sentex `handle` names (for a read or a move), or a refusal that says how
     to find one: `bad-handle`, `koinii/no-such-handle`."""
