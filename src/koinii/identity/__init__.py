@@ -154,10 +154,10 @@ def check_channel_parent(
     for one that has not joined: Atlas's claims would read as Dune's), or vocabulary another
     agent's context speaks (under CxSpeechActs, its claims would be in every agent's view)."""
     own = context_for(agent_id)
-    owners = [] if parent in SYSTEM_CONTEXTS else owners_of(store, parent)
+    owners = [] if parent == REGISTRY else owners_of(store, parent)
     contexts = principal_contexts(store, reserved)
-    if parent in SYSTEM_CONTEXTS:  # under CxDisputes, an agent's claims read as its marks
-        why = "the registry" if parent == REGISTRY else "one of the system's own contexts"
+    if parent == REGISTRY:
+        why = "the registry"
     elif parent == own:
         why = "the agent's own context"
     elif any(owner != agent_id for owner in owners):
@@ -172,13 +172,12 @@ def check_channel_parent(
         speakers = sorted(
             contexts[c] for c in store.context_down(parent) if c in contexts and c != own
         )
-        if not speakers:
+        if not speakers and parent not in SYSTEM_CONTEXTS:  # (CxDisputes: the daemon's)
             return
-        owners = speakers
-        why = (
-            f"vocabulary {speakers[0]}'s own context speaks (it sees {parent}): under it, "
-            f"your claims would appear in every context that speaks {parent}"
-        )
+        owners, why = speakers, "one of the system's own contexts"
+        if speakers:
+            why = f"vocabulary {speakers[0]}'s own context speaks (it sees {parent}): under "
+            why += f"it, your claims would appear in every context that speaks {parent}"
     raise Refused(
         "koinii/not-a-channel",
         f"{parent} is not a channel: it is {why}. Join a channel of its own name instead, "

@@ -14,9 +14,10 @@ An agent (or arbiter) writes and removes speech acts only through their moves
 removal of one is refused `koinii/use-the-move`, and so is the removal of a rebuttal
 while the agent's dispute stands on it, and of a claim other agents replied to (a plain
 retract took their disputes, ballots and endorsements along unrecorded, and the claim
-made again stood clean: withdraw keeps the record, issue 37). The provenance fields that carry a meaning only
-the system gives (a ruling's `adjudication` tag; the writer, which the daemon records)
-are refused to agents (`koinii/system-field`); an arbiter's rulings carry the tag.
+made again stood clean: withdraw keeps the record, issue 37). The provenance fields that
+carry a meaning only the system gives (a ruling's `adjudication` tag; the writer, which
+the daemon records) are refused to agents (`koinii/system-field`); an arbiter's rulings
+carry the tag.
 | admin    | CxRegistry                                                   | registry rows     |
 | operator | anything, and load vocabulary                                | anything          |
 | reader   | nothing                                                      | nothing           |
