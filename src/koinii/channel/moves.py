@@ -37,7 +37,7 @@ from typing import Any
 
 from koinii import speech
 from koinii.channel import history
-from koinii.channel.conversation import carried, sentex_named
+from koinii.channel.conversation import carried, replies_to, sentex_named
 from koinii.disputes.adjudication import TAG as RULING_TAG
 from koinii.disputes.adjudication import now_ms, stance_predicate
 from koinii.errors import Refused
@@ -631,6 +631,22 @@ def _take_back(kb: KB, agent: str, moved: Sentex, ending: str, reason: str | Non
         "record": edited.handles[0],
         "ending": ending,
     }
+
+
+def records_of_removal(kb: KB, agent: str, handles: Sequence[Any]) -> list[tuple]:
+    """The records a plain removal (`retract`, an edit's `remove`) of the agent's own
+    claims keeps, as `withdraw` does, of each claim other agents replied to: removing it
+    takes their disputes, ballots and endorsements along (they follow their target), and
+    unrecorded, the claim made again stood clean (issue 37). The daemon writes them in the
+    removal's own edit (server/verbs.py), so the removal stays allowed and erases nothing."""
+    records = []
+    for handle in handles:
+        sentex = kb.sentex(handle) if type(handle) is int and handle > 0 else None
+        if sentex is None or speech.move_kind(sentex.sentence) != "claim":
+            continue
+        if any(r.provenance.get("principal") != agent for r in replies_to(kb, handle)):
+            records.append(_record(kb, agent, sentex, "withdrawn"))
+    return records
 
 
 def _record(

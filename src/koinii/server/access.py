@@ -12,12 +12,9 @@ client library may check the same rules earlier; this is where they are enforced
 An agent (or arbiter) writes and removes speech acts only through their moves
 (`koinii.channel.moves`, which keep the conversation's rules on the writer): a plain write or
 removal of one is refused `koinii/use-the-move`, and so is the removal of a rebuttal
-while the agent's dispute stands on it, and of a claim other agents replied to (a plain
-retract took their disputes, ballots and endorsements along unrecorded, and the claim
-made again stood clean: withdraw keeps the record, issue 37). The provenance fields that
-carry a meaning only the system gives (a ruling's `adjudication` tag; the writer, which
-the daemon records) are refused to agents (`koinii/system-field`); an arbiter's rulings
-carry the tag.
+while the agent's dispute stands on it. The provenance fields that carry a meaning only
+the system gives (a ruling's `adjudication` tag; the writer, which the daemon records)
+are refused to agents (`koinii/system-field`); an arbiter's rulings carry the tag.
 | admin    | CxRegistry                                                   | registry rows     |
 | operator | anything, and load vocabulary                                | anything          |
 | reader   | nothing                                                      | nothing           |
@@ -27,7 +24,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from koinii.channel.conversation import replies_to
 from koinii.channel.moves import (
     check_not_a_move,
     check_system_fields,
@@ -141,18 +137,6 @@ def check_remove(kb: KB, caller: Caller, handle: Any) -> None:
     kind = move_kind(sentex.sentence)
     if kind != "claim":
         raise use_the_move(kind, "withdrawn")
-    others = sorted(
-        r.handle for r in replies_to(kb, handle) if r.provenance.get("principal") != caller.id
-    )
-    if others:  # a retract took them along unrecorded, and the claim made again stood clean
-        raise Refused(
-            "koinii/use-the-move",
-            f"#{handle} has replies by other agents ({', '.join(f'#{h}' for h in others[:10])}"
-            f"{' …' if len(others) > 10 else ''}): removing it takes them along, and only its "
-            f"move keeps their record — withdraw(handle={handle}) (POST /v1/moves/withdraw), "
-            "or concede(target, reason) to say why",
-            {"move": "withdraw", "kind": "claim", "replies": others[:100]},
-        )
     resting = [d.handle for d in disputes_resting_on(kb, caller.id, sentex)]
     if resting:
         raise Refused(
