@@ -594,6 +594,46 @@ def test_an_agent_cannot_declare_the_systems_vocabulary(members):
     atlas.claim("(arity level 2)")
 
 
+def test_an_agent_cannot_deny_another_agents_move_or_the_systems_sentences(members):
+    """Issue 37, hostile rerun: `(not (disputes AgentBoreas (sentexHandle T)))` in Atlas's
+    own context was accepted — a negated speech act names no speaker to check — and CxTeam
+    listed Boreas's dispute, its ballot, its question and Charlie's answer each as an open
+    contradiction, for a majority to rule against. A move is taken back by its speaker and
+    challenged by a dispute; an ownership mark and the system's sentences are no agent's
+    to deny, by a claim or by a rule's conclusion."""
+    agents, store = members
+    atlas, boreas = agents["AgentAtlas"], agents["AgentBoreas"]
+    claim = agents["AgentCharlie"].claim(CLAIM)
+    dispute = boreas.dispute(claim)
+    boreas.vote(claim, "against")
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    agents["AgentCharlie"].answer(question, "(usesDb Staging Pg)")
+    seq = store.seq
+    for denial, kind in (
+        (f"(not (disputes AgentBoreas (sentexHandle {claim})))", "koinii/use-the-move"),
+        (f"(not (votesAgainst AgentBoreas (sentexHandle {claim})))", "koinii/use-the-move"),
+        ("(not (queries AgentBoreas (quote (usesDb Staging ?db))))", "koinii/use-the-move"),
+        (
+            f"(not (answers AgentCharlie (quote (usesDb Staging Pg)) (sentexHandle {question})))",
+            "koinii/use-the-move",
+        ),
+        (f"(not (disputes AgentAtlas (sentexHandle {claim})))", "koinii/use-the-move"),
+        ("(not (agentContext CxBoreas AgentBoreas))", "koinii/foreign-mark"),
+        (f"(not (contested (sentexHandle {claim})))", "koinii/system-vocabulary"),
+        ("(not (registeredAgent AgentBoreas))", "koinii/system-vocabulary"),
+        ("(implies (pick ?x) (not (disputes AgentBoreas ?x)))", "koinii/use-the-move"),
+        ("(implies (pick ?x) (and (seen ?x) (not (contested ?x))))", "koinii/system-vocabulary"),
+    ):
+        refusal = refused(lambda d=denial: atlas.claim(d))
+        assert refusal.kind == kind, denial
+        assert "may not write (not (" in refusal.message
+    assert store.seq == seq
+    assert [d["class"] for d in boreas.disputes()] == ["contradiction"]  # Boreas's own
+    [standing] = boreas.disputes()
+    assert [m["handle"] for m in standing["raised_by"]] == [dispute]
+    atlas.claim(f"(not {CLAIM})")  # denying a claim is a claim: it stands beside it
+
+
 def test_a_functional_clash_of_thousands_of_values_is_one_group_read_at_once(team):
     """Issue 37: 2,000 values of one functional predicate were compared in pairs — 4
     million — and any read listing clashes (disputes, a thread, the web view's channel

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.identity.declarations import check_not_system_vocabulary
+from koinii.identity.declarations import check_system_sentences
 from koinii.kb import Sentex
 from koinii.speech import ACTS
 from koinii.terms import Sym, Var, is_individual_name, parse, show
@@ -441,7 +441,7 @@ def check_meaning(store: Any, agent: str, sentence: Any, strength: str | None) -
     term = parse(sentence) if isinstance(sentence, str) else sentence
     if type(term) is not tuple or not term:
         return
-    check_not_system_vocabulary(store, agent, term)
+    check_system_sentences(store, agent, term)
     functor = term[0]
     own = context_for(agent)
     if functor is _EXCEPT and len(term) == 2 and type(term[1]) is tuple:
