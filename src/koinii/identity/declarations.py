@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from koinii.errors import Refused
+from koinii.identity.names import SYSTEM_CONTEXTS
 from koinii.speech import ACTS
 from koinii.terms import Sym, Var, show
 
@@ -45,8 +46,6 @@ def system_declarer(store: Any, predicate: Sym) -> str | None:
     """The system context whose vocabulary declares `predicate` (its `arity` is there:
     `genlCx`, `agentContext`, the speech acts, the declarations themselves, the registry's
     rows, a dispute's marks), or None for a predicate of the agents' own."""
-    from koinii.identity import SYSTEM_CONTEXTS  # (this module is imported by it, lazily)
-
     for ctx in sorted(SYSTEM_CONTEXTS - {"CxEverything"}):
         if store.sentexes_matching((_ARITY, predicate, Var("n")), ctx):
             return ctx
