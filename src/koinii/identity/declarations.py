@@ -21,6 +21,7 @@ from typing import Any
 
 from koinii.errors import Refused
 from koinii.identity.names import SYSTEM_CONTEXTS
+from koinii.kb.rules import UNDERIVABLE
 from koinii.speech import ACTS
 from koinii.terms import Sym, Var, show
 
@@ -56,11 +57,14 @@ def check_system_sentences(store: Any, agent: str, sentence: Any) -> None:
     """Refuse an agent's declaration of a system predicate, or its denial of a system
     sentence (the module docstring)."""
     if sentence[0] is _NOT and len(sentence) == 2 and type(sentence[1]) is tuple:
-        _check_denial(store, agent, sentence[1])
+        if sentence[1][0] not in DECLARATIONS:  # (a declaration's own check names it)
+            _check_denial(store, agent, sentence[1])
     elif sentence[0] is _IMPLIES and len(sentence) == 3:  # what the rule would conclude
         for literal in _literals(sentence[2]):
-            if literal[0] is _NOT and len(literal) == 2 and type(literal[1]) is tuple:
-                _check_denial(store, agent, literal[1])
+            denied = literal[1] if literal[0] is _NOT and len(literal) == 2 else None
+            # (an underivable conclusion the engine refuses itself: koinii/underivable)
+            if type(denied) is tuple and denied and denied[0] not in UNDERIVABLE:
+                _check_denial(store, agent, denied)
     check_not_system_vocabulary(store, agent, sentence)
 
 
