@@ -483,6 +483,29 @@ def test_an_agent_cannot_squat_the_context_of_a_principal_that_has_not_joined_ye
     assert refusal.kind == "koinii/not-vocabulary" and "CxDune" in refusal.message
 
 
+def test_an_agent_cannot_squat_the_context_the_system_speaks_as(tmp_path):
+    """Issue 37, hostile rerun: with no AgentMajority in the table yet, Atlas joined a
+    channel CxMajority — and from then on every table with the adjudicator's arbiter
+    token was refused (`AgentMajority would own CxMajority, … a channel`), at start and on
+    SIGHUP: majority rulings could never be deployed. The system's voices are reserved
+    whether or not a token names them."""
+    db, table = str(tmp_path / "team.db"), str(tmp_path / "team.tokens")
+    tokens = {p: add_token(table, p, r) for p, r in (("AgentAtlas", "agent"), ("Ops", "operator"))}
+    daemon = Daemon(db, ["--tokens", table], tokens).start()
+    try:
+        atlas = daemon.client("AgentAtlas")
+        seq = daemon.client("Ops").seq
+        refusal = refused(lambda: channel.join(channel.wire(atlas), "CxMajority", "AgentAtlas"))
+        assert refusal.kind == "koinii/not-a-channel"
+        assert refusal.data["owners"] == ["AgentMajority"]
+        assert "the system speaks as AgentMajority" in refusal.message
+        assert daemon.client("Ops").seq == seq
+    finally:
+        daemon.kill()
+    add_token(table, "AgentMajority", "arbiter")  # the adjudicator, deployed later
+    Daemon(db, ["--tokens", table], tokens).start().kill()  # starts: nothing squats it
+
+
 def test_an_agent_cannot_pull_another_channel_into_its_own(team):
     """Issue 37: (genlCx CxAtlas CxOther) made CxTeam — which sees CxAtlas — list
     CxOther's questions and disputes as its own. An agent's own context sees only

@@ -5,13 +5,14 @@ what — whatever the attacker writes, in whatever order with the victim's write
 A random script of a victim's moves runs twice, on two fresh stores: alone, and
 interleaved with a random script of an attacker's writes — claims, rules, declarations
 (of its own predicates and of the system's), denials of the victim's moves, placements
-(under the system's contexts too), masks, moves, withdrawals, batches — each made as the
-daemon makes an agent token's write (`server.access.check_add` / `check_remove`, then the
-engine, attributed to the attacker; a move, a claim too, through its operation). Both
-daemons know both agents from their token table. The victim's own-context reads, the
-outcome of each of its writes, the owners of every context but the attacker's own, what
-each system context sees, and which of the victim's moves the channel lists as
-contradicted must come out the same; only what the channel shows beside them may differ.
+(under the system's contexts, and its voice AgentMajority's), masks, moves, withdrawals,
+batches — each made as the daemon makes an agent token's write
+(`server.access.check_add` / `check_remove`, then the engine, attributed to the
+attacker; a move, a claim too, through its operation). Both daemons know both agents
+from their token table. The victim's own-context reads, the outcome of each of its
+writes, the owners of every context but the attacker's own, what each system context
+sees, and which of the victim's moves the channel lists as contradicted must come out
+the same; only what the channel shows beside them may differ.
 """
 
 from __future__ import annotations
@@ -162,7 +163,10 @@ def _reading(kb) -> dict:
     return {
         "reads": {g: sorted(str(sorted(b.items())) for b in kb.query(g, OWN)) for g in PROBES},
         "owners": {c: owners_of(kb, c) for c in (CHANNEL, OWN, *SYSTEM_CONTEXTS)},
-        "system sees": {c: sorted(kb.context_up(c)) for c in SYSTEM_CONTEXTS - {"CxEverything"}},
+        "system sees": {
+            c: sorted(kb.context_up(c))
+            for c in (SYSTEM_CONTEXTS - {"CxEverything"}) | {"CxMajority"}  # its voice's too
+        },
         # the victim's moves the channel lists as contradicted: a claim may be, a move never
         "moves denied": sorted(
             side["sentence"]
@@ -182,7 +186,9 @@ attack_step = st.one_of(
     ),
     st.tuples(
         st.just("join"),
-        st.sampled_from([CHANNEL, OWN, "CxSpeechActs", "CxDisputes", "CxHistory", "CxRegistry"]),
+        st.sampled_from(
+            [CHANNEL, OWN, "CxSpeechActs", "CxDisputes", "CxHistory", "CxRegistry", "CxMajority"]
+        ),
     ),
 )
 

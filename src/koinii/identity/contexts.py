@@ -124,16 +124,18 @@ def check_channel_parent(
     """Refuse to place an agent's context under something that is not a channel: the
     registry or another of the system's contexts (CxDisputes, CxHistory, …: under
     CxDisputes an agent's claims read as the daemon's marks), the agent's own context,
-    another principal's own context (marked, or reserved for a principal of the daemon
-    that has not joined yet: placed under another agent's context, Atlas's claims and
-    declarations would read as Dune's), or vocabulary another agent's context speaks
-    (placed under CxSpeechActs, an agent's claims would appear in every context that
-    speaks it)."""
-    from koinii.identity.names import SYSTEM_CONTEXTS  # (names reads this module)
+    another principal's own context (marked, or reserved before its first join for a
+    principal of the daemon, or for the system's own voice AgentMajority: placed under
+    another agent's context, Atlas's claims and declarations would read as Dune's), or
+    vocabulary another agent's context speaks (placed under CxSpeechActs, an agent's
+    claims would appear in every context that speaks it)."""
+    from koinii.identity.names import SYSTEM_CONTEXTS, SYSTEM_IDS  # (names reads this module)
 
     own = context_for(agent_id)
     owners = [] if parent == REGISTRY else owners_of(store, parent)
-    contexts = principal_contexts(store, reserved)
+    # the system's own voices are reserved with or without a token: CxMajority, squatted
+    # as a channel, kept the adjudicator's AgentMajority out of every token table after
+    contexts = principal_contexts(store, [*reserved, *SYSTEM_IDS])
     if parent == REGISTRY:
         why = "the registry"
     elif parent == own:
@@ -142,9 +144,10 @@ def check_channel_parent(
         why = f"{next(o for o in owners if o != agent_id)}'s own context"
     elif contexts.get(parent, agent_id) != agent_id:
         owners = [contexts[parent]]
-        why = (
-            f"{owners[0]}'s own context, reserved for it before its first join "
-            f"({owners[0]} holds a token of this daemon)"
+        why = f"{owners[0]}'s own context, reserved for it before its first join " + (
+            f"(the system speaks as {owners[0]})"
+            if owners[0] in SYSTEM_IDS
+            else f"({owners[0]} holds a token of this daemon)"
         )
     else:
         speakers = sorted(
