@@ -650,6 +650,14 @@ def test_an_agent_cannot_deny_another_agents_move_or_the_systems_sentences(membe
         refusal = refused(lambda d=denial: atlas.claim(d))
         assert refusal.kind == kind, denial
         assert "may not write (not (" in refusal.message
+    for denied, kind in (  # nor as the claim an answer to its own yes/no question carries
+        (f"(disputes AgentBoreas (sentexHandle {claim}))", "koinii/use-the-move"),
+        (f"(contested (sentexHandle {claim}))", "koinii/system-vocabulary"),
+    ):
+        asked = atlas.ask(f"(quote {denied})")
+        refusal = refused(lambda d=denied, q=asked: atlas.answer(q, f"(not {d})"))
+        assert refusal.kind == kind, denied
+        seq = store.seq
     assert store.seq == seq
     assert [d["class"] for d in boreas.disputes()] == ["contradiction"]  # Boreas's own
     [standing] = boreas.disputes()

@@ -6,11 +6,13 @@ read. An agent may declare the predicates of its own, in its own context (docs/s
 the non-interference property); the predicates of the system's vocabulary — `genlCx`,
 `agentContext`, the speech acts, the declarations themselves, the registry's rows, a
 dispute's marks — are declared once, by the vocabulary an operator loads, and an agent's
-declaration of one is refused `koinii/system-vocabulary`. Nor does an agent deny a
-sentence of the system's vocabulary: `(not (disputes AgentBoreas (sentexHandle 7)))` in
-an agent's own context listed Boreas's dispute — and its ballots, questions, answers — as
-a contradiction in every channel the agent was in, for a majority to rule against. A
-move is taken back by its speaker's `withdraw` and challenged by `dispute`
+declaration of one is refused `koinii/system-vocabulary`.
+
+Nor does an agent deny a sentence of the system's vocabulary — by a claim, a rule's
+conclusion, or the claim an answer carries: `(not (disputes AgentBoreas (sentexHandle
+7)))` in an agent's own context listed Boreas's dispute (and its ballots, questions,
+answers) as a contradiction in every channel the agent was in, for a majority to rule
+against. A move is taken back by its speaker's `withdraw` and challenged by `dispute`
 (`koinii/use-the-move`); an ownership mark is the join's (`koinii/foreign-mark`); any
 other system sentence is the system's (`koinii/system-vocabulary`).
 """
@@ -22,7 +24,7 @@ from typing import Any
 from koinii.errors import Refused
 from koinii.identity.names import SYSTEM_CONTEXTS
 from koinii.kb.rules import UNDERIVABLE
-from koinii.speech import ACTS
+from koinii.speech import ACTS, carried_claim
 from koinii.terms import Sym, Var, show
 
 _NOT = Sym("not")
@@ -56,6 +58,9 @@ def system_declarer(store: Any, predicate: Sym) -> str | None:
 def check_system_sentences(store: Any, agent: str, sentence: Any) -> None:
     """Refuse an agent's declaration of a system predicate, or its denial of a system
     sentence (the module docstring)."""
+    carried = carried_claim(sentence)  # an answer's claim is its author's claim too
+    if type(carried) is tuple and carried and carried[0] is _NOT and len(carried) == 2:
+        check_system_sentences(store, agent, carried)
     if sentence[0] is _NOT and len(sentence) == 2 and type(sentence[1]) is tuple:
         if sentence[1][0] not in DECLARATIONS:  # (a declaration's own check names it)
             _check_denial(store, agent, sentence[1])
