@@ -640,8 +640,8 @@ def records_of_removal(kb: KB, agent: str, handles: Sequence[Any]) -> list[tuple
     unrecorded, the claim made again stood clean (issue 37). The daemon writes them in the
     removal's own edit (server/verbs.py), so the removal stays allowed and erases nothing."""
     records = []
-    for handle in handles:
-        sentex = kb.sentex(handle) if type(handle) is int and handle > 0 else None
+    for handle in dict.fromkeys(h for h in handles if type(h) is int):  # (once each)
+        sentex = kb.sentex(handle) if handle > 0 else None
         if sentex is None or speech.move_kind(sentex.sentence) != "claim":
             continue
         if any(r.provenance.get("principal") != agent for r in replies_to(kb, handle)):
