@@ -142,11 +142,13 @@ class Outage:
 @dataclass(frozen=True)
 class Page:
     """One read of the log, delivered when a reader asks for pages: the reader has had
-    every entry through `cursor`; the log's last seq was `head`; the read held `entries`."""
+    every entry through `cursor`; the log's last seq was `head`; the read held `entries`,
+    of which some changed which contexts see which when `moved_hierarchy`."""
 
     cursor: int
     head: int
     entries: int
+    moved_hierarchy: bool = False
 
 
 Action = Watch | Poll | Changes | View | Pause | Deliver | Lagged | Outage
@@ -340,16 +342,19 @@ def log(
             gone, cursor = cursor, reply["floor"] if too_old == "floor" else reply["seq"]
             yield Lagged(max(1, reply["floor"] - gone), cursor)
             continue
+        moved = False
         for entry in reply["entries"]:
-            if where is not None and moves_hierarchy(entry):
-                view = yield View(where)  # what ctx sees changed with it
+            if moves_hierarchy(entry):
+                moved = True
+                if where is not None:
+                    view = yield View(where)  # what ctx sees changed with it
             cursor = entry["seq"]
             added = [c for c in entry["added"] if admits(c, pattern, view)]
             removed = [c for c in entry["removed"] if admits(c, pattern, view)]
             if added or removed or (pattern is None and view is None):
                 yield Deliver({**entry, "added": added, "removed": removed})
         if pages:
-            yield Deliver(Page(cursor, reply["seq"], len(reply["entries"])))
+            yield Deliver(Page(cursor, reply["seq"], len(reply["entries"]), moved))
         if not reply["entries"] and not follow:
             return
 
