@@ -63,7 +63,6 @@ MAX_SNAPSHOTS = 8
 not keeping up, which its caller should hear about instead of a pass that never ends."""
 
 
-
 # --- where the position is kept -------------------------------------------------------------
 
 

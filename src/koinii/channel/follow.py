@@ -21,8 +21,8 @@ say (`Deliver`, `Lagged`, `Outage`), and is sent each call's result (or has its 
 thrown in). Two cores: `subscription`, a daemon subscription resumed from its last seq
 with `watch(since=…)`; `log`, the durable change log read by global seq with
 `changes(since=…)`. Two drivers run either: `run` (blocking, an iterator of what is
-delivered) and `astep` (asyncio, up to the next delivery). A store is a `KB`, a `Client` or an `AsyncClient`:
-`request(store, action)` is the call, awaited by the asyncio driver. The tests drive the
+delivered) and `astep` (asyncio, up to the next delivery). A store is a `KB`, a `Client`
+or an `AsyncClient`: `request(store, action)` is the call, awaited by the asyncio driver. The tests drive the
 cores by hand (tests/test_follow.py), with no daemon.
 
 Stopping is the driver's: a driver asked `stopped()` before each step ends quietly, and a
@@ -385,10 +385,10 @@ class Core:
             raise
 
 
-_CALLS = {Watch: "watch", Poll: "poll", Changes: "changes", View: "context_up"}
+_CALLS = (Watch, Poll, Changes, View)  # the actions that are store calls (`request`)
 
 
-def request(store: Any, action: Action) -> Any:
+def request(store: Any, action: Action | None) -> Any:
     """The store call an action asks for (a coroutine over an `AsyncClient`)."""
     if type(action) is Watch:
         return store.watch(goal=action.goal, ctx=action.ctx, since=action.since)
@@ -418,15 +418,14 @@ def run(
     ends or `stopped()`. What the core raises (a refusal for good) is raised here."""
     while core.action is not None and not stopped():
         action = core.action
-        kind = type(action)
-        if kind is Deliver:
+        if isinstance(action, Deliver):
             core.send()
             yield action.item
             continue
-        if kind in _CALLS:
+        if isinstance(action, _CALLS):
             try:
                 result = request(store, action)
-            except Exception as exc:  # (a cancellation leaves the core waiting on it)
+            except Exception as exc:  # (an interrupt leaves the core waiting on the call)
                 if stopped():
                     return  # stopped while the call waited: a normal end
                 core.fail(exc)
@@ -434,7 +433,7 @@ def run(
             core.send(result)
             continue
         _tell(action, on_lagged, on_outage)
-        if kind is Pause:
+        if isinstance(action, Pause):
             pause(action.seconds)
         core.send()
 
@@ -456,11 +455,10 @@ async def astep(
     and answer what it delivered, or `END`. What the core raises is raised here."""
     while core.action is not None and not stopped():
         action = core.action
-        kind = type(action)
-        if kind is Deliver:
+        if isinstance(action, Deliver):
             core.send()
             return action.item
-        if kind in _CALLS:
+        if isinstance(action, _CALLS):
             try:
                 result = await request(store, action)
             except Exception as exc:  # (a cancellation leaves the core waiting on it)
@@ -471,7 +469,7 @@ async def astep(
             core.send(result)
             continue
         _tell(action, on_lagged, on_outage)
-        if kind is Pause:
+        if isinstance(action, Pause):
             await pause(action.seconds)
         core.send()
     return END

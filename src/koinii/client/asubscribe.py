@@ -91,6 +91,8 @@ class Subscription:
 
     async def __anext__(self) -> Event:
         await self.open()
+        if self._core is None:  # closed before it opened
+            raise StopAsyncIteration
         try:
             event = await follow.astep(
                 self._core,
