@@ -22,8 +22,8 @@ thrown in). Two cores: `subscription`, a daemon subscription resumed from its la
 with `watch(since=…)`; `log`, the durable change log read by global seq with
 `changes(since=…)`. Two drivers run either: `run` (blocking, an iterator of what is
 delivered) and `astep` (asyncio, up to the next delivery). A store is a `KB`, a `Client`
-or an `AsyncClient`: `request(store, action)` is the call, awaited by the asyncio driver. The tests drive the
-cores by hand (tests/test_follow.py), with no daemon.
+or an `AsyncClient`: `request(store, action)` is the call, awaited by the asyncio driver.
+The tests drive the cores by hand (tests/test_follow.py), with no daemon.
 
 Stopping is the driver's: a driver asked `stopped()` before each step ends quietly, and a
 call that fails once the reader was stopped is the end, not an outage.
