@@ -200,17 +200,11 @@ def _poll_loop(store, sub, core, callback, on_lagged, on_error) -> None:
     def report(exc: BaseException) -> None:
         _report(on_error, exc, sub)
 
-    def lagged(told: follow.Lagged) -> None:
-        if on_lagged is not None:
-            on_lagged(told.missed)
-        else:
-            log.warning("subscription-lagged: %s missed %d events; resync", sub.token, told.missed)
-
     try:
         for event in follow.run(
             core,
             store,
-            on_lagged=lagged,
+            on_lagged=follow.tell_lagged(on_lagged, sub),
             on_outage=report,
             pause=sub._wake.wait,
             stopped=lambda: sub._stopped,

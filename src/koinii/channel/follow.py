@@ -475,6 +475,20 @@ async def astep(
     return END
 
 
+def tell_lagged(on_lagged: Callable[[int], Any] | None, sub: Any) -> Callable[[Lagged], None]:
+    """A subscription's `on_lagged(missed)`, or a warning in the log when nobody listens."""
+
+    def tell(told: Lagged) -> None:
+        if on_lagged is not None:
+            on_lagged(told.missed)
+        else:
+            logger.warning(
+                "subscription-lagged: %s missed %d events; resync", sub.token, told.missed
+            )
+
+    return tell
+
+
 def _tell(action: Action, on_lagged: Callable, on_outage: Callable) -> None:
     if type(action) is Lagged:
         on_lagged(action)

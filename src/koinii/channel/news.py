@@ -1,10 +1,10 @@
 """An agent's news: the change log told in words, filtered to what concerns it.
 
-`Feed(agent)` reads the durable change log (`changes(since=seq)`, with the follower's
-`log` core, koinii.channel.follow) through the narrator
-and keeps what `about` selects: "mine" (answers to the agent's questions, replies to its
-moves, rulings on what it claimed, its claims taken away), "channel" (any move on its
-channel) or "questions" (asked or reopened). The agent's own moves are never news to it.
+`Feed(agent)` reads the durable change log (`changes(since=seq)`, through the follower's
+`log` core, koinii.channel.follow), tells it with the narrator and keeps what `about`
+selects: "mine" (answers to the agent's questions, replies to its moves, rulings on what
+it claimed, its claims taken away), "channel" (any move on its channel) or "questions"
+(asked or reopened). The agent's own moves are never news to it.
 The MCP server's `recent_changes` and `wait_for_changes` and the runtime hooks
 (koinii.runtimes: what changed since an agent's last session, what to hand back at Stop)
 read through it, so "what concerns you" means one thing everywhere.
@@ -81,7 +81,8 @@ class Feed:
                     "since out",
                     {"since": item.cursor, "seq": item.head},
                 )
-            since = item.cursor if not page else since
+            if not page:
+                since = item.cursor  # where a log compacted past `since` put it
             break
         cursor = since
         told: list[dict] = []

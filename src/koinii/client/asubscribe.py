@@ -97,7 +97,7 @@ class Subscription:
             event = await follow.astep(
                 self._core,
                 self.store,
-                on_lagged=self._lagged,
+                on_lagged=follow.tell_lagged(self._on_lagged, self),
                 on_outage=self._report,
                 pause=self._pause,
                 stopped=lambda: self._stopped,
@@ -127,12 +127,6 @@ class Subscription:
         """A backoff pause, cut short by `aclose()`."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), seconds)
-
-    def _lagged(self, told: follow.Lagged) -> None:
-        if self._on_lagged is not None:
-            self._on_lagged(told.missed)
-        else:
-            log.warning("subscription-lagged: %s missed %d events; resync", self.token, told.missed)
 
     def _report(self, exc: BaseException) -> None:
         if self._on_error is not None:
