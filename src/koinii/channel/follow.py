@@ -343,15 +343,19 @@ def log(
             yield Lagged(max(1, reply["floor"] - gone), cursor)
             continue
         moved = False
+        watch_hierarchy = pages or where is not None
         for entry in reply["entries"]:
-            if moves_hierarchy(entry):
+            if watch_hierarchy and moves_hierarchy(entry):
                 moved = True
                 if where is not None:
                     view = yield View(where)  # what ctx sees changed with it
             cursor = entry["seq"]
+            if pattern is None and view is None:
+                yield Deliver(entry)  # nothing filters
+                continue
             added = [c for c in entry["added"] if admits(c, pattern, view)]
             removed = [c for c in entry["removed"] if admits(c, pattern, view)]
-            if added or removed or (pattern is None and view is None):
+            if added or removed:
                 yield Deliver({**entry, "added": added, "removed": removed})
         if pages:
             yield Deliver(Page(cursor, reply["seq"], len(reply["entries"]), moved))
@@ -370,14 +374,17 @@ class Core:
         self.action: Action | None = next(steps)
 
     def send(self, result: Any = None) -> None:
-        self._advance(lambda: self._steps.send(result))
+        try:
+            self.action = self._steps.send(result)
+        except StopIteration:
+            self.action = None
+        except BaseException:
+            self.action = None
+            raise
 
     def fail(self, exc: BaseException) -> None:
-        self._advance(lambda: self._steps.throw(exc))
-
-    def _advance(self, step: Callable[[], Action]) -> None:
         try:
-            self.action = step()
+            self.action = self._steps.throw(exc)
         except StopIteration:
             self.action = None
         except BaseException:
