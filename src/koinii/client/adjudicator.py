@@ -150,7 +150,8 @@ class Adjudicator:
         follower's `log` core, koinii.channel.follow), until `stop`.
 
         Resumes after the seq its cursor holds; writes the cursor after each pass. A
-        daemon that cannot be reached is waited for (logged once per outage).
+        daemon that cannot be reached while it waits for the next write is waited for
+        (logged once per outage); a pass that fails ends the run, as it always did.
         """
         stop = stop or threading.Event()
         position = self.cursor.read_position()
