@@ -64,3 +64,18 @@ def test_nothing_in_the_repository_uses_an_old_path():
         if pattern.search(line)
     ]
     assert not found, f"use the new paths (koinii/_moved.py): {found}"
+
+
+@pytest.mark.parametrize(
+    ("package", "module"),
+    [("koinii.channel", "koinii.channel.agent"), ("koinii.client", "koinii.client.sync")],
+)
+def test_a_package_that_kept_a_modules_name_offers_what_the_module_offered(package, module):
+    """`koinii.channel` re-exports `channel.agent`'s names (lazily, so it lists them
+    itself): the two lists stay one."""
+    offered = importlib.import_module(module).__all__
+    assert sorted(importlib.import_module(package).__all__) == sorted(offered)
+    for name in offered:
+        assert getattr(importlib.import_module(package), name) is getattr(
+            importlib.import_module(module), name
+        )
