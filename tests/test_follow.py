@@ -220,3 +220,15 @@ def test_the_blocking_driver_replays_a_kb_log_by_goal(kb):
     core = follow.Core(follow.log(0, goal="(item ?x)", follow=False, wait_ms=0))
     seen = [c["handle"] for entry in follow.run(core, kb) for c in entry["added"]]
     assert seen[0] == first and len(seen) == 2
+
+
+def test_the_blocking_driver_stops_when_asked_even_while_following(kb):
+    kb.assert_("(item A)", "CxA")
+    kb.assert_("(item B)", "CxA")
+    core = follow.Core(follow.log(0, goal="(item ?x)", wait_ms=100))  # following: no end
+    seen: list = []
+    for entry in follow.run(core, kb, stopped=lambda: len(seen) == 1):
+        seen.append(entry)
+        if len(seen) == 2:
+            break  # (a driver that does not stop would wait for a third write forever)
+    assert len(seen) == 1 and type(core.action) is Deliver  # the next entry, not taken
