@@ -267,6 +267,17 @@ class _Hook:
     def save(self) -> None:
         state.write_json(self.state_path, self.state)
 
+    def wrap_id(self, *parts: str) -> str:
+        """The id of one of this session's wraps, which no other agent can foresee: a wrap
+        id is its first filer's, and `wrap-claude-<session>` alone — the session's id is in
+        every reader's session list — let another agent file it first, so this session's
+        own wrap was refused (issue 37). The nonce is saved before any wrap is filed, so a
+        hook run again files the same ids (a retry is an upsert, never a second wrap)."""
+        if "wrap_nonce" not in self.state:
+            self.state["wrap_nonce"] = uuid.uuid4().hex[:16]
+            self.save()
+        return "-".join(["wrap", self.source, self.runtime_id, *parts, self.state["wrap_nonce"]])
+
     def close(self) -> None:
         """Close the store if one was opened (a KB in-process writes its last pages)."""
         if self._store is not None:
@@ -507,7 +518,7 @@ class _Hook:
         done = self.state.setdefault("wrapped", [])
         if agent_id not in done:
             self.file_wrap(
-                f"wrap-{self.source}-{self.runtime_id}-agent-{agent_id}",
+                self.wrap_id("agent", agent_id),
                 child,
                 parent,
                 self.payload.get("last_assistant_message"),
@@ -526,7 +537,7 @@ class _Hook:
         self.import_transcript(self.payload.get("transcript_path"))
         if not self.state.get("ended"):
             self.file_wrap(
-                f"wrap-{self.source}-{self.runtime_id}",
+                self.wrap_id(),
                 self.session_id,
                 self.config.parent_session,
                 self.state.get("summary"),
@@ -552,7 +563,7 @@ class _Hook:
         wrapped = self.state.setdefault("wrapped", [])
         if self.config.parent_session and isinstance(turn, str) and turn not in wrapped:
             self.file_wrap(
-                f"wrap-{self.source}-{self.runtime_id}-{turn}",
+                self.wrap_id(turn),
                 self.session_id,
                 self.config.parent_session,
                 self.payload.get("last-assistant-message"),
