@@ -392,6 +392,31 @@ def test_a_forged_ballot_neither_counts_nor_vetoes_a_majority(members):
     assert (won["for"], won["against"], won["outcome"]) == (2, 0, "for")  # no veto
 
 
+def test_a_ballot_from_outside_the_channel_never_counts_in_its_majority(team):
+    """Issue 37, hostile rerun: Charlie never joined CxOther, yet its ballot against
+    Atlas's claim counted in CxOther's tally, and in the majority that rules there — any
+    agent could swing any channel's vote. A channel counts its members' ballots: those
+    cast in a context it sees."""
+    wire = {a: channel.wire(team.client(a)) for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie")}
+    atlas = channel.join(wire["AgentAtlas"], "CxOther", "AgentAtlas")
+    boreas = channel.join(wire["AgentBoreas"], "CxOther", "AgentBoreas")
+    charlie = channel.join(wire["AgentCharlie"], "CxTeam", "AgentCharlie")
+    claim = atlas.claim(CLAIM)
+    boreas.dispute(claim)
+    atlas.vote(claim, "for")
+    outsider = charlie.vote(claim, "against")
+    [dispute] = boreas.disputes()
+    assert dispute["tally"] == {"for": 1, "against": 0}
+    assert boreas.thread(claim)["tally"] == {"for": 1, "against": 0}
+    won = adjudication.resolve_by_majority(
+        team.client("Ops"), dispute["dispute_id"], claim, "CxOther"
+    )
+    assert (won["for"], won["against"], won["outcome"]) == (1, 0, "for")
+    assert outsider in won["ignored"]  # listed, never counted, never a veto
+    channel.join(wire["AgentCharlie"], "CxOther", "AgentCharlie")  # a member: its ballot counts
+    assert boreas.thread(claim)["tally"] == {"for": 1, "against": 1}
+
+
 def test_an_agent_cannot_hijack_a_channel_with_an_agent_context_mark(members):
     agents, store = members
     seq = store.seq

@@ -208,7 +208,7 @@ class _Reader:
             {**self.move(j), "ground": show(j.sentence[2])}
             for j in self.replies(handle, JUSTIFIES, 3)
         ]
-        ballots = adjudication.ballots(self.kb, handle)
+        ballots = adjudication.ballots(self.kb, handle, self.visible)
         rulings = adjudication.rulings_on(self.kb, claim)
         return {
             **self.move(claim),
@@ -216,7 +216,7 @@ class _Reader:
             "justifications": justifications,
             "disputes": self.disputes_of(claim),
             "ballots": ballots,
-            "tally": adjudication.tally(self.kb, handle),
+            "tally": adjudication.tally(self.kb, handle, self.visible),
             "rulings": rulings,
             "withdrawn": [retired_entry(r) for r in self.history().on_target.get(handle, [])],
             "earlier": [retired_entry(r) for r in self.earlier(claim)],
@@ -509,7 +509,7 @@ class _Reader:
             "target": None if target is None else self.move(target),
             "raised_by": [self.move(e) for e in group["edges"]],
             "sides": [{**self.move(s), "strength": s.strength} for s in shown],
-            "tally": adjudication.tally(self.kb, target.handle) if target else {},
+            "tally": adjudication.tally(self.kb, target.handle, self.visible) if target else {},
             "ruling": rulings[0] if rulings else None,
             "question": question,
             "declared": None if live is None else live.get("single_valued"),

@@ -33,7 +33,7 @@ Invariants:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any
 
 from koinii import disputes, identity
@@ -454,9 +454,12 @@ def cast_by_voter(sentex: Sentex) -> bool:
     return True
 
 
-def ballots(kb: Any, target: int) -> list[dict[str, Any]]:
+def ballots(kb: Any, target: int, seen: Container[str] | None = None) -> list[dict[str, Any]]:
     """Every believed ballot on `target`, anywhere, by voter: `{handle, voter, stance,
-    counted}` — `counted` is `cast_by_voter`."""
+    counted}` — `counted` is `cast_by_voter`, and, counted at a channel (`seen`: the
+    contexts it sees), cast in a context the channel sees: a member's. A ballot of an agent
+    that never joined the channel counted in its tally, so any agent could swing any
+    channel's majority (issue 37)."""
     found = []
     for stance, predicate in STANCES.items():
         for sentex in kb.sentexes_matching((predicate, Var("voter"), (_HANDLE, target)), "?ctx"):
@@ -466,7 +469,7 @@ def ballots(kb: Any, target: int) -> list[dict[str, Any]]:
                     "handle": sentex.handle,
                     "voter": voter.name if type(voter) is Sym else show(voter),
                     "stance": stance,
-                    "counted": cast_by_voter(sentex),
+                    "counted": cast_by_voter(sentex) and (seen is None or sentex.context in seen),
                 }
             )
     return sorted(found, key=lambda b: (b["voter"], b["stance"], b["handle"]))
@@ -481,11 +484,11 @@ def _count(cast: list[dict[str, Any]]) -> dict[str, int]:
     return {stance: len(names - spoiled) for stance, names in voters.items()}
 
 
-def tally(kb: Any, target: int) -> dict[str, int]:
+def tally(kb: Any, target: int, seen: Container[str] | None = None) -> dict[str, int]:
     """`{"for": n, "against": m}`: DISTINCT voters on each side, counting only the
-    ballots cast by their voters; a voter on both sides has spoiled the ballot and
-    counts for neither, so confusion abstains."""
-    return _count(ballots(kb, target))
+    ballots cast by their voters (at a channel, by its members: `ballots`); a voter on
+    both sides has spoiled the ballot and counts for neither, so confusion abstains."""
+    return _count(ballots(kb, target, seen))
 
 
 def resolve_by_majority(
@@ -508,7 +511,7 @@ def resolve_by_majority(
             f"there is no claim {target} to count ballots on",
             {"handle": target},
         )
-    cast = ballots(kb, target)
+    cast = ballots(kb, target, kb.context_up(channel.name if type(channel) is Sym else channel))
     ignored = sorted(b["handle"] for b in cast if not b["counted"])
     counts = _count(cast)
     if counts["for"] == counts["against"]:
