@@ -417,6 +417,32 @@ def test_a_ballot_from_outside_the_channel_never_counts_in_its_majority(team):
     assert boreas.thread(claim)["tally"] == {"for": 1, "against": 1}
 
 
+def test_a_reply_from_outside_the_channel_is_not_said_there(team):
+    """Issue 37, hostile rerun: Charlie never joined CxOther, yet its answer to Boreas's
+    question there made the question contested, and its endorsement and justification of
+    Atlas's claim were listed in CxOther's thread as said there. A channel shows what its
+    members say: the replies in a context it sees."""
+    wire = {a: channel.wire(team.client(a)) for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie")}
+    atlas = channel.join(wire["AgentAtlas"], "CxOther", "AgentAtlas")
+    boreas = channel.join(wire["AgentBoreas"], "CxOther", "AgentBoreas")
+    charlie = channel.join(wire["AgentCharlie"], "CxTeam", "AgentCharlie")
+    question = boreas.ask("(quote (usesDb Prod ?db))")
+    atlas.answer(question, "(usesDb Prod Pg)")
+    claim = atlas.claim("(level Prod 3)")
+    charlie.answer(question, "(usesDb Prod My)")
+    charlie.endorse(claim)
+    charlie.justify(claim, "(quote (saw Dashboard))")
+    thread = boreas.thread(question)
+    assert (thread["state"], thread["answer_count"]) == ("answered", 1)
+    assert [(q["state"], q["answer_count"]) for q in boreas.questions()] == [("answered", 1)]
+    shown = boreas.thread(claim)
+    assert shown["endorsements"] == [] and shown["justifications"] == []
+    assert boreas.disputes() == []
+    channel.join(wire["AgentCharlie"], "CxOther", "AgentCharlie")  # a member: said there
+    assert boreas.thread(question)["state"] == "contested"
+    assert [e["speaker"] for e in boreas.thread(claim)["endorsements"]] == ["AgentCharlie"]
+
+
 def test_an_agent_cannot_hijack_a_channel_with_an_agent_context_mark(members):
     agents, store = members
     seq = store.seq

@@ -159,10 +159,12 @@ class _Reader:
     # --- lookups -------------------------------------------------------------------------
 
     def replies(self, target: int, functor: Sym, arity: int) -> list[Sentex]:
-        """Believed `(functor ?speaker … (sentexHandle target))` anywhere."""
+        """Believed `(functor ?speaker … (sentexHandle target))` the channel sees: a reply
+        of an agent that never joined it (an answer, an endorsement) made its questions
+        contested and was listed as said there (issue 37)."""
         middle = tuple(Var(f"x{i}") for i in range(arity - 2))
         pattern = (functor, _ANY, *middle, ref(target))
-        return self.kb.sentexes_matching(pattern, "?ctx")
+        return [s for s in self.kb.sentexes_matching(pattern, "?ctx") if s.context in self.visible]
 
     def stored(self, sentence: Any, context: str) -> Sentex | None:
         """The sentex of `sentence` stored in `context`, believed or not."""
