@@ -268,15 +268,11 @@ class _Hook:
         state.write_json(self.state_path, self.state)
 
     def wrap_id(self, *parts: str) -> str:
-        """The id of one of this session's wraps, which no other agent can foresee: a wrap
-        id is its first filer's, and `wrap-claude-<session>` alone — the session's id is in
-        every reader's session list — let another agent file it first, so this session's
-        own wrap was refused (issue 37). The nonce is saved before any wrap is filed, so a
-        hook run again files the same ids (a retry is an upsert, never a second wrap)."""
-        if "wrap_nonce" not in self.state:
-            self.state["wrap_nonce"] = uuid.uuid4().hex[:16]
-            self.save()
-        return "-".join(["wrap", self.source, self.runtime_id, *parts, self.state["wrap_nonce"]])
+        """A wrap id no other agent foresees (the first filer's, and the session id is in
+        every session list: issue 37); its nonce saved first, so a retry is an upsert."""
+        nonce = self.state.setdefault("wrap_nonce", uuid.uuid4().hex[:16])
+        self.save()
+        return "-".join(["wrap", self.source, self.runtime_id, *parts, nonce])
 
     def close(self) -> None:
         """Close the store if one was opened (a KB in-process writes its last pages)."""
