@@ -500,7 +500,9 @@ _REASON = {"reason": ("string", False, "why, in words: shown in the thread and t
 
 
 def _reasoned(agent: str, reason: Any) -> dict[str, Any]:
-    """A decision's write options: its reason, kept in its provenance (`reason`)."""
+    """A decision's write options: its reason, kept in its provenance (`reason`) as one
+    line — a newline in it printed a forged line of another agent's move under it in
+    `koinii thread` and `koinii tail` (issue 37)."""
     if reason is None:
         return _opts(agent)
     if not isinstance(reason, str) or not reason.strip() or len(reason) > REASON_CHARS:
@@ -510,7 +512,7 @@ def _reasoned(agent: str, reason: Any) -> dict[str, Any]:
             "or leave it out",
             {"option": "reason"},
         )
-    return {**_opts(agent), "provenance": {"reason": reason.strip()}}
+    return {**_opts(agent), "provenance": {"reason": " ".join(reason.split())}}
 
 
 @_move(
