@@ -153,6 +153,7 @@ class Switches:
             (fulltext, "WHOLE_RUNS", on),
             (terms_of_search, "COMPOUNDS", on),
             (dates_of_search, "DATES", on),
+            (dates_of_search, "ASKED", on),
             (search, "FUSION_WEIGHT", search.FUSION_WEIGHT if on else 0.0),
             (search, "THREADS", on),
             (search, "COVERAGE_FIRST", on),
