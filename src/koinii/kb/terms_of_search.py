@@ -94,6 +94,16 @@ class Query:
     dates: dict[int, Date] = field(default_factory=dict)  # group index → the date it is
     asked: set[int] = field(default_factory=set)  # groups of a time the search asks for
 
+    def without_asked(self) -> list[str]:
+        """`words` less the terms only a time the search asks for holds: a narrower ask
+        where the hits are known already (an entity's facts), since a year's or a
+        weekday's name is held by many sentences, each of which the store would rank."""
+        if not self.asked:
+            return self.words
+        kept = {w for i, g in enumerate(self.groups) if i not in self.asked for w in g}
+        only = {w for i in self.asked for w in self.groups[i]} - kept
+        return [w for w in self.words if w not in only]
+
 
 def plain(text: str) -> Query:
     """The search's own words and forms, nothing looked up (the words the store is
