@@ -586,6 +586,18 @@ def test_which_words_of_a_search_ask_for_a_time(text, asked):
     assert [chunks[i] for i in asked_in(chunks, stamp(2026, 12, 6))] == asked
 
 
+def test_an_entitys_facts_are_asked_for_without_the_time_a_search_asks_for():
+    """A year is held by thousands of dated sentences: the narrow ask for an entity's
+    facts leaves the asked time's terms out (its hits are re-sorted by them after)."""
+    from koinii.kb.terms_of_search import Terms, expand
+
+    query = expand("when was the checkout outage", Terms(), stamp(2026, 12, 6))
+    assert {"2026", "utc", "checkout"} <= set(query.words)
+    assert set(query.without_asked()) == {"checkout", "outage"}
+    query = expand("checkout outage", Terms(), stamp(2026, 12, 6))
+    assert query.without_asked() == query.words
+
+
 @pytest.mark.parametrize(
     "text, dates",
     [
