@@ -14,7 +14,8 @@ The fifth band is not the seed's: a question in a person's words seldom has all 
 words in one field of one turn ("switch the VAT rounding to Decimal" over two turns), so
 every ranking but `lexical` (the seed's bands alone) adds it after them, asked for only
 when they leave room on the page (a second statement: a full-text query per word and
-field), newest first, or holding more of the words first under relevance.
+field, over the newest SOME_TURNS turns holding it), newest first, or holding more of
+the words first under relevance.
 
 Where `koinii[semantic]` is installed, the sessions closest in meaning to the search —
 their titles and requests embedded (meaning.py) — are found too. By default
@@ -72,6 +73,9 @@ COLUMNS = ("request", "reply", "thinking", "tools")
 # where the band of some of the words looks: what was said, not what tools returned
 # (megabytes of output hold a few of any search's words)
 SOME_COLUMNS = ("request", "reply", "thinking")
+# the newest turns holding a word in a field the fifth band looks at, at most: its work
+# is bounded however common the word (the seed's bands look at every match)
+SOME_TURNS = 2_000
 # Words a question is made of that say nothing of what it asks ("where did we fix the
 # deploy?"): left out of the band match, so the words that remain must occur together,
 # not these. A search of stop words alone searches them.
@@ -212,9 +216,11 @@ LIMIT ?
 
 def _some_statement(dialect: str, count: int, relevance: bool) -> str:
     """`_SOME` for a search of `count` terms: a full-text query per term and field."""
+    newest = "rowid" if dialect == "sqlite" else "n"  # (FTS5 walks it in index order)
     hits = " UNION ALL ".join(
         f"SELECT t, {term} AS term, '{column}' AS field, score "
-        f"FROM ({_SCORED[dialect].format(column=column)}) h{term}_{column}"
+        f"FROM ({_SCORED[dialect].format(column=column)} "
+        f"ORDER BY {newest} DESC LIMIT {SOME_TURNS}) h{term}_{column}"
         for term in range(count)
         for column in SOME_COLUMNS
     )
