@@ -114,6 +114,23 @@ def test_a_sub_agents_turns_count_for_its_session_among_some_of_the_words(store)
     assert "datetime" in rows[0]["request_snippet"]  # the sub-agent's request
 
 
+def test_the_band_of_some_of_the_words_looks_at_the_newest_turns_holding_each(
+    store, monkeypatch
+):
+    """Its work is bounded however common a word is: the newest SOME_TURNS turns holding
+    each word in each field (here one), so an older session past them is not found."""
+    from koinii.sessions import search
+
+    older = session(store, "a", "alpha and gamma", at="2026-01-01")
+    newer = session(store, "b", "alpha and gamma", at="2026-01-02")
+    reader = Introspection(store)
+    found = reader.list_sessions("alpha beta gamma", ranking="relevance")
+    assert [r["id"] for r in found if r["rank"] == 5] == [newer, older]
+    monkeypatch.setattr(search, "SOME_TURNS", 1)
+    found = reader.list_sessions("alpha beta gamma", ranking="relevance")
+    assert [r["id"] for r in found if r["rank"] == 5] == [newer]
+
+
 def test_an_unknown_ranking_names_relevance_among_the_choices(store):
     assert Introspection(store).list_sessions("x", ranking="best") == []  # reads never raise
     with pytest.raises(Refused) as refused:  # the operation itself refuses it
