@@ -258,7 +258,7 @@ class _Hook:
 
                 self._store = open_kb(self.config.db, create=True)
             else:
-                from koinii.client import connect
+                from koinii.client.sync import connect
 
                 self._store = connect(self.config.url, self.config.token, timeout=CLIENT_TIMEOUT_S)
         return self._store
@@ -330,14 +330,14 @@ class _Hook:
     # --- the conversation -----------------------------------------------------------------------
 
     def joined(self) -> Any:
-        from koinii import channel
+        from koinii.channel import agent as channel
 
         medium = channel.local(self.store) if self.config.db else channel.wire(self.store)
         return channel.join(medium, self.config.channel, self.agent)
 
     def news(self, since: int) -> tuple[list[dict[str, Any]], int]:
         """What concerns the agent after change-log position `since`, and the new position."""
-        from koinii.news import MAX_TOLD, Feed
+        from koinii.channel.news import MAX_TOLD, Feed
 
         return Feed(self.joined()).read(since, MAX_TOLD, about="mine")
 

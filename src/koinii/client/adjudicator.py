@@ -26,14 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from koinii import adjudication
-from koinii.catchup import CursorStore, MemoryCursorStore
+from koinii.channel.catchup import CursorStore, MemoryCursorStore
+from koinii.disputes import adjudication
 from koinii.errors import Refused
 from koinii.operations import invoker
 
 __all__ = ["Adjudicator", "Policy"]
 
-log = logging.getLogger("koinii.adjudicator")
+log = logging.getLogger("koinii.client.adjudicator")
 
 
 @dataclass(frozen=True)

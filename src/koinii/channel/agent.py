@@ -16,10 +16,10 @@ Two media, one surface: `local(kb)` for agents in one process (subscribe is a pl
 `kb.watch`, whose callback runs on the writer's thread) and `wire(client)` for agents in
 separate processes (every write goes through the daemon, the single writer; subscribe
 polls the wire feed on a thread of its own, so a slow agent never stalls the writer).
-For asyncio, `koinii.achannel` runs this module's `Agent` off the event loop over an
+For asyncio, `koinii.client.aio_agent` runs this module's `Agent` off the event loop over an
 `AsyncClient`, so the rules below are written once.
 
-Every move is one operation on the writer (`koinii.moves`), so the conversation's rules
+Every move is one operation on the writer (`koinii.channel.moves`), so the conversation's rules
 hold for every client, not only this one: this module names the calls and carries the
 feed.
 """
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koinii import speech
-from koinii.adjudication import STANCES, stance_predicate
-from koinii.conversation import sentex_named
+from koinii.channel.conversation import sentex_named
+from koinii.disputes.adjudication import STANCES, stance_predicate
 from koinii.errors import Refused
 from koinii.identity import context_for, owners_of
 from koinii.kb import Edited, Event, Hit, Sentex
@@ -58,7 +58,7 @@ __all__ = [
     "wire",
 ]
 
-log = logging.getLogger("koinii.channel")
+log = logging.getLogger("koinii.channel.agent")
 
 WRITER_ORDER = "single-writer-total-order"
 """The consistency model, as documentation: the daemon serialises every write, so the feed
@@ -197,11 +197,11 @@ def _poll_loop(store, sub, cursor, callback, wait_ms, on_lagged, on_error) -> No
     """The wire subscription's loop, on its own thread (named koinii-subscribe-<token>).
 
     Invariant: every event is delivered once, in seq order — `sub.last_seq` moves only
-    past a delivered event, a resumed subscription replays from it (`koinii.resubscribe`),
+    past a delivered event, a resumed subscription replays from it (`koinii.channel.resubscribe`),
     and an event at or below it is never delivered again.
     """
-    from koinii.errors import Unavailable  # here, not at the top: see koinii.resubscribe
-    from koinii.resubscribe import lagged, resume
+    from koinii.channel.resubscribe import lagged, resume
+    from koinii.errors import Unavailable  # here, not at the top: see koinii.channel.resubscribe
 
     try:
         while not sub._stopped:
@@ -362,7 +362,7 @@ def withdraw(medium: Local | Wire, handle: int, agent_id: str | None = None) -> 
 class Agent:
     """A joined agent: every write lands in its own context with itself as creator.
 
-    Each move is ONE operation on the writer (`koinii.moves`): its checks and its write
+    Each move is ONE operation on the writer (`koinii.channel.moves`): its checks and its write
     run there, for every client, so this class only names the call. Moves return the
     handle of what they wrote (`move` returns the whole reply); a move on an answer is a
     move on the answer's claim (what it says is what one agrees or disagrees with).

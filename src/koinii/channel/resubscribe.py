@@ -12,8 +12,8 @@ can come between). Invariants:
 - When the log no longer reaches back to `last_seq` (compacted, or too far behind), the
   subscription goes on from now and `on_lagged` is told: the subscriber resnapshots.
 
-It lives beside `koinii.channel` rather than in it so the channel module keeps to the
-conversation; `channel._poll_loop` calls it, and the asyncio twin (`koinii.asubscribe`)
+It lives beside `koinii.channel.agent` rather than in it so the channel module keeps to the
+conversation; `channel._poll_loop` calls it, and the asyncio twin (`koinii.client.asubscribe`)
 keeps the same invariants with the same pieces (`jittered`, `missed`, `lagged`).
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from koinii.errors import Refused, Unavailable
 
-log = logging.getLogger("koinii.channel")
+log = logging.getLogger("koinii.channel.agent")
 
 # What a resuming watch answers when the log cannot replay from `last_seq`.
 UNRESUMABLE = ("too-old", "bad-cursor")

@@ -15,9 +15,9 @@ import threading
 import time
 
 from koinii import speech
-from koinii.channel import Agent
+from koinii.channel.agent import Agent
+from koinii.channel.narrator import Narrator, Told
 from koinii.errors import Refused
-from koinii.narrator import Narrator, Told
 from koinii.terms import parse
 
 MAX_TOLD = 100  # changes per reply; the cursor says where the next read starts

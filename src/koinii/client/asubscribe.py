@@ -8,7 +8,7 @@
             ...
 
 It keeps the invariants of `channel.Wire` subscriptions (channel.md, subscriptions that
-survive), with the same pieces (`koinii.resubscribe`): every event is yielded once, in
+survive), with the same pieces (`koinii.channel.resubscribe`): every event is yielded once, in
 seq order — `last_seq` moves past an event as it is yielded, a resumed subscription
 replays from it (`watch(since=last_seq)`) and an event at or below it is never yielded
 again. An outage (a daemon restart, a reaping, the network) is reported once
@@ -28,13 +28,13 @@ import logging
 from collections.abc import Callable, Generator
 from typing import Any
 
+from koinii.channel.resubscribe import BACKOFF_S, UNRESUMABLE, jittered, lagged, missed
 from koinii.errors import Refused, Unavailable
 from koinii.kb import Event
-from koinii.resubscribe import BACKOFF_S, UNRESUMABLE, jittered, lagged, missed
 
 __all__ = ["Subscription"]
 
-log = logging.getLogger("koinii.channel")
+log = logging.getLogger("koinii.channel.agent")
 
 # What a poll answers once the daemon no longer holds the subscription (unwatched, reaped,
 # or gone with a daemon restart): after `aclose()`, the end; before it, an outage.
@@ -146,7 +146,7 @@ class Subscription:
 
     async def _resume(self, cause: BaseException) -> None:
         """Report the outage once, then reopen from `last_seq` with backoff until it is
-        back or closed (as `koinii.resubscribe.resume` does for a thread)."""
+        back or closed (as `koinii.channel.resubscribe.resume` does for a thread)."""
         self.outages += 1
         self._report(cause)
         pause = BACKOFF_S[0]

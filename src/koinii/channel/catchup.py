@@ -56,7 +56,7 @@ __all__ = [
     "view_of",
 ]
 
-log = logging.getLogger("koinii.catchup")
+log = logging.getLogger("koinii.channel.catchup")
 
 MAX_SNAPSHOTS = 8
 """Snapshots one pass may take. A handful clears any burst; a consumer that needs more is
