@@ -13,8 +13,8 @@ import pytest
 import koinii
 from koinii.channel.agent import join, wire
 from koinii.kb import semantic
-from koinii.sessions.search import MEANING_BAND
 from koinii.sessions import Introspection, SessionStore
+from koinii.sessions.search import MEANING_BAND
 from tests.conftest import refused
 
 pytest.importorskip("wordllama", reason="koinii[semantic] is not installed (no hybrid ranking)")

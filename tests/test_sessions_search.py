@@ -114,9 +114,7 @@ def test_a_sub_agents_turns_count_for_its_session_among_some_of_the_words(store)
     assert "datetime" in rows[0]["request_snippet"]  # the sub-agent's request
 
 
-def test_the_band_of_some_of_the_words_looks_at_the_newest_turns_holding_each(
-    store, monkeypatch
-):
+def test_the_band_of_some_of_the_words_looks_at_the_newest_turns_holding_each(store, monkeypatch):
     """Its work is bounded however common a word is: the newest SOME_TURNS turns holding
     each word in each field (here one), so an older session past them is not found."""
     from koinii.sessions import search

@@ -42,9 +42,10 @@ nearest first). A row's snippets come from the turn that placed it (the newest m
 one; under relevance the best), read from the matched fields alone and windowed around
 their matches (snippets.py).
 
-Invariant: the seed's bands are one SQL statement (the fifth, when asked for, another). Each band yields (session, band, turn)
-hits — a turn's rowid shifted right by TURN_BITS is its session's row number (schema.py),
-so a full-text hit names its session without a lookup — and one GROUP BY keeps each
+Invariant: the seed's bands are one SQL statement (the fifth, when asked for, another).
+Each band yields (session, band, turn) hits — a turn's rowid shifted right by TURN_BITS
+is its session's row number (schema.py), so a full-text hit names its session without a
+lookup — and one GROUP BY keeps each
 session's best band (under relevance, two window functions keep each band's best turn and
 the session's best score). The title band is a trigram index: FTS5's on SQLite (substring
 matches of 3 characters or more; shorter ones scan the titles), pg_trgm's GIN index for
@@ -471,7 +472,7 @@ def _banded(
                 **_BY_MEANING_ONLY,
                 "rank": SOME_WORDS_BAND,
                 "is_by_meaning": False,
-                f"is_in_{_FLAG.get(field, field)}": True,
+                f"is_in_{field}": True,  # (a field said: request, reply, thinking)
                 f"{field}_snippet": shown.get((turn, field)),
             }
         )
@@ -492,10 +493,9 @@ def _some_words(
     if len(terms) < 2 or room <= 0:
         return {}
     distinct = list(dict.fromkeys(terms))
-    last = len(distinct) - 1
     queries = [
-        expression(dialect, column, [term], prefix=number == last)
-        for number, term in enumerate(distinct)
+        expression(dialect, column, [term], prefix=term == terms[-1])
+        for term in distinct
         for column in SOME_COLUMNS
     ]
     statement = _some_statement(dialect, len(distinct), relevance)
@@ -509,7 +509,6 @@ def _some_words(
     return out
 
 
-_FLAG = {"tools": "tool"}  # a field's row flag (`is_in_tool`)
 _SNIPPETS = ("request", "reply", "tools")  # the fields a row shows snippets of
 
 
