@@ -196,10 +196,19 @@ owned AS (
   FROM hit h JOIN session p ON p.n = h.t >> {bits}
 ),
 term_best AS (SELECT s, term, min(score) AS score FROM owned GROUP BY s, term),
-held AS (SELECT s, count(*) AS held, sum(score) AS score FROM term_best GROUP BY s),
+held AS (
+  SELECT s, count(*) AS held, sum(score) AS score FROM term_best GROUP BY s
+  HAVING count(*) >= ?
+),
+chosen AS (
+  SELECT held.s, held.held, held.score, s.modified_at FROM held JOIN session s ON s.n = held.s
+  WHERE s.parent_session_n IS NULL
+  ORDER BY {within}s.modified_at DESC, s.n DESC
+  LIMIT ?
+),
 turn_field AS (
   SELECT s, t, field, count(DISTINCT term) AS n, sum(score) AS score
-  FROM owned GROUP BY s, t, field
+  FROM owned WHERE s IN (SELECT s FROM chosen) GROUP BY s, t, field
 ),
 placed AS (
   SELECT s, t, field,
@@ -207,20 +216,21 @@ placed AS (
   FROM turn_field
 )
 SELECT {columns}, held.held, placed.t, placed.field
-FROM held JOIN placed ON placed.s = held.s AND placed.in_session = 1
+FROM chosen held JOIN placed ON placed.s = held.s AND placed.in_session = 1
 JOIN session s ON s.n = held.s
-WHERE s.parent_session_n IS NULL AND held.held >= ?
 ORDER BY {within}s.modified_at DESC, s.n DESC
-LIMIT ?
 """
 
 
 def _some_statement(dialect: str, count: int, relevance: bool) -> str:
-    """`_SOME` for a search of `count` terms: a full-text query per term and field."""
+    """`_SOME` for a search of `count` terms: a full-text query per term and field (scored
+    under relevance only: a score costs FTS5 about as much as the match)."""
     newest = "rowid" if dialect == "sqlite" else "n"  # (FTS5 walks it in index order)
+    turns = _SCORED if relevance else _TURNS
+    score = "score" if relevance else "0 AS score"
     hits = " UNION ALL ".join(
-        f"SELECT t, {term} AS term, '{column}' AS field, score "
-        f"FROM ({_SCORED[dialect].format(column=column)} "
+        f"SELECT t, {term} AS term, '{column}' AS field, {score} "
+        f"FROM ({turns[dialect].format(column=column)} "
         f"ORDER BY {newest} DESC LIMIT {SOME_TURNS}) h{term}_{column}"
         for term in range(count)
         for column in SOME_COLUMNS
