@@ -27,7 +27,7 @@ MOVED: dict[str, str] = {
     "koinii.news": "koinii.channel.news",
     "koinii.roster": "koinii.channel.roster",
     "koinii.catchup": "koinii.channel.catchup",
-    "koinii.resubscribe": "koinii.channel.resubscribe",
+    "koinii.resubscribe": "koinii.channel.follow",
     "koinii.adjudication": "koinii.disputes.adjudication",
     "koinii.quarantine": "koinii.disputes.quarantine",
     "koinii.names": "koinii.identity.names",

@@ -10,8 +10,8 @@ them too):
 - `belief` — what one agent holds, read from its own context;
 - `narrator` — a change-log entry told as moves in words; `news` — an agent's share of it;
 - `roster` — who is on the channel, in what role, and where to file a wrap;
-- `catchup` and `resubscribe` — an agent that was away reaching the current view, and a
-  subscription resumed after an outage;
+- `follow` — the one follower of what changed (subscriptions, the change log), resumed
+  after an outage; `catchup` — an agent that was away reaching the current view;
 - `agent` — `Agent`, the moves and reads as methods over a `KB` (`local`) or a daemon
   (`wire`).
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from koinii import wraps
 from koinii.channel import agent as channel
+from koinii.channel import follow
 from koinii.channel.narrator import Narrator
 from koinii.client.sync import connect
 from koinii.operations import invoker
@@ -262,14 +263,12 @@ def run_demo(pace: float = DEFAULT_PACE_S, *, keep: bool = False, port: int = 0)
         done = threading.Event()
 
         def tail() -> None:
-            nonlocal since, moves
-            while not done.is_set():
-                reply = watcher.changes(since=since, limit=500, wait_ms=200)
-                for entry in reply["entries"]:
-                    for told in narrator.entry(entry):
-                        moves += told.added and told.kind not in ("ruling", "defeat")
-                        say(_shown(told))
-                    since = entry["seq"]
+            nonlocal moves
+            core = follow.Core(follow.log(since, wait_ms=200))
+            for entry in follow.run(core, watcher, stopped=done.is_set):
+                for told in narrator.entry(entry):
+                    moves += told.added and told.kind not in ("ruling", "defeat")
+                    say(_shown(told))
 
         teller = threading.Thread(target=tail, daemon=True)
         teller.start()

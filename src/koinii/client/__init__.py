@@ -4,7 +4,7 @@
   a request and a reply a result or a refusal (shared by both clients);
 - `sync` — `Client`, the `KB` surface over HTTP, blocking (`connect`);
 - `aio` — `AsyncClient`, the same surface awaited, over httpx (`aconnect`);
-- `asubscribe` — wire subscriptions as async iterators;
+- `asubscribe` — wire subscriptions as async iterators (`koinii.channel.follow`'s asyncio driver);
 - `aio_agent` — the channel's `Agent` for asyncio, over an `AsyncClient`;
 - `adjudicator` — the service that watches a channel's disputes and settles each by a
   policy.

@@ -7,38 +7,31 @@
         async for event in events:
             ...
 
-It keeps the invariants of `channel.Wire` subscriptions (channel.md, subscriptions that
-survive), with the same pieces (`koinii.channel.resubscribe`): every event is yielded once, in
-seq order — `last_seq` moves past an event as it is yielded, a resumed subscription
-replays from it (`watch(since=last_seq)`) and an event at or below it is never yielded
-again. An outage (a daemon restart, a reaping, the network) is reported once
-(`on_error`, else the log) and survived with backoff; when the log no longer reaches
-back, `on_lagged` hears how many events were missed and the subscription goes on from
-now. A refusal for good (a revoked token, a goal that cannot be watched) ends the
-iteration by raising it. `aclose()` (or leaving `async with`) drops it on the daemon and
-wakes a poll parked in another task; it is idempotent.
+It is the follower's asyncio driver (`koinii.channel.follow`: the rules are its core's,
+the same as `channel.Wire` subscriptions'; channel.md, subscriptions that survive): every
+event is yielded once, in seq order, and a resumed subscription replays from the last seq
+yielded (`watch(since=last_seq)`). An outage (a daemon restart, a reaping, the network)
+is reported once (`on_error`, else the log) and survived with backoff; when the log no
+longer reaches back, `on_lagged` hears how many events were missed and the subscription
+goes on from now. A refusal for good (a revoked token, a goal that cannot be watched)
+ends the iteration by raising it. `aclose()` (or leaving `async with`) drops it on the
+daemon and wakes a poll parked in another task; it is idempotent.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 from collections.abc import Callable, Generator
 from typing import Any
 
-from koinii.channel.resubscribe import BACKOFF_S, UNRESUMABLE, jittered, lagged, missed
-from koinii.errors import Refused, Unavailable
+from koinii.channel import follow
 from koinii.kb import Event
 
 __all__ = ["Subscription"]
 
 log = logging.getLogger("koinii.channel.agent")
-
-# What a poll answers once the daemon no longer holds the subscription (unwatched, reaped,
-# or gone with a daemon restart): after `aclose()`, the end; before it, an outage.
-_QUIET_ENDS = ("unknown-subscription",)
 
 
 class Subscription:
@@ -68,8 +61,7 @@ class Subscription:
         self._wait_ms = wait_ms
         self._on_lagged = on_lagged
         self._on_error = on_error
-        self._cursor = 0
-        self._pending: collections.deque[Event] = collections.deque()
+        self._core: follow.Core | None = None
         self._stopped = False
         self._wake = asyncio.Event()
 
@@ -79,10 +71,10 @@ class Subscription:
 
     async def open(self) -> Subscription:
         """Open it on the daemon (once; again is a no-op)."""
-        if self.token is None and not self._stopped:
-            opened = await self.store.watch(goal=self.goal, ctx=self.ctx, since=self._since)
-            self.token, self._cursor = opened["token"], opened["cursor"]
-            self.last_seq = opened.get("seq", 0) if self._since is None else self._since
+        if self._core is None and not self._stopped:
+            core = follow.Core(follow.subscription(self, self._wait_ms, self._since))
+            core.send(await follow.request(self.store, core.action))
+            self._core = core
         return self
 
     def __await__(self) -> Generator[Any, None, Subscription]:
@@ -99,15 +91,23 @@ class Subscription:
 
     async def __anext__(self) -> Event:
         await self.open()
-        while not self._stopped:
-            while self._pending:
-                event = self._pending.popleft()
-                if event.seq <= self.last_seq:
-                    continue  # yielded before the subscription resumed
-                self.last_seq = event.seq
-                return event
-            await self._poll()
-        raise StopAsyncIteration
+        if self._core is None:  # closed before it opened
+            raise StopAsyncIteration
+        try:
+            event = await follow.astep(
+                self._core,
+                self.store,
+                on_lagged=follow.tell_lagged(self._on_lagged, self),
+                on_outage=self._report,
+                pause=self._pause,
+                stopped=lambda: self._stopped,
+            )
+        except Exception:
+            self._stopped = True  # refused for good: the follower has ended
+            raise
+        if event is follow.END:
+            raise StopAsyncIteration
+        return event
 
     async def aclose(self) -> None:
         """Drop it on the daemon. Idempotent; a poll parked in another task wakes."""
@@ -123,60 +123,10 @@ class Subscription:
 
     stop = aclose
 
-    async def _poll(self) -> None:
-        try:
-            reply = await self.store.poll(self.token, self._cursor, self._wait_ms)
-        except Refused as refusal:
-            if self._stopped:
-                return  # closed while the poll waited: a normal end
-            if refusal.kind not in _QUIET_ENDS:
-                self._stopped = True  # refused for good (a revoked token)
-                raise
-            await self._resume(refusal)
-            return
-        except Unavailable as exc:  # the daemon stopped, restarted, or is unreachable
-            if self._stopped:
-                return
-            await self._resume(exc)
-            return
-        if reply.get("lagged", 0):
-            lagged(self._on_lagged, reply["lagged"], self)
-        self._pending.extend(reply["events"])
-        self._cursor = reply["cursor"]
-
-    async def _resume(self, cause: BaseException) -> None:
-        """Report the outage once, then reopen from `last_seq` with backoff until it is
-        back or closed (as `koinii.channel.resubscribe.resume` does for a thread)."""
-        self.outages += 1
-        self._report(cause)
-        pause = BACKOFF_S[0]
-        while not self._stopped:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), jittered(pause))
-            if self._stopped:
-                return
-            try:
-                opened = await self._reopen()
-            except Unavailable:
-                pause = min(BACKOFF_S[1], pause * 2)
-                continue
-            except Refused:  # refused for good (a revoked token, say)
-                self._stopped = True
-                raise
-            self.token, self._cursor = opened["token"], opened["cursor"]
-            log.info("subscription resumed after seq %d as %s", self.last_seq, self.token)
-            return
-
-    async def _reopen(self) -> Any:
-        try:
-            return await self.store.watch(goal=self.goal, ctx=self.ctx, since=self.last_seq)
-        except Refused as refusal:
-            if refusal.kind not in UNRESUMABLE:
-                raise
-            opened = await self.store.watch(goal=self.goal, ctx=self.ctx)
-            lagged(self._on_lagged, missed(refusal, self.last_seq), self)
-            self.last_seq = opened.get("seq", self.last_seq)
-            return opened
+    async def _pause(self, seconds: float) -> None:
+        """A backoff pause, cut short by `aclose()`."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
 
     def _report(self, exc: BaseException) -> None:
         if self._on_error is not None:

@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from koinii.channel import follow
 from koinii.errors import Refused
 from koinii.identity import context_for
 from koinii.projects import project_of
@@ -348,15 +349,12 @@ class _Hook:
         mine = context_for(self.agent)
         handles: list[int] = []
         removed: set[int] = set()
-        since = seq
-        while True:
-            reply = self.store.changes(since=since, limit=1000)
-            for entry in reply["entries"]:
-                handles += [c["handle"] for c in entry["added"] if c.get("context") == mine]
-                removed |= {c["handle"] for c in entry["removed"] if c.get("context") == mine}
-            if not reply["entries"] or reply["entries"][-1]["seq"] >= reply["seq"]:
-                break
-            since = reply["entries"][-1]["seq"]
+        # the log after `seq`, to its end (follow.log, not following); compacted past
+        # `seq`, nothing (as before the follower: what the log dropped is not told)
+        core = follow.Core(follow.log(seq, follow=False, wait_ms=0, too_old="head"))
+        for entry in follow.run(core, self.store):
+            handles += [c["handle"] for c in entry["added"] if c.get("context") == mine]
+            removed |= {c["handle"] for c in entry["removed"] if c.get("context") == mine}
         return [h for h in dict.fromkeys(handles) if type(h) is int and h not in removed]
 
     def file_wrap(
