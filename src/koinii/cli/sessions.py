@@ -120,9 +120,10 @@ def list_sessions(limit, as_json, db, url, token) -> None:
     "--ranking",
     type=LazyChoice("koinii.sessions.search", "RANKINGS"),
     default=None,
-    help="banded: the bands, then what is found by meaning alone (koinii[semantic]); "
-    "lexical: the bands only; hybrid: fused with meaning, in the fused order "
-    "[default: banded].",
+    help="banded: the bands, then the sessions holding some of the words, then what is "
+    "found by meaning alone (koinii[semantic]); relevance: as banded, the best match "
+    "first in each band; lexical: the seed's bands only; hybrid: fused with meaning, in "
+    "the fused order [default: banded].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @_medium_options
