@@ -25,7 +25,7 @@ from click.testing import CliRunner
 import koinii
 from koinii.channel import agent as channel
 from koinii.cli import main
-from koinii.disputes import adjudication
+from koinii.disputes import majority
 from koinii.server.tokens import add_token
 from koinii.sessions import Introspection, SessionStore
 from koinii.wraps.coordinators import Coordinators
@@ -345,7 +345,7 @@ def test_a_rule_cannot_put_words_in_another_agents_mouth(members):
     assert endorsers == {"AgentAtlas"}  # Boreas never endorsed it, and is not said to
     assert store.sentexes_matching(f"(votesAgainst ?who (sentexHandle {claim}))", "?ctx") == []
     assert {v["reason"] for v in store.violations()} == {"speaks-for-another"}
-    assert adjudication.tally(store, claim) == {"for": 0, "against": 0}
+    assert majority.tally(store, claim) == {"for": 0, "against": 0}
 
 
 def test_a_plain_retract_keeps_the_record_of_the_replies_to_a_claim(team):
@@ -388,7 +388,7 @@ def test_a_forged_ballot_neither_counts_nor_vetoes_a_majority(members):
     for voter, stance in (("AgentAtlas", "for"), ("AgentBoreas", "for")):
         agents[voter].vote(stance, claim)
     [dispute] = agents["AgentAtlas"].disputes()
-    won = adjudication.resolve_by_majority(store, dispute["dispute_id"], claim, "CxTeam")
+    won = majority.resolve_by_majority(store, dispute["dispute_id"], claim, "CxTeam")
     assert (won["for"], won["against"], won["outcome"]) == (2, 0, "for")  # no veto
 
 
@@ -408,9 +408,7 @@ def test_a_ballot_from_outside_the_channel_never_counts_in_its_majority(team):
     [dispute] = boreas.disputes()
     assert dispute["tally"] == {"for": 1, "against": 0}
     assert boreas.thread(claim)["tally"] == {"for": 1, "against": 0}
-    won = adjudication.resolve_by_majority(
-        team.client("Ops"), dispute["dispute_id"], claim, "CxOther"
-    )
+    won = majority.resolve_by_majority(team.client("Ops"), dispute["dispute_id"], claim, "CxOther")
     assert (won["for"], won["against"], won["outcome"]) == (1, 0, "for")
     assert outsider in won["ignored"]  # listed, never counted, never a veto
     channel.join(wire["AgentCharlie"], "CxOther", "AgentCharlie")  # a member: its ballot counts

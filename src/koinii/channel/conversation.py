@@ -41,7 +41,7 @@ Invariants:
 - Every result is a JSON value (sentences as canonical text), identical in-process and
   over the wire, and a read never writes.
 - Only the asker's acceptance or closing counts; only ballots cast by their voters
-  count (`adjudication.cast_by_voter`). Anything else is shown, never obeyed.
+  count (`majority.cast_by_voter`). Anything else is shown, never obeyed.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ from typing import Any
 
 from koinii import disputes, speech
 from koinii.channel import history
-from koinii.disputes import adjudication
+from koinii.disputes import majority
+from koinii.disputes.rulings import rulings_on
 from koinii.errors import Refused
 from koinii.identity import AGENT_CONTEXT
 from koinii.kb import KB, Sentex
@@ -210,15 +211,15 @@ class _Reader:
             {**self.move(j), "ground": show(j.sentence[2])}
             for j in self.replies(handle, JUSTIFIES, 3)
         ]
-        ballots = adjudication.ballots(self.kb, handle, self.visible)
-        rulings = adjudication.rulings_on(self.kb, claim)
+        ballots = majority.ballots(self.kb, handle, self.visible)
+        rulings = rulings_on(self.kb, claim)
         return {
             **self.move(claim),
             "endorsements": [self.move(e) for e in self.replies(handle, ENDORSES, 2)],
             "justifications": justifications,
             "disputes": self.disputes_of(claim),
             "ballots": ballots,
-            "tally": adjudication.tally(self.kb, handle, self.visible),
+            "tally": majority.tally(self.kb, handle, self.visible),
             "rulings": rulings,
             "withdrawn": [retired_entry(r) for r in self.history().on_target.get(handle, [])],
             "earlier": [retired_entry(r) for r in self.earlier(claim)],
@@ -461,7 +462,7 @@ class _Reader:
         for key in candidates:
             if rebuttal is None or rebuttal.handle in key:
                 return key
-        for ruling in adjudication.rulings_on(self.kb, target):
+        for ruling in rulings_on(self.kb, target):
             for key in ruling["dispute_ids"]:
                 if target.handle in key:
                     return tuple(key)
@@ -489,7 +490,7 @@ class _Reader:
         sides = [self.kb.sentex(h) for h in key]
         state = self.dispute_state(key, group)
         rulings = (
-            [r for r in adjudication.rulings_on(self.kb, target) if list(key) in r["dispute_ids"]]
+            [r for r in rulings_on(self.kb, target) if list(key) in r["dispute_ids"]]
             if target is not None
             else []
         )
@@ -511,7 +512,7 @@ class _Reader:
             "target": None if target is None else self.move(target),
             "raised_by": [self.move(e) for e in group["edges"]],
             "sides": [{**self.move(s), "strength": s.strength} for s in shown],
-            "tally": adjudication.tally(self.kb, target.handle, self.visible) if target else {},
+            "tally": majority.tally(self.kb, target.handle, self.visible) if target else {},
             "ruling": rulings[0] if rulings else None,
             "question": question,
             "declared": None if live is None else live.get("single_valued"),

@@ -38,8 +38,9 @@ from typing import Any
 from koinii import speech
 from koinii.channel import history
 from koinii.channel.conversation import carried, replies_to, sentex_named
-from koinii.disputes.adjudication import TAG as RULING_TAG
-from koinii.disputes.adjudication import now_ms, stance_predicate
+from koinii.disputes.adjudication import now_ms
+from koinii.disputes.majority import stance_predicate
+from koinii.disputes.rulings import TAG as RULING_TAG
 from koinii.errors import Refused
 from koinii.identity import (
     AGENT_CONTEXT,
