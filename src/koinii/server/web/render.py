@@ -79,7 +79,15 @@ class Templates:
         self.static = {item.name: item.read_bytes() for item in folder.iterdir() if item.is_file()}
 
     def page(self, template: str, status: int = 200, **context: Any) -> Response:
-        html = self.env.get_template(template).render(**context)
+        return self.response(self.html(template, **context), status)
+
+    def html(self, template: str, **context: Any) -> str:
+        """A page's HTML (rendered where its read ran: on the loop, in a snapshot, on a
+        thread — a template touches nothing but what it is given)."""
+        return self.env.get_template(template).render(**context)
+
+    @staticmethod
+    def response(html: str | bytes, status: int = 200) -> Response:
         return HTMLResponse(html, status_code=status, headers=_PAGE_HEADERS)
 
     def line(self, line: Line) -> str:

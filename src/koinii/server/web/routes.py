@@ -11,15 +11,19 @@ Invariants:
   `/openapi.json`; it is a packaged template, with no script and nothing fetched.
 - A daemon with a token table shows a page only to a signed-in browser (login.py); an
   open daemon (no table) shows it to its loopback callers, as it serves them the API.
-- A page is read on the event loop's thread between operations, and leaves only once
-  the group commit it may have seen is durable (`Daemon.durable`): it never shows a
-  write that could still be undone.
+- A page is read, and rendered, within the read budget, holding nobody past a slice of
+  the loop (docs/web.md): from the KB, a slice of the loop then the rest on a forked
+  snapshot (`Daemon.bounded`); from the record tables (sessions, wraps), on a thread
+  through a connection of its own (`Daemon.read_records`); the channel's moves, read
+  from the store's change log, a slice of the loop at a time (`Daemon.in_turns`). A
+  page past its budget is the error page, `budget-exhausted`, naming it.
+- A page leaves only once the group commit it may have seen is durable
+  (`Daemon.durable`): it never shows a write that could still be undone.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -39,13 +43,23 @@ from koinii.server.tokens import OPEN
 from koinii.server.web import reads
 from koinii.server.web.live import LiveFeed
 from koinii.server.web.login import COOKIE, ViewSessions, cleared_cookie, cookie_header
+from koinii.server.web.moves import window_steps
 from koinii.server.web.render import SECURITY_HEADERS, Templates
+from koinii.sessions import schema as sessions_schema
 from koinii.sessions.introspection import enabled_by_default
+from koinii.wraps import store as wraps_store
 
 log = logging.getLogger("koinii.server.web")
 
 FORM_BYTES = 4096  # the sign-in form's body at most
 Page = tuple[str, dict[str, Any]]  # (template, what it shows)
+# A page's HTML for (request, viewer), made within its budget (str on the loop or a
+# thread; bytes, as a snapshot encoded it)
+Made = Callable[[Request, Caller], Awaitable[str | bytes]]
+
+
+def _utf8(html: str) -> bytes:
+    return html.encode("utf-8")
 
 
 def _guard_headers(request: Request) -> dict[bytes, str]:
@@ -94,11 +108,9 @@ class View:
             introspection=self.introspection,
         )
 
-    def page(
-        self, read: Callable[[Request], Page | Awaitable[Page]]
-    ) -> Callable[[Request], Awaitable[Response]]:
-        """A GET page: guards, then the viewer (or the sign-in), then `read` (awaited, for
-        a page whose read runs off the loop), rendered."""
+    def page(self, made: Made) -> Callable[[Request], Awaitable[Response]]:
+        """A GET page: guards, then the viewer (or the sign-in), then its HTML, `made`
+        within its budget."""
 
         async def endpoint(request: Request) -> Response:
             viewer = None
@@ -110,11 +122,7 @@ class View:
                         request.url.path + ("?" + request.url.query if request.url.query else "")
                     )
                     return RedirectResponse(f"/login?next={back}", status_code=303)
-                made = read(request)
-                template, shown = await made if inspect.isawaitable(made) else made
-                response = self.templates.page(
-                    template, viewer=viewer, introspection=self.introspection, **shown
-                )
+                response = self.templates.response(await made(request, viewer))
                 await self.daemon.durable()
                 return response
             except Refused as refusal:
@@ -125,6 +133,29 @@ class View:
                 return self.refusal(failed, viewer)
 
         return endpoint
+
+    def _html(self, page: Page, viewer: Caller) -> str:
+        template, shown = page
+        return self.templates.html(
+            template, viewer=viewer, introspection=self.introspection, **shown
+        )
+
+    async def _from_kb(self, read: Callable[[], Page], viewer: Caller) -> str | bytes:
+        """A page read from the KB, and rendered, within the read budget: a slice of the
+        loop, then the rest on a forked snapshot (`Daemon.bounded`)."""
+        budget = self.daemon.limits.query_budget_s
+        return await self.daemon.bounded(
+            lambda: self._html(read(), viewer), budget, "the page", _utf8
+        )
+
+    async def _from_records(
+        self, read: Callable[[], Page], viewer: Caller, prepare: Callable[[Any], None]
+    ) -> str | bytes:
+        """A page read from the record tables, and rendered, on a thread through a
+        connection of its own, its statements within the read budget
+        (`Daemon.read_records`)."""
+        budget = self.daemon.limits.query_budget_s
+        return await self.daemon.read_records(lambda: self._html(read(), viewer), budget, prepare)
 
     # --- signing in and out -----------------------------------------------------------
 
@@ -220,16 +251,26 @@ class View:
 
     # --- the pages ---------------------------------------------------------------------------
 
-    def home(self, request: Request) -> Page:
-        return "home.html", {"channels": reads.channels(self.kb)}
+    async def home(self, request: Request, viewer: Caller) -> str | bytes:
+        channels = lambda: {"channels": reads.channels(self.kb)}  # noqa: E731
+        return await self._from_kb(lambda: ("home.html", channels()), viewer)
 
-    def channel(self, request: Request) -> Page:
+    async def channel(self, request: Request, viewer: Caller) -> str | bytes:
         name = reads.channel_name(self.kb, request.path_params["name"])
         if request.query_params.get("part") == "questions":
-            return "_questions.html", {"channel": name, "questions": self.questions(name)}
+            shown = lambda: {"channel": name, "questions": self.questions(name)}  # noqa: E731
+            return await self._from_kb(lambda: ("_questions.html", shown()), viewer)
         before = reads.number(request.query_params.get("before"), "before")
-        shown = reads.channel_page(self.kb, name, before)
-        return "channel.html", {**shown, "seq": self.kb.seq}
+        # the moves first, from the change log (in turns of the loop), then the rest
+        steps = window_steps(self.kb, name, before=before, size=reads.MOVES)
+        budget = self.daemon.limits.query_budget_s
+        lines, earlier = await self.daemon.in_turns(steps, budget, "the page")
+
+        def read() -> Page:
+            shown = reads.channel_page(self.kb, name, lines, earlier, before is None)
+            return "channel.html", {**shown, "seq": self.kb.seq}
+
+        return await self._from_kb(read, viewer)
 
     def questions(self, channel: str) -> list[dict[str, Any]]:
         """The channel's questions part, read once per durable seq for every page (only
@@ -243,46 +284,61 @@ class View:
             self._questions[channel] = (seq, found)
         return found
 
-    def thread(self, request: Request) -> Page:
-        name = reads.channel_name(self.kb, request.path_params["name"])
-        handle = reads.number(request.path_params["handle"], "handle")
-        shown = {"channel": name, "thread": conversation.thread(self.kb, handle, name)}
-        if request.query_params.get("part") == "main":
-            return "_thread.html", shown
-        return "thread.html", {**shown, "seq": self.kb.seq}
+    async def thread(self, request: Request, viewer: Caller) -> str | bytes:
+        def read() -> Page:
+            name = reads.channel_name(self.kb, request.path_params["name"])
+            handle = reads.number(request.path_params["handle"], "handle")
+            shown = {"channel": name, "thread": conversation.thread(self.kb, handle, name)}
+            if request.query_params.get("part") == "main":
+                return "_thread.html", shown
+            return "thread.html", {**shown, "seq": self.kb.seq}
 
-    def disputes(self, request: Request) -> Page:
-        name = reads.channel_name(self.kb, request.path_params["name"])
-        state = request.query_params.get("state") or None
-        page = reads.number(request.query_params.get("page"), "page", default=0)
-        shown = reads.disputes_page(self.kb, name, state, page)
-        if request.query_params.get("part") == "main":
-            return "_disputes.html", shown
-        return "disputes.html", {**shown, "seq": self.kb.seq}
+        return await self._from_kb(read, viewer)
 
-    def contexts(self, request: Request) -> Page:
+    async def disputes(self, request: Request, viewer: Caller) -> str | bytes:
+        def read() -> Page:
+            name = reads.channel_name(self.kb, request.path_params["name"])
+            state = request.query_params.get("state") or None
+            page = reads.number(request.query_params.get("page"), "page", default=0)
+            shown = reads.disputes_page(self.kb, name, state, page)
+            if request.query_params.get("part") == "main":
+                return "_disputes.html", shown
+            return "disputes.html", {**shown, "seq": self.kb.seq}
+
+        return await self._from_kb(read, viewer)
+
+    async def contexts(self, request: Request, viewer: Caller) -> str | bytes:
         selected = request.path_params.get("name")
         after = reads.number(request.query_params.get("after"), "after", default=0)
-        return "contexts.html", reads.contexts_page(self.kb, selected, after)
+        read = lambda: ("contexts.html", reads.contexts_page(self.kb, selected, after))  # noqa: E731
+        return await self._from_kb(read, viewer)
 
-    def why(self, request: Request) -> Page:
-        return "why.html", reads.why_page(self.kb, request.path_params["handle"])
+    async def why(self, request: Request, viewer: Caller) -> str | bytes:
+        handle = request.path_params["handle"]
+        return await self._from_kb(lambda: ("why.html", reads.why_page(self.kb, handle)), viewer)
 
-    def wraps(self, request: Request) -> Page:
-        return "wraps.html", reads.wraps_page(self.kb)
+    async def wraps(self, request: Request, viewer: Caller) -> str | bytes:
+        """The wraps' records on a thread, then their entries from the KB."""
+        budget = self.daemon.limits.query_budget_s
+        records = await self.daemon.read_records(
+            lambda: reads.wraps_records(self.kb), budget, wraps_store.ensure
+        )
+        shown = lambda: reads.wraps_page(self.kb, records)  # noqa: E731
+        return await self._from_kb(lambda: ("wraps.html", shown()), viewer)
 
-    async def sessions(self, request: Request) -> Page:
+    async def sessions(self, request: Request, viewer: Caller) -> str | bytes:
         """The session index or search: the session search's read, on a thread through a
-        connection of its own as the API's (`Searches.records`), holds nobody."""
+        connection of its own as the API's, holds nobody."""
         self._introspection()
         search = request.query_params.get("search")
-        self.daemon.flush()  # it reads what is committed
-        shown = await self.daemon.searches.records(lambda: reads.sessions_page(self.kb, search))
-        return "sessions.html", shown
+        read = lambda: ("sessions.html", reads.sessions_page(self.kb, search))  # noqa: E731
+        return await self._from_records(read, viewer, sessions_schema.ready)
 
-    def session(self, request: Request) -> Page:
+    async def session(self, request: Request, viewer: Caller) -> str | bytes:
         self._introspection()
-        return "session.html", reads.session_page(self.kb, request.path_params["target"])
+        target = request.path_params["target"]
+        read = lambda: ("session.html", reads.session_page(self.kb, target))  # noqa: E731
+        return await self._from_records(read, viewer, sessions_schema.ready)
 
     def _introspection(self) -> None:
         if not self.introspection:
