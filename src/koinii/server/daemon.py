@@ -183,19 +183,23 @@ class Daemon:
         """The value of `steps` — a read that yields wherever the loop may be given back
         (each step reads the KB afresh, holding nothing across a yield; the channel's
         moves, read from the store's change log, which no snapshot may touch) — run a
-        slice of the loop at a time, everyone served between two, within `budget_s`."""
+        turn of the loop at a time (`Limits.turn_s`), everyone served between two, within
+        `budget_s` of its own turns."""
         loop = asyncio.get_running_loop()
-        started = loop.time()
+        spent = 0.0  # its own turns' time: not the others' between two
         while True:
             turn = loop.time()
-            with self.kb.budget(budget_s, what, spent=turn - started) as budget:
-                while loop.time() - turn < self.limits.loop_slice_s:
-                    if not budget.remaining():
-                        raise budget.exhausted()
-                    try:
-                        next(steps)
-                    except StopIteration as done:
-                        return done.value
+            try:
+                with self.kb.budget(budget_s, what, spent=spent) as budget:
+                    while loop.time() - turn < self.limits.turn_s:
+                        if not budget.remaining():
+                            raise budget.exhausted()
+                        try:
+                            next(steps)
+                        except StopIteration as done:
+                            return done.value
+            finally:
+                spent += loop.time() - turn
             await asyncio.sleep(0)
 
     async def read_records(

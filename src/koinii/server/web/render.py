@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
@@ -81,10 +82,18 @@ class Templates:
     def page(self, template: str, status: int = 200, **context: Any) -> Response:
         return self.response(self.html(template, **context), status)
 
-    def html(self, template: str, **context: Any) -> str:
+    def html(self, template: str, spend: Callable[[], None] | None = None, **context: Any) -> str:
         """A page's HTML (rendered where its read ran: on the loop, in a snapshot, on a
-        thread — a template touches nothing but what it is given)."""
-        return self.env.get_template(template).render(**context)
+        thread — a template touches nothing but what it is given); `spend()` once per
+        piece of it, to count a long page toward the budget it is read in."""
+        made = self.env.get_template(template)
+        if spend is None:
+            return made.render(**context)
+        pieces = []
+        for piece in made.generate(**context):
+            spend()
+            pieces.append(piece)
+        return "".join(pieces)
 
     @staticmethod
     def response(html: str | bytes, status: int = 200) -> Response:

@@ -134,10 +134,10 @@ class View:
 
         return endpoint
 
-    def _html(self, page: Page, viewer: Caller) -> str:
+    def _html(self, page: Page, viewer: Caller, spend: Callable[[], None] | None = None) -> str:
         template, shown = page
         return self.templates.html(
-            template, viewer=viewer, introspection=self.introspection, **shown
+            template, spend, viewer=viewer, introspection=self.introspection, **shown
         )
 
     async def _from_kb(self, read: Callable[[], Page], viewer: Caller) -> str | bytes:
@@ -145,7 +145,7 @@ class View:
         loop, then the rest on a forked snapshot (`Daemon.bounded`)."""
         budget = self.daemon.limits.query_budget_s
         return await self.daemon.bounded(
-            lambda: self._html(read(), viewer), budget, "the page", _utf8
+            lambda: self._html(read(), viewer, self.kb.spend), budget, "the page", _utf8
         )
 
     async def _from_records(
