@@ -122,6 +122,7 @@ class View:
                         request.url.path + ("?" + request.url.query if request.url.query else "")
                     )
                     return RedirectResponse(f"/login?next={back}", status_code=303)
+                await self.templates.compiled()
                 response = self.templates.response(await made(request, viewer))
                 await self.daemon.durable()
                 return response
