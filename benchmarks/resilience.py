@@ -16,8 +16,9 @@ daemon has not indexed by then, the search waits for); `conversation.disputes` a
 3,000 disputes, the page of a channel Atlas is not on after 6,000 writes of Atlas's, and
 the thread page with the functional values. The bodies are encoded once and sent as
 bytes. Its table: attack, answer, the attack's longest request, p50 / p99 / max of each
-of the three calls, and a verdict: "ok" when every p99 is under 100 ms. `--tiny` shrinks each attack to about a hundredth (every cap is still passed): a
-smoke run (tests/test_benchmarks.py).
+of the three calls, and a verdict: "ok" when every p99 is under 100 ms. `--tiny` shrinks
+each attack to about a hundredth (every cap is still passed): a smoke run
+(tests/test_benchmarks.py).
 
 What is measured. For each attack a fresh daemon is started on a free 127.0.0.1 port with
 a temporary SQLite store (and PostgreSQL for the connection-loss row, when reachable). A

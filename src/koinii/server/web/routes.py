@@ -141,9 +141,16 @@ class View:
             template, spend, viewer=viewer, introspection=self.introspection, **shown
         )
 
-    async def _from_kb(self, read: Callable[[], Page], viewer: Caller) -> str | bytes:
+    def from_kb(self, read: Callable[[Request], Page]) -> Made:
         """A page read from the KB, and rendered, within the read budget: a slice of the
         loop, then the rest on a forked snapshot (`Daemon.bounded`)."""
+
+        async def made(request: Request, viewer: Caller) -> str | bytes:
+            return await self._from_kb(lambda: read(request), viewer)
+
+        return made
+
+    async def _from_kb(self, read: Callable[[], Page], viewer: Caller) -> str | bytes:
         budget = self.daemon.limits.query_budget_s
         return await self.daemon.bounded(
             lambda: self._html(read(), viewer, self.kb.spend), budget, "the page", _utf8
@@ -252,17 +259,15 @@ class View:
 
     # --- the pages ---------------------------------------------------------------------------
 
-    async def home(self, request: Request, viewer: Caller) -> str | bytes:
-        channels = lambda: {"channels": reads.channels(self.kb)}  # noqa: E731
-        return await self._from_kb(lambda: ("home.html", channels()), viewer)
+    def home(self, request: Request) -> Page:
+        return "home.html", {"channels": reads.channels(self.kb)}
 
     async def channel(self, request: Request, viewer: Caller) -> str | bytes:
+        """The moves first, from the change log in turns of the loop; then the rest."""
         name = reads.channel_name(self.kb, request.path_params["name"])
         if request.query_params.get("part") == "questions":
-            shown = lambda: {"channel": name, "questions": self.questions(name)}  # noqa: E731
-            return await self._from_kb(lambda: ("_questions.html", shown()), viewer)
+            return await self._from_kb(lambda: self.questions_part(name), viewer)
         before = reads.number(request.query_params.get("before"), "before")
-        # the moves first, from the change log (in turns of the loop), then the rest
         steps = window_steps(self.kb, name, before=before, size=reads.MOVES)
         budget = self.daemon.limits.query_budget_s
         lines, earlier = await self.daemon.in_turns(steps, budget, "the page")
@@ -272,6 +277,9 @@ class View:
             return "channel.html", {**shown, "seq": self.kb.seq}
 
         return await self._from_kb(read, viewer)
+
+    def questions_part(self, channel: str) -> Page:
+        return "_questions.html", {"channel": channel, "questions": self.questions(channel)}
 
     def questions(self, channel: str) -> list[dict[str, Any]]:
         """The channel's questions part, read once per durable seq for every page (only
@@ -285,38 +293,30 @@ class View:
             self._questions[channel] = (seq, found)
         return found
 
-    async def thread(self, request: Request, viewer: Caller) -> str | bytes:
-        def read() -> Page:
-            name = reads.channel_name(self.kb, request.path_params["name"])
-            handle = reads.number(request.path_params["handle"], "handle")
-            shown = {"channel": name, "thread": conversation.thread(self.kb, handle, name)}
-            if request.query_params.get("part") == "main":
-                return "_thread.html", shown
-            return "thread.html", {**shown, "seq": self.kb.seq}
+    def thread(self, request: Request) -> Page:
+        name = reads.channel_name(self.kb, request.path_params["name"])
+        handle = reads.number(request.path_params["handle"], "handle")
+        shown = {"channel": name, "thread": conversation.thread(self.kb, handle, name)}
+        if request.query_params.get("part") == "main":
+            return "_thread.html", shown
+        return "thread.html", {**shown, "seq": self.kb.seq}
 
-        return await self._from_kb(read, viewer)
+    def disputes(self, request: Request) -> Page:
+        name = reads.channel_name(self.kb, request.path_params["name"])
+        state = request.query_params.get("state") or None
+        page = reads.number(request.query_params.get("page"), "page", default=0)
+        shown = reads.disputes_page(self.kb, name, state, page)
+        if request.query_params.get("part") == "main":
+            return "_disputes.html", shown
+        return "disputes.html", {**shown, "seq": self.kb.seq}
 
-    async def disputes(self, request: Request, viewer: Caller) -> str | bytes:
-        def read() -> Page:
-            name = reads.channel_name(self.kb, request.path_params["name"])
-            state = request.query_params.get("state") or None
-            page = reads.number(request.query_params.get("page"), "page", default=0)
-            shown = reads.disputes_page(self.kb, name, state, page)
-            if request.query_params.get("part") == "main":
-                return "_disputes.html", shown
-            return "disputes.html", {**shown, "seq": self.kb.seq}
-
-        return await self._from_kb(read, viewer)
-
-    async def contexts(self, request: Request, viewer: Caller) -> str | bytes:
+    def contexts(self, request: Request) -> Page:
         selected = request.path_params.get("name")
         after = reads.number(request.query_params.get("after"), "after", default=0)
-        read = lambda: ("contexts.html", reads.contexts_page(self.kb, selected, after))  # noqa: E731
-        return await self._from_kb(read, viewer)
+        return "contexts.html", reads.contexts_page(self.kb, selected, after)
 
-    async def why(self, request: Request, viewer: Caller) -> str | bytes:
-        handle = request.path_params["handle"]
-        return await self._from_kb(lambda: ("why.html", reads.why_page(self.kb, handle)), viewer)
+    def why(self, request: Request) -> Page:
+        return "why.html", reads.why_page(self.kb, request.path_params["handle"])
 
     async def wraps(self, request: Request, viewer: Caller) -> str | bytes:
         """The wraps' records on a thread, then their entries from the KB."""
@@ -324,21 +324,27 @@ class View:
         records = await self.daemon.read_records(
             lambda: reads.wraps_records(self.kb), budget, wraps_store.ensure
         )
-        shown = lambda: reads.wraps_page(self.kb, records)  # noqa: E731
-        return await self._from_kb(lambda: ("wraps.html", shown()), viewer)
+        return await self._from_kb(
+            lambda: ("wraps.html", reads.wraps_page(self.kb, records)), viewer
+        )
 
     async def sessions(self, request: Request, viewer: Caller) -> str | bytes:
-        """The session index or search: the session search's read, on a thread through a
-        connection of its own as the API's, holds nobody."""
+        """The session index or search, as the API's session search runs."""
         self._introspection()
         search = request.query_params.get("search")
-        read = lambda: ("sessions.html", reads.sessions_page(self.kb, search))  # noqa: E731
+
+        def read() -> Page:
+            return "sessions.html", reads.sessions_page(self.kb, search)
+
         return await self._from_records(read, viewer, sessions_schema.ready)
 
     async def session(self, request: Request, viewer: Caller) -> str | bytes:
         self._introspection()
         target = request.path_params["target"]
-        read = lambda: ("session.html", reads.session_page(self.kb, target))  # noqa: E731
+
+        def read() -> Page:
+            return "session.html", reads.session_page(self.kb, target)
+
         return await self._from_records(read, viewer, sessions_schema.ready)
 
     def _introspection(self) -> None:
@@ -407,7 +413,7 @@ def routes(daemon: Daemon) -> list[Route]:
     view = View(daemon)
     page = view.page
     return [
-        Route("/", page(view.home), methods=["GET"]),
+        Route("/", page(view.from_kb(view.home)), methods=["GET"]),
         Route("/api", view.api, methods=["GET"]),
         Route("/login", view.login_form, methods=["GET"]),
         Route("/login", view.login, methods=["POST"]),
@@ -416,11 +422,11 @@ def routes(daemon: Daemon) -> list[Route]:
         Route("/channel/{name}", view.channel_slash, methods=["GET"]),
         Route("/channel/{name}/", page(view.channel), methods=["GET"]),
         Route("/channel/{name}/live", view.stream, methods=["GET"]),
-        Route("/channel/{name}/thread/{handle}", page(view.thread), methods=["GET"]),
-        Route("/channel/{name}/disputes", page(view.disputes), methods=["GET"]),
-        Route("/contexts", page(view.contexts), methods=["GET"]),
-        Route("/contexts/{name}", page(view.contexts), methods=["GET"]),
-        Route("/why/{handle}", page(view.why), methods=["GET"]),
+        Route("/channel/{name}/thread/{handle}", page(view.from_kb(view.thread)), methods=["GET"]),
+        Route("/channel/{name}/disputes", page(view.from_kb(view.disputes)), methods=["GET"]),
+        Route("/contexts", page(view.from_kb(view.contexts)), methods=["GET"]),
+        Route("/contexts/{name}", page(view.from_kb(view.contexts)), methods=["GET"]),
+        Route("/why/{handle}", page(view.from_kb(view.why)), methods=["GET"]),
         Route("/wraps", page(view.wraps), methods=["GET"]),
         Route("/sessions", page(view.sessions), methods=["GET"]),
         Route("/sessions/{target}", page(view.session), methods=["GET"]),
