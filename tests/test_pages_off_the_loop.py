@@ -14,6 +14,7 @@ import pytest
 import koinii
 from koinii import channel
 from koinii.errors import Refused
+from koinii.sessions import SessionStore
 from tests.test_bounded_work import Prober
 from tests.test_search_off_the_loop import _sessions_of
 
@@ -113,3 +114,21 @@ def test_vocabulary_is_a_read_with_a_budget(start_daemon, new_location):
     with client.budget(30):  # an operator's (the open daemon's callers are)
         [used] = client.vocabulary("CxAtlas")
     assert (used["predicate"], used["count"]) == ("note", 30_000)
+
+
+def test_a_long_sessions_page_holds_nobody(start_daemon, new_location, monkeypatch):
+    """A session of 40,000 turns (an agent records each tool call as one): its page was
+    read and rendered on the loop, 1.5 s of everyone's time per opening here; now on a
+    thread, through a connection of its own, as the session reads of the API."""
+    db = new_location()
+    with koinii.open_kb(db) as kb, kb.budget(600):
+        recorder = SessionStore(kb).recorder(batch_events=1_000)
+        sid = recorder.start_session(title="a long one")
+        for i in range(40_000):
+            recorder.start_turn(sid, f"step {i}: check the canary and the dashboards")
+        recorder.flush()
+    monkeypatch.setenv("KOINII_INTROSPECTION", "1")  # the view shows sessions
+    prober, pages = _pages_at_once(start_daemon(db=db), f"/sessions/{sid}")
+    assert [page.status_code for page in pages] == [200] * 4
+    assert all("step 39999: check the canary" in page.text for page in pages)
+    assert len(prober.times) > 20 and prober.worst < 1.0, prober.worst

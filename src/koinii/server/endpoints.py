@@ -240,7 +240,9 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
         async def records_read(caller: Caller, body: dict[str, Any]) -> Any:
             _authorized(daemon, op, caller, body)
             budget = daemon.budget_for(caller, body, daemon.limits.query_budget_s)
-            return await daemon.read_records(lambda: handler(caller, body), budget, op.prepare)
+            # rendered there too: a long session's read is megabytes of JSON
+            read = lambda: RawJSON(render(handler(caller, body)))  # noqa: E731
+            return await daemon.read_records(read, budget, op.prepare)
 
         return records_read
 
