@@ -2,7 +2,7 @@
 
 A line is one told change (`narrator.Told`) on a channel — who moved, the kind of move,
 what it replies to, the narrator's words — with the seq and time of its write. The page
-and the live stream show the same lines, told by the same narrator (`koinii.narrator`),
+and the live stream show the same lines, told by the same narrator (`koinii.channel.narrator`),
 so a move reads the same in the view as in `koinii tail`.
 
 Invariants:
@@ -23,8 +23,8 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+from koinii.channel.narrator import Narrator
 from koinii.kb import KB
-from koinii.narrator import Narrator
 
 CHUNK = 500  # the most log entries read at once, going back (a window starts with `size`):
 # one step of `window_steps`, 4 ms at load 5 (1,000 took 7.5 ms; 4,000, 30)
