@@ -118,14 +118,15 @@ class SearchIndex:
 
 
 class BudgetedRecords:
-    """A connection to the record tables whose statements share one budget: each runs
-    within what is left of it — SQLite looks at the clock every CHECK_EVERY steps of
-    its machine (a progress handler), PostgreSQL is given it as `statement_timeout` —
-    and none starts once it is spent. What runs between two statements (the embedding
-    of the sessions' backlog, EMBED_PER_SEARCH texts at most; the ranking in memory) is
-    not counted: like a search's catch-up of its index, it is bounded by itself, and it
-    runs on the reading thread, holding nobody. `stopped`: the budget stopped a
-    statement, whatever the domain made of its error."""
+    """A connection to the record tables whose statements share one budget: each may
+    run, its rows read included, until what was left of the budget when it started has
+    passed — SQLite looks at the clock every CHECK_EVERY steps of its machine (a
+    progress handler), PostgreSQL is given it as `statement_timeout` — and none starts
+    once the statements' own time has spent it. What runs between two statements (the
+    embedding of the sessions' backlog, EMBED_PER_SEARCH texts at most; the ranking in
+    memory) is not counted: like a search's catch-up of its index, it is bounded by
+    itself, and it runs on the reading thread, holding nobody. `stopped`: the budget
+    stopped a statement, whatever the domain made of its error."""
 
     CHECK_EVERY = 1_000
 
@@ -244,6 +245,10 @@ class Searches:
                 try:
                     with self.kb.reading_records_through(budgeted):
                         found = read()
+                except Exception:  # (a store error, say, for a statement it stopped)
+                    if budgeted.stopped:
+                        raise budgeted.exhausted() from None
+                    raise
                 finally:
                     connection.close()
                 if budgeted.stopped:  # (a domain's never-failing read answered a default)
