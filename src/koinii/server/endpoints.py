@@ -240,8 +240,10 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
         async def records_read(caller: Caller, body: dict[str, Any]) -> Any:
             _authorized(daemon, op, caller, body)
             budget = daemon.budget_for(caller, body, daemon.limits.query_budget_s)
-            # rendered there too: a long session's read is megabytes of JSON
-            read = lambda: RawJSON(render(handler(caller, body)))  # noqa: E731
+
+            def read() -> RawJSON:  # rendered there too: a long session is megabytes
+                return RawJSON(render(handler(caller, body)))
+
             return await daemon.read_records(read, budget, op.prepare)
 
         return records_read

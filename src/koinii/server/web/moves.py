@@ -26,8 +26,9 @@ from typing import Any
 from koinii.channel.narrator import Narrator
 from koinii.kb import KB
 
-CHUNK = 500  # the most log entries read at once, going back (a window starts with `size`):
-# one step of `window_steps`, 4 ms at load 5 (1,000 took 7.5 ms; 4,000, 30)
+# The most log entries read at once, going back (a window starts with `size`): the read
+# is one step of `window_steps`, 4 ms for 500 at load average 5 (7.5 ms for 1,000).
+CHUNK = 500
 SCAN = 20_000  # log entries one window examines at most
 
 
