@@ -120,16 +120,18 @@ def list_sessions(limit, as_json, db, url, token) -> None:
     "--ranking",
     type=LazyChoice("koinii.sessions.search", "RANKINGS"),
     default=None,
-    help="banded: the bands, then what is found by meaning alone (koinii[semantic]); "
-    "lexical: the bands only; hybrid: fused with meaning, in the fused order "
-    "[default: banded].",
+    help="banded: the bands, then the sessions holding some of the words, then what is "
+    "found by meaning alone (koinii[semantic]); relevance: as banded, the best match "
+    "first in each band; lexical: the seed's bands only; hybrid: fused with meaning, in "
+    "the fused order [default: banded].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @_medium_options
 def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
-    """THE ranked search: title, then request, reply, thinking, tool matches, then (with
-    koinii[semantic]) what is found by meaning alone; newest first in each (`--ranking
-    hybrid`: fused with the sessions closest in meaning, in the fused order)."""
+    """THE ranked search: title, then request, reply, thinking, tool matches, then the
+    sessions holding some of the words, then (with koinii[semantic]) what is found by
+    meaning alone; newest first in each (`--ranking hybrid`: fused with the sessions
+    closest in meaning, in the fused order)."""
     from rich.table import Table
 
     from koinii.cli.terminal import terminal

@@ -50,10 +50,11 @@ Session introspection (read-only; results are plain dicts and lists — filter t
   created_at, modified_at}. With search, ranked by the server: title (rank 0), request (1),
   reply (2), thinking (3), tool results (4); best band first, newest first inside a band —
   keep that order. Matches add rank, is_in_title/is_in_request/is_in_reply/is_in_thinking/
-  is_in_tool, is_by_meaning and request_snippet/reply_snippet/tool_snippet. Where the
-  server has semantic ranking installed, sessions found by meaning alone follow the bands
-  (rank 5, is_by_meaning); ranking="relevance" puts the best match first inside each
-  band, ranking="hybrid" asks for a fused order instead.
+  is_in_tool, is_by_meaning and request_snippet/reply_snippet/tool_snippet. Sessions
+  holding half the words or more across their turns follow the bands (rank 5; not with
+  ranking="lexical"), then, where the server has semantic ranking installed, those found
+  by meaning alone (rank 6, is_by_meaning); ranking="relevance" puts the best match
+  first inside each band, ranking="hybrid" asks for a fused order instead.
 - get_session(target=None) -> ONE session's descriptor (no transcript), the current one
   by default; None when nothing matches.
 - read_session(target=None) -> {session, current_turn, failures, diagnosis,
@@ -465,8 +466,9 @@ def _descriptor(db: Any, session: dict[str, Any], current: str | None) -> dict[s
             "string",
             False,
             "banded (the default: the bands best first, newest first in each, then the "
-            "sessions found by meaning alone where koinii[semantic] is installed), lexical "
-            "(the bands only), relevance (as banded, the best match first in each band) "
+            "sessions holding some of the words, then those found by meaning alone where "
+            "koinii[semantic] is installed), lexical (the seed's bands only), relevance "
+            "(as banded, the best match first in each band) "
             "or hybrid (fused with meaning, in the fused order; needs koinii[semantic])",
         ),
     },
@@ -495,6 +497,7 @@ def list_sessions(
             vectors=vectors,
             fused=chosen == "hybrid",
             relevance=chosen == "relevance",
+            some_words=chosen != "lexical",
         )
 
     return _guarded("list_sessions", [], lambda: kb.read_records(read))
