@@ -354,9 +354,12 @@ async def search(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
 
 @verb(
     "vocabulary",
-    {"context": ("string", True, "the predicates this context sees (or CxEverything)")},
+    {
+        "context": ("string", True, "the predicates this context sees (or CxEverything)"),
+        **BUDGET,
+    },
     "the predicates in use, with counts and an example each",
-    "loop",
+    "read",  # every sentex the context sees is looked at
 )
 def vocabulary(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
     return daemon.kb.vocabulary(body["context"])

@@ -409,11 +409,16 @@ SECTIONS: dict[str, Callable[[SessionRows], Any]] = {
 # --- the reads, as operations (they run on a KB, in-process or in the daemon) ----------
 
 
-def _guarded(what: str, default: Any, compute: Callable[[], Any]) -> Any:
-    """Run a read; a failure is logged, never raised, and gives `default`."""
+def _guarded(what: str, default: Any, compute: Callable[[], Any], *, budget: bool = True) -> Any:
+    """Run a read; a failure is logged, never raised, and gives `default` — but for its
+    `budget` running out (`budget-exhausted`, the daemon's), which refuses the
+    operation: it must not answer as if there were nothing. (`Introspection`'s methods,
+    which never raise, pass budget=False.)"""
     try:
         return compute()
-    except Exception:
+    except Exception as failed:
+        if budget and isinstance(failed, Refused) and failed.kind == "budget-exhausted":
+            raise
         log.exception("session introspection: %s failed; answering %r", what, default)
         return default
 
@@ -469,6 +474,7 @@ def _descriptor(db: Any, session: dict[str, Any], current: str | None) -> dict[s
     },
     summary="the session index, or the ranked search",
     schedule="records_read",  # its SQL and embedding off the daemon's loop
+    prepare=schema.ready,
 )
 def list_sessions(
     kb: KB, search: Any = None, limit: Any = None, ranking: Any = None
@@ -504,6 +510,8 @@ def list_sessions(
         "current_session_id": ("string", False, "the reader's own session (the default target)"),
     },
     summary="one session's descriptor, or null",
+    schedule="records_read",  # a prefix the input gives is resolved in SQL: off the loop
+    prepare=schema.ready,
 )
 def get_session(kb: KB, target: Any = None, current_session_id: Any = None) -> dict | None:
     schema.ready(kb)
@@ -525,6 +533,8 @@ def get_session(kb: KB, target: Any = None, current_session_id: Any = None) -> d
         "before": ("integer", False, "with turns: the last ones before this turn position"),
     },
     summary="one session's canonical data: transcript, failures, diagnosis, usage, …",
+    schedule="records_read",  # a whole session, as long as its writer made it: off the loop
+    prepare=schema.ready,
 )
 def read_session(
     kb: KB,
@@ -659,7 +669,7 @@ class Introspection:
                 ranking=kwargs.get("ranking"),
             )
 
-        return _guarded("list_sessions", [], run)
+        return _guarded("list_sessions", [], run, budget=False)
 
     def get_session(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
         """One session's descriptor (no transcript); the current session by default."""
@@ -672,7 +682,7 @@ class Introspection:
                 current_session_id=self.current_session_id,
             )
 
-        return _guarded("get_session", None, run)
+        return _guarded("get_session", None, run, budget=False)
 
     def read_session(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Everything about one session, section by section; the current one by default.
@@ -689,7 +699,7 @@ class Introspection:
             )
             return {**EMPTY_READ, **found} if isinstance(found, dict) else dict(EMPTY_READ)
 
-        return _guarded("read_session", dict(EMPTY_READ), run)
+        return _guarded("read_session", dict(EMPTY_READ), run, budget=False)
 
     def _target(
         self, method: str, args: tuple, kwargs: dict[str, Any], options: tuple[str, ...] = ()

@@ -229,7 +229,13 @@ def _cleanup_stale(kb: KB, threshold_ms: Any = None) -> list[str]:
 # --- reads ------------------------------------------------------------------------------
 
 
-@operation("wraps.coordinators.get", fields=_ID, summary="one coordinator, or null")
+@operation(
+    "wraps.coordinators.get",
+    fields=_ID,
+    summary="one coordinator, or null",
+    schedule="records_read",
+    prepare=store.ensure,
+)
 def _get(kb: KB, coordinator_id: Any = None) -> dict[str, Any] | None:
     coordinator_id = checks.identifier(coordinator_id, "coordinator_id", "bad-coordinator")
     return store.read(kb, lambda connection: _row(connection, coordinator_id))
@@ -242,6 +248,8 @@ def _get(kb: KB, coordinator_id: Any = None) -> dict[str, Any] | None:
         "project_id": ("any", False, "only this project"),
     },
     summary="coordinators, by registration time",
+    schedule="records_read",  # as many as were registered: off the loop
+    prepare=store.ensure,
 )
 def _list(kb: KB, status: Any = None, project_id: Any = None) -> list[dict[str, Any]]:
     where, params = [], []
