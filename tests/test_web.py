@@ -18,10 +18,10 @@ import koinii
 from koinii.channel import agent as channel
 from koinii.kb import semantic
 from koinii.server import build_app
-from koinii.server.web import graph, moves
-from koinii.server.web.live import RING, LiveFeed
-from koinii.server.web.reads import WAITING, invoker, wraps_page, wraps_records
 from koinii.sessions import SessionStore
+from koinii.web import graph, moves
+from koinii.web.live import RING, LiveFeed
+from koinii.web.reads import WAITING, invoker, wraps_page, wraps_records
 from koinii.wraps import Coordinators, wrap_session
 from tests.conftest import Daemon
 from tests.web_client import Browser

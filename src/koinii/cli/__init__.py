@@ -190,7 +190,7 @@ def serve(
     non-loopback address without a token table."""
     from koinii.server import Limits
     from koinii.server import serve as run
-    from koinii.server.web import routes as web_view
+    from koinii.web import routes as web_view
 
     limits = Limits(
         body_bytes=max_body,

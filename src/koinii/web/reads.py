@@ -18,10 +18,10 @@ from koinii.identity import AGENT_CONTEXT
 from koinii.kb import KB
 from koinii.kb.checks import context_name
 from koinii.operations import invoker
-from koinii.server.web import graph
-from koinii.server.web.moves import Line
 from koinii.sessions import search as session_search
 from koinii.terms import Sym, show
+from koinii.web import graph
+from koinii.web.moves import Line
 from koinii.wraps.queue import wrap_headers, wraps_named
 
 MOVES = 200  # lines in a channel window

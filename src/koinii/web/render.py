@@ -24,7 +24,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse, Response
 
 from koinii.disputes.majority import MAJORITY_ARBITER
-from koinii.server.web.moves import Line
+from koinii.web.moves import Line
 
 PALETTE = 10  # agent colours: classes agent-0 … agent-9 in view.css
 
@@ -66,7 +66,7 @@ class Templates:
 
     def __init__(self) -> None:
         self.env = Environment(
-            loader=PackageLoader("koinii.server.web", "templates"),
+            loader=PackageLoader("koinii.web", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
             trim_blocks=True,
             lstrip_blocks=True,
@@ -77,7 +77,7 @@ class Templates:
         )
         self.env.filters.update(colour=agent_colour, clock=clock, iso=iso)
         self.env.globals["majority"] = MAJORITY_ARBITER  # "resolved by the majority"
-        folder = resources.files("koinii.server.web") / "static"
+        folder = resources.files("koinii.web") / "static"
         self.static = {item.name: item.read_bytes() for item in folder.iterdir() if item.is_file()}
         self._compiled: asyncio.Future | None = None
 

@@ -40,16 +40,16 @@ from koinii.operations import Caller
 from koinii.server.daemon import Daemon
 from koinii.server.openapi import openapi_document
 from koinii.server.tokens import OPEN
-from koinii.server.web import reads
-from koinii.server.web.live import LiveFeed
-from koinii.server.web.login import COOKIE, ViewSessions, cleared_cookie, cookie_header
-from koinii.server.web.moves import window_steps
-from koinii.server.web.render import SECURITY_HEADERS, Templates
 from koinii.sessions import schema as sessions_schema
 from koinii.sessions.introspection import enabled_by_default
+from koinii.web import reads
+from koinii.web.live import LiveFeed
+from koinii.web.login import COOKIE, ViewSessions, cleared_cookie, cookie_header
+from koinii.web.moves import window_steps
+from koinii.web.render import SECURITY_HEADERS, Templates
 from koinii.wraps import store as wraps_store
 
-log = logging.getLogger("koinii.server.web")
+log = logging.getLogger("koinii.web")
 
 FORM_BYTES = 4096  # the sign-in form's body at most
 Page = tuple[str, dict[str, Any]]  # (template, what it shows)
