@@ -411,8 +411,8 @@ class Firing(State):
         # (what the re-placements before this one derived waits to fire, as new nodes do)
         firings = every_firing(rule.joins, rule.antecedents, self._index, tx.fire, self._budget)
         self._conclude(tx, rule_node, rule, firings, placed)
-        for j in list(rule_node.uses or ()):
-            if j.rule is rule_node and (j.antecedents, j.conclusion.context) not in placed:
+        for j in self.firings_of(rule_node):
+            if (j.antecedents, j.conclusion.context) not in placed:
                 self._unjustify(tx, j)
 
     def _recarry(self, tx: Transaction, declaration: Node, node: Node) -> None:
