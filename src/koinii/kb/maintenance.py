@@ -61,7 +61,7 @@ class Maintenance(State):
             if by_handle.get(node.handle) is not node:
                 continue
             for j in list(node.justs or ()):
-                self._drop_just(tx, j)
+                self.drop_justification(tx, j)
             resting = self.resting_on(node)  # (before unlinking: a rule's are found by it)
             self._unlink(tx, node)
             if node.handle in tx.added:
@@ -71,7 +71,7 @@ class Maintenance(State):
             tx.removed_sentexes += 1
             tx.seeds.update(self._index.same_atom(node.atom, node.key))
             for j in resting:
-                self._drop_just(tx, j)
+                self.drop_justification(tx, j)
                 concl = j.conclusion
                 if not concl.premise:
                     if concl.justs:
@@ -237,11 +237,18 @@ class Maintenance(State):
     # detached again, `tx.dropped`: a justification made by this write has an id from
     # `tx.first_just` on), what it detached of those stored before it is `tx.dead_justs`,
     # and undoing it detaches the one and attaches the other.
-    def _add_just(self, tx: Transaction, j: Justification) -> None:
+    def justify(
+        self, tx: Transaction, conclusion: Node, rule_node: Node, antecedents: tuple[Node, ...]
+    ) -> None:
+        """`conclusion` justified by `rule_node` from `antecedents`, attached: the one way
+        firing adds a justification (what one is, and where it is kept, is truth
+        maintenance's alone)."""
+        j = Justification(self._next_just, conclusion, rule_node, antecedents)
+        self._next_just += 1
         self._attach(j)
         tx.new_justs.append(j)  # (its conclusion a seed: see `_seeds`)
 
-    def _drop_just(self, tx: Transaction, j: Justification) -> None:
+    def drop_justification(self, tx: Transaction, j: Justification) -> None:
         self._detach(j)
         if j.id >= tx.first_just:
             tx.dropped.add(j.id)
@@ -396,16 +403,28 @@ class Maintenance(State):
                 two_sided and node.key in two_sided
             ):
                 return False
-        for j in tx.new_justs:
+        checked = None  # (the last rule seen: a closure's justifications share a few)
+        for j in tx.new_justs:  # (a million, in a closure: no call, no tuple, per one)
             if budget is not None:
                 budget.tick()
-            if not j.rule.believed and j.rule.handle not in added:
-                return False
-            if not j.conclusion.believed and j.conclusion.handle not in added:
-                return False
-            for node in j.antecedents:
-                if not node.believed and node.handle not in added:
+            rule = j.rule
+            if rule is not checked:
+                if not rule.believed and rule.handle not in added:
                     return False
+                checked = rule
+            node = j.conclusion
+            if not node.believed and node.handle not in added:
+                return False
+            first, second = j.first, j.second
+            if second is MANY:
+                for node in first:
+                    if not node.believed and node.handle not in added:
+                        return False
+                continue
+            if not first.believed and first.handle not in added:
+                return False
+            if second is not None and not second.believed and second.handle not in added:
+                return False
         for node in added.values():
             node.believed, node.mono, node.defeated = True, False, False
         return True
