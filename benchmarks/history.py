@@ -2,7 +2,7 @@
 
 Workload (deterministic; an in-memory store): a channel CxTeam where AgentBoreas keeps
 changing its answers to 20 filler questions — each change supersedes the answer before
-and leaves one record in CxHistory (koinii.history) — until the history holds N records;
+and leaves one record in CxHistory (koinii.channel.history) — until the history holds N records;
 then a probe question with two standing answers, a dispute on one of them, a changed
 ballot and a withdrawn third answer (its record beside them).
 
@@ -30,7 +30,8 @@ import sys
 import time
 
 import koinii
-from koinii import channel, history
+from koinii.channel import agent as channel
+from koinii.channel import history
 
 FILLER_QUESTIONS = 20
 

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import koinii
-from koinii import channel
+from koinii.channel import agent as channel
 from koinii.kb import semantic
 from koinii.kb.store import fulltext
 from recall_claims import CLAIMS, QUERIES  # beside this script

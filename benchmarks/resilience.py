@@ -77,7 +77,8 @@ from typing import Any
 
 import koinii
 from daemon_port import port_from_log  # beside this script
-from koinii import Refused, Unavailable, channel
+from koinii import Refused, Unavailable
+from koinii.channel import agent as channel
 from koinii.server.tokens import add_token
 
 HOST = "127.0.0.1"

@@ -42,8 +42,9 @@ from collections.abc import Sequence
 
 import koinii
 from daemon_port import port_from_log  # beside this script
-from koinii import channel, conversation
-from koinii.narrator import Narrator
+from koinii.channel import agent as channel
+from koinii.channel import conversation
+from koinii.channel.narrator import Narrator
 from koinii.server.tokens import add_token
 
 TARGET_MS = 1000.0

@@ -19,7 +19,7 @@ temporary database, and stopped at the end; no traffic leaves the loopback inter
 4. The framework ceiling: a bare Starlette app with one POST route that parses the JSON
    body and answers ``{"ok": true, "result": 1}``, under uvicorn with uvloop and
    httptools like the daemon, hit through the client's own transport
-   (``koinii.client._Transport``) with the same bodies as 1 and 2, at the same load
+   (``koinii.client.sync._Transport``) with the same bodies as 1 and 2, at the same load
    levels. It is the reference column of rows 1 and 2; the 16-process target is Koinii's
    rate as a fraction of the ceiling's.
 5. PostgreSQL ``LISTEN/NOTIFY`` on loopback (psycopg 3; ``$KOINII_TEST_PG``, else
@@ -67,8 +67,8 @@ import psutil
 
 import koinii
 from daemon_port import port_from_log  # beside this script
-from koinii.client import _Transport
-from koinii.protocol import Call, endpoint
+from koinii.client.protocol import Call, endpoint
+from koinii.client.sync import _Transport
 
 HOST = "127.0.0.1"
 LOAD_CONTEXT = "CxBench"

@@ -17,7 +17,8 @@ import sys
 import tempfile
 
 import koinii
-from koinii import achannel, speech
+from koinii import speech
+from koinii.client import aio_agent as achannel
 
 CHANNEL = "CxDeploy"
 QUESTION = "(usesDatabase ProdCluster ?db)"

@@ -16,7 +16,8 @@ from dataclasses import asdict, is_dataclass
 from typing import Any
 
 import koinii
-from koinii import Refused, channel
+from koinii import Refused
+from koinii.channel import agent as channel
 
 
 class AgentProcess:

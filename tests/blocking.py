@@ -87,14 +87,14 @@ class Medium:
     `AsyncAgent` whose moves are called as if blocking (`Agent`)."""
 
     def __init__(self, client: Any, loop: Loop) -> None:
-        from koinii import achannel
+        from koinii.client import aio_agent as achannel
 
         self.async_medium = achannel.wire(client)
         self.store = Blocking(client, loop)
         self._loop = loop
 
     def join(self, channel: str, agent_id: str, **kwargs: Any) -> Agent:
-        from koinii import achannel
+        from koinii.client import aio_agent as achannel
 
         joined = self._loop.run(achannel.join(self.async_medium, channel, agent_id, **kwargs))
         return Agent(joined, self)
@@ -111,7 +111,7 @@ class Agent(Blocking):
 
     def forged(self, context: str) -> Agent:
         """This agent's handle on another context (a handle the write checks must stop)."""
-        from koinii import achannel
+        from koinii.client import aio_agent as achannel
 
         forged = achannel.Agent(self._target.medium, self.agent, context, self.channel)
         return Agent(forged, self.medium)

@@ -276,7 +276,7 @@ def _zygote(path: str) -> None:
     import uvicorn.protocols.websockets.auto  # noqa: F401
 
     import koinii.cli
-    import koinii.client
+    import koinii.client.sync
     import koinii.mcp
     import koinii.server
     import koinii.server.web  # noqa: F401

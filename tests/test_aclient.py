@@ -111,7 +111,7 @@ def test_importing_koinii_does_not_import_httpx():
 
 
 def test_two_asyncio_agents_converse_in_one_event_loop(daemon):
-    from koinii import achannel
+    from koinii.client import aio_agent as achannel
 
     async def scenario():
         async with koinii.aconnect(daemon.url) as a, koinii.aconnect(daemon.url) as b:
@@ -140,7 +140,8 @@ def test_two_asyncio_agents_converse_in_one_event_loop(daemon):
 
 
 def test_an_asyncio_agent_searches_and_reads_the_vocabulary_like_a_blocking_one(daemon):
-    from koinii import achannel, channel
+    from koinii.channel import agent as channel
+    from koinii.client import aio_agent as achannel
 
     blocking = channel.join(channel.wire(daemon.client()), "CxDeploy", "AgentBoreas")
     claim = blocking.assert_("(postgresMajorVersion ProdCluster 16)")

@@ -6,8 +6,11 @@ import itertools
 import pytest
 
 import koinii
-from koinii import adjudication, channel, disputes, identity, quarantine
-from koinii.adjudication import MAJORITY_ARBITER
+from koinii import disputes, identity
+from koinii.channel import agent as channel
+from koinii.disputes import adjudication, quarantine
+from koinii.disputes.adjudication import MAJORITY_ARBITER
+from koinii.identity import grants
 from tests.conftest import channel_sees, holds, refused
 
 pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
@@ -691,7 +694,7 @@ def test_an_attestation_binds_the_voter_the_ballot_and_the_key(kb, clash, monkey
     kb.retract(spoiler)
 
     # under another key, the attestation itself no longer verifies: the ballot is ignored
-    monkeypatch.setattr(identity, "_key", identity._key)  # restored after the test
+    monkeypatch.setattr(grants, "_key", grants._key)  # restored after the test
     identity.set_attest_key(b"another key, at least thirty-two bytes long")
     assert identity.attested_by(kb, ha) is None
     assert adjudication.resolve_by_majority(kb, key, p, "CxDeploy")["ignored"] == [ha]

@@ -1,4 +1,4 @@
-"""Adjudication as a running service (koinii.adjudicator, `koinii adjudicate`): it settles
+"""Adjudication as a running service (koinii.client.adjudicator, `koinii adjudicate`): it settles
 a 2-1 vote, holds on a tie, never rules twice — across kill -9 too — and the whole
 conversation, played by three agent processes with agent tokens, reads as it stands."""
 
@@ -10,9 +10,11 @@ import sys
 
 import pytest
 
-from koinii import Refused, adjudication, channel
-from koinii.adjudicator import Adjudicator, Policy
-from koinii.catchup import FileCursorStore
+from koinii import Refused
+from koinii.channel import agent as channel
+from koinii.channel.catchup import FileCursorStore
+from koinii.client.adjudicator import Adjudicator, Policy
+from koinii.disputes import adjudication
 from koinii.operations import invoker
 from tests import forks
 from tests.agent_process import AgentProcess

@@ -11,8 +11,10 @@ import os
 import pytest
 
 import koinii
-from koinii import adjudication, channel, disputes
-from koinii.narrator import Narrator
+from koinii import disputes
+from koinii.channel import agent as channel
+from koinii.channel.narrator import Narrator
+from koinii.disputes import adjudication
 from tests.conftest import forker
 
 

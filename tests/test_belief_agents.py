@@ -2,8 +2,10 @@
 
 import pytest
 
-from koinii import Sym, belief, channel
-from koinii.belief import belief_context
+from koinii import Sym
+from koinii.channel import agent as channel
+from koinii.channel import belief
+from koinii.channel.belief import belief_context
 from tests.conftest import refused
 
 pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix

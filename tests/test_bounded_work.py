@@ -16,7 +16,8 @@ import time
 import pytest
 
 import koinii
-from koinii import Refused, channel
+from koinii import Refused
+from koinii.channel import agent as channel
 from tests.conftest import Daemon, refused
 
 CROSS_RULE = "(implies (and (s ?x) (s ?y)) (t ?x ?y))"  # n facts derive n² conclusions

@@ -12,8 +12,10 @@ import threading
 import pytest
 
 import koinii
-from koinii import Event, Refused, Sym, Unavailable, catchup, channel
-from koinii.catchup import FileCursorStore, MemoryCursorStore
+from koinii import Event, Refused, Sym, Unavailable
+from koinii.channel import agent as channel
+from koinii.channel import catchup
+from koinii.channel.catchup import FileCursorStore, MemoryCursorStore
 from tests.conftest import refused
 
 pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix

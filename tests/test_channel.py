@@ -9,7 +9,8 @@ for what the clients themselves do."""
 import pytest
 
 import koinii
-from koinii import Sym, channel
+from koinii import Sym
+from koinii.channel import agent as channel
 from tests.blocking import Loop, Medium
 from tests.conftest import refused
 

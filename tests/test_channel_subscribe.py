@@ -8,7 +8,8 @@ import time
 import pytest
 
 import koinii
-from koinii import Refused, channel
+from koinii import Refused
+from koinii.channel import agent as channel
 from tests.blocking import Loop, Medium
 from tests.conftest import wait_until
 

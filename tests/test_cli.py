@@ -113,7 +113,7 @@ def test_tail_is_resumable_from_a_seq(daemon):
 
 
 def test_tail_tells_who_did_what_and_hides_the_plumbing(daemon):
-    from koinii import channel
+    from koinii.channel import agent as channel
 
     since = daemon.client().seq
     atlas = channel.join(channel.wire(daemon.client()), "CxTeam", "AgentAtlas")

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import koinii
-from koinii import channel
+from koinii.channel import agent as channel
 from koinii.cli import main
 from tests.conftest import Daemon, forker, refused
 
@@ -228,7 +228,7 @@ def test_the_conversation_reads_take_as_of_and_name_differing_values(tmp_path):
 
 
 def test_a_ruling_prints_as_a_sentence_not_a_dict(tmp_path):
-    from koinii.adjudicator import Adjudicator, Policy
+    from koinii.client.adjudicator import Adjudicator, Policy
 
     path = str(tmp_path / "ruled.db")
     with koinii.open_kb(path) as kb:

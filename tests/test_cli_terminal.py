@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 import koinii
-from koinii import channel
+from koinii.channel import agent as channel
 from koinii.server.tokens import add_token
 from koinii.sessions import SessionStore
 from tests.conftest import Daemon, forker

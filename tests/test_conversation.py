@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 
 import koinii
-from koinii import Sym, Var, adjudication, channel, conversation, speech
+from koinii import Sym, Var, speech
+from koinii.channel import agent as channel
+from koinii.channel import conversation
+from koinii.disputes import adjudication
 from koinii.terms import parse, show
 from tests.conftest import refused
 
@@ -230,7 +233,7 @@ def test_a_closed_question_takes_no_answers_until_its_asker_reopens_it(team):
 
 
 def test_a_closing_or_acceptance_by_anyone_but_the_asker_is_told_as_not_obeyed(team):
-    from koinii.narrator import Narrator
+    from koinii.channel.narrator import Narrator
 
     atlas, boreas = team["Atlas"], team["Boreas"]
     q = atlas.pose_query('"Who owns the runbook?"')
@@ -678,7 +681,7 @@ def test_an_unwatchable_goal_is_refused_the_same_on_both_media(team):
 
 
 def test_a_decision_carries_its_reason_to_the_thread_and_the_feed(team):
-    from koinii.narrator import Narrator
+    from koinii.channel.narrator import Narrator
 
     atlas, boreas = team["Atlas"], team["Boreas"]
     q = atlas.ask(VERSION)

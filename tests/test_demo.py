@@ -44,7 +44,7 @@ def test_the_demo_runs_a_team_settles_the_dispute_and_exits_clean():
     assert "2 for, 1 against" in out and "settled" in out
     assert "disputes still open" in out and "wraps left unprocessed" in out
     assert processes_mentioning("koinii-demo-") == []
-    assert processes_mentioning("koinii.demo") == []
+    assert processes_mentioning("koinii.cli.demo") == []
 
 
 def test_the_demo_with_keep_leaves_its_daemon_and_says_how_to_explore_it():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import koinii
-from koinii import channel
+from koinii.channel import agent as channel
 from tests.conftest import refused
 
 pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix

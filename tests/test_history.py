@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 import koinii
-from koinii import channel
+from koinii.channel import agent as channel
 from koinii.kb.store.migrate import migrate
 from tests.conftest import refused
 from tests.test_mcp import mcp_agent, play
@@ -119,7 +119,7 @@ def test_as_of_reads_what_the_channel_showed_at_that_seq(team):
 def test_as_of_before_a_ruling_shows_what_the_ruling_defeated_as_believed_then(team):
     """Belief as of a seq: a claim a later ruling defeats was believed then, and its
     dispute open — as the reads showed it before the ruling."""
-    from koinii.adjudicator import Adjudicator, Policy
+    from koinii.client.adjudicator import Adjudicator, Policy
 
     agents, store = team
     atlas = agents["Atlas"]
@@ -348,7 +348,7 @@ def test_concede_is_refused_for_another_agents_claim_and_without_a_reason(team):
 def test_the_history_is_read_through_an_index_kept_until_the_next_write(kb):
     """A read finds a record by the handle it retired, its target or its question from
     the index, not by scanning every record; reads between two writes share one index."""
-    from koinii import history
+    from koinii.channel import history
 
     medium = channel.local(kb)
     atlas, boreas, cyra = (channel.join(medium, "CxTeam", a) for a in TEAM[:3])
@@ -370,7 +370,7 @@ def test_the_history_is_read_through_an_index_kept_until_the_next_write(kb):
 
 
 def test_the_history_survives_migrate_and_export_and_may_be_forgotten(tmp_path):
-    from koinii import history
+    from koinii.channel import history
 
     source = str(tmp_path / "source.db")
     with koinii.open_kb(source) as kb:
@@ -484,7 +484,7 @@ def test_the_tools_say_how_to_concede_and_where_the_history_and_the_roster_are(s
 
 
 def test_a_concession_is_told_as_one_with_its_reason(kb):
-    from koinii.narrator import Narrator
+    from koinii.channel.narrator import Narrator
 
     medium = channel.local(kb)
     boreas = channel.join(medium, "CxTeam", "AgentBoreas")
@@ -501,7 +501,7 @@ def test_a_concession_is_told_as_one_with_its_reason(kb):
 
 
 def test_a_replaced_ballot_and_acceptance_are_told_as_replaced_with_their_reasons(kb):
-    from koinii.narrator import Narrator
+    from koinii.channel.narrator import Narrator
 
     medium = channel.local(kb)
     atlas, boreas, cyra = (channel.join(medium, "CxTeam", a) for a in TEAM[:3])

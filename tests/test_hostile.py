@@ -23,8 +23,9 @@ import pytest
 from click.testing import CliRunner
 
 import koinii
-from koinii import adjudication, channel
+from koinii.channel import agent as channel
 from koinii.cli import main
+from koinii.disputes import adjudication
 from koinii.server.tokens import add_token
 from koinii.sessions import Introspection, SessionStore
 from tests.conftest import Daemon, forker, refused, wait_until
@@ -259,7 +260,7 @@ def test_an_admin_records_no_sessions(team):
 
 # --- meaning: what an agent's claims do to the meaning of others' ---------------------------
 # Each attack is made once with raw writes over the agent's token and once by a cooperative
-# agent through koinii.channel, in process: the rule holds on both.
+# agent through koinii.channel.agent, in process: the rule holds on both.
 
 CLAIM = "(usesDb Prod Pg)"
 

@@ -1,6 +1,7 @@
 """Identity: policies, grants, attestation, write boundaries, the registry (channel.md §1)."""
 
 import dataclasses
+import secrets
 
 import pytest
 
@@ -107,7 +108,7 @@ def test_a_grant_does_not_survive_a_key_change(kb, admin):
             lambda: identity.register_agent(kb, admin, "AgentAtlas", "Atlas", 1)
         ).kind == ("koinii/registry-forbidden")
     finally:
-        identity.set_attest_key(identity.secrets.token_bytes(32))
+        identity.set_attest_key(secrets.token_bytes(32))
 
 
 def test_write_boundaries(kb, admin):

@@ -318,7 +318,7 @@ def test_a_query_with_many_solutions_shows_the_first_and_says_there_are_more(dae
 
 
 def test_an_agent_finds_what_the_team_said_by_its_words_and_the_vocabulary_in_use(daemon):
-    from koinii import channel
+    from koinii.channel import agent as channel
 
     boreas = channel.join(channel.wire(daemon.client("AgentBoreas")), "CxTeam", "AgentBoreas")
     claim = boreas.assert_("(postgresMajorVersion ProdCluster 16)")
@@ -354,7 +354,7 @@ def test_an_agent_finds_what_the_team_said_by_its_words_and_the_vocabulary_in_us
 def test_a_search_finds_an_answer_and_its_claim_as_one_hit_with_the_answerers_name(daemon):
     """Issue 38: hits on an answer's claim showed `author: null` over MCP, and the answer
     and its claim were two hits."""
-    from koinii import channel
+    from koinii.channel import agent as channel
 
     boreas = channel.join(channel.wire(daemon.client("AgentBoreas")), "CxTeam", "AgentBoreas")
     atlas = channel.join(channel.wire(daemon.client("AgentCyra")), "CxTeam", "AgentCyra")
@@ -397,7 +397,7 @@ def test_the_vocabulary_and_the_sessions_come_in_windows_and_say_there_are_more(
 
 @pytest.mark.skipif(not semantic.installed(), reason="koinii[semantic] is not installed")
 def test_an_agent_finds_what_was_said_in_other_words_where_the_daemon_ranks_by_meaning(daemon):
-    from koinii import channel
+    from koinii.channel import agent as channel
 
     boreas = channel.join(channel.wire(daemon.client("AgentBoreas")), "CxTeam", "AgentBoreas")
     claim = boreas.assert_("(authMethod PublicApi OAuth2)")
@@ -580,7 +580,7 @@ def test_a_wrap_is_filed_under_the_servers_project_unless_it_names_one(daemon, t
 
 def test_following_the_cursor_misses_nothing_and_repeats_nothing(daemon):
     writer = daemon.client("AgentBoreas")
-    from koinii import channel
+    from koinii.channel import agent as channel
 
     boreas = channel.join(channel.wire(writer), "CxTeam", "AgentBoreas")
 
@@ -730,7 +730,7 @@ def test_a_wait_for_changes_does_not_hold_the_agents_other_calls(daemon):
 
 def test_every_refusal_a_tool_can_return_names_a_fix(daemon):
     ops = daemon.client("Ops")
-    from koinii import channel
+    from koinii.channel import agent as channel
 
     boreas = channel.join(channel.wire(daemon.client("AgentBoreas")), "CxTeam", "AgentBoreas")
     theirs = boreas.assert_("(usesCache ProdCluster Redis)")

@@ -1,4 +1,4 @@
-"""The moves run on the single writer (koinii.moves): one HTTP exchange per move from
+"""The moves run on the single writer (koinii.channel.moves): one HTTP exchange per move from
 every client, and the conversation's rules hold for a client that skips the library —
 raw HTTP with an agent's own token, two clients of one agent at once, hand-written
 speech acts, a ruling's tag, a dispute without its rebuttal."""
@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 import koinii
-from koinii import achannel, channel
+from koinii.channel import agent as channel
+from koinii.client import aio_agent as achannel
 from tests.counting_proxy import CountingProxy
 from tests.test_mcp import mcp_agent
 

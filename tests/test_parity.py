@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 
-from koinii import achannel, channel
+from koinii.channel import agent as channel
+from koinii.client import aio_agent as achannel
 from koinii.mcp import build_server
 from koinii.operations import load_domains
 from koinii.server.openapi import openapi_document
@@ -109,8 +110,8 @@ def all_parameters(method) -> list[str]:
 
 
 def test_every_engine_verb_is_a_method_of_both_clients_with_its_fields_in_order():
-    from koinii.aclient import AsyncClient
-    from koinii.client import Client
+    from koinii.client.aio import AsyncClient
+    from koinii.client.sync import Client
     from koinii.server.verbs import served
 
     verbs = [op for op in served() if op.on == "daemon"]

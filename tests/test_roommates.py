@@ -21,7 +21,10 @@ from pathlib import Path
 import pytest
 
 import koinii
-from koinii import Refused, adjudication, catchup, channel, disputes, identity
+from koinii import Refused, disputes, identity
+from koinii.channel import agent as channel
+from koinii.channel import catchup
+from koinii.disputes import adjudication
 
 APARTMENT = "CxApartment"
 PROPOSAL = "(shouldAdopt Apartment Dog)"

@@ -21,7 +21,7 @@ import sys
 import pytest
 
 import koinii
-from koinii import channel
+from koinii.channel import agent as channel
 from koinii.runtimes import settings
 from koinii.runtimes.hooks import koinii_id
 from koinii.sessions import Introspection, SessionStore

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 import koinii
-from koinii.channel import join, local, wire
+from koinii.channel.agent import join, local, wire
 from tests.conftest import refused
 
 TEAM = "CxTeam"

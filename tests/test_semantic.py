@@ -11,7 +11,7 @@ import time
 import pytest
 
 import koinii
-from koinii.channel import join, wire
+from koinii.channel.agent import join, wire
 from koinii.kb import semantic
 from koinii.sessions import Introspection, SessionStore
 from tests.conftest import refused

@@ -17,7 +17,8 @@ import time
 import pytest
 
 import koinii
-from koinii import Refused, Unavailable, channel
+from koinii import Refused, Unavailable
+from koinii.channel import agent as channel
 from tests.blocking import Loop, Subscribed
 from tests.conftest import Daemon, line_within, wait_until
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 import koinii
-from koinii import channel
+from koinii.channel import agent as channel
 from koinii.kb import semantic
 from koinii.server import build_app
 from koinii.server.web import graph, moves
@@ -422,7 +422,7 @@ def test_a_window_holds_the_newest_moves_and_pages_back_through_the_rest(tmp_pat
 
 
 def test_a_window_of_questions_reads_the_newest_first(tmp_path):
-    from koinii import conversation
+    from koinii.channel import conversation
 
     with koinii.open_kb(str(tmp_path / "questions.db")) as kb:
         atlas = channel.join(channel.local(kb), "CxTeam", "AgentAtlas")

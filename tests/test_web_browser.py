@@ -294,8 +294,8 @@ def world(folder: pathlib.Path, full: bool, monkeypatch) -> tuple[Daemon, dict[s
     """A daemon with introspection on and a channel CxTeam of Atlas and Boreas: with
     nothing said (and one unanswered question in CxQuiet, a session with no turn), or with
     every kind of thing a page shows."""
-    from koinii import channel
-    from koinii.adjudicator import Adjudicator
+    from koinii.channel import agent as channel
+    from koinii.client.adjudicator import Adjudicator
     from koinii.server.tokens import add_token
     from koinii.sessions import SessionStore
     from koinii.wraps import Coordinators, wrap_session
@@ -409,7 +409,7 @@ def test_every_page_shows_no_template_text_empty_or_full(chromium, tmp_path, mon
 
 @pytest.mark.parametrize("state", STATES)
 def test_the_disputes_filter_names_its_state_and_is_the_one_highlighted(chromium, tmp_path, state):
-    from koinii import channel
+    from koinii.channel import agent as channel
     from koinii.server.tokens import add_token
 
     table = str(tmp_path / "filter.tokens")

@@ -4,7 +4,7 @@ import pytest
 from click.testing import CliRunner
 
 import koinii
-from koinii import channel
+from koinii.channel import agent as channel
 from koinii.cli import main
 from koinii.wraps import Coordinators, WrapQueue, wrap_session
 

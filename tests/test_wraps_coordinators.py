@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from koinii import channel
+from koinii.channel import agent as channel
 from koinii.operations import invoker
 from koinii.wraps import Coordinators, WrapQueue, permeate, wrap_session
 from tests.conftest import refused

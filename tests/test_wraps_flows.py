@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from koinii import Refused, channel
+from koinii import Refused
+from koinii.channel import agent as channel
 from koinii.operations import invoker
 from koinii.wraps import WrapQueue, coordinate, permeate, queue, wrap_session
 from tests.conftest import refused

@@ -9,18 +9,21 @@ imports under TYPE_CHECKING are the same names for type checkers and editors.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from koinii import _moved
+from koinii._lazy import reexport
 from koinii._version import __version__
 
 if TYPE_CHECKING:
     from koinii import channel, identity
-    from koinii.aclient import AsyncClient, aconnect
-    from koinii.client import Client, connect
+    from koinii.client.aio import AsyncClient, aconnect
+    from koinii.client.sync import Client, connect
     from koinii.errors import KoiniiError, Refused, Unavailable
     from koinii.kb import KB, Edited, Event, Retracted, Sentex, open_kb
     from koinii.terms import Sym, Var, parse, show
+
+_moved.install()
 
 # Each re-exported name -> the module that owns it (a module re-exported as itself).
 _OWNERS = {
@@ -30,10 +33,10 @@ _OWNERS = {
     "Retracted": "koinii.kb",
     "Sentex": "koinii.kb",
     "open_kb": "koinii.kb",
-    "AsyncClient": "koinii.aclient",
-    "aconnect": "koinii.aclient",
-    "Client": "koinii.client",
-    "connect": "koinii.client",
+    "AsyncClient": "koinii.client.aio",
+    "aconnect": "koinii.client.aio",
+    "Client": "koinii.client.sync",
+    "connect": "koinii.client.sync",
     "KoiniiError": "koinii.errors",
     "Refused": "koinii.errors",
     "Unavailable": "koinii.errors",
@@ -69,16 +72,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A re-exported name, imported from its owner on first use and kept here after."""
-    owner = _OWNERS.get(name)
-    if owner is None:
-        raise AttributeError(f"module 'koinii' has no attribute {name!r}")
-    module = importlib.import_module(owner)
-    value = module if owner == f"koinii.{name}" else getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = reexport("koinii", _OWNERS, globals())

@@ -733,7 +733,7 @@ _CATALOGUE = (
         "koinii/use-the-move",
         400,
         "a speech act (an answer, a ballot, a dispute, …) written, or removed, other than "
-        "through its move (koinii.moves), which keeps the conversation's rules",
+        "through its move (koinii.channel.moves), which keeps the conversation's rules",
         "call the tool the message names for that move",
     ),
     # --- disputes and belief (docs/disputes.md) ---------------------------------------------

@@ -31,12 +31,12 @@ from koinii.kb import KB
 
 # The domain modules whose operations the daemon serves (imported by the daemon).
 DOMAIN_MODULES: tuple[str, ...] = (
-    "koinii.moves",
-    "koinii.conversation",
-    "koinii.belief",
+    "koinii.channel.moves",
+    "koinii.channel.conversation",
+    "koinii.channel.belief",
     "koinii.backups",
-    "koinii.roster",
-    "koinii.history",
+    "koinii.channel.roster",
+    "koinii.channel.history",
     "koinii.wraps",
     "koinii.sessions",
 )
@@ -185,7 +185,7 @@ def invoker(source: Any) -> Callable[..., Any]:
 
 
 def _load_domain_of(name: str) -> Operation:
-    """The operation `name`, its domain module imported first (`moves.claim`: koinii.moves)
+    """The operation `name`, its domain module imported first (`moves.claim`: koinii.channel.moves)
     — in one process a command needs one domain, not all eight (a CLI command's start-up)
     — else every domain module."""
     module = f"koinii.{name.partition('.')[0]}"

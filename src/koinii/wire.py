@@ -2,7 +2,7 @@
 
 Invariant: terms always travel as their canonical text (engine.md §1), so the daemon and
 the client agree byte for byte; `encode_*` and `decode_*` are inverses. Both the daemon
-(`koinii.server`) and the clients (through `koinii.protocol`) import this module and
+(`koinii.server`) and the clients (through `koinii.client.protocol`) import this module and
 nothing else about each other.
 """
 

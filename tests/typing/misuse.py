@@ -4,7 +4,8 @@ marked `# error: <code>` with that code, and nothing else."""
 from __future__ import annotations
 
 import koinii
-from koinii import Sentex, channel
+from koinii import Sentex
+from koinii.channel import agent as channel
 
 
 def mistakes(client: koinii.Client) -> None:

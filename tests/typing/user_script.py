@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import koinii
-from koinii import Client, Edited, Event, Refused, Retracted, Sentex, Sym, achannel, channel
+from koinii import Client, Edited, Event, Refused, Retracted, Sentex, Sym
+from koinii.channel import agent as channel
+from koinii.client import aio_agent as achannel
 
 
 def sync_client(client: Client) -> list[str]:

@@ -233,9 +233,9 @@ def migrate(source: str, target: str, as_json: bool) -> None:
     *.jsonl path is an export (`koinii export`): migrate from one to make a store of it."""
     from rich.text import Text
 
+    from koinii.cli.terminal import terminal
     from koinii.kb.store.migrate import migrate as move
     from koinii.operations import load_domains
-    from koinii.terminal import terminal
 
     load_domains()  # the domains register the record tables a move copies
     with terminal(stderr=True).status(Text(f"moving {source} to {target}")):

@@ -1,4 +1,4 @@
-"""`koinii adjudicate`: the adjudication service of one channel (koinii.adjudicator)."""
+"""`koinii adjudicate`: the adjudication service of one channel (koinii.client.adjudicator)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def command(channel, quorum, deadline, cursor_path, once, url, token, db) -> Non
     """Settle CHANNEL's disputes by majority vote as they become due: by default once
     every member has voted (or --quorum N voters, or --deadline S seconds). Rulings are
     made by AgentMajority; a tie rules nothing. Needs an operator token over the wire."""
-    from koinii.adjudicator import Adjudicator, Policy
-    from koinii.catchup import FileCursorStore
+    from koinii.channel.catchup import FileCursorStore
+    from koinii.client.adjudicator import Adjudicator, Policy
 
     store = open_source(db, url, token)
 

@@ -76,7 +76,7 @@ def open_source(db: str | None, url: str | None, token: str | None, *, create: b
         from koinii.kb import open_kb
 
         return open_kb(db, create=create)
-    from koinii.client import connect
+    from koinii.client.sync import connect
 
     return connect(url, token=token)
 
@@ -173,7 +173,7 @@ def withdraw_command(handle, agent_id, as_json, url, token, db) -> None:
     back as the agent whose own context holds it (--agent names it, as a check): an
     agent may only withdraw its own moves (docs/channel.md). No channel is joined.
     """
-    from koinii import channel as medium
+    from koinii.channel import agent as medium
     from koinii.kb import KB
     from koinii.wire import encode_edited
 
@@ -206,7 +206,7 @@ def query_command(goal, context, limit, as_json, url, token, db) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from koinii.terminal import terminal
+    from koinii.cli.terminal import terminal
     from koinii.terms import show
     from koinii.wire import encode_bindings
 
@@ -243,10 +243,10 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
     following, it waits out a daemon restart and goes on from the last seq it printed."""
     from rich.text import Text
 
+    from koinii.channel.narrator import Narrator
+    from koinii.cli.tail import entries
+    from koinii.cli.terminal import terminal
     from koinii.kb import KB
-    from koinii.narrator import Narrator
-    from koinii.tail import entries
-    from koinii.terminal import terminal
 
     def outage(exc: BaseException) -> None:
         click.echo(f"koinii: the daemon is unreachable ({exc}); waiting for it", err=True)
@@ -353,7 +353,7 @@ def demo_command(pace: float, keep: bool, port: int) -> None:
     adjudicator in separate processes ask, answer, dispute, vote, settle and wrap up,
     live. About 15 seconds at the default pace. With --keep, explore what they did
     afterwards (the web view, `koinii questions`, `koinii thread`)."""
-    from koinii.demo import run_demo
+    from koinii.cli.demo import run_demo
 
     summary = run_demo(pace, keep=keep, port=port)
     if any(summary["exit_codes"]) or summary["ruling"] is None:

@@ -2,7 +2,7 @@
 uses the option or shows its help.
 
 Why: every command's module is imported to build `koinii --help`, and a domain module
-(`koinii.conversation`, `koinii.sessions.search`) brings the engine with it — most of a
+(`koinii.channel.conversation`, `koinii.sessions.search`) brings the engine with it — most of a
 command's start-up. The values stay written once, where the domain checks them.
 """
 
@@ -15,7 +15,7 @@ import click
 
 
 class LazyChoice(click.Choice):
-    """`LazyChoice("koinii.conversation", "DISPUTE_STATES", extra=("all",))`: the values
+    """`LazyChoice("koinii.channel.conversation", "DISPUTE_STATES", extra=("all",))`: the values
     of that module's tuple (then `extra`), read on first use."""
 
     def __init__(self, module: str, name: str, extra: tuple[str, ...] = ()) -> None:

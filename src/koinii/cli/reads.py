@@ -134,7 +134,7 @@ as_of_option = click.option(
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
 @click.option(
     "--state",
-    type=LazyChoice("koinii.conversation", "DISPUTE_FILTERS"),
+    type=LazyChoice("koinii.channel.conversation", "DISPUTE_FILTERS"),
     default=None,
     help="Only these: a state, or how it ended (ruled, withdrawn, conceded, superseded).",
 )
@@ -209,7 +209,7 @@ def _ruling(ruling: dict, target: dict | None) -> str:
 @click.option("--channel", "-c", required=True, help="The channel, e.g. CxTeam.")
 @click.option(
     "--state",
-    type=LazyChoice("koinii.conversation", "QUESTION_STATES", ("unsettled", "all")),
+    type=LazyChoice("koinii.channel.conversation", "QUESTION_STATES", ("unsettled", "all")),
     default=None,
     help="Only these (unsettled: open, answered or contested).",
 )

@@ -32,7 +32,7 @@ def search_command(text, context, limit, ranking, as_json, url, token, db) -> No
     from rich.table import Table
     from rich.text import Text
 
-    from koinii.terminal import terminal
+    from koinii.cli.terminal import terminal
     from koinii.wire import encode_hit
 
     with open_source(db, url, token) as store:
@@ -63,7 +63,7 @@ def vocabulary_command(context, as_json, url, token, db) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from koinii.terminal import terminal
+    from koinii.cli.terminal import terminal
 
     with open_source(db, url, token) as store:
         found = store.vocabulary(context)

@@ -91,8 +91,8 @@ def list_sessions(limit, as_json, db, url, token) -> None:
     """The sessions, newest first."""
     from rich.table import Table
 
+    from koinii.cli.terminal import terminal
     from koinii.sessions import Introspection
-    from koinii.terminal import terminal
 
     with _store(db, url, token) as store:
         rows = Introspection(store).list_sessions(limit=limit or None)
@@ -132,8 +132,8 @@ def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
     hybrid`: fused with the sessions closest in meaning, in the fused order)."""
     from rich.table import Table
 
+    from koinii.cli.terminal import terminal
     from koinii.sessions import Introspection
-    from koinii.terminal import terminal
 
     with _store(db, url, token) as store:
         reader = Introspection(store)
@@ -171,8 +171,8 @@ def show_session(target, as_json, db, url, token) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from koinii.cli.terminal import terminal
     from koinii.sessions import Introspection
-    from koinii.terminal import terminal
 
     with _store(db, url, token) as store:
         found = Introspection(store).read_session(target)
@@ -255,8 +255,8 @@ def import_sessions(paths, quiet, as_json, db, url, token) -> None:
     """
     from rich.table import Table
 
+    from koinii.cli.terminal import terminal
     from koinii.sessions.importing import import_paths
-    from koinii.terminal import terminal
 
     quiet = quiet or as_json
     with _store(db, url, token, create=True) as store, _progress(quiet) as (start, advance):
@@ -311,7 +311,7 @@ def _progress(quiet: bool) -> Iterator[tuple[Callable[[int], None], Callable[[di
     """(on_start, on_file) callbacks that drive a progress bar across files."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from koinii.terminal import terminal
+    from koinii.cli.terminal import terminal
 
     if quiet:
         yield (lambda total: None), (lambda report: None)

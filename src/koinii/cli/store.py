@@ -248,7 +248,7 @@ def _progress(total: int, quiet: bool) -> Iterator[Any]:
     """`advance(n)` on a progress bar on stderr (none when stderr is not a terminal)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from koinii.terminal import terminal
+    from koinii.cli.terminal import terminal
 
     console = terminal(stderr=True)
     bar = Progress(
@@ -271,7 +271,7 @@ def _through_daemon(url: str, token: str | None, target: str) -> dict[str, Any]:
     """A consistent copy of the store a daemon serves, made by the daemon and fetched to
     the new file `target` (`koinii.backups`; an operator's or an admin's token)."""
     from koinii.backups import fetch_backup
-    from koinii.client import connect
+    from koinii.client.sync import connect
 
     with connect(url, token=token) as client:
         return fetch_backup(client, target)
@@ -293,10 +293,10 @@ def export_command(target, as_json, url, token, db) -> None:
 
     from rich.text import Text
 
+    from koinii.cli.terminal import terminal
     from koinii.kb.store.dump import is_dump
     from koinii.kb.store.migrate import export, migrate
     from koinii.operations import load_domains
-    from koinii.terminal import terminal
 
     load_domains()  # the domains register the record tables an export copies
 

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ValidationError
 
 from koinii import speech
+from koinii.channel.narrator import STRUCTURE, WRAP_NOTES
 from koinii.errors import DEFAULT_FIX, KINDS, KoiniiError, Refused
-from koinii.narrator import STRUCTURE, WRAP_NOTES
 from koinii.terms import parse, show
 
 # What to do about each refusal a tool can return, in words a model can act on: the

@@ -20,14 +20,14 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import ValidationError
 
 from koinii._version import __version__
-from koinii.channel import Agent, join, local, wire
+from koinii.channel.agent import Agent, join, local, wire
+from koinii.channel.news import Feed
 from koinii.errors import KoiniiError
 from koinii.mcp import tools
 from koinii.mcp.instructions import INSTRUCTIONS, SESSION_INSTRUCTIONS
 from koinii.mcp.replies import argument_refusal, refusal_text, tool_error
 from koinii.mcp.sessions import Sessions
 from koinii.mcp.surface import Surface
-from koinii.news import Feed
 from koinii.projects import project_of
 
 
@@ -68,7 +68,7 @@ def build_server(
     Its project — the `project_id` its wraps and its recorded session carry unless a
     call names one — is `project`, else the one `directory` (default: the server's
     working directory) belongs to, by the rule of koinii/projects.py."""
-    from koinii.client import connect
+    from koinii.client.sync import connect
     from koinii.kb import open_kb
 
     if url is not None:

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from koinii.channel import Agent
+from koinii.channel.agent import Agent
+from koinii.channel.news import Feed
 from koinii.mcp.sessions import Sessions
-from koinii.news import Feed
 
 # `@tool`: register the function as a tool, its docstring its description (server.py).
 Register = Callable[[Callable[..., Any]], Callable[..., Any]]

@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from koinii.channel import follow
 from koinii.errors import Refused
 from koinii.identity import context_for
 from koinii.projects import project_of
@@ -258,7 +259,7 @@ class _Hook:
 
                 self._store = open_kb(self.config.db, create=True)
             else:
-                from koinii.client import connect
+                from koinii.client.sync import connect
 
                 self._store = connect(self.config.url, self.config.token, timeout=CLIENT_TIMEOUT_S)
         return self._store
@@ -330,14 +331,14 @@ class _Hook:
     # --- the conversation -----------------------------------------------------------------------
 
     def joined(self) -> Any:
-        from koinii import channel
+        from koinii.channel import agent as channel
 
         medium = channel.local(self.store) if self.config.db else channel.wire(self.store)
         return channel.join(medium, self.config.channel, self.agent)
 
     def news(self, since: int) -> tuple[list[dict[str, Any]], int]:
         """What concerns the agent after change-log position `since`, and the new position."""
-        from koinii.news import MAX_TOLD, Feed
+        from koinii.channel.news import MAX_TOLD, Feed
 
         return Feed(self.joined()).read(since, MAX_TOLD, about="mine")
 
@@ -348,15 +349,12 @@ class _Hook:
         mine = context_for(self.agent)
         handles: list[int] = []
         removed: set[int] = set()
-        since = seq
-        while True:
-            reply = self.store.changes(since=since, limit=1000)
-            for entry in reply["entries"]:
-                handles += [c["handle"] for c in entry["added"] if c.get("context") == mine]
-                removed |= {c["handle"] for c in entry["removed"] if c.get("context") == mine}
-            if not reply["entries"] or reply["entries"][-1]["seq"] >= reply["seq"]:
-                break
-            since = reply["entries"][-1]["seq"]
+        # the log after `seq`, to its end (follow.log, not following); compacted past
+        # `seq`, nothing (as before the follower: what the log dropped is not told)
+        core = follow.Core(follow.log(seq, follow=False, wait_ms=0, too_old="head"))
+        for entry in follow.run(core, self.store):
+            handles += [c["handle"] for c in entry["added"] if c.get("context") == mine]
+            removed |= {c["handle"] for c in entry["removed"] if c.get("context") == mine}
         return [h for h in dict.fromkeys(handles) if type(h) is int and h not in removed]
 
     def file_wrap(

@@ -31,8 +31,8 @@ import sys
 from collections.abc import Iterable
 
 from koinii.errors import Refused
+from koinii.identity.names import check_names_in_store
 from koinii.kb import KB, open_kb
-from koinii.names import check_names_in_store
 from koinii.server.app import Limits, Pages, build_app
 from koinii.server.chunks import with_write_now
 from koinii.server.guards import Hosts, connection_cap, guarded_protocol

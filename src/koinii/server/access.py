@@ -10,7 +10,7 @@ client library may check the same rules earlier; this is where they are enforced
 | arbiter  | as an agent, and monotonic claims (rulings) in its own context | what it created   |
 
 An agent (or arbiter) writes and removes speech acts only through their moves
-(`koinii.moves`, which keep the conversation's rules on the writer): a plain write or
+(`koinii.channel.moves`, which keep the conversation's rules on the writer): a plain write or
 removal of one is refused `koinii/use-the-move`, and so is the removal of a rebuttal
 while the agent's dispute stands on it. The provenance fields that carry a meaning only
 the system gives (a ruling's `adjudication` tag; the writer, which the daemon records)
@@ -24,6 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from koinii.channel.moves import (
+    check_not_a_move,
+    check_system_fields,
+    disputes_resting_on,
+    use_the_move,
+)
 from koinii.errors import Refused
 from koinii.identity import (
     REGISTRY,
@@ -41,7 +47,6 @@ from koinii.kb import KB
 from koinii.kb.checks import prepare
 from koinii.kb.rules import GENL_CX
 from koinii.kb.sentex import NOT
-from koinii.moves import check_not_a_move, check_system_fields, disputes_resting_on, use_the_move
 from koinii.server.tokens import Caller
 from koinii.speech import carried_claim, move_kind
 

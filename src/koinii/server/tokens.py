@@ -22,7 +22,7 @@ from typing import Any
 
 from koinii.errors import Refused
 from koinii.identity import check_one_context_each
-from koinii.names import check_reserved_name, lookalikes
+from koinii.identity.names import check_reserved_name, lookalikes
 from koinii.operations import Caller
 from koinii.terms import is_individual_name
 

@@ -116,7 +116,7 @@ def _derived_depth(kb: KB, parent_session_id: str | None) -> int:
 def store_of(agent: Any) -> Any:
     """The KB or Client a joined agent writes through.
 
-    `koinii.channel.Agent` exposes it as `.store` (its `.medium` is the channel medium
+    `koinii.channel.agent.Agent` exposes it as `.store` (its `.medium` is the channel medium
     wrapping it); anything else with a `.medium` that is itself a KB or a Client works too.
     """
     source = getattr(agent, "store", None)

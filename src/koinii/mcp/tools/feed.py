@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from koinii.channel.news import MAX_TOLD
 from koinii.errors import Refused
 from koinii.mcp.replies import MAX_WAIT_S, About, listed
 from koinii.mcp.surface import Register, Surface
-from koinii.news import MAX_TOLD
 
 
 def register(tool: Register, the: Surface) -> None:

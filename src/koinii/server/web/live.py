@@ -35,7 +35,7 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 
-from koinii.narrator import Narrator
+from koinii.channel.narrator import Narrator
 from koinii.server.web.moves import Line, told
 
 RING = 5_000  # lines kept for streams that are behind

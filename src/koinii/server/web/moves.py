@@ -2,7 +2,7 @@
 
 A line is one told change (`narrator.Told`) on a channel — who moved, the kind of move,
 what it replies to, the narrator's words — with the seq and time of its write. The page
-and the live stream show the same lines, told by the same narrator (`koinii.narrator`),
+and the live stream show the same lines, told by the same narrator (`koinii.channel.narrator`),
 so a move reads the same in the view as in `koinii tail`.
 
 Invariants:
@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from koinii.channel.narrator import Narrator
 from koinii.kb import KB
-from koinii.narrator import Narrator
 
 CHUNK = 4_000  # the most log entries read at once, going back (a window starts with `size`)
 SCAN = 20_000  # log entries one window examines at most

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from koinii import belief, conversation
+from koinii.channel import belief, conversation
 from koinii.errors import Refused
 from koinii.identity import AGENT_CONTEXT
 from koinii.kb import KB

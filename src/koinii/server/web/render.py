@@ -21,7 +21,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse, Response
 
-from koinii.adjudication import MAJORITY_ARBITER
+from koinii.disputes.adjudication import MAJORITY_ARBITER
 from koinii.server.web.moves import Line
 
 PALETTE = 10  # agent colours: classes agent-0 … agent-9 in view.css

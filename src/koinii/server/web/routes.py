@@ -29,8 +29,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from koinii import conversation
 from koinii._version import __version__
+from koinii.channel import conversation
 from koinii.errors import Refused, status_of
 from koinii.operations import Caller
 from koinii.server.daemon import Daemon

@@ -26,14 +26,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from koinii import adjudication
-from koinii.catchup import CursorStore, MemoryCursorStore
+from koinii.channel import follow
+from koinii.channel.catchup import CursorStore, MemoryCursorStore
+from koinii.disputes import adjudication
 from koinii.errors import Refused
 from koinii.operations import invoker
 
 __all__ = ["Adjudicator", "Policy"]
 
-log = logging.getLogger("koinii.adjudicator")
+log = logging.getLogger("koinii.client.adjudicator")
 
 
 @dataclass(frozen=True)
@@ -145,26 +146,36 @@ class Adjudicator:
         return {**outcome, "dispute_id": dispute["dispute_id"]}
 
     def run(self, stop: threading.Event | None = None, *, wait_ms: int = 20_000) -> None:
-        """Settle, then wait for the next write (the durable change log), until `stop`.
+        """Settle, then wait for the next write (the durable change log, through the
+        follower's `log` core, koinii.channel.follow), until `stop`.
 
-        Resumes after the seq its cursor holds; writes the cursor after each pass.
+        Resumes after the seq its cursor holds; writes the cursor after each pass. A
+        daemon that cannot be reached while it waits for the next write is waited for
+        (logged once per outage); a pass that fails ends the run, as it always did.
         """
         stop = stop or threading.Event()
         position = self.cursor.read_position()
         # no position yet: start now (the first pass reads every dispute anyway)
         since = position["seq"] if position and type(position.get("seq")) is int else self.store.seq
         self.say(f"adjudicating {self.channel}: counting once {self.policy.describe()}")
-        while not stop.is_set():
-            self.settle()
-            self.cursor.write_position({"seq": since})
-            wait = wait_ms
-            if self.policy.deadline_s is not None:
-                wait = min(wait, max(100, int(self.policy.deadline_s * 1000 / 4)))
-            reply = self.store.changes(since=since, limit=1000, wait_ms=min(wait, 30_000))
-            if reply["too_old"]:
-                since = reply["seq"]
-            elif reply["entries"]:
-                since = reply["entries"][-1]["seq"]
+        wait = wait_ms
+        if self.policy.deadline_s is not None:
+            wait = min(wait, max(100, int(self.policy.deadline_s * 1000 / 4)))
+        if stop.is_set():
+            return
+        self.settle()
+        self.cursor.write_position({"seq": since})
+        # a pass reads every dispute, so a read is only the signal for the next pass; a
+        # log compacted past the cursor goes on from its last seq
+        core = follow.Core(follow.log(since, wait_ms=min(wait, 30_000), too_old="head", pages=True))
+        for read in follow.run(core, self.store, on_outage=_outage, stopped=stop.is_set):
+            if type(read) is follow.Page:
+                self.settle()
+                self.cursor.write_position({"seq": read.cursor})
+
+
+def _outage(exc: BaseException) -> None:
+    log.warning("adjudicator: the daemon is unreachable (%s); waiting for it", exc)
 
 
 def _sides(entry: dict[str, Any]) -> str:

@@ -1,9 +1,10 @@
 """An agent's news: the change log told in words, filtered to what concerns it.
 
-`Feed(agent)` reads the durable change log (`changes(since=seq)`) through the narrator
-and keeps what `about` selects: "mine" (answers to the agent's questions, replies to its
-moves, rulings on what it claimed, its claims taken away), "channel" (any move on its
-channel) or "questions" (asked or reopened). The agent's own moves are never news to it.
+`Feed(agent)` reads the durable change log (`changes(since=seq)`, through the follower's
+`log` core, koinii.channel.follow), tells it with the narrator and keeps what `about`
+selects: "mine" (answers to the agent's questions, replies to its moves, rulings on what
+it claimed, its claims taken away), "channel" (any move on its channel) or "questions"
+(asked or reopened). The agent's own moves are never news to it.
 The MCP server's `recent_changes` and `wait_for_changes` and the runtime hooks
 (koinii.runtimes: what changed since an agent's last session, what to hand back at Stop)
 read through it, so "what concerns you" means one thing everywhere.
@@ -15,9 +16,10 @@ import threading
 import time
 
 from koinii import speech
-from koinii.channel import Agent
+from koinii.channel import follow
+from koinii.channel.agent import Agent
+from koinii.channel.narrator import Narrator, Told
 from koinii.errors import Refused
-from koinii.narrator import Narrator, Told
 from koinii.terms import parse
 
 MAX_TOLD = 100  # changes per reply; the cursor says where the next read starts
@@ -61,23 +63,32 @@ class Feed:
     def _collect(
         self, since: int, limit: int, about: str | None, wait_ms: int
     ) -> tuple[list[dict], int]:
-        reply = self.store.changes(since=since, limit=1000, wait_ms=wait_ms)
-        if reply["too_old"]:
-            since = reply["floor"]
-            reply = self.store.changes(since=since, limit=1000)
-        if since > reply["seq"]:
-            raise Refused(
-                "bad-cursor",
-                f"since={since} is past the end of the change log (its last position is "
-                f"{reply['seq']}): pass the cursor a reply gave, or leave since out",
-                {"since": since, "seq": reply["seq"]},
-            )
+        """One read of the log after `since` (the follower's `log` core, one page; a log
+        compacted past `since` is read on from its floor), told and filtered."""
+        core = follow.Core(
+            follow.log(since, follow=False, wait_ms=wait_ms, too_old="floor", pages=True)
+        )
+        page: list[dict] = []
+        for item in follow.run(core, self.store):
+            if type(item) is not follow.Page:
+                page.append(item)
+                continue
+            if item.cursor > item.head:
+                raise Refused(
+                    "bad-cursor",
+                    f"since={item.cursor} is past the end of the change log (its last "
+                    f"position is {item.head}): pass the cursor a reply gave, or leave "
+                    "since out",
+                    {"since": item.cursor, "seq": item.head},
+                )
+            if not page:
+                since = item.cursor  # where a log compacted past `since` put it
+            break
         cursor = since
         told: list[dict] = []
         with self._lock:  # (the narrator and the view are this agent's, one call at a time)
-            for entry in reply["entries"]:
-                added_and_removed = entry["added"] + entry["removed"]
-                if any(c["sentence"].startswith("(genlCx ") for c in added_and_removed):
+            for entry in page:
+                if follow.moves_hierarchy(entry):
                     self._view = None  # the hierarchy changed: so may what the channel sees
                 for one in self.narrator.entry(entry):
                     if about is None or self._concerns(one, about):

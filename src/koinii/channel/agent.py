@@ -16,10 +16,10 @@ Two media, one surface: `local(kb)` for agents in one process (subscribe is a pl
 `kb.watch`, whose callback runs on the writer's thread) and `wire(client)` for agents in
 separate processes (every write goes through the daemon, the single writer; subscribe
 polls the wire feed on a thread of its own, so a slow agent never stalls the writer).
-For asyncio, `koinii.achannel` runs this module's `Agent` off the event loop over an
+For asyncio, `koinii.client.aio_agent` runs this module's `Agent` off the event loop over an
 `AsyncClient`, so the rules below are written once.
 
-Every move is one operation on the writer (`koinii.moves`), so the conversation's rules
+Every move is one operation on the writer (`koinii.channel.moves`), so the conversation's rules
 hold for every client, not only this one: this module names the calls and carries the
 feed.
 """
@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koinii import speech
-from koinii.adjudication import STANCES, stance_predicate
-from koinii.conversation import sentex_named
+from koinii.channel import follow
+from koinii.channel.conversation import sentex_named
+from koinii.disputes.adjudication import STANCES, stance_predicate
 from koinii.errors import Refused
 from koinii.identity import context_for, owners_of
 from koinii.kb import Edited, Event, Hit, Sentex
@@ -58,7 +59,7 @@ __all__ = [
     "wire",
 ]
 
-log = logging.getLogger("koinii.channel")
+log = logging.getLogger("koinii.channel.agent")
 
 WRITER_ORDER = "single-writer-total-order"
 """The consistency model, as documentation: the daemon serialises every write, so the feed
@@ -113,15 +114,17 @@ class Wire:
         daemon's: after a restart or an outage it reopens with backoff and resumes from
         the last seq it delivered (`watch(since=…)` replays the writes it missed from the
         durable change log), so no event is lost or delivered twice; `on_error` hears of
-        each outage once, `on_lagged` when the log no longer reaches back that far."""
-        opened = self.store.watch(goal=goal, ctx=ctx)
-        sub = Subscription(opened["token"], lambda: None, goal=goal, ctx=ctx)
+        each outage once, `on_lagged` when the log no longer reaches back that far. The
+        rules are the follower's (`koinii.channel.follow.subscription`); this is its
+        blocking driver on a thread."""
+        sub = Subscription("", lambda: None, goal=goal, ctx=ctx)
+        core = follow.Core(follow.subscription(sub, wait_ms))
+        core.send(follow.request(self.store, core.action))  # opened here: refusals raise
         sub._stop = lambda: self.store.unwatch(sub.token)
-        sub.last_seq = opened.get("seq", 0)
         thread = threading.Thread(
             target=_poll_loop,
-            args=(self.store, sub, opened["cursor"], callback, wait_ms, on_lagged, on_error),
-            name=f"koinii-subscribe-{opened['token']}",
+            args=(self.store, sub, core, callback, on_lagged, on_error),
+            name=f"koinii-subscribe-{sub.token}",
             daemon=True,
         )
         sub._thread = thread
@@ -188,52 +191,30 @@ def unsubscribe(sub: Subscription) -> None:
     sub.stop()
 
 
-# What a poll answers once the daemon no longer holds the subscription (unwatched, reaped,
-# or gone with a daemon restart): after `stop()`, the end; before it, an outage to resume.
-_QUIET_ENDS = ("unknown-subscription",)
+def _poll_loop(store, sub, core, callback, on_lagged, on_error) -> None:
+    """The wire subscription's loop, on its own thread (named koinii-subscribe-<token>):
+    the follower's blocking driver, calling back for each event it delivers. A callback
+    that raises loses only its event; a refusal for good, or worse than the transport,
+    is reported once and ends the loop."""
 
-
-def _poll_loop(store, sub, cursor, callback, wait_ms, on_lagged, on_error) -> None:
-    """The wire subscription's loop, on its own thread (named koinii-subscribe-<token>).
-
-    Invariant: every event is delivered once, in seq order — `sub.last_seq` moves only
-    past a delivered event, a resumed subscription replays from it (`koinii.resubscribe`),
-    and an event at or below it is never delivered again.
-    """
-    from koinii.errors import Unavailable  # here, not at the top: see koinii.resubscribe
-    from koinii.resubscribe import lagged, resume
+    def report(exc: BaseException) -> None:
+        _report(on_error, exc, sub)
 
     try:
-        while not sub._stopped:
+        for event in follow.run(
+            core,
+            store,
+            on_lagged=follow.tell_lagged(on_lagged, sub),
+            on_outage=report,
+            pause=sub._wake.wait,
+            stopped=lambda: sub._stopped,
+        ):
             try:
-                reply = store.poll(sub.token, cursor, wait_ms)
-            except Refused as refusal:
-                if sub._stopped:
-                    return  # stopped while the poll waited: a normal end
-                if refusal.kind not in _QUIET_ENDS:
-                    _report(on_error, refusal, sub)  # refused for good (a revoked token)
-                    return
-                cursor = resume(store, sub, refusal, on_lagged, lambda e: _report(on_error, e, sub))
-                continue
-            except Unavailable as exc:  # the daemon stopped, restarted, or is unreachable
-                if sub._stopped:
-                    return
-                cursor = resume(store, sub, exc, on_lagged, lambda e: _report(on_error, e, sub))
-                continue
-            except BaseException as exc:  # worse than the transport: report once and end
-                _report(on_error, exc, sub)
-                return
-            if reply.get("lagged", 0):
-                lagged(on_lagged, reply["lagged"], sub)
-            for event in reply["events"]:
-                if event.seq <= sub.last_seq:
-                    continue  # delivered before the subscription resumed
-                try:
-                    callback(event)
-                except Exception as exc:  # loses only this event
-                    _report(on_error, exc, sub)
-                sub.last_seq = event.seq
-            cursor = reply["cursor"]
+                callback(event)
+            except Exception as exc:  # loses only this event
+                report(exc)
+    except BaseException as exc:  # refused for good, or worse than the transport
+        report(exc)
     finally:
         sub.running = False
 
@@ -362,7 +343,7 @@ def withdraw(medium: Local | Wire, handle: int, agent_id: str | None = None) -> 
 class Agent:
     """A joined agent: every write lands in its own context with itself as creator.
 
-    Each move is ONE operation on the writer (`koinii.moves`): its checks and its write
+    Each move is ONE operation on the writer (`koinii.channel.moves`): its checks and its write
     run there, for every client, so this class only names the call. Moves return the
     handle of what they wrote (`move` returns the whole reply); a move on an answer is a
     move on the answer's claim (what it says is what one agrees or disagrees with).

@@ -6,9 +6,9 @@ same names, signatures and results as `KB` (terms come back as terms, sentexes a
 `changes`. The
 URL and token default to $KOINII_URL and $KOINII_TOKEN, as the CLI's do; a URL's path is
 kept (a daemon behind a path-prefix proxy). For asyncio, `koinii.aconnect` is the same
-surface, awaited (`koinii.aclient`).
+surface, awaited (`koinii.client.aio`).
 
-Layers: method → `koinii.protocol` (the request and the reading of its reply, shared
+Layers: method → `koinii.client.protocol` (the request and the reading of its reply, shared
 with the async client) → `_Transport` (a keep-alive `http.client` connection per
 thread). Transport errors become `Unavailable` in exactly one place (`_Transport.post`);
 refusals come back as `Refused` with the daemon's kind, message and data. The stdlib
@@ -25,10 +25,10 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from koinii import protocol
+from koinii.client import protocol
+from koinii.client.protocol import Call, Context, Endpoint, Entry, Goal, Polled, Sentence, Watching
 from koinii.errors import Unavailable
 from koinii.kb import Edited, Hit, Retracted, Sentex
-from koinii.protocol import Call, Context, Endpoint, Entry, Goal, Polled, Sentence, Watching
 from koinii.results import WhyTree
 from koinii.terms import Term
 
@@ -150,7 +150,7 @@ class Client:
             self._local.budget_ms = outer
 
     def _run(self, call: Call[T]) -> T:
-        """Send one operation and read its reply (both as `koinii.protocol` says)."""
+        """Send one operation and read its reply (both as `koinii.client.protocol` says)."""
         payload, extra_wait = call.request(getattr(self._local, "budget_ms", None))
         route = self._transport.where.route(call.op)
         status, raw = self._transport.post(route, payload, extra_wait)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from koinii import disputes
-from koinii.adjudication import content_key
+from koinii.disputes.adjudication import content_key
 from koinii.terms import Sym, Var, parse
 
 __all__ = ["contested_premises", "quarantine", "quarantined", "rests_on_contested", "unquarantine"]

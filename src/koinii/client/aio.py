@@ -4,9 +4,9 @@
 arguments and results of `Client`'s (so of `KB`'s), as coroutines: `await
 client.assert_(…)`, `await client.seq`. `budget` is a plain `with` block that holds for
 the task inside it (a context variable, as `Client`'s holds for a thread), and
-`subscribe(goal, ctx)` is an async iterator of events (`koinii.asubscribe`).
+`subscribe(goal, ctx)` is an async iterator of events (`koinii.client.asubscribe`).
 
-Layers: method → `koinii.protocol` (the request and the reading of its reply, shared with
+Layers: method → `koinii.client.protocol` (the request and the reading of its reply, shared with
 the blocking client, so both send the same fields and raise the same `Refused` kinds) →
 `_Transport` (one `httpx.AsyncClient` and its pool of keep-alive connections). Transport
 errors become `Unavailable` in exactly one place (`_Transport.post`), by the blocking
@@ -27,11 +27,11 @@ from typing import Any, TypeVar
 
 import httpx
 
-from koinii import protocol
-from koinii.asubscribe import Subscription
+from koinii.client import protocol
+from koinii.client.asubscribe import Subscription
+from koinii.client.protocol import Call, Context, Endpoint, Entry, Goal, Polled, Sentence, Watching
 from koinii.errors import Unavailable
 from koinii.kb import Edited, Hit, Retracted, Sentex
-from koinii.protocol import Call, Context, Endpoint, Entry, Goal, Polled, Sentence, Watching
 from koinii.results import WhyTree
 from koinii.terms import Term
 
@@ -145,7 +145,7 @@ class AsyncClient:
             self._budget.reset(reset)
 
     async def _run(self, call: Call[T]) -> T:
-        """Send one operation and read its reply (both as `koinii.protocol` says)."""
+        """Send one operation and read its reply (both as `koinii.client.protocol` says)."""
         payload, extra_wait = call.request(self._budget.get())
         route = self._transport.where.route(call.op)
         status, raw = await self._transport.post(route, payload, extra_wait)
@@ -329,7 +329,7 @@ class AsyncClient:
     ) -> Subscription:
         """The events of the writes that `goal` (None: every write) matches in view of
         `ctx`, as an async iterator that survives daemon restarts and outages
-        (`koinii.asubscribe`): `async with client.subscribe(…) as events: async for
+        (`koinii.client.asubscribe`): `async with client.subscribe(…) as events: async for
         event in events: …`. It starts when it opens (`await`, `async with`, or the
         first step of `async for`); with `since`, after that seq instead. `on_error`
         hears of each outage once, `on_lagged` how many events a resnapshot must cover."""

@@ -24,7 +24,7 @@ caller would otherwise read back (an answer's `claim`, a dispute's `rebuttal`, w
 withdrawal removed), so a tool needs no second exchange.
 
 What a move takes back — a withdrawal, a concession, an answer its speaker replaced —
-leaves a record in the same edit (koinii.history): who, when, why, and what went with it.
+leaves a record in the same edit (koinii.channel.history): who, when, why, and what went with it.
 
 Invariant: every check of a move runs before its one write (an `edit`), so a refused
 move writes nothing; the checks run in channel.md's order.
@@ -35,10 +35,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from koinii import history, speech
-from koinii.adjudication import TAG as RULING_TAG
-from koinii.adjudication import now_ms, stance_predicate
-from koinii.conversation import carried, sentex_named
+from koinii import speech
+from koinii.channel import history
+from koinii.channel.conversation import carried, sentex_named
+from koinii.disputes.adjudication import TAG as RULING_TAG
+from koinii.disputes.adjudication import now_ms, stance_predicate
 from koinii.errors import Refused
 from koinii.identity import (
     AGENT_CONTEXT,
@@ -490,7 +491,7 @@ def vote(kb: KB, agent: str, target: Any, stance: Any) -> dict[str, Any]:
 
 
 def _superseded(kb: KB, agent: str, replaced: list[int]) -> list[tuple[Any, str, dict]]:
-    """The records (koinii.history) of the agent's moves its new one replaces."""
+    """The records (koinii.channel.history) of the agent's moves its new one replaces."""
     return [_record(kb, agent, s, "superseded") for s in map(kb.sentex, replaced) if s]
 
 
@@ -640,7 +641,7 @@ def _record(
     reason: str | None = None,
     also: Sequence[int] = (),
 ) -> tuple[Any, str, dict[str, Any]]:
-    """The record (koinii.history) of `moved` taken back: what it carried, read now."""
+    """The record (koinii.channel.history) of `moved` taken back: what it carried, read now."""
     extra = [s for s in (kb.sentex(h) for h in also) if s is not None]
     gone, disputes, reader = carried(kb, [moved, *extra])
     question = None

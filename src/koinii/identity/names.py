@@ -10,9 +10,31 @@ from collections.abc import Iterable
 from typing import Any
 
 from koinii.errors import Refused
-from koinii.identity import SYSTEM_CONTEXTS, context_for, owned_contexts
+from koinii.identity.contexts import context_for, owned_contexts
 
-__all__ = ["SYSTEM_IDS", "check_names_in_store", "check_reserved_name", "lookalikes", "skeleton"]
+__all__ = [
+    "SYSTEM_CONTEXTS",
+    "SYSTEM_IDS",
+    "check_names_in_store",
+    "check_reserved_name",
+    "lookalikes",
+    "skeleton",
+]
+
+# The system's own contexts: a principal named for one would own it (AgentUniverse owns
+# CxUniverse), write where every context reads, and be listed as the author of its
+# vocabulary.
+SYSTEM_CONTEXTS = frozenset(
+    {
+        "CxUniverse",
+        "CxEverything",
+        "CxCore",
+        "CxSpeechActs",
+        "CxRegistry",
+        "CxDisputes",
+        "CxHistory",
+    }
+)
 
 # Ids the system speaks as, each held only in its role: the majority's rulings are made
 # as AgentMajority (adjudication.MAJORITY_ARBITER), by the adjudicator's arbiter token.

@@ -40,8 +40,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from koinii.channel import follow
 from koinii.errors import Refused
-from koinii.kb.index import match
 from koinii.terms import Var, parse, substitute
 
 __all__ = [
@@ -56,13 +56,11 @@ __all__ = [
     "view_of",
 ]
 
-log = logging.getLogger("koinii.catchup")
+log = logging.getLogger("koinii.channel.catchup")
 
 MAX_SNAPSHOTS = 8
 """Snapshots one pass may take. A handful clears any burst; a consumer that needs more is
 not keeping up, which its caller should hear about instead of a pass that never ends."""
-
-CHANGES_PAGE = 1000  # change-log entries read per request on the durable tail
 
 
 # --- where the position is kept -------------------------------------------------------------
@@ -352,6 +350,10 @@ def _applied(view: frozenset[Any], events: Iterable[Any]) -> frozenset[Any]:
 
 
 def _sync_durable(consumer: Consumer) -> frozenset[Any]:
+    """The follower's `log` core (koinii.channel.follow), not following: each page's
+    admitted changes applied and the position stored after it; a log compacted past the
+    position resnapshots and goes on from its last seq; a `genlCx` in the tail changes
+    what the context sees, so the pass ends with a snapshot."""
     store = consumer.agent.store
     stored = consumer.store.read_position()
     run = _Pass(consumer)
@@ -366,54 +368,51 @@ def _sync_durable(consumer: Consumer) -> frozenset[Any]:
                 "the stored position has no change-log seq to resume from",
                 {"token": None, "cursor": seq},
             )
-    visible = _visible(store, consumer.ctx)
-    reread = False  # the hierarchy changed in the tail: visibility must be re-read
-    while True:
-        try:
-            reply = store.changes(since=seq, limit=CHANGES_PAGE)
-        except Exception as exc:
-            raise _feed_error(exc, None, seq) from exc
-        if reply.get("too_old"):
-            run.spend("too-old", None, None)
-            seq = reply["seq"]
-            run.snapshot()
-            continue
-        entries = reply.get("entries") or []
-        if not entries:
-            if reread:
+
+    current = set(run.view)  # the view as this page's changes leave it
+
+    def lagged(told: follow.Lagged) -> None:
+        run.spend("too-old", None, None)
+        run.snapshot()
+        current.clear()
+        current.update(run.view)
+
+    core = follow.Core(
+        follow.log(
+            seq,
+            goal=consumer.goal,
+            ctx=consumer.ctx,
+            follow=False,
+            wait_ms=0,
+            too_old="head",
+            pages=True,
+        )
+    )
+    reread = False  # the hierarchy changed in the tail: what the context sees must be re-read
+    for item in follow.run(core, _Reading(store), on_lagged=lagged):
+        if type(item) is follow.Page:
+            reread |= item.moved_hierarchy
+            run.view = frozenset(current)
+            if not item.entries and reread:
                 run.snapshot()
-            run.commit({"seq": seq})
-            return run.view
-        current = set(run.view)
-        for entry in entries:
-            for change in entry["added"]:
-                reread |= change["sentence"].startswith("(genlCx ")
-                if _admits(consumer.goal, visible, change):
-                    current.add(parse(change["sentence"]))
-            for change in entry["removed"]:
-                reread |= change["sentence"].startswith("(genlCx ")
-                if _admits(consumer.goal, visible, change):
-                    current.discard(parse(change["sentence"]))
-            seq = entry["seq"]
-        run.view = frozenset(current)
-        run.commit({"seq": seq})
+            run.commit({"seq": item.cursor})
+            continue
+        current.update(parse(change["sentence"]) for change in item["added"])
+        current.difference_update(parse(change["sentence"]) for change in item["removed"])
+    return run.view
 
 
-def _visible(store: Any, ctx: Any) -> frozenset[str] | None:
-    """The contexts a reader at `ctx` sees; None when `ctx` reads everywhere."""
-    name = getattr(ctx, "name", ctx)
-    if name is None or name.startswith("?"):
-        return None
-    return frozenset(store.context_up(name))
+class _Reading:
+    """The store as catch-up reads its log: a read that fails is `koinii/feed-error`."""
 
+    def __init__(self, store: Any) -> None:
+        self.store = store
 
-def _admits(goal: Any, visible: frozenset[str] | None, change: dict[str, Any]) -> bool:
-    """Would the feed deliver this change to a standing query of `goal` at the context?
-    (The same test the engine's feed applies: in view, not hidden there, matching.)"""
-    if visible is not None:
-        if change["context"] not in visible:
-            return False
-        hidden_in = change.get("hidden_in")
-        if hidden_in is not None and hidden_in not in visible:
-            return False
-    return match(goal, parse(change["sentence"]), {}) is not None
+    def changes(self, *, since: int, limit: int, wait_ms: int) -> dict[str, Any]:
+        try:
+            return self.store.changes(since=since, limit=limit, wait_ms=wait_ms)
+        except Exception as exc:
+            raise _feed_error(exc, None, since) from exc
+
+    def context_up(self, ctx: Any) -> frozenset[str]:
+        return frozenset(self.store.context_up(ctx))

@@ -46,8 +46,9 @@ import weakref
 from dataclasses import replace
 from typing import Any
 
-from koinii import belief, speech
-from koinii.adjudication import now_ms
+from koinii import speech
+from koinii.channel import belief
+from koinii.disputes.adjudication import now_ms
 from koinii.errors import Refused
 from koinii.kb import KB, Sentex
 from koinii.kb.clashes import FUNCTIONAL, LAST, SINGLE_VALUED, argument_position

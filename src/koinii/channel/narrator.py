@@ -23,8 +23,9 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from koinii import history, speech
-from koinii.adjudication import MAJORITY_ARBITER
+from koinii import speech
+from koinii.channel import history
+from koinii.disputes.adjudication import MAJORITY_ARBITER
 from koinii.errors import KoiniiError
 from koinii.terms import Sym, parse, show
 
@@ -97,7 +98,7 @@ class Told:
 
 def _endings(added: list[dict[str, Any]]) -> dict[int, tuple[str, str | None]]:
     """How the moves a write took back ended, from the records it wrote beside them
-    (koinii.history: `(retired (sentexHandle H) Seq "json")` in CxHistory)."""
+    (koinii.channel.history: `(retired (sentexHandle H) Seq "json")` in CxHistory)."""
     out: dict[int, tuple[str, str | None]] = {}
     for change in added:
         if change["context"] != "CxHistory" or not change["sentence"].startswith("(retired "):
@@ -438,7 +439,7 @@ class Narrator:
     def _because(self, handle: int) -> str:
         """`, because "…"` for a decision its asker gave a reason for (moves.accept,
         moves.close keep it in the decision's provenance): one read while it stands, else
-        from the record of its replacement or withdrawal (koinii.history)."""
+        from the record of its replacement or withdrawal (koinii.channel.history)."""
         if self.lookup is None:
             return ""
         try:

@@ -8,14 +8,14 @@ justifies it; Ciel answers SQLite; Atlas endorses Boreas's answer; Ciel disputes
 the three vote, and once three have voted the adjudicator settles the dispute by
 majority; Atlas accepts the upheld answer, Ciel withdraws hers; each worker wraps its
 session and the coordinator permeates the wraps. The terminal tells the conversation
-from the change feed as it happens (`koinii.narrator`), then a summary. Nothing is left
+from the change feed as it happens (`koinii.channel.narrator`), then a summary. Nothing is left
 running afterwards — unless `keep`: then the daemon and its store stay, in their own
 session (a Ctrl-C in the shell does not stop them), and the demo prints the web view's
 address, a reader token to sign in with, an operator token for the CLI, and how to stop
 it, so a newcomer can explore what the team did (`koinii demo --keep`).
 
 Each role is one function (`coordinator`, `atlas`, `boreas`, `ciel`) run in its own
-process by `python -m koinii.demo ROLE PACE URL TOKEN…`; they synchronise only through
+process by `python -m koinii.cli.demo ROLE PACE URL TOKEN…`; they synchronise only through
 the knowledge base, like real agents. `--pace` is the pause before each move (0 in CI).
 """
 
@@ -32,9 +32,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from koinii import channel, wraps
-from koinii.client import connect
-from koinii.narrator import Narrator
+from koinii import wraps
+from koinii.channel import agent as channel
+from koinii.channel import follow
+from koinii.channel.narrator import Narrator
+from koinii.client.sync import connect
 from koinii.operations import invoker
 from koinii.server.tokens import add_token
 
@@ -212,7 +214,7 @@ def run_demo(pace: float = DEFAULT_PACE_S, *, keep: bool = False, port: int = 0)
     summary then says where (`kept`: url, folder, pid, tokens)."""
     from rich.text import Text
 
-    from koinii.terminal import terminal
+    from koinii.cli.terminal import terminal
 
     console = terminal()
     say = console.print
@@ -261,14 +263,12 @@ def run_demo(pace: float = DEFAULT_PACE_S, *, keep: bool = False, port: int = 0)
         done = threading.Event()
 
         def tail() -> None:
-            nonlocal since, moves
-            while not done.is_set():
-                reply = watcher.changes(since=since, limit=500, wait_ms=200)
-                for entry in reply["entries"]:
-                    for told in narrator.entry(entry):
-                        moves += told.added and told.kind not in ("ruling", "defeat")
-                        say(_shown(told))
-                    since = entry["seq"]
+            nonlocal moves
+            core = follow.Core(follow.log(since, wait_ms=200))
+            for entry in follow.run(core, watcher, stopped=done.is_set):
+                for told in narrator.entry(entry):
+                    moves += told.added and told.kind not in ("ruling", "defeat")
+                    say(_shown(told))
 
         teller = threading.Thread(target=tail, daemon=True)
         teller.start()
@@ -290,7 +290,7 @@ def run_demo(pace: float = DEFAULT_PACE_S, *, keep: bool = False, port: int = 0)
         processes.append(adjudicator)
         agents = [
             subprocess.Popen(
-                [sys.executable, "-m", "koinii.demo", role, str(pace), url, tokens[principal]]
+                [sys.executable, "-m", "koinii.cli.demo", role, str(pace), url, tokens[principal]]
             )
             for role, principal in (
                 ("coordinator", "AgentLead"),

@@ -1,8 +1,8 @@
 """The client side of the daemon's protocol, without I/O: where a client connects, how an
 operation becomes a request, and how a reply becomes a result or a refusal.
 
-Both clients — `koinii.client.Client` (stdlib `http.client`, blocking) and
-`koinii.aclient.AsyncClient` (httpx, asyncio) — build every request and read every reply
+Both clients — `koinii.client.sync.Client` (stdlib `http.client`, blocking) and
+`koinii.client.aio.AsyncClient` (httpx, asyncio) — build every request and read every reply
 here, so the two cannot drift: the same fields reach the daemon, the same `Refused` kinds
 come back, and a reply that is not Koinii's is `Unavailable` in both. Invariant: this
 module never sends anything; a transport sends the `Call`'s body to `endpoint.route(op)`

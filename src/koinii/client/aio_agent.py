@@ -8,13 +8,13 @@ over an `AsyncClient`, and its subscriptions as async iterators.
         async for event in events:
             ...
 
-One set of rules, not two: every move is one operation on the writer (`koinii.moves`),
+One set of rules, not two: every move is one operation on the writer (`koinii.channel.moves`),
 awaited on the client's connections — the same calls `channel.Agent` makes, built by the
 same functions (`channel.move_call` and its kin), so the async channel cannot drift from
 the blocking one, and no move needs a thread. A move is one request, so the daemon makes
 it whole or not at all; a caller that cancels one mid-flight does not learn which (the
 thread shows it). Subscriptions need no thread either: `subscribe`
-is `koinii.asubscribe.Subscription` over the client, with the wire medium's guarantees
+is `koinii.client.asubscribe.Subscription` over the client, with the wire medium's guarantees
 (every event once, in order, across outages).
 """
 
@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from koinii import channel as _sync
-from koinii.asubscribe import Subscription
+from koinii.channel import agent as _sync
+from koinii.client.asubscribe import Subscription
 from koinii.kb import Edited, Hit, Sentex
 from koinii.results import Dispute, Question, Thread
 from koinii.speech import ANSWERS, ENDORSES, ref
@@ -238,7 +238,7 @@ class Agent:
         on_error: Callable[[BaseException], Any] | None = None,
     ) -> Subscription:
         """The events of the writes `goal` matches in view of `ctx` (the channel: every
-        member's moves), as an async iterator (`koinii.asubscribe`): it opens at `await`,
+        member's moves), as an async iterator (`koinii.client.asubscribe`): it opens at `await`,
         `async with` or the first step of `async for`, and survives daemon restarts."""
         return Subscription(
             self.store, goal, ctx, wait_ms=wait_ms, on_lagged=on_lagged, on_error=on_error

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from koinii import conversation, identity
+from koinii import identity
+from koinii.channel import conversation
 from koinii.kb.checks import context_name
 from koinii.operations import operation
 from koinii.sessions import schema as sessions_schema

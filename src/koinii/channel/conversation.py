@@ -18,7 +18,7 @@ A question's state is derived from what stands, never stored:
   disputed (a dispute move on it stands, or it is a side of a clash the channel sees);
 - `answered`: otherwise.
 
-History (koinii.history): a move taken back — withdrawn, conceded, superseded — is kept
+History (koinii.channel.history): a move taken back — withdrawn, conceded, superseded — is kept
 as a record, and the reads show it beside what stands: a question's `withdrawn_answers`,
 a claim's `withdrawn` replies, each with what it carried (its disputes with their
 `ending`); `thread` of a retired handle reads its record; `disputes` lists ended
@@ -49,7 +49,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from koinii import adjudication, disputes, history, speech
+from koinii import disputes, speech
+from koinii.channel import history
+from koinii.disputes import adjudication
 from koinii.errors import Refused
 from koinii.identity import AGENT_CONTEXT
 from koinii.kb import KB, Sentex
@@ -584,7 +586,7 @@ def _ended(kept: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
 def carried(kb: KB, moved: list[Sentex]) -> tuple[list[Sentex], list[dict[str, Any]], Any]:
     """What goes with `moved` when it is taken back — the claims its answers carry and
     every reply that follows its target, transitively — and the disputes any of it is
-    in, as the channel shows them now: what a record keeps (koinii.history). Also the
+    in, as the channel shows them now: what a record keeps (koinii.channel.history). Also the
     reader, for naming authors."""
     reader = _Reader(kb, moved[0].context, everywhere=True)  # its channels' clashes
     seen: dict[int, Sentex] = {}
@@ -692,7 +694,7 @@ def thread(
     A move taken back reads as its record (`retired_entry`: how it ended and what it
     carried); one that went with another's withdrawal, as that record, with `focus`.
     With `as_of` (a log seq) or `as_of_ms` (an epoch-ms time): as the channel showed it
-    then (koinii.history).
+    then (koinii.channel.history).
     Refused: `bad-handle`, `koinii/no-such-handle` (with how to find live handles),
     `bad-option`, `too-old`.
     """

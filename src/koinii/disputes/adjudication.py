@@ -15,7 +15,7 @@ they leave out — the clock, the timeout, the sinks — and the ways a dispute 
   rule, stored outside the voter's own context, or written by another principal) never
   counts and never vetoes: it is listed as `ignored`.
 
-Reasoning on a contested premise, and quarantine, are `koinii.quarantine`'s.
+Reasoning on a contested premise, and quarantine, are `koinii.disputes.quarantine`'s.
 
 Invariants:
 - A ruling is ONE edit: the lift, the upheld sentence (creator = arbiter, provenance
