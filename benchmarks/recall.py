@@ -142,7 +142,8 @@ BEFORE = "before (d1f4c4f)"
 class Switches:
     """Koinii's search as it was before issue 42 (`on=False`) or as it is (`on=True`):
     the tokenisation (whole alphanumeric runs), the compounds and typos, the dates, the
-    weighted fusion, the question-answer threads and the entity links — switched
+    weighted fusion, the question-answer threads, the entity links and the time a
+    question asks for — switched
     together, so both rows come from one run on one machine."""
 
     def __init__(self, on: bool) -> None:
@@ -153,6 +154,7 @@ class Switches:
             (fulltext, "WHOLE_RUNS", on),
             (terms_of_search, "COMPOUNDS", on),
             (dates_of_search, "DATES", on),
+            (dates_of_search, "ASKED", on),
             (search, "FUSION_WEIGHT", search.FUSION_WEIGHT if on else 0.0),
             (search, "THREADS", on),
             (search, "COVERAGE_FIRST", on),

@@ -11,11 +11,14 @@ entry; a reader's 8 MB edit; `wraps/add` of 1.4 M ids; a 15 MB `sessions/record_
 context does not see; the first search after 30,000 writes (sent as fast as the agent's
 write budget lets it, the prober starting as the last is acknowledged: whatever the
 daemon has not indexed by then, the search waits for); `conversation.disputes` and
-`conversation.thread` with a functional declaration of 2,000 values. The bodies are
-encoded once and sent as bytes. Its table: attack, answer, the attack's longest request,
-p50 / p99 / max of each of the three calls, and a verdict: "ok" when every p99 is under
-100 ms. `--tiny` shrinks each attack to about a hundredth (every cap is still passed): a
-smoke run (tests/test_benchmarks.py).
+`conversation.thread` with a functional declaration of 2,000 values; `vocabulary` over
+20,000 notes; and, signed in to the web view as a browser, the disputes page over the
+3,000 disputes, the page of a channel Atlas is not on after 6,000 writes of Atlas's, and
+the thread page with the functional values. The bodies are encoded once and sent as
+bytes. Its table: attack, answer, the attack's longest request, p50 / p99 / max of each
+of the three calls, and a verdict: "ok" when every p99 is under 100 ms. `--tiny` shrinks
+each attack to about a hundredth (every cap is still passed): a smoke run
+(tests/test_benchmarks.py).
 
 What is measured. For each attack a fresh daemon is started on a free 127.0.0.1 port with
 a temporary SQLite store (and PostgreSQL for the connection-loss row, when reachable). A
@@ -436,6 +439,7 @@ AGENTS = {
     "ReaderRhea": "reader",
 }
 CHANNEL = "CxTeam"
+QUIET = "CxQuiet"  # Boreas and Cyra's channel, which Atlas is not on
 TARGET_P99_MS = 100.0
 
 
@@ -452,10 +456,11 @@ class Sizes:
     hidden: int = 20_000
     values: int = 2_000
     backlog: int = 30_000  # writes not yet indexed for search when the search comes
+    log: int = 6_000  # writes the channel page looks through, none in the channel
 
     @classmethod
     def tiny(cls) -> Sizes:
-        return cls(12_000, 1, 1, 14_000, 1, 30, 200, 20, 300)  # each cap still passed
+        return cls(12_000, 1, 1, 14_000, 1, 30, 200, 20, 300, 60)  # each cap still passed
 
 
 def _probe_agent(url: str, token: str, stop: Any, out: Any, ready: Any = None) -> None:
@@ -554,6 +559,46 @@ class Raw:
         return "done" if reply.get("ok") else reply["error"]["kind"]
 
 
+class Browser:
+    """A signed-in browser of the web view (its cookie, never the token, after the
+    sign-in): a page's refusal kind, or "done"."""
+
+    def __init__(self, url: str, token: str, timeout: float) -> None:
+        import http.client
+        import urllib.parse
+
+        self.host, self.port = url.removeprefix("http://").split(":")
+        self.timeout = timeout
+        connection = http.client.HTTPConnection(self.host, int(self.port), timeout=timeout)
+        try:
+            form = urllib.parse.urlencode({"token": token, "next": "/"})
+            connection.request(
+                "POST", "/login", form, {"Content-Type": "application/x-www-form-urlencoded"}
+            )
+            reply = connection.getresponse()
+            reply.read()
+            self.cookie = reply.getheader("set-cookie", "").split(";")[0]
+        finally:
+            connection.close()
+
+    def get(self, path: str) -> str:
+        import http.client
+
+        connection = http.client.HTTPConnection(self.host, int(self.port), timeout=self.timeout)
+        try:
+            connection.request("GET", path, headers={"Cookie": self.cookie})
+            reply = connection.getresponse()
+            page = reply.read().decode("utf-8", "replace")
+        except OSError:
+            return "unavailable"
+        finally:
+            connection.close()
+        if reply.status == 200:
+            return "done"
+        found = page.find("Refused: <code>")  # the error page names the refusal
+        return page[found + 15 : page.find("<", found + 15)] if found >= 0 else str(reply.status)
+
+
 def _encoded(body: Any) -> bytes:
     return json.dumps(body).encode()
 
@@ -608,6 +653,23 @@ def _backlog_setup(clients: dict[str, koinii.Client], sizes: Sizes) -> dict[str,
     attack searches them at once, before the daemon has indexed them all."""
     notes = [(f'(note B{i} "release {i} shipped")', "CxAtlas") for i in range(sizes.backlog)]
     _in_batches(clients["AgentAtlas"], notes)
+    return {}
+
+
+def _log_setup(clients: dict[str, koinii.Client], sizes: Sizes) -> dict[str, Any]:
+    """Boreas and Cyra on a channel of their own; `sizes.log` writes of Atlas's (3 notes
+    each, 4 at a time) that its page's window must look through, none of them shown."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    for name in ("AgentBoreas", "AgentCyra"):
+        channel.join(channel.wire(clients[name]), QUIET, name)
+    atlas = clients["AgentAtlas"]
+
+    def write(i: int) -> None:
+        atlas.edit(add=[(f"(note L{i} Part{part})", "CxAtlas") for part in range(3)])
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(write, range(sizes.log)))
     return {}
 
 
@@ -711,6 +773,26 @@ def agent_rows(
                 "conversation.thread", handle=a["question"], channel=CHANNEL
             ),
         ),
+        (
+            f"vocabulary, {sizes.hidden:,} notes",
+            _hidden_setup,
+            lambda a: a["atlas"].vocabulary("CxAtlas"),
+        ),
+        (
+            f"web: disputes page, {sizes.disputes:,} disputes",
+            _disputes_setup,
+            lambda a: a["browser"].get(f"/channel/{CHANNEL}/disputes"),
+        ),
+        (
+            f"web: channel page, {sizes.log:,} writes it does not show",
+            _log_setup,
+            lambda a: a["browser"].get(f"/channel/{QUIET}/"),
+        ),
+        (
+            "web: thread page, functional with the values above",
+            _functional_setup,
+            lambda a: a["browser"].get(f"/channel/{CHANNEL}/thread/{a['question']}"),
+        ),
     ]
     rows = []
     for name, setup, attack in attacks:
@@ -732,6 +814,7 @@ def agent_rows(
                     ),
                     "raw": Raw(daemon.url, tokens["AgentAtlas"], timeout),
                     "reader": Raw(daemon.url, tokens["ReaderRhea"], timeout),
+                    "browser": Browser(daemon.url, tokens["AgentAtlas"], timeout),
                 }
                 with AgentProber(daemon.url, tokens["AgentBoreas"]) as prober:
                     start = time.monotonic()

@@ -15,7 +15,9 @@ Measured
     - THE ranked search: `Introspection(kb).list_sessions(q, limit=50, ranking="lexical")`
       (the bands; hybrid ranking is `recall.py`'s subject) — the whole
       read, through the operation layer: the title band, the request/reply/thinking
-      bands, newest first inside a band, flags and snippets.
+      bands, newest first inside a band, flags and snippets; and beside it
+      `ranking="relevance"`, which adds the band of the sessions holding some of the
+      words where the bands leave room (its median and p99).
     - The floor, on the same database in the same run: the bare FTS5 query a ranked
       full-text search cannot do without — `SELECT rowid, snippet(…) FROM turn_search
       WHERE turn_search MATCH ? ORDER BY bm25(turn_search) LIMIT 50` — with the same
@@ -329,6 +331,7 @@ def _wal(path: str) -> int:
 def measure_search(kb: Any, vocab: list[str], rounds: int) -> tuple[list, list[str]]:
     reader = Introspection(kb)
     banded: dict[str, list[float]] = {}
+    some: list[float] = []  # relevance: the seed's bands and the fifth (some of the words)
     floor: dict[str, list[float]] = {}
     found: dict[str, tuple[int, int]] = {}
     progress(f"searching: {len(queries(vocab))} queries x {rounds} rounds")
@@ -341,12 +344,14 @@ def measure_search(kb: Any, vocab: list[str], rounds: int) -> tuple[list, list[s
                     lambda db: db.execute(FLOOR_SQL, (SNIPPET_TOKENS, fts, LIMIT)).fetchall()
                 )
             )
+            sms, _ = timed(lambda q=q: reader.list_sessions(q, limit=LIMIT, ranking="relevance"))
             if round_ == 0:  # warm-up, and a check that both found what they should
                 if not got and floor_rows:
                     raise SystemExit(f"the banded search found nothing for {q!r}")
                 found[q] = (len(got), len(floor_rows))
                 continue
             banded.setdefault(q, []).append(ms)
+            some.append(sms)
             floor.setdefault(q, []).append(fms)
     every_banded = [v for vs in banded.values() for v in vs]
     every_floor = [v for vs in floor.values() for v in vs]
@@ -363,6 +368,12 @@ def measure_search(kb: Any, vocab: list[str], rounds: int) -> tuple[list, list[s
             f"{p99(every_banded):.2f} ms",
             f"{p99(every_floor):.2f} ms",
             f"{p99(every_banded) / p99(every_floor):.2f}x",
+        ),
+        (
+            "with some of the words (relevance), median / p99",
+            f"{statistics.median(some):.2f} / {p99(some):.2f} ms",
+            "",
+            "",
         ),
     ]
     samples = [

@@ -279,7 +279,7 @@ def _zygote(path: str) -> None:
     import koinii.client.sync
     import koinii.mcp
     import koinii.server
-    import koinii.server.web  # noqa: F401
+    import koinii.web  # noqa: F401
     from koinii import operations
     from koinii.kb import semantic, vocab
 

@@ -8,8 +8,8 @@ import pytest
 import koinii
 from koinii import disputes, identity
 from koinii.channel import agent as channel
-from koinii.disputes import adjudication, quarantine
-from koinii.disputes.adjudication import MAJORITY_ARBITER
+from koinii.disputes import adjudication, majority, quarantine, rulings
+from koinii.disputes.majority import MAJORITY_ARBITER
 from koinii.identity import grants
 from tests.conftest import channel_sees, holds, refused
 
@@ -31,7 +31,7 @@ def principal(agent, policy="proof-tier"):
 
 def ballot(kb, agent, stance, target):
     """An attested ballot: cast by a proof-tier principal whose credential proves its id."""
-    return adjudication.cast_ballot(kb, principal(agent), stance, target)
+    return majority.cast_ballot(kb, principal(agent), stance, target)
 
 
 def askable(kb, sentence, ctx):
@@ -163,7 +163,7 @@ def test_the_stale_sweep_scans_once_for_many_disputes(kb, clash):
 
 def test_a_ruling_resolves_the_dispute_and_explains_itself(kb, clash):
     _p, n, key = clash
-    ruling = adjudication.rule(kb, "AgentArbiter", key, P, "CxDeploy", clock=lambda: T0 + 5000)
+    ruling = rulings.rule(kb, "AgentArbiter", key, P, "CxDeploy", clock=lambda: T0 + 5000)
     assert kb.contradictions("CxDeploy") == []
     assert disputes.dispute_state(kb, key) == "resolved"
     assert not disputes.is_disputed(kb, P, "CxDeploy") and kb.argue(P, "CxDeploy") == "true"
@@ -173,7 +173,7 @@ def test_a_ruling_resolves_the_dispute_and_explains_itself(kb, clash):
     assert sentex.provenance["creator"] == "AgentArbiter"
     assert sentex.provenance["adjudication"] == {"dispute": list(key), "at": T0 + 5000}
     assert kb.why(ruling)["believed"]
-    assert adjudication.who_ruled(kb, ruling) == {
+    assert rulings.who_ruled(kb, ruling) == {
         "arbiter": "AgentArbiter",
         "dispute_ids": [key],
         "at": T0 + 5000,
@@ -182,7 +182,7 @@ def test_a_ruling_resolves_the_dispute_and_explains_itself(kb, clash):
 
 def test_ruling_the_negative_side(kb, clash):
     key = clash[2]
-    adjudication.rule(kb, "AgentArbiter", key, NOT_P, "CxDeploy")
+    rulings.rule(kb, "AgentArbiter", key, NOT_P, "CxDeploy")
     assert disputes.dispute_state(kb, key) == "resolved"
     assert kb.argue(P, "CxDeploy") == "false"
     assert askable(kb, NOT_P, "CxDeploy") and not askable(kb, P, "CxDeploy")
@@ -191,19 +191,19 @@ def test_ruling_the_negative_side(kb, clash):
 def test_retracting_the_ruling_reopens_the_dispute_fresh(kb, clash):
     key = clash[2]
     adjudication.notify_disputes(kb, "CxDeploy")
-    ruling = adjudication.rule(kb, "AgentArbiter", key, P, "CxDeploy")
+    ruling = rulings.rule(kb, "AgentArbiter", key, P, "CxDeploy")
     assert disputes.marks_of(kb, key) == []  # the episode ended when the ruling landed
     kb.retract(ruling)
     assert disputes.is_disputed(kb, P, "CxDeploy") and kb.argue(P, "CxDeploy") == "contradiction"
     assert askable(kb, P, "CxDeploy") and askable(kb, NOT_P, "CxDeploy")
     assert disputes.dispute_state(kb, key) == "open"
-    assert adjudication.who_ruled(kb, ruling) is None
+    assert rulings.who_ruled(kb, ruling) is None
 
 
 def test_a_reopened_dispute_is_notified_again(kb, clash):
     heard = []
     adjudication.notify_disputes(kb, "CxDeploy", heard.append)
-    ruling = adjudication.rule(kb, "AgentArbiter", clash[2], P, "CxDeploy")
+    ruling = rulings.rule(kb, "AgentArbiter", clash[2], P, "CxDeploy")
     kb.retract(ruling)
     adjudication.notify_disputes(kb, "CxDeploy", heard.append)
     assert len(heard) == 2
@@ -211,20 +211,20 @@ def test_a_reopened_dispute_is_notified_again(kb, clash):
 
 def test_an_arbiter_supersedes_its_own_ruling(kb, clash):
     key = clash[2]
-    first = adjudication.rule(kb, "AgentArbiter", key, P, "CxDeploy")
+    first = rulings.rule(kb, "AgentArbiter", key, P, "CxDeploy")
     assert kb.argue(P, "CxDeploy") == "true"
-    second = adjudication.rule(kb, "AgentArbiter", key, NOT_P, "CxDeploy")
+    second = rulings.rule(kb, "AgentArbiter", key, NOT_P, "CxDeploy")
     assert not kb.believed(first) and kb.sentex(first) is None
-    assert adjudication.standing_rulings(kb, "AgentArbiter", key) == [second]
+    assert rulings.standing_rulings(kb, "AgentArbiter", key) == [second]
     assert kb.argue(P, "CxDeploy") == "false"
     seq = kb.seq
-    assert adjudication.rule(kb, "AgentArbiter", key, NOT_P, "CxDeploy") == second
+    assert rulings.rule(kb, "AgentArbiter", key, NOT_P, "CxDeploy") == second
     assert kb.seq == seq  # ruling the same side again changes nothing
 
 
 def test_who_ruled_a_plain_claim_is_nobody(kb, clash):
-    assert adjudication.who_ruled(kb, clash[0]) is None
-    assert adjudication.who_ruled(kb, 999_999) is None
+    assert rulings.who_ruled(kb, clash[0]) is None
+    assert rulings.who_ruled(kb, 999_999) is None
 
 
 def test_one_ruling_settles_two_disputes_and_a_new_one_withdraws_it(kb):
@@ -236,37 +236,37 @@ def test_one_ruling_settles_two_disputes_and_a_new_one_withdraws_it(kb):
     channel_sees(kb, "CxDeploy", "AgentAtlas", "AgentBoreas")
     channel_sees(kb, "CxOps", "AgentAtlas", "AgentCiel")
     first, second = (p, b), (p, c)
-    h1 = adjudication.rule(kb, "AgentArbiter", first, P, "CxDeploy")
-    h2 = adjudication.rule(kb, "AgentArbiter", second, P, "CxOps")
+    h1 = rulings.rule(kb, "AgentArbiter", first, P, "CxDeploy")
+    h2 = rulings.rule(kb, "AgentArbiter", second, P, "CxOps")
     assert h1 == h2
-    assert adjudication.standing_rulings(kb, "AgentArbiter", first) == [h1]
-    assert adjudication.standing_rulings(kb, "AgentArbiter", second) == [h1]
-    assert adjudication.who_ruled(kb, h1)["dispute_ids"] == [first, second]
+    assert rulings.standing_rulings(kb, "AgentArbiter", first) == [h1]
+    assert rulings.standing_rulings(kb, "AgentArbiter", second) == [h1]
+    assert rulings.who_ruled(kb, h1)["dispute_ids"] == [first, second]
     provenance = kb.provenance(h1)
     assert provenance["adjudication"]["dispute"] == list(first)
     assert provenance["adjudication#2"]["dispute"] == list(second)
-    h3 = adjudication.rule(kb, "AgentArbiter", first, NOT_P, "CxDeploy")
+    h3 = rulings.rule(kb, "AgentArbiter", first, NOT_P, "CxDeploy")
     assert not kb.believed(h1)
-    assert adjudication.standing_rulings(kb, "AgentArbiter", first) == [h3]
+    assert rulings.standing_rulings(kb, "AgentArbiter", first) == [h3]
     assert kb.argue(P, "CxDeploy") == "false"
 
 
 def test_a_dispute_id_is_accepted_in_either_spelling(kb, clash):
     p, n, key = clash
-    ruling = adjudication.rule(kb, "AgentArbiter", key, P, "CxDeploy")
-    assert adjudication.standing_rulings(kb, "AgentArbiter", (n, p)) == [ruling]
-    assert adjudication.rule(kb, "AgentArbiter", [n, p], P, "CxDeploy") == ruling
+    ruling = rulings.rule(kb, "AgentArbiter", key, P, "CxDeploy")
+    assert rulings.standing_rulings(kb, "AgentArbiter", (n, p)) == [ruling]
+    assert rulings.rule(kb, "AgentArbiter", [n, p], P, "CxDeploy") == ruling
 
 
 def test_an_arbiter_who_is_a_party_is_refused(kb, clash):
     p, _n, key = clash
     seq = kb.seq
     for side in (P, NOT_P):
-        refusal = refused(lambda s=side: adjudication.rule(kb, "AgentAtlas", key, s, "CxDeploy"))
+        refusal = refused(lambda s=side: rulings.rule(kb, "AgentAtlas", key, s, "CxDeploy"))
         assert refusal.kind == "arbiter-is-party"
         assert refusal.data == {"arbiter": "AgentAtlas", "dispute_id": list(key), "handles": [p]}
     assert kb.seq == seq and askable(kb, P, "CxAtlas")
-    assert adjudication.rule(kb, "AgentArbiter", key, P, "CxDeploy") > 0
+    assert rulings.rule(kb, "AgentArbiter", key, P, "CxDeploy") > 0
 
 
 def test_holding_a_defeated_copy_of_a_side_is_not_being_a_party(kb, clash):
@@ -276,7 +276,7 @@ def test_holding_a_defeated_copy_of_a_side_is_not_being_a_party(kb, clash):
     kb.assert_("(not (green ProdCluster))", "CxDora", strength="monotonic", creator="AgentDora")
     [stored] = [s for s in kb.sentexes_matching(P, "CxEverything") if s.context == "CxDora"]
     assert not stored.believed
-    adjudication.rule(kb, "AgentDora", key, NOT_P, "CxDeploy")
+    rulings.rule(kb, "AgentDora", key, NOT_P, "CxDeploy")
     assert kb.argue(P, "CxDeploy") == "false"
 
 
@@ -291,13 +291,13 @@ def test_a_refused_ruling_leaves_everything_as_it_was(kb, clash):
         (P, "CxRegistry", "koinii/not-a-channel"),
     ]
     for upheld, ctx, kind in cases:
-        refusal = refused(lambda u=upheld, c=ctx: adjudication.rule(kb, "AgentArbiter", key, u, c))
+        refusal = refused(lambda u=upheld, c=ctx: rulings.rule(kb, "AgentArbiter", key, u, c))
         assert refusal.kind == kind
     assert kb.seq == seq
     assert disputes.dispute_state(kb, key) == "notified"
-    assert adjudication.standing_rulings(kb, "AgentArbiter", key) == []
+    assert rulings.standing_rulings(kb, "AgentArbiter", key) == []
     kb.retract(n)
-    gone = refused(lambda: adjudication.rule(kb, "AgentArbiter", key, P, "CxDeploy"))
+    gone = refused(lambda: rulings.rule(kb, "AgentArbiter", key, P, "CxDeploy"))
     assert gone.kind == "koinii/no-such-handle" and gone.data["handle"] == n
 
 
@@ -312,7 +312,7 @@ def test_a_speech_act_dispute_drives_the_whole_loop(kb):
     heard = []
     adjudication.notify_disputes(kb, "CxDeploy", heard.append)
     assert len(heard) == 1
-    adjudication.rule(kb, "AgentArbiter", heard[0]["dispute_id"], P, "CxDeploy")
+    rulings.rule(kb, "AgentArbiter", heard[0]["dispute_id"], P, "CxDeploy")
     assert disputes.dispute_state(kb, heard[0]["dispute_id"]) == "resolved"
 
 
@@ -382,7 +382,7 @@ def test_contested_premises_do_not_depend_on_assertion_order(order):
 
 def test_a_tie_leaves_the_dispute_open_and_a_majority_rules(kb, clash):
     p, _n, key = clash
-    nobody = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    nobody = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert nobody == {
         "for": 0,
         "against": 0,
@@ -394,15 +394,15 @@ def test_a_tie_leaves_the_dispute_open_and_a_majority_rules(kb, clash):
     }
     ballot(kb, "AgentAtlas", "for", p)
     ballot(kb, "AgentBoreas", "against", p)
-    assert adjudication.tally(kb, p) == {"for": 1, "against": 1}
-    tie = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    assert majority.tally(kb, p) == {"for": 1, "against": 1}
+    tie = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert (tie["outcome"], tie["ruling"]) == ("tie", None)
     assert disputes.is_disputed(kb, P, "CxDeploy")
     ballot(kb, "AgentCiel", "for", p)
-    won = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    won = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert (won["for"], won["against"], won["outcome"]) == (2, 1, "for")
     assert not disputes.is_disputed(kb, P, "CxDeploy") and kb.argue(P, "CxDeploy") == "true"
-    assert adjudication.who_ruled(kb, won["ruling"])["arbiter"] == MAJORITY_ARBITER
+    assert rulings.who_ruled(kb, won["ruling"])["arbiter"] == MAJORITY_ARBITER
     assert kb.sentex(won["ruling"]).context == "CxMajority"
     kb.retract(won["ruling"])
     assert disputes.is_disputed(kb, P, "CxDeploy")
@@ -433,8 +433,8 @@ def run_moves(order):
             for entry in disputes.disputes_in(kb, "CxDeploy")
         }
         key = disputes.disputes_in(kb, "CxDeploy")[0]["dispute_id"]
-        tally = adjudication.tally(kb, p)
-        result = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+        tally = majority.tally(kb, p)
+        result = majority.resolve_by_majority(kb, key, p, "CxDeploy")
         return (
             found,
             tally,
@@ -457,9 +457,9 @@ def test_cooperative_ballots_cast_by_their_voters_count_in_one_process(kb, clash
     claimed id there: a ballot in the voter's own context, by the voter, counts."""
     p, _n, key = clash
     for agent, stance in (("AgentAtlas", "for"), ("AgentBoreas", "against"), ("AgentCiel", "for")):
-        adjudication.cast_ballot(kb, principal(agent, "cooperative"), stance, p)
-    assert adjudication.tally(kb, p) == {"for": 2, "against": 1}
-    won = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+        majority.cast_ballot(kb, principal(agent, "cooperative"), stance, p)
+    assert majority.tally(kb, p) == {"for": 2, "against": 1}
+    won = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert (won["outcome"], won["ignored"]) == ("for", [])
 
 
@@ -468,7 +468,7 @@ def test_voting_the_claim_down_rules_its_negation(kb, clash):
     ballot(kb, "AgentAtlas", "for", p)
     ballot(kb, "AgentBoreas", "against", p)
     ballot(kb, "AgentCiel", "against", p)
-    result = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    result = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert (result["for"], result["against"], result["outcome"]) == (1, 2, "against")
     assert kb.sentex(result["ruling"]).text == NOT_P
     assert not disputes.is_disputed(kb, P, "CxDeploy") and kb.argue(P, "CxDeploy") == "false"
@@ -477,7 +477,7 @@ def test_voting_the_claim_down_rules_its_negation(kb, clash):
 def test_a_repeated_ballot_is_one_vote(kb, clash):
     p = clash[0]
     assert ballot(kb, "AgentBoreas", "against", p) == ballot(kb, "AgentBoreas", "against", p)
-    assert adjudication.tally(kb, p) == {"for": 0, "against": 1}
+    assert majority.tally(kb, p) == {"for": 0, "against": 1}
 
 
 def test_a_voter_on_both_sides_spoils_the_ballot(kb, clash):
@@ -485,16 +485,16 @@ def test_a_voter_on_both_sides_spoils_the_ballot(kb, clash):
     ballot(kb, "AgentAtlas", "for", p)
     ballot(kb, "AgentBoreas", "against", p)
     ballot(kb, "AgentBoreas", "for", p)
-    assert adjudication.tally(kb, p) == {"for": 1, "against": 0}
+    assert majority.tally(kb, p) == {"for": 1, "against": 0}
 
 
 def test_a_voter_changes_its_vote_by_retracting_the_ballot(kb, clash):
     p = clash[0]
     first = ballot(kb, "AgentBoreas", "for", p)
-    assert adjudication.tally(kb, p) == {"for": 1, "against": 0}
+    assert majority.tally(kb, p) == {"for": 1, "against": 0}
     kb.retract(first)
     ballot(kb, "AgentBoreas", "against", p)
-    assert adjudication.tally(kb, p) == {"for": 0, "against": 1}
+    assert majority.tally(kb, p) == {"for": 0, "against": 1}
 
 
 def test_an_unknown_stance_is_refused(kb, clash):
@@ -507,9 +507,9 @@ def test_resolving_an_unchanged_count_again_changes_nothing(kb, clash):
     p, _n, key = clash
     for agent, stance in (("AgentAtlas", "for"), ("AgentBoreas", "against"), ("AgentCiel", "for")):
         ballot(kb, agent, stance, p)
-    first = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    first = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     seq = kb.seq
-    second = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    second = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert first["changed"] and not second["changed"]
     assert {**second, "changed": True} == first and kb.seq == seq
     assert disputes.dispute_state(kb, key) == "resolved"
@@ -520,13 +520,13 @@ def test_the_majority_changes_its_mind(kb, clash):
     ba = ballot(kb, "AgentAtlas", "for", p)
     bc = ballot(kb, "AgentCiel", "for", p)
     bb = ballot(kb, "AgentBoreas", "against", p)
-    r1 = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    r1 = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert (r1["outcome"], r1["withdrawn"]) == ("for", []) and kb.argue(P, "CxDeploy") == "true"
     kb.retract(ba)
     kb.retract(bc)
     ballot(kb, "AgentAtlas", "against", p)
     bc2 = ballot(kb, "AgentCiel", "against", p)
-    r2 = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    r2 = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert (r2["for"], r2["against"], r2["outcome"]) == (0, 3, "against")
     assert r2["withdrawn"] == [r1["ruling"]] and not kb.believed(r1["ruling"])
     assert kb.argue(P, "CxDeploy") == "false"
@@ -535,11 +535,11 @@ def test_the_majority_changes_its_mind(kb, clash):
     ] == []
     kb.retract(bc2)
     ballot(kb, "AgentCiel", "for", p)
-    r3 = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    r3 = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert (r3["for"], r3["against"], r3["outcome"]) == (1, 2, "against")
     assert r3["withdrawn"] == [] and r3["ruling"] == r2["ruling"]
     kb.retract(bb)
-    r4 = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    r4 = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert (r4["for"], r4["against"], r4["outcome"]) == (1, 1, "tie")
     assert r4["withdrawn"] == [r2["ruling"]]
     assert disputes.is_disputed(kb, P, "CxDeploy") and kb.argue(P, "CxDeploy") == "contradiction"
@@ -549,11 +549,11 @@ def test_a_defeated_ruling_is_not_standing(kb, clash):
     p, _n, key = clash
     tag = {"adjudication": {"dispute": list(key), "at": T0}}
     soft = kb.assert_(P, "CxMajority", creator=MAJORITY_ARBITER, provenance=tag)
-    assert adjudication.standing_rulings(kb, MAJORITY_ARBITER, key) == [soft]
+    assert rulings.standing_rulings(kb, MAJORITY_ARBITER, key) == [soft]
     kb.assert_(NOT_P, "CxMajority", strength="monotonic", creator=MAJORITY_ARBITER)
     assert kb.sentex(soft) is not None and not kb.believed(soft)
-    assert adjudication.standing_rulings(kb, MAJORITY_ARBITER, key) == []
-    result = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    assert rulings.standing_rulings(kb, MAJORITY_ARBITER, key) == []
+    result = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert (result["outcome"], result["withdrawn"]) == ("tie", [])
     assert kb.sentex(soft) is not None
 
@@ -577,7 +577,7 @@ def test_withdrawn_rulings_are_listed_by_content(first):
                 creator=MAJORITY_ARBITER,
                 provenance=tag,
             )
-        result = adjudication.resolve_by_majority(kb, key, a, "CxDeploy")
+        result = majority.resolve_by_majority(kb, key, a, "CxDeploy")
         assert result["outcome"] == "tie"
         assert result["withdrawn"] == [rulings[9], rulings[10]]
 
@@ -611,8 +611,8 @@ def test_every_order_of_the_same_rulings_reads_the_same(order, last):
     with koinii.open_kb() as kb:
         _, both = two_disputes(kb)
         for i in order:
-            adjudication.rule(kb, "AgentArbiter", both[i][0], P, both[i][1])
-        adjudication.rule(kb, "AgentArbiter", both[last][0], NOT_P, both[last][1])
+            rulings.rule(kb, "AgentArbiter", both[i][0], P, both[i][1])
+        rulings.rule(kb, "AgentArbiter", both[last][0], NOT_P, both[last][1])
         assert reading(kb) == [("false", False, True, False, 0, 0)] * 2
 
 
@@ -623,19 +623,16 @@ def test_every_order_of_the_same_polls_reads_the_same(first, second):
         ballots = {agent: ballot(kb, agent, "for", p) for agent in ("AgentAtlas", "AgentDora")}
         ballot(kb, "AgentBoreas", "against", p)
         for i in first:
-            assert (
-                adjudication.resolve_by_majority(kb, both[i][0], p, both[i][1])["outcome"] == "for"
-            )
+            assert majority.resolve_by_majority(kb, both[i][0], p, both[i][1])["outcome"] == "for"
         for agent, handle in ballots.items():
             kb.retract(handle)
             ballot(kb, agent, "against", p)
         for i in second:
             assert (
-                adjudication.resolve_by_majority(kb, both[i][0], p, both[i][1])["outcome"]
-                == "against"
+                majority.resolve_by_majority(kb, both[i][0], p, both[i][1])["outcome"] == "against"
             )
         assert reading(kb) == [("false", False, True, False, 0, 0)] * 2
-        counts = [len(adjudication.standing_rulings(kb, MAJORITY_ARBITER, k)) for k, _ in both]
+        counts = [len(rulings.standing_rulings(kb, MAJORITY_ARBITER, k)) for k, _ in both]
         assert counts == [1, 1]
 
 
@@ -654,11 +651,11 @@ def test_ballots_their_voters_did_not_cast_never_count_and_never_veto(kb, clash)
     kb.assert_(f"(trigger (sentexHandle {p}))", "CxX4", creator="AgentX4")
     [derived] = kb.sentexes_matching(f"(votesAgainst AgentX4 (sentexHandle {p}))", "CxX4")
     planted.append(derived.handle)
-    assert adjudication.tally(kb, p) == {"for": 2, "against": 1}
-    won = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    assert majority.tally(kb, p) == {"for": 2, "against": 1}
+    won = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert (won["for"], won["against"], won["outcome"]) == (2, 1, "for")
     assert won["ignored"] == sorted(planted)
-    counted = {b["handle"]: b["counted"] for b in adjudication.ballots(kb, p)}
+    counted = {b["handle"]: b["counted"] for b in majority.ballots(kb, p)}
     assert [counted[h] for h in planted] == [False] * 4
 
 
@@ -666,13 +663,13 @@ def test_an_attestation_binds_the_voter_the_ballot_and_the_key(kb, clash, monkey
     p, _n, key = clash
     ha = ballot(kb, "AgentAtlas", "for", p)
     assert identity.attested_by(kb, ha) == "AgentAtlas"
-    assert adjudication.resolve_by_majority(kb, key, p, "CxDeploy")["outcome"] == "for"
+    assert majority.resolve_by_majority(kb, key, p, "CxDeploy")["outcome"] == "for"
 
     # Atlas casting Boreas's ballot: attested, but by Atlas, not by the voter it names
     forged = identity.ingest(
         kb, principal("AgentAtlas"), f"(votesAgainst AgentBoreas (sentexHandle {p}))"
     )
-    assert adjudication.resolve_by_majority(kb, key, p, "CxDeploy")["ignored"] == [forged]
+    assert majority.resolve_by_majority(kb, key, p, "CxDeploy")["ignored"] == [forged]
     kb.retract(forged)
 
     # an attestation copied onto another ballot does not verify there
@@ -683,13 +680,13 @@ def test_an_attestation_binds_the_voter_the_ballot_and_the_key(kb, clash, monkey
         provenance={"attestation": kb.provenance(ha)["attestation"]},
     )
     assert identity.attested_by(kb, copied) is None
-    assert adjudication.resolve_by_majority(kb, key, p, "CxDeploy")["ignored"] == [copied]
+    assert majority.resolve_by_majority(kb, key, p, "CxDeploy")["ignored"] == [copied]
     kb.retract(copied)
 
     # a cooperative ballot against by Atlas itself spoils Atlas's vote
     spoiler = holds(kb, "AgentAtlas", f"(votesAgainst AgentAtlas (sentexHandle {p}))")
-    assert adjudication.tally(kb, p) == {"for": 0, "against": 0}
-    tie = adjudication.resolve_by_majority(kb, key, p, "CxDeploy")
+    assert majority.tally(kb, p) == {"for": 0, "against": 0}
+    tie = majority.resolve_by_majority(kb, key, p, "CxDeploy")
     assert (tie["outcome"], tie["ignored"]) == ("tie", [])
     kb.retract(spoiler)
 
@@ -697,11 +694,11 @@ def test_an_attestation_binds_the_voter_the_ballot_and_the_key(kb, clash, monkey
     monkeypatch.setattr(grants, "_key", grants._key)  # restored after the test
     identity.set_attest_key(b"another key, at least thirty-two bytes long")
     assert identity.attested_by(kb, ha) is None
-    assert adjudication.resolve_by_majority(kb, key, p, "CxDeploy")["ignored"] == [ha]
+    assert majority.resolve_by_majority(kb, key, p, "CxDeploy")["ignored"] == [ha]
 
 
 def test_resolving_without_a_claim_is_refused(kb, clash):
-    refusal = refused(lambda: adjudication.resolve_by_majority(kb, clash[2], 999_999, "CxDeploy"))
+    refusal = refused(lambda: majority.resolve_by_majority(kb, clash[2], 999_999, "CxDeploy"))
     assert refusal.kind == "koinii/no-such-handle"
 
 
@@ -737,12 +734,12 @@ def test_ballots_cast_through_the_daemon_are_attested_and_a_majority_rules(wire_
     ops = daemon.client("Ops")
     first = [agents["Atlas"].vote("for", claim), agents["Boreas"].vote("against", claim)]
     assert [identity.attested_by(ops, h) for h in first] == ["AgentAtlas", "AgentBoreas"]
-    tie = adjudication.resolve_by_majority(ops, key, claim, "CxDeploy")
+    tie = majority.resolve_by_majority(ops, key, claim, "CxDeploy")
     assert (tie["for"], tie["against"], tie["outcome"]) == (1, 1, "tie")
     agents["Ciel"].vote("for", claim)
-    won = adjudication.resolve_by_majority(ops, key, claim, "CxDeploy")
+    won = majority.resolve_by_majority(ops, key, claim, "CxDeploy")
     assert (won["for"], won["against"], won["outcome"]) == (2, 1, "for")
-    assert adjudication.who_ruled(ops, won["ruling"])["arbiter"] == MAJORITY_ARBITER
+    assert rulings.who_ruled(ops, won["ruling"])["arbiter"] == MAJORITY_ARBITER
     assert ops.argue(P, "CxDeploy") == "true" and disputes.dispute_state(ops, key) == "resolved"
 
 
@@ -755,7 +752,7 @@ def test_a_ballot_the_daemon_did_not_see_its_voter_cast_is_ignored(wire_team):
         f"(votesAgainst AgentDan (sentexHandle {claim}))", "CxDan", creator="AgentDan"
     )
     assert ops.provenance(planted)["principal"] == "Ops"
-    won = adjudication.resolve_by_majority(ops, key, claim, "CxDeploy")
+    won = majority.resolve_by_majority(ops, key, claim, "CxDeploy")
     assert (won["for"], won["against"], won["outcome"]) == (1, 0, "for")
     assert won["ignored"] == [planted]
 
@@ -766,15 +763,15 @@ def test_the_majority_may_rule_with_its_own_arbiter_token_but_not_clear_marks(wi
     shared state only an operator clears, so a ruling that would clear them is refused
     whole (docs/disputes.md)."""
     daemon, agents, claim, key = wire_team
-    ops, majority = daemon.client("Ops"), daemon.client("AgentMajority")
+    ops, arbiter = daemon.client("Ops"), daemon.client("AgentMajority")
     agents["Atlas"].vote("for", claim)
     adjudication.notify_disputes(ops, "CxDeploy")
     seq = ops.seq
-    refusal = refused(lambda: adjudication.resolve_by_majority(majority, key, claim, "CxDeploy"))
+    refusal = refused(lambda: majority.resolve_by_majority(arbiter, key, claim, "CxDeploy"))
     assert refusal.kind == "koinii/foreign-sentex"
     assert ops.seq == seq and disputes.dispute_state(ops, key) == "notified"
     disputes.reopen(ops, key)
-    won = adjudication.resolve_by_majority(majority, key, claim, "CxDeploy")
+    won = majority.resolve_by_majority(arbiter, key, claim, "CxDeploy")
     assert won["outcome"] == "for"
     assert identity.attested_by(ops, won["ruling"]) == MAJORITY_ARBITER
 
@@ -785,7 +782,7 @@ def test_an_agent_token_cannot_rule(wire_team):
     daemon, agents, claim, key = wire_team
     atlas = daemon.client("AgentAtlas")
     agents["Atlas"].vote("for", claim)
-    refusal = refused(lambda: adjudication.rule(atlas, "AgentAtlas", key, P, "CxDeploy"))
+    refusal = refused(lambda: rulings.rule(atlas, "AgentAtlas", key, P, "CxDeploy"))
     assert refusal.kind in ("arbiter-is-party", "koinii/strength-forbidden")
     ciel = daemon.client("AgentCiel")
     refusal = refused(lambda: ciel.assert_(P, "CxCiel", strength="monotonic"))

@@ -14,7 +14,7 @@ import koinii
 from koinii import disputes
 from koinii.channel import agent as channel
 from koinii.channel.narrator import Narrator
-from koinii.disputes import adjudication
+from koinii.disputes import majority
 from tests.conftest import forker
 
 
@@ -90,7 +90,7 @@ def test_a_defeated_rebuttal_is_told_as_its_dispute_losing(team):
     for agent in (atlas, boreas):
         agent.vote(claim, "for")
     key = disputes.dispute_id([claim, dispute["rebuttal"]])
-    adjudication.resolve_by_majority(ops, key, claim, "CxTeam")  # (a KB or an operator's client)
+    majority.resolve_by_majority(ops, key, claim, "CxTeam")  # (a KB or an operator's client)
     [defeat] = [t for t in told(store, since) if t.kind == "defeat"]
     assert defeat.handle == dispute["rebuttal"] and defeat.speaker == "AgentAtlas"
     assert defeat.text == (

@@ -115,9 +115,9 @@ def test_a_small_write_in_memory_costs_no_more_after_fifty_thousand():
     read through every node noted since the last search, and after 50,000 one-fact
     writes each took ten times what the first did."""
 
-    def fastest_of_three(start: int) -> float:  # seconds for 300 writes, least disturbed
+    def fastest_of_five(start: int) -> float:  # seconds for 300 writes, least disturbed
         times = []
-        for k in range(3):
+        for k in range(5):
             began = time.perf_counter()
             for i in range(300):
                 kb.assert_(f"(timed Item{start + 300 * k + i})", "CxA")
@@ -125,11 +125,13 @@ def test_a_small_write_in_memory_costs_no_more_after_fifty_thousand():
         return min(times)
 
     with koinii.open_kb(None) as kb:
-        early = fastest_of_three(0)
+        early = fastest_of_five(0)
         for i in range(50_000):
             kb.assert_(f"(item Thing{i})", "CxA")
-        late = fastest_of_three(1_000)
-    assert late < 3 * early, (early, late)
+        late = fastest_of_five(10_000)
+    # the bug was 10x; 5x leaves room for a machine busy with other work (seen: 3.4x at
+    # load average 7 with the bug fixed)
+    assert late < 5 * early, (early, late)
 
 
 # --- over the wire ------------------------------------------------------------------------------

@@ -3,11 +3,15 @@ or a turn holding rich markup ("[/bold]", "[red]") or an emoji code (":fire:") p
 that text in `koinii tail`, `query`, `search`, `vocabulary` and `sessions`, and the
 command ends 0 — over a real daemon, and on a store opened in-process. (Printed as
 markup, one such string made every one of them exit 4, for everyone reading.)
+Nor does it drive the terminal: a control character in it (ESC clearing the screen or
+setting the window's title, BEL, a one-character C1 CSI) prints as its escape `\\u001b`
+— a session title and a search snippet carried them raw to every reader's terminal.
 Piped, nothing is wrapped: a long sentence stays on one line."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -18,7 +22,9 @@ from koinii.server.tokens import add_token
 from koinii.sessions import SessionStore
 from tests.conftest import Daemon, forker
 
-MARKUP = '"[/bold] [red]alarm :fire: [link=http://x]here"'
+CONTROL = "\x1b[2J\x1b]0;pwned\x07\x9b31m"  # clear screen, window title, BEL, C1 CSI
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+MARKUP = f'"[/bold] [red]alarm :fire: [link=http://x]here {CONTROL}"'
 CLAIM = f"(saidOnce AgentAtlas {MARKUP})"
 WORDS = " ".join(f"Word{i}" for i in range(40))  # 270 characters
 LONG = f'(sawLongly AgentAtlas "{WORDS}")'
@@ -37,8 +43,8 @@ def write_markup(store) -> str:
     atlas.assert_(LONG)
     atlas.pose_query("(saidOnce AgentAtlas ?what)")
     sessions = SessionStore(store)
-    session = sessions.start_session(title="[/bold] session [red]")
-    turn = sessions.start_turn(session, "[/bold] why :fire:?")
+    session = sessions.start_session(title=f"[/bold] session [red] {CONTROL}")
+    turn = sessions.start_turn(session, f"[/bold] why :fire:? {CONTROL}")
     sessions.finish_turn(turn, "done", "complete", answer="[/red] because")
     return session
 
@@ -87,6 +93,17 @@ def test_stored_markup_prints_as_text_and_the_command_ends_0(request, where, com
         "[/bold] session [red]" if command.startswith("sessions") else "[/bold] [red]alarm :fire:"
     )
     assert shown in ran.stdout
+
+
+@pytest.mark.parametrize("where", ["daemon", "store"])
+@pytest.mark.parametrize("command", [*COMMANDS, "sessions show"])
+def test_stored_control_characters_print_as_escapes_never_raw(request, where, command):
+    source, session = request.getfixturevalue(where)
+    args = ("sessions", "show", session) if command == "sessions show" else COMMANDS[command]
+    ran = koinii_cli(*args, *source)
+    assert ran.returncode == 0, ran.stderr
+    assert RAW_CONTROL.search(ran.stdout) is None, ran.stdout
+    assert "\\u001b[2J" in ran.stdout or "\\\\u001b[2J" in ran.stdout
 
 
 @pytest.mark.parametrize("where", ["daemon", "store"])

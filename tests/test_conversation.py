@@ -13,7 +13,7 @@ import koinii
 from koinii import Sym, Var, speech
 from koinii.channel import agent as channel
 from koinii.channel import conversation
-from koinii.disputes import adjudication
+from koinii.disputes import majority
 from koinii.terms import parse, show
 from tests.conftest import refused
 
@@ -459,10 +459,10 @@ def test_a_vote_with_the_other_stance_replaces_the_ballot(team):
     claim = team["Atlas"].assert_("(usesDatabase ProdCluster PostgreSQL16)")
     against = team["Boreas"].vote("against", claim)
     assert team["Boreas"].vote("against", claim) == against
-    assert adjudication.tally(team.store, claim) == {"for": 0, "against": 1}
+    assert majority.tally(team.store, claim) == {"for": 0, "against": 1}
     now_for = team["Boreas"].vote("for", claim)
     assert team.store.sentex(against) is None and now_for != against
-    assert adjudication.tally(team.store, claim) == {"for": 1, "against": 0}
+    assert majority.tally(team.store, claim) == {"for": 1, "against": 0}
     [ballot] = team["Atlas"].thread(claim)["ballots"]
     assert (ballot["voter"], ballot["stance"], ballot["counted"]) == ("AgentBoreas", "for", True)
 
@@ -517,7 +517,7 @@ def test_a_ruling_on_an_answers_claim_settles_the_question(team):
     for agent, stance in ((atlas, "for"), (boreas, "for"), (dune, "against")):
         agent.vote(stance, b)
     [dispute] = atlas.disputes()
-    won = adjudication.resolve_by_majority(team.store, dispute["dispute_id"], claim, "CxTeam")
+    won = majority.resolve_by_majority(team.store, dispute["dispute_id"], claim, "CxTeam")
     assert (won["for"], won["against"], won["outcome"]) == (2, 1, "for")
     thread = atlas.thread(q)
     assert thread["state"] == "settled" and thread["ruling"]["upholds"] is True

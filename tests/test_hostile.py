@@ -25,9 +25,10 @@ from click.testing import CliRunner
 import koinii
 from koinii.channel import agent as channel
 from koinii.cli import main
-from koinii.disputes import adjudication
+from koinii.disputes import majority
 from koinii.server.tokens import add_token
 from koinii.sessions import Introspection, SessionStore
+from koinii.wraps.coordinators import Coordinators
 from tests.conftest import Daemon, forker, refused, wait_until
 
 pytestmark = pytest.mark.backends("sqlite")  # above the store: see conftest's backend matrix
@@ -249,6 +250,23 @@ def test_an_agent_cannot_write_another_agents_session(team):
     assert reader.get_session(sid)["title"] == "an operator may"
 
 
+def test_an_agent_cannot_mark_a_live_coordinator_stale_by_a_threshold_of_its_own(team):
+    """Issue 37, hostile rerun: `cleanup_stale(threshold_ms=0)` marked every live
+    coordinator stale — Atlas's write on Boreas's record, which `mark_stale` refuses — and
+    a stale lead's next permeate no longer found the session it holds. An agent applies
+    the staleness rule as it stands (120 s); an operator may choose another."""
+    boreas = Coordinators(team.client("AgentBoreas"))
+    boreas.register("AgentBoreas", project_id="hive", session_id="session:boreas-lead")
+    atlas = Coordinators(team.client("AgentAtlas"))
+    for threshold in (0, 1, 119_999):
+        refusal = refused(lambda t=threshold: atlas.cleanup_stale(threshold_ms=t))
+        assert refusal.kind == "bad-option" and refusal.data["least"] == 120_000
+        assert "Leave threshold_ms out" in refusal.message
+    assert boreas.get("AgentBoreas")["status"] == "active"
+    assert atlas.cleanup_stale() == []  # the rule as it stands: Boreas is live
+    assert Coordinators(team.client("Ops")).cleanup_stale(threshold_ms=0) == ["AgentBoreas"]
+
+
 def test_an_admin_records_no_sessions(team):
     refusal = refused(lambda: SessionStore(team.client("Registrar")).start_session())
     assert refusal.kind == "forbidden" and "CxRegistry" in refusal.message
@@ -327,7 +345,38 @@ def test_a_rule_cannot_put_words_in_another_agents_mouth(members):
     assert endorsers == {"AgentAtlas"}  # Boreas never endorsed it, and is not said to
     assert store.sentexes_matching(f"(votesAgainst ?who (sentexHandle {claim}))", "?ctx") == []
     assert {v["reason"] for v in store.violations()} == {"speaks-for-another"}
-    assert adjudication.tally(store, claim) == {"for": 0, "against": 0}
+    assert majority.tally(store, claim) == {"for": 0, "against": 0}
+
+
+def test_a_plain_retract_keeps_the_record_of_the_replies_to_a_claim(team):
+    """Issue 37, hostile rerun: withdraw keeps the record of a claim's dispute, ballots and
+    endorsements (issue 38), but a plain `retract` (or an edit's removal) of the same claim
+    took them along unrecorded — Boreas's dispute gone from Boreas's own context — and
+    the claim made again stood clean. The daemon writes the record in the removal's own
+    edit; the removal stays allowed (refusing it would let a ballot limit Atlas's writes)."""
+    wire = {a: channel.wire(team.client(a)) for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie")}
+    agents = {a: channel.join(medium, "CxTeam", a) for a, medium in wire.items()}
+    atlas, boreas = agents["AgentAtlas"], agents["AgentBoreas"]
+    for remove, adds in (
+        (lambda h: [atlas.store.retract(h)], None),
+        (lambda h: atlas.store.edit(remove=[h]).handles, 0),
+        (lambda h: atlas.store.edit(add=[("(draft Other)", "CxAtlas")], remove=[h]).handles, 1),
+    ):
+        claim = atlas.claim(CLAIM)
+        dispute = boreas.dispute(claim)
+        agents["AgentCharlie"].vote(claim, "against")
+        replied = remove(claim)
+        assert adds is None or len(replied) == adds  # an edit's reply lists its own adds
+        again = atlas.claim(CLAIM)
+        earlier = boreas.thread(again)["earlier"][-1]
+        assert earlier["handle"] == claim and earlier["withdrawn"]["by"] == "AgentAtlas"
+        assert [m["handle"] for m in earlier["dispute_moves"]] == [dispute]
+        assert [b["speaker"] for b in earlier["ballots"]] == ["AgentCharlie"]
+        atlas.withdraw(again)
+    own = atlas.claim("(draft Idea)")  # nobody replied to it: no record to keep
+    seq = team.client("Ops").seq
+    assert atlas.store.retract(own).seq == seq + 1
+    assert boreas.thread(atlas.claim("(draft Idea)"))["earlier"] == []
 
 
 def test_a_forged_ballot_neither_counts_nor_vetoes_a_majority(members):
@@ -339,8 +388,77 @@ def test_a_forged_ballot_neither_counts_nor_vetoes_a_majority(members):
     for voter, stance in (("AgentAtlas", "for"), ("AgentBoreas", "for")):
         agents[voter].vote(stance, claim)
     [dispute] = agents["AgentAtlas"].disputes()
-    won = adjudication.resolve_by_majority(store, dispute["dispute_id"], claim, "CxTeam")
+    won = majority.resolve_by_majority(store, dispute["dispute_id"], claim, "CxTeam")
     assert (won["for"], won["against"], won["outcome"]) == (2, 0, "for")  # no veto
+
+
+def test_a_ballot_from_outside_the_channel_never_counts_in_its_majority(team):
+    """Issue 37, hostile rerun: Charlie never joined CxOther, yet its ballot against
+    Atlas's claim counted in CxOther's tally, and in the majority that rules there — any
+    agent could swing any channel's vote. A channel counts its members' ballots: those
+    cast in a context it sees."""
+    wire = {a: channel.wire(team.client(a)) for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie")}
+    atlas = channel.join(wire["AgentAtlas"], "CxOther", "AgentAtlas")
+    boreas = channel.join(wire["AgentBoreas"], "CxOther", "AgentBoreas")
+    charlie = channel.join(wire["AgentCharlie"], "CxTeam", "AgentCharlie")
+    claim = atlas.claim(CLAIM)
+    boreas.dispute(claim)
+    atlas.vote(claim, "for")
+    outsider = charlie.vote(claim, "against")
+    [dispute] = boreas.disputes()
+    assert dispute["tally"] == {"for": 1, "against": 0}
+    assert boreas.thread(claim)["tally"] == {"for": 1, "against": 0}
+    won = majority.resolve_by_majority(team.client("Ops"), dispute["dispute_id"], claim, "CxOther")
+    assert (won["for"], won["against"], won["outcome"]) == (1, 0, "for")
+    assert outsider in won["ignored"]  # listed, never counted, never a veto
+    channel.join(wire["AgentCharlie"], "CxOther", "AgentCharlie")  # a member: its ballot counts
+    assert boreas.thread(claim)["tally"] == {"for": 1, "against": 1}
+
+
+def test_a_reply_from_outside_the_channel_is_not_said_there(team):
+    """Issue 37, hostile rerun: Charlie never joined CxOther, yet its answer to Boreas's
+    question there made the question contested, and its endorsement and justification of
+    Atlas's claim were listed in CxOther's thread as said there. A channel shows what its
+    members say: the replies in a context it sees."""
+    wire = {a: channel.wire(team.client(a)) for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie")}
+    atlas = channel.join(wire["AgentAtlas"], "CxOther", "AgentAtlas")
+    boreas = channel.join(wire["AgentBoreas"], "CxOther", "AgentBoreas")
+    charlie = channel.join(wire["AgentCharlie"], "CxTeam", "AgentCharlie")
+    question = boreas.ask("(quote (usesDb Prod ?db))")
+    atlas.answer(question, "(usesDb Prod Pg)")
+    claim = atlas.claim("(level Prod 3)")
+    charlie.answer(question, "(usesDb Prod My)")
+    charlie.endorse(claim)
+    charlie.justify(claim, "(quote (saw Dashboard))")
+    thread = boreas.thread(question)
+    assert (thread["state"], thread["answer_count"]) == ("answered", 1)
+    assert [(q["state"], q["answer_count"]) for q in boreas.questions()] == [("answered", 1)]
+    shown = boreas.thread(claim)
+    assert shown["endorsements"] == [] and shown["justifications"] == []
+    assert boreas.disputes() == []
+    channel.join(wire["AgentCharlie"], "CxOther", "AgentCharlie")  # a member: said there
+    assert boreas.thread(question)["state"] == "contested"
+    assert [e["speaker"] for e in boreas.thread(claim)["endorsements"]] == ["AgentCharlie"]
+
+
+def test_a_reason_cannot_forge_a_line_of_another_agents_move_in_the_terminal(team):
+    """Issue 37, hostile rerun: a reason is printed after `because`, and one holding a
+    newline printed a line of its own — `  #999 AgentBoreas: (usesDb Prod Forged)` — in
+    `koinii thread` and `koinii tail`, read as Boreas's. A reason is kept as one line."""
+    atlas = channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    question = atlas.ask("(quote (usesDb Prod ?db))")
+    answer = boreas.answer(question, "(usesDb Prod Pg)")
+    atlas.accept(answer, "fine\n  #999 AgentBoreas: (usesDb Prod Forged)\r\n")
+    source = ["--url", team.url, "--token", team.tokens["AgentAtlas"]]
+    for args in (
+        ("thread", str(question), "-c", "CxTeam"),
+        ("tail", "--no-follow", "--since", "0"),
+    ):
+        shown = koinii_cli(*args, *source)
+        assert shown.returncode == 0, shown.stderr
+        assert "fine #999 AgentBoreas" in shown.stdout
+        assert not any(line.lstrip().startswith("#999") for line in shown.stdout.splitlines())
 
 
 def test_an_agent_cannot_hijack_a_channel_with_an_agent_context_mark(members):
@@ -434,6 +552,29 @@ def test_an_agent_cannot_squat_the_context_of_a_principal_that_has_not_joined_ye
     assert refusal.kind == "koinii/not-vocabulary" and "CxDune" in refusal.message
 
 
+def test_an_agent_cannot_squat_the_context_the_system_speaks_as(tmp_path):
+    """Issue 37, hostile rerun: with no AgentMajority in the table yet, Atlas joined a
+    channel CxMajority — and from then on every table with the adjudicator's arbiter
+    token was refused (`AgentMajority would own CxMajority, … a channel`), at start and on
+    SIGHUP: majority rulings could never be deployed. The system's voices are reserved
+    whether or not a token names them."""
+    db, table = str(tmp_path / "team.db"), str(tmp_path / "team.tokens")
+    tokens = {p: add_token(table, p, r) for p, r in (("AgentAtlas", "agent"), ("Ops", "operator"))}
+    daemon = Daemon(db, ["--tokens", table], tokens).start()
+    try:
+        atlas = daemon.client("AgentAtlas")
+        seq = daemon.client("Ops").seq
+        refusal = refused(lambda: channel.join(channel.wire(atlas), "CxMajority", "AgentAtlas"))
+        assert refusal.kind == "koinii/not-a-channel"
+        assert refusal.data["owners"] == ["AgentMajority"]
+        assert "the system speaks as AgentMajority" in refusal.message
+        assert daemon.client("Ops").seq == seq
+    finally:
+        daemon.kill()
+    add_token(table, "AgentMajority", "arbiter")  # the adjudicator, deployed later
+    Daemon(db, ["--tokens", table], tokens).start().kill()  # starts: nothing squats it
+
+
 def test_an_agent_cannot_pull_another_channel_into_its_own(team):
     """Issue 37: (genlCx CxAtlas CxOther) made CxTeam — which sees CxAtlas — list
     CxOther's questions and disputes as its own. An agent's own context sees only
@@ -476,6 +617,27 @@ def test_an_agent_cannot_make_the_vocabulary_its_channel(team):
     )
 
 
+def test_an_agent_cannot_join_a_system_context_as_a_channel(team):
+    """Issue 37, hostile rerun: `join(channel="CxDisputes")` was accepted — CxDisputes,
+    where the daemon keeps disputes' lifecycle marks, then saw the attacker's context, and
+    listed it as a channel with the attacker its member. The system's contexts are never
+    channels, whether or not some agent speaks them."""
+    atlas = team.client("AgentAtlas")
+    ops = team.client("Ops")
+    seq = ops.seq
+    for parent in ("CxDisputes", "CxHistory"):
+        refusal = refused(lambda p=parent: channel.join(channel.wire(atlas), p, "AgentAtlas"))
+        assert refusal.kind == "koinii/not-a-channel", parent
+        assert "one of the system's own contexts" in refusal.message
+        assert "(genlCx CxTeam CxAtlas)" in refusal.message  # how to fix the call
+        assert refusal.data == {"agent": "AgentAtlas", "parent": parent, "owners": []}
+    refusal = refused(lambda: atlas.assert_("(genlCx CxDisputes CxAtlas)", "CxUniverse"))
+    assert refusal.kind == "koinii/not-a-channel"
+    assert ops.seq == seq and ops.context_up("CxDisputes") == frozenset(
+        {"CxDisputes", "CxCore", "CxUniverse"}
+    )
+
+
 # --- declarations: they govern the writes of the contexts that see them ------------------
 
 
@@ -493,6 +655,83 @@ def test_a_declaration_governs_only_the_contexts_that_see_it(members):
         [clash] = store.contradictions(ctx)
         assert {s["sentence"] for s in clash["sides"]} == {"(level Staging 1)", "(level Staging 2)"}
     assert store.contradictions("CxBoreas") == []
+
+
+def test_an_agent_cannot_declare_the_systems_vocabulary(members):
+    """Issue 37, hostile rerun: `(functional genlCx)` in Atlas's own context made CxTeam
+    list its members' placements as an open dispute of differing values (with a tally to
+    vote on), and `(arity queries 1)` listed the vocabulary's own `(arity queries 2)` as
+    contested. An agent declares the predicates of its own, never the system's."""
+    agents, store = members
+    atlas = agents["AgentAtlas"]
+    seq = store.seq
+    for declaration, declared_in in (
+        ("(functional genlCx)", "CxCore"),
+        ("(arity queries 1)", "CxSpeechActs"),
+        ("(singleValued agentContext 1)", "CxSpeechActs"),
+        ("(functional trustLevel)", "CxRegistry"),
+        ("(carriesClaim endorses 2)", "CxSpeechActs"),
+        ("(target_following_predicate queries)", "CxSpeechActs"),
+        ("(speechAct disputeStale)", "CxDisputes"),
+        ("(arity arity 3)", "CxCore"),
+        ("(not (arity endorses 2))", "CxSpeechActs"),
+    ):
+        refusal = refused(lambda d=declaration: atlas.claim(d))
+        assert refusal.kind == "koinii/system-vocabulary", declaration
+        assert refusal.data["declared_in"] == declared_in, declaration
+        assert "declare a predicate of your own" in refusal.message
+    assert store.seq == seq
+    assert [d for d in atlas.disputes() if d["class"] == "values"] == []
+    atlas.claim("(functional level)")  # a predicate of its own: its own rule
+    atlas.claim("(arity level 2)")
+
+
+def test_an_agent_cannot_deny_another_agents_move_or_the_systems_sentences(members):
+    """Issue 37, hostile rerun: `(not (disputes AgentBoreas (sentexHandle T)))` in Atlas's
+    own context was accepted — a negated speech act names no speaker to check — and CxTeam
+    listed Boreas's dispute, its ballot, its question and Charlie's answer each as an open
+    contradiction, for a majority to rule against. A move is taken back by its speaker and
+    challenged by a dispute; an ownership mark and the system's sentences are no agent's
+    to deny, by a claim or by a rule's conclusion."""
+    agents, store = members
+    atlas, boreas = agents["AgentAtlas"], agents["AgentBoreas"]
+    claim = agents["AgentCharlie"].claim(CLAIM)
+    dispute = boreas.dispute(claim)
+    boreas.vote(claim, "against")
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    agents["AgentCharlie"].answer(question, "(usesDb Staging Pg)")
+    seq = store.seq
+    for denial, kind in (
+        (f"(not (disputes AgentBoreas (sentexHandle {claim})))", "koinii/use-the-move"),
+        (f"(not (votesAgainst AgentBoreas (sentexHandle {claim})))", "koinii/use-the-move"),
+        ("(not (queries AgentBoreas (quote (usesDb Staging ?db))))", "koinii/use-the-move"),
+        (
+            f"(not (answers AgentCharlie (quote (usesDb Staging Pg)) (sentexHandle {question})))",
+            "koinii/use-the-move",
+        ),
+        (f"(not (disputes AgentAtlas (sentexHandle {claim})))", "koinii/use-the-move"),
+        ("(not (agentContext CxBoreas AgentBoreas))", "koinii/foreign-mark"),
+        (f"(not (contested (sentexHandle {claim})))", "koinii/system-vocabulary"),
+        ("(not (registeredAgent AgentBoreas))", "koinii/system-vocabulary"),
+        ("(implies (pick ?x) (not (disputes AgentBoreas ?x)))", "koinii/use-the-move"),
+        ("(implies (pick ?x) (and (seen ?x) (not (contested ?x))))", "koinii/system-vocabulary"),
+    ):
+        refusal = refused(lambda d=denial: atlas.claim(d))
+        assert refusal.kind == kind, denial
+        assert "may not write (not (" in refusal.message
+    for denied, kind in (  # nor as the claim an answer to its own yes/no question carries
+        (f"(disputes AgentBoreas (sentexHandle {claim}))", "koinii/use-the-move"),
+        (f"(contested (sentexHandle {claim}))", "koinii/system-vocabulary"),
+    ):
+        asked = atlas.ask(f"(quote {denied})")
+        refusal = refused(lambda d=denied, q=asked: atlas.answer(q, f"(not {d})"))
+        assert refusal.kind == kind, denied
+        seq = store.seq
+    assert store.seq == seq
+    assert [d["class"] for d in boreas.disputes()] == ["contradiction"]  # Boreas's own
+    [standing] = boreas.disputes()
+    assert [m["handle"] for m in standing["raised_by"]] == [dispute]
+    atlas.claim(f"(not {CLAIM})")  # denying a claim is a claim: it stands beside it
 
 
 def test_a_functional_clash_of_thousands_of_values_is_one_group_read_at_once(team):

@@ -4,7 +4,7 @@ the root package (docs/architecture.md).
 Every module under src/koinii is parsed, and every import it makes — at the top or inside a
 function, `import koinii.x` or `from koinii.x import y` or relative — is an edge from its
 unit to the imported unit. A unit is a top-level module or package of `koinii`
-(`koinii.kb.store.sql` is in `kb`), except the web view, `server.web`, a unit of its own.
+(`koinii.kb.store.sql` is in `kb`).
 `LAYERS` places every unit in a layer; an import may go to the unit's own layer or one
 before it, never after. The server and the client share a rank, and neither may import the
 other: what they share is the wire format, the layer below them.
@@ -54,7 +54,7 @@ LAYERS: tuple[tuple[int, str, frozenset[str]], ...] = (
     (4, "wire format", frozenset({"wire"})),
     (5, "server", frozenset({"server"})),
     (5, "client", frozenset({"client"})),
-    (6, "interfaces", frozenset({"cli", "mcp", "runtimes", "server.web", "__main__"})),
+    (6, "interfaces", frozenset({"cli", "mcp", "runtimes", "web", "__main__"})),
     # the root package re-exports (lazily) from every layer; nothing may import it back
     (7, "root", frozenset({""})),
 )
@@ -72,11 +72,8 @@ def module_name(path: pathlib.Path) -> str:
 
 
 def unit_of(module: str) -> str:
-    """`koinii.kb.store.sql` -> `kb`; `koinii.server.web.routes` -> `server.web`;
-    `koinii` -> `` (the root package)."""
+    """`koinii.kb.store.sql` -> `kb`; `koinii` -> `` (the root package)."""
     parts = module.split(".")[1:]
-    if parts[:2] == ["server", "web"]:
-        return "server.web"
     return parts[0] if parts else ""
 
 

@@ -3,13 +3,16 @@ another agent's own context, the writes it may make, the refusals it gets, or wh
 what — whatever the attacker writes, in whatever order with the victim's writes.
 
 A random script of a victim's moves runs twice, on two fresh stores: alone, and
-interleaved with a random script of an attacker's writes — claims, rules, declarations,
-placements, masks, moves, withdrawals, batches — each made as the daemon makes an agent
-token's write (`server.access.check_add` / `check_remove`, then the engine, attributed
-to the attacker; a move through its operation). Both daemons know both agents from their
-token table. The victim's own-context reads, the outcome of each of its writes and the
-owners of every context but the attacker's own must come out the same; only what the
-channel shows beside them may differ.
+interleaved with a random script of an attacker's writes — claims, rules, declarations
+(of its own predicates and of the system's), denials of the victim's moves, placements
+(under the system's contexts, and its voice AgentMajority's), masks, moves, withdrawals,
+batches — each made as the daemon makes an agent token's write
+(`server.access.check_add` / `check_remove`, then the engine, attributed to the
+attacker; a move, a claim too, through its operation). Both daemons know both agents
+from their token table. The victim's own-context reads, the outcome of each of its
+writes, the owners of every context but the attacker's own, what each system context
+sees, and which of the victim's moves the channel lists as contradicted must come out
+the same; only what the channel shows beside them may differ.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import koinii
-from koinii.identity import owners_of, reserve_principals
+from koinii.identity import SYSTEM_CONTEXTS, owners_of, reserve_principals
 from koinii.operations import invoker
 from koinii.server import access
 from koinii.server.tokens import Caller
+from koinii.speech import move_kind
+from koinii.terms import parse
 
 VICTIM, ATTACKER, CHANNEL = "AgentVera", "AgentMallory", "CxTeam"
 OWN, ATTACKERS = "CxVera", "CxMallory"
@@ -65,6 +70,21 @@ ATTACKS = [
     ("(genlCx CxMallory CxTeam)", "CxUniverse"),
     ("(genlCx CxTeam CxMallory)", "CxUniverse"),
     ("(genlCx CxSpeechActs CxMallory)", "CxUniverse"),
+    ("(genlCx CxDisputes CxMallory)", "CxUniverse"),
+    ("(genlCx CxRegistry CxMallory)", "CxUniverse"),
+    # declarations of the system's vocabulary (the hostile rerun of issue 37)
+    ("(functional genlCx)", "own"),
+    ("(arity queries 1)", "own"),
+    ("(singleValued agentContext 1)", "own"),
+    ("(carriesClaim endorses 2)", "own"),
+    ("(target_following_predicate p)", "own"),
+    ("(speechAct p)", "own"),
+    ("(disputeStale (dispute (sentexHandle 1) (sentexHandle 2)) 1 Forged)", "own"),
+    # denials of the victim's moves and marks, and of the system's sentences
+    ("(not (queries AgentVera (quote (usesDatabase Prod ?db))))", "own"),
+    ("(implies (p ?x) (not (queries AgentVera (quote (usesDatabase Prod ?db)))))", "own"),
+    ("(not (agentContext CxVera AgentVera))", "own"),
+    ("(not (arity usesDatabase 2))", "own"),
     ("(p A)", "CxVera"),
     ("(p A)", "CxTeam"),
 ]
@@ -130,6 +150,8 @@ def _attack(kb, step) -> None:
                 _outcome(lambda: invoker(kb)(f"moves.{kind}", agent=ATTACKER, **fields))
         elif kind == "join":
             _outcome(lambda: invoker(kb)("moves.join", agent=ATTACKER, channel=arg))
+        elif kind == "claim":  # the same sentences through the claim move (its own checks)
+            _outcome(lambda: invoker(kb)("moves.claim", agent=ATTACKER, sentence=arg[0]))
 
 
 def _victims_handles(kb) -> list[int]:
@@ -140,17 +162,34 @@ def _reading(kb) -> dict:
     """What the victim reads in its own context, and who owns what (not the attacker's)."""
     return {
         "reads": {g: sorted(str(sorted(b.items())) for b in kb.query(g, OWN)) for g in PROBES},
-        "owners": {c: owners_of(kb, c) for c in (CHANNEL, OWN, "CxSpeechActs", "CxUniverse")},
+        "owners": {c: owners_of(kb, c) for c in (CHANNEL, OWN, *SYSTEM_CONTEXTS)},
+        "system sees": {
+            c: sorted(kb.context_up(c))
+            for c in (SYSTEM_CONTEXTS - {"CxEverything"}) | {"CxMajority"}  # its voice's too
+        },
+        # the victim's moves the channel lists as contradicted: a claim may be, a move never
+        "moves denied": sorted(
+            side["sentence"]
+            for clash in kb.contradictions(CHANNEL)
+            for side in clash["sides"]
+            if side["context"] == OWN and move_kind(parse(side["sentence"])) != "claim"
+        ),
     }
 
 
 attack_step = st.one_of(
     st.tuples(st.just("write"), st.sampled_from(ATTACKS)),
     st.tuples(st.just("batch"), st.lists(st.sampled_from(ATTACKS), min_size=2, max_size=4)),
+    st.tuples(st.just("claim"), st.sampled_from([a for a in ATTACKS if a[1] == "own"])),
     st.tuples(
         st.sampled_from(["mask", "dispute", "vote", "retract", "withdraw"]), st.integers(0, 9)
     ),
-    st.tuples(st.just("join"), st.sampled_from([CHANNEL, OWN, "CxSpeechActs"])),
+    st.tuples(
+        st.just("join"),
+        st.sampled_from(
+            [CHANNEL, OWN, "CxSpeechActs", "CxDisputes", "CxHistory", "CxRegistry", "CxMajority"]
+        ),
+    ),
 )
 
 

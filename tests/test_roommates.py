@@ -24,7 +24,7 @@ import koinii
 from koinii import Refused, disputes, identity
 from koinii.channel import agent as channel
 from koinii.channel import catchup
-from koinii.disputes import adjudication
+from koinii.disputes import adjudication, majority, rulings
 
 APARTMENT = "CxApartment"
 PROPOSAL = "(shouldAdopt Apartment Dog)"
@@ -47,7 +47,7 @@ def vote(kb, agent, stance, target):
     principal = identity.authenticate(
         {"claimed_id": agent, "credential": "sig:" + agent}, policy="proof-tier", verify=verify
     )
-    return adjudication.cast_ballot(kb, principal, stance, target)
+    return majority.cast_ballot(kb, principal, stance, target)
 
 
 def handle_of(store, sentence, ctx=APARTMENT):
@@ -87,12 +87,12 @@ def test_house_rules_derive_an_emergent_dispute_and_the_majority_settles_it(hous
 
     vote(kb, "AgentAva", "for", proposal)
     vote(kb, "AgentBen", "against", proposal)
-    tie = adjudication.resolve_by_majority(kb, key, proposal, APARTMENT)
+    tie = majority.resolve_by_majority(kb, key, proposal, APARTMENT)
     assert (tie["outcome"], tie["ruling"]) == ("tie", None)
     assert disputes.is_disputed(kb, PROPOSAL, APARTMENT)
 
     vote(kb, "AgentCiel", "for", proposal)
-    won = adjudication.resolve_by_majority(kb, key, proposal, APARTMENT)
+    won = majority.resolve_by_majority(kb, key, proposal, APARTMENT)
     assert won["outcome"] == "for"
     assert not disputes.is_disputed(kb, PROPOSAL, APARTMENT)
     assert kb.argue(PROPOSAL, APARTMENT) == "true"
@@ -112,15 +112,15 @@ def test_a_tie_breaker_settles_an_argued_proposal(house):
     key = the_dispute(kb)
     vote(kb, "AgentAva", "for", proposal)
     vote(kb, "AgentBen", "against", proposal)
-    tie = adjudication.resolve_by_majority(kb, key, proposal, APARTMENT)
+    tie = majority.resolve_by_majority(kb, key, proposal, APARTMENT)
     assert (tie["for"], tie["against"], tie["outcome"], tie["ruling"]) == (1, 1, "tie", None)
     assert disputes.is_disputed(kb, PROPOSAL, APARTMENT) and kb.believed(proposal)
     vote(kb, "AgentCiel", "for", proposal)
-    won = adjudication.resolve_by_majority(kb, key, proposal, APARTMENT)
+    won = majority.resolve_by_majority(kb, key, proposal, APARTMENT)
     assert (won["for"], won["against"], won["outcome"]) == (2, 1, "for")
     assert not disputes.is_disputed(kb, PROPOSAL, APARTMENT)
     assert kb.argue(PROPOSAL, APARTMENT) == "true"
-    assert adjudication.who_ruled(kb, won["ruling"])["arbiter"] == "AgentMajority"
+    assert rulings.who_ruled(kb, won["ruling"])["arbiter"] == "AgentMajority"
     kb.retract(won["ruling"])
     assert disputes.is_disputed(kb, PROPOSAL, APARTMENT)
 
@@ -249,7 +249,7 @@ def test_the_roommates_settle_it_by_majority_over_the_wire(start_daemon, tmp_pat
         # one against one: the house stays open
         ava.do("vote", stance="for", target=proposal)
         ben.do("vote", stance="against", target=proposal)
-        tie = adjudication.resolve_by_majority(house, key, proposal, APARTMENT)
+        tie = majority.resolve_by_majority(house, key, proposal, APARTMENT)
         assert (tie["for"], tie["against"], tie["outcome"], tie["ruling"]) == (1, 1, "tie", None)
         assert disputes.dispute_state(house, key) == "notified"
 
@@ -280,9 +280,9 @@ def test_the_roommates_settle_it_by_majority_over_the_wire(start_daemon, tmp_pat
             "AgentBen",
             "AgentCiel",
         ]
-        won = adjudication.resolve_by_majority(house, key, proposal, APARTMENT)
+        won = majority.resolve_by_majority(house, key, proposal, APARTMENT)
         assert (won["for"], won["against"], won["outcome"]) == (2, 1, "for")
-        assert adjudication.who_ruled(house, won["ruling"])["arbiter"] == "AgentMajority"
+        assert rulings.who_ruled(house, won["ruling"])["arbiter"] == "AgentMajority"
         assert not disputes.is_disputed(house, PROPOSAL, APARTMENT)
         assert house.argue(PROPOSAL, APARTMENT) == "true"
         assert disputes.dispute_state(house, key) == "resolved"
@@ -330,7 +330,7 @@ def roommate(url: str, agent: str, token: str, state: str) -> None:
         "answer": lambda content, target: me.answer(content, target),
         "endorse": lambda target: me.endorse(target),
         "vote": lambda stance, target: me.vote(stance, target),
-        "tally": lambda target: adjudication.tally(me.store, target),
+        "tally": lambda target: majority.tally(me.store, target),
         "catch_up": catch_up,
     }
     print(json.dumps({"ready": agent}), flush=True)

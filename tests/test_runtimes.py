@@ -608,6 +608,39 @@ def test_over_a_daemon_with_tokens_a_hook_acts_only_as_its_tokens_agent(home, st
         assert wrap["agent_id"] == "AgentWorker"
 
 
+def test_another_agent_cannot_take_a_sessions_wrap_id_first(home, start_daemon):
+    """Issue 37, hostile rerun: a session's wrap id was `wrap-claude-code-<session>`, and the
+    session's id is in every reader's session list — so AgentMallory filed that id first,
+    and the worker's own wrap at SessionEnd was refused (`koinii/creator-mismatch`, a
+    wrap id is its first filer's): its notes never reached the lead. Its ids now carry a
+    nonce of the hook's own."""
+    daemon = start_daemon(
+        principals={"AgentLead": "agent", "AgentWorker": "agent", "AgentMallory": "agent"}
+    )
+    lead, worker = "11111111-2222-4333-8444-555555555555", "66666666-7777-4888-9999-aaaaaaaaaaaa"
+    with daemon.client("AgentMallory") as mallory:
+        for squat in (f"wrap-claude-code-{worker}", f"wrap-claude-code-{worker}-agent-AgentWorker"):
+            WrapQueue(mallory).add_wrap_notification(
+                squat, agent_id="AgentMallory", parent_session_id=lead
+            )
+    env = {
+        "KOINII_TOKEN": daemon.tokens["AgentWorker"],
+        "KOINII_AGENT": "AgentWorker",
+        "KOINII_PARENT_SESSION": lead,
+    }
+    base = {"session_id": worker, "transcript_path": "", "cwd": str(home)}
+    claude("SessionEnd", {**base, "reason": "other"}, daemon, env=env)
+    log = home / "state" / "hooks.log"
+    assert not log.exists() or "creator-mismatch" not in log.read_text()
+    with daemon.client("AgentLead") as client:
+        wraps = WrapQueue(client).get_unprocessed_wraps()
+        assert [w["agent_id"] for w in wraps].count("AgentWorker") == 1
+    claude("SessionEnd", {**base, "reason": "other"}, daemon, env=env)  # run again: no second
+    with daemon.client("AgentLead") as client:
+        wraps = WrapQueue(client).get_unprocessed_wraps()
+        assert [w["agent_id"] for w in wraps].count("AgentWorker") == 1
+
+
 @pytest.mark.backends("sqlite", "postgres")
 def test_a_stop_hook_killed_mid_import_loses_nothing_and_doubles_nothing(home, start_daemon):
     """A hook killed while its import is half-way (some parts written, the session not

@@ -545,6 +545,59 @@ def test_a_month_in_a_search_prefers_what_was_recorded_in_it(new_location):
         assert [h.sentex.handle for h in hits] == [april, june]
 
 
+def test_a_question_for_a_time_prefers_the_look_alike_that_holds_one(new_location):
+    """Many claims of the same shape about other services match the words alike (their
+    values even repeat them); "when", "how often" and "how long" ask for a time, and the
+    one sentence that holds one answers it. A question word alone finds nothing."""
+    with koinii.open_kb(new_location(), clock=lambda: stamp(2026, 12, 6)) as kb:
+        for i in range(30):
+            kb.assert_(f'(deployFreezeStarts CouponApi{i} "deploys {i}")', TEAM)
+            kb.assert_(f'(remediation ExportJob{i} "backups {i}")', TEAM)
+            kb.assert_(f'(retentionNote AuditApi{i} "audit logs {i}")', TEAM)
+        freeze = kb.assert_('(deployFreezeStarts Ops "2026-12-18 18:00 UTC")', TEAM)
+        backups = kb.assert_('(note Atlas "nightly backups at 02:00, kept for 30 days")', TEAM)
+        logs = kb.assert_('(note Atlas "audit logs are kept for 365 days")', TEAM)
+
+        def first(text: str) -> int:
+            return kb.search(text, TEAM, ranking="lexical")[0].sentex.handle
+
+        assert first("when does the deploy freeze start") == freeze
+        assert first("how often are backups taken") == backups
+        assert first("how long do we keep audit logs") == logs
+        assert kb.search("when is the weather nice", TEAM, ranking="lexical") == []
+
+
+@pytest.mark.parametrize(
+    "text, asked",
+    [
+        ("when does the freeze start", ["when"]),
+        ("how often are backups taken", ["often"]),
+        ("how long are logs kept", ["long"]),
+        ("which day is the offsite", ["day"]),
+        ("the long queue", []),  # "long" asks for a duration after "how" only
+        ("how many replicas", []),
+    ],
+)
+def test_which_words_of_a_search_ask_for_a_time(text, asked):
+    from koinii.kb.dates_of_search import asked_in
+    from koinii.kb.store.fulltext import _CHUNK
+
+    chunks = [c.lower() for c in _CHUNK.findall(text)]
+    assert [chunks[i] for i in asked_in(chunks, stamp(2026, 12, 6))] == asked
+
+
+def test_an_entitys_facts_are_asked_for_without_the_time_a_search_asks_for():
+    """A year is held by thousands of dated sentences: the narrow ask for an entity's
+    facts leaves the asked time's terms out (its hits are re-sorted by them after)."""
+    from koinii.kb.terms_of_search import Terms, expand
+
+    query = expand("when was the checkout outage", Terms(), stamp(2026, 12, 6))
+    assert {"2026", "utc", "checkout"} <= set(query.words)
+    assert set(query.without_asked()) == {"checkout", "outage"}
+    query = expand("checkout outage", Terms(), stamp(2026, 12, 6))
+    assert query.without_asked() == query.words
+
+
 @pytest.mark.parametrize(
     "text, dates",
     [

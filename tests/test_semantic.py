@@ -14,6 +14,7 @@ import koinii
 from koinii.channel.agent import join, wire
 from koinii.kb import semantic
 from koinii.sessions import Introspection, SessionStore
+from koinii.sessions.search import MEANING_BAND
 from tests.conftest import refused
 
 pytest.importorskip("wordllama", reason="koinii[semantic] is not installed (no hybrid ranking)")
@@ -161,7 +162,7 @@ def test_a_session_is_found_by_the_meaning_of_its_requests(kb):
     reader = Introspection(store)
     assert reader.list_sessions("german tax rounding rules", ranking="lexical") == []
     [row] = reader.list_sessions("german tax rounding rules")
-    assert (row["id"], row["rank"], row["is_by_meaning"]) == (vat, 5, True)
+    assert (row["id"], row["rank"], row["is_by_meaning"]) == (vat, MEANING_BAND, True)
     # its snippet: the text that was closest (no word matched, so none is marked)
     assert row["request_snippet"] in ("Fix VAT rounding in checkout", "round the VAT with Decimal")
     assert reader.list_sessions("banana bread recipe") == []
@@ -190,8 +191,8 @@ def test_the_seed_order_by_default_best_band_first_newest_first_then_meaning_alo
         (newer_title, 0),
         (older_title, 0),
         (request, 1),
-        (newer_meaning, 5),
-        (older_meaning, 5),
+        (newer_meaning, MEANING_BAND),
+        (older_meaning, MEANING_BAND),
     ]
     assert [r["is_by_meaning"] for r in rows[3:]] == [True, True]
     assert Introspection(store).list_sessions("kafka", ranking="banded") == rows

@@ -76,6 +76,59 @@ def test_relevance_never_puts_a_worse_band_first(store):
     assert [(r["id"], r["rank"]) for r in rows] == [(in_title, 0), (in_request, 1), (in_tools, 4)]
 
 
+# --- some of the words ------------------------------------------------------------------------
+
+
+def test_a_session_holding_some_of_the_words_follows_the_bands(store):
+    """A question in a person's words seldom has all its words in one field of one turn:
+    the sessions holding at least half of them across their turns come after the seed's
+    bands (rank 5), newest first, those holding more first under relevance; `lexical`
+    stays the seed's bands alone, and tool output does not count."""
+    most = store.start_session(title="Fix VAT rounding", created_at="2026-01-02T00:00:00Z")
+    for request in ("round the VAT per line", "switch to Decimal for the totals"):
+        turn = store.start_turn(most, request, created_at="2026-01-02T01:00:00Z")
+        store.finish_turn(turn, "done", "complete", finished_at="2026-01-02T02:00:00Z")
+    fewer = session(store, "y", "the VAT rounding rules of Germany", at="2026-01-03")
+    session(store, "z", "run it", tools="VAT rounding switch", at="2026-01-04")
+    session(store, "w", "the VAT report", at="2026-01-05")  # one word of four: too few
+    reader = Introspection(store)
+    search = "switch the VAT rounding to Decimal"
+    assert reader.list_sessions(search, ranking="lexical") == []
+    relevant = reader.list_sessions(search, ranking="relevance")
+    assert [r["id"] for r in relevant if r["rank"] == 5] == [most, fewer]  # then by meaning
+    assert relevant[0]["is_in_request"] and "Decimal" in relevant[0]["request_snippet"]
+    default = reader.list_sessions(search, ranking="banded")  # newest first in the band
+    assert [r["id"] for r in default if r["rank"] == 5] == [fewer, most]
+    # a full page of the seed's bands leaves no room for it
+    assert [r["id"] for r in reader.list_sessions("vat rounding", limit=2)] == [most, fewer]
+
+
+def test_a_sub_agents_turns_count_for_its_session_among_some_of_the_words(store):
+    parent = session(store, "Fix the flaky invoices test", "find out why it fails")
+    child = store.start_session(title="sub", parent_session_id=parent)
+    turn = store.start_turn(child, "list every test that calls now() of datetime")
+    store.finish_turn(turn, "done", "complete")
+    session(store, "other", "now run the tests again", at="2026-01-02")
+    rows = Introspection(store).list_sessions("which tests call datetime now", ranking="relevance")
+    assert (rows[0]["id"], rows[0]["rank"], rows[0]["is_in_request"]) == (parent, 5, True)
+    assert "datetime" in rows[0]["request_snippet"]  # the sub-agent's request
+
+
+def test_the_band_of_some_of_the_words_looks_at_the_newest_turns_holding_each(store, monkeypatch):
+    """Its work is bounded however common a word is: the newest SOME_TURNS turns holding
+    each word in each field (here one), so an older session past them is not found."""
+    from koinii.sessions import search
+
+    older = session(store, "a", "alpha and gamma", at="2026-01-01")
+    newer = session(store, "b", "alpha and gamma", at="2026-01-02")
+    reader = Introspection(store)
+    found = reader.list_sessions("alpha beta gamma", ranking="relevance")
+    assert [r["id"] for r in found if r["rank"] == 5] == [newer, older]
+    monkeypatch.setattr(search, "SOME_TURNS", 1)
+    found = reader.list_sessions("alpha beta gamma", ranking="relevance")
+    assert [r["id"] for r in found if r["rank"] == 5] == [newer]
+
+
 def test_an_unknown_ranking_names_relevance_among_the_choices(store):
     assert Introspection(store).list_sessions("x", ranking="best") == []  # reads never raise
     with pytest.raises(Refused) as refused:  # the operation itself refuses it

@@ -18,10 +18,10 @@ import koinii
 from koinii.channel import agent as channel
 from koinii.kb import semantic
 from koinii.server import build_app
-from koinii.server.web import graph, moves
-from koinii.server.web.live import RING, LiveFeed
-from koinii.server.web.reads import WAITING, invoker, wraps_page
 from koinii.sessions import SessionStore
+from koinii.web import graph, moves
+from koinii.web.live import RING, LiveFeed
+from koinii.web.reads import WAITING, invoker, wraps_page, wraps_records
 from koinii.wraps import Coordinators, wrap_session
 from tests.conftest import Daemon
 from tests.web_client import Browser
@@ -212,7 +212,7 @@ def test_the_wraps_page_reads_out_only_the_wraps_it_shows(tmp_path):
                 project_id="hive",
                 notes=[f"note {i}"],
             )
-        [group] = wraps_page(kb)["groups"]
+        [group] = wraps_page(kb, wraps_records(kb))["groups"]
         queue = [w["wrap_id"] for w in invoker(kb)("wraps.list")]  # the oldest first
     assert group["unprocessed_count"] == len(queue) == WAITING + 5
     assert [w["wrap_id"] for w in group["unprocessed"]] == queue[:WAITING]
@@ -244,7 +244,7 @@ def test_the_wraps_page_reads_the_ids_of_the_wraps_it_shows_only(tmp_path):
                 (wrap_id,),
             )
     with koinii.open_kb(path) as kb:
-        [group] = wraps_page(kb)["groups"]
+        [group] = wraps_page(kb, wraps_records(kb))["groups"]
     assert group["unprocessed_count"] == WAITING + 5
     assert [w["wrap_id"] for w in group["unprocessed"]] == queue[:WAITING]
     assert all(w["entries"][0]["kind"] == "note" for w in group["unprocessed"])

@@ -39,6 +39,7 @@ MOVED: dict[str, str] = {
     "koinii.demo": "koinii.cli.demo",
     "koinii.tail": "koinii.cli.tail",
     "koinii.terminal": "koinii.cli.terminal",
+    "koinii.server.web": "koinii.web",
 }
 
 

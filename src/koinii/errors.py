@@ -556,6 +556,13 @@ _CATALOGUE = (
         "to challenge another agent's move, dispute(handle) it",
     ),
     Kind(
+        "koinii/system-vocabulary",
+        403,
+        "an agent declaring (arity, functional, singleValued, carriesClaim, speechAct, "
+        "target_following_predicate) a predicate of the system's vocabulary",
+        "declare a predicate of your own; the system's are declared by its vocabulary",
+    ),
+    Kind(
         "koinii/foreign-mark",
         403,
         "an agent writing an agentContext mark that is not its own join's",

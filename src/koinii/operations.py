@@ -81,6 +81,9 @@ class Operation:
     large_body: bool = True
     # A reader is refused before its body is read: the operation only ever writes.
     writes: bool = False
+    # Run on the daemon's loop before an operation that leaves it (`records_read`):
+    # `prepare(kb)` readies its tables, which writes the store, as only the loop may.
+    prepare: Callable[[KB], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -102,9 +105,11 @@ SCHEDULES = {
     # the index on a thread (a connection of their own: none may cross a fork), the
     # steps between on the loop, within the read budget (server/searching.py)
     "search": "the index's asks on a thread, the rest on the loop, within the read budget",
-    # a domain's read of its record tables only (the session search), never of the KB's
-    # sentexes: on a thread, through a connection of its own (server/searching.py)
-    "records_read": "on a thread, the record tables through a connection of its own",
+    # a domain's read of its record tables only (the session reads), never of the KB's
+    # sentexes: on a thread, through a connection of its own, its statements within the
+    # read budget (server/searching.py)
+    "records_read": "on a thread, the record tables through a connection of its own, "
+    "within the read budget",
     # a domain's write: the open group commits first (its records are written at once);
     # with a `wait_field`, a long poll re-run after each write
     "write": "on the loop, after the open group commits",
@@ -131,6 +136,7 @@ def operation(
     on: str = "kb",
     large_body: bool = True,
     writes: bool = False,
+    prepare: Callable[[KB], None] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register `run` as the operation `name` (`run(kb, **fields)`, or for an engine
     verb, `run(daemon, caller, body)`)."""
@@ -152,6 +158,7 @@ def operation(
             on,
             large_body,
             writes,
+            prepare,
         )
         return run
 

@@ -36,13 +36,13 @@ from typing import Any
 from koinii import speech
 from koinii.channel import follow
 from koinii.channel.conversation import sentex_named
-from koinii.disputes.adjudication import STANCES, stance_predicate
+from koinii.disputes.majority import stance_predicate
 from koinii.errors import Refused
 from koinii.identity import context_for, owners_of
 from koinii.kb import Edited, Event, Hit, Sentex
 from koinii.operations import invoker
 from koinii.results import Dispute, Question, Thread
-from koinii.speech import ANSWERS, ENDORSES, ref
+from koinii.speech import ANSWERS, ENDORSES, STANCES, ref
 from koinii.terms import Sym, Term, Var, is_individual_name, show
 
 __all__ = [

@@ -41,7 +41,7 @@ Invariants:
 - Every result is a JSON value (sentences as canonical text), identical in-process and
   over the wire, and a read never writes.
 - Only the asker's acceptance or closing counts; only ballots cast by their voters
-  count (`adjudication.cast_by_voter`). Anything else is shown, never obeyed.
+  count (`majority.cast_by_voter`). Anything else is shown, never obeyed.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ from typing import Any
 
 from koinii import disputes, speech
 from koinii.channel import history
-from koinii.disputes import adjudication
+from koinii.disputes import majority
+from koinii.disputes.rulings import rulings_on
 from koinii.errors import Refused
 from koinii.identity import AGENT_CONTEXT
 from koinii.kb import KB, Sentex
@@ -159,10 +160,12 @@ class _Reader:
     # --- lookups -------------------------------------------------------------------------
 
     def replies(self, target: int, functor: Sym, arity: int) -> list[Sentex]:
-        """Believed `(functor ?speaker … (sentexHandle target))` anywhere."""
+        """Believed `(functor ?speaker … (sentexHandle target))` the channel sees: a reply
+        of an agent that never joined it (an answer, an endorsement) made its questions
+        contested and was listed as said there (issue 37)."""
         middle = tuple(Var(f"x{i}") for i in range(arity - 2))
         pattern = (functor, _ANY, *middle, ref(target))
-        return self.kb.sentexes_matching(pattern, "?ctx")
+        return [s for s in self.kb.sentexes_matching(pattern, "?ctx") if s.context in self.visible]
 
     def stored(self, sentence: Any, context: str) -> Sentex | None:
         """The sentex of `sentence` stored in `context`, believed or not."""
@@ -208,15 +211,15 @@ class _Reader:
             {**self.move(j), "ground": show(j.sentence[2])}
             for j in self.replies(handle, JUSTIFIES, 3)
         ]
-        ballots = adjudication.ballots(self.kb, handle)
-        rulings = adjudication.rulings_on(self.kb, claim)
+        ballots = majority.ballots(self.kb, handle, self.visible)
+        rulings = rulings_on(self.kb, claim)
         return {
             **self.move(claim),
             "endorsements": [self.move(e) for e in self.replies(handle, ENDORSES, 2)],
             "justifications": justifications,
             "disputes": self.disputes_of(claim),
             "ballots": ballots,
-            "tally": adjudication.tally(self.kb, handle),
+            "tally": majority.tally(self.kb, handle, self.visible),
             "rulings": rulings,
             "withdrawn": [retired_entry(r) for r in self.history().on_target.get(handle, [])],
             "earlier": [retired_entry(r) for r in self.earlier(claim)],
@@ -459,7 +462,7 @@ class _Reader:
         for key in candidates:
             if rebuttal is None or rebuttal.handle in key:
                 return key
-        for ruling in adjudication.rulings_on(self.kb, target):
+        for ruling in rulings_on(self.kb, target):
             for key in ruling["dispute_ids"]:
                 if target.handle in key:
                     return tuple(key)
@@ -487,7 +490,7 @@ class _Reader:
         sides = [self.kb.sentex(h) for h in key]
         state = self.dispute_state(key, group)
         rulings = (
-            [r for r in adjudication.rulings_on(self.kb, target) if list(key) in r["dispute_ids"]]
+            [r for r in rulings_on(self.kb, target) if list(key) in r["dispute_ids"]]
             if target is not None
             else []
         )
@@ -509,7 +512,7 @@ class _Reader:
             "target": None if target is None else self.move(target),
             "raised_by": [self.move(e) for e in group["edges"]],
             "sides": [{**self.move(s), "strength": s.strength} for s in shown],
-            "tally": adjudication.tally(self.kb, target.handle) if target else {},
+            "tally": majority.tally(self.kb, target.handle, self.visible) if target else {},
             "ruling": rulings[0] if rulings else None,
             "question": question,
             "declared": None if live is None else live.get("single_valued"),
@@ -901,6 +904,17 @@ def _reason(decision: Sentex | None) -> str | None:
 
 def _channel(channel: Any) -> str:
     return context_name(channel.name if type(channel) is Sym else channel)
+
+
+def replies_to(kb: Any, handle: int) -> list[Sentex]:
+    """Every believed reply that follows `handle` — an answer, endorsement, justification,
+    dispute, ballot, acceptance or closing — in any context: what removing it takes along
+    (target-following), and what only its move keeps a record of."""
+    found: list[Sentex] = []
+    for functor, arity in _FOLLOWING:
+        middle = tuple(Var(f"x{i}") for i in range(arity - 2))
+        found += kb.sentexes_matching((functor, _ANY, *middle, ref(handle)), "?ctx")
+    return found
 
 
 def sentex_named(kb: Any, handle: Any) -> Sentex:

@@ -37,9 +37,10 @@ from typing import Any
 
 from koinii import speech
 from koinii.channel import history
-from koinii.channel.conversation import carried, sentex_named
-from koinii.disputes.adjudication import TAG as RULING_TAG
-from koinii.disputes.adjudication import now_ms, stance_predicate
+from koinii.channel.conversation import carried, replies_to, sentex_named
+from koinii.disputes.adjudication import now_ms
+from koinii.disputes.majority import stance_predicate
+from koinii.disputes.rulings import TAG as RULING_TAG
 from koinii.errors import Refused
 from koinii.identity import (
     AGENT_CONTEXT,
@@ -500,7 +501,9 @@ _REASON = {"reason": ("string", False, "why, in words: shown in the thread and t
 
 
 def _reasoned(agent: str, reason: Any) -> dict[str, Any]:
-    """A decision's write options: its reason, kept in its provenance (`reason`)."""
+    """A decision's write options: its reason, kept in its provenance (`reason`) as one
+    line — a newline in it printed a forged line of another agent's move under it in
+    `koinii thread` and `koinii tail` (issue 37)."""
     if reason is None:
         return _opts(agent)
     if not isinstance(reason, str) or not reason.strip() or len(reason) > REASON_CHARS:
@@ -510,7 +513,7 @@ def _reasoned(agent: str, reason: Any) -> dict[str, Any]:
             "or leave it out",
             {"option": "reason"},
         )
-    return {**_opts(agent), "provenance": {"reason": reason.strip()}}
+    return {**_opts(agent), "provenance": {"reason": " ".join(reason.split())}}
 
 
 @_move(
@@ -631,6 +634,22 @@ def _take_back(kb: KB, agent: str, moved: Sentex, ending: str, reason: str | Non
         "record": edited.handles[0],
         "ending": ending,
     }
+
+
+def records_of_removal(kb: KB, agent: str, handles: Sequence[Any]) -> list[tuple]:
+    """The records a plain removal (`retract`, an edit's `remove`) of the agent's own
+    claims keeps, as `withdraw` does, of each claim other agents replied to: removing it
+    takes their disputes, ballots and endorsements along (they follow their target), and
+    unrecorded, the claim made again stood clean (issue 37). The daemon writes them in the
+    removal's own edit (server/verbs.py), so the removal stays allowed and erases nothing."""
+    records = []
+    for handle in dict.fromkeys(h for h in handles if type(h) is int):  # (once each)
+        sentex = kb.sentex(handle) if handle > 0 else None
+        if sentex is None or speech.move_kind(sentex.sentence) != "claim":
+            continue
+        if any(r.provenance.get("principal") != agent for r in replies_to(kb, handle)):
+            records.append(_record(kb, agent, sentex, "withdrawn"))
+    return records
 
 
 def _record(

@@ -25,7 +25,7 @@ from typing import Any
 
 from koinii import speech
 from koinii.channel import history
-from koinii.disputes.adjudication import MAJORITY_ARBITER
+from koinii.disputes.majority import MAJORITY_ARBITER
 from koinii.errors import KoiniiError
 from koinii.terms import Sym, parse, show
 

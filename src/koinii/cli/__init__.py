@@ -12,6 +12,7 @@ import sys
 import click
 
 from koinii._version import __version__
+from koinii.cli.terminal import echo
 from koinii.errors import Refused, Unavailable, exit_code_of
 
 UNREACHABLE_HINT = "start it with `koinii serve`, or give --db FILE to open a store in-process"
@@ -38,17 +39,17 @@ class _Koinii(click.Group):
         try:
             return super().invoke(ctx)
         except Refused as refusal:
-            click.echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
+            echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
             sys.exit(exit_code_of(refusal.kind))
         except Unavailable as unavailable:
-            click.echo(f"koinii: unavailable: {unavailable} ({UNREACHABLE_HINT})", err=True)
+            echo(f"koinii: unavailable: {unavailable} ({UNREACHABLE_HINT})", err=True)
             sys.exit(exit_code_of("unavailable"))
         except (click.exceptions.Exit, click.ClickException, KeyboardInterrupt, SystemExit):
             raise
         except Exception as error:
             if ctx.params.get("debug"):
                 raise
-            click.echo(f"koinii: error: {error} (run with --debug for the traceback)", err=True)
+            echo(f"koinii: error: {error} (run with --debug for the traceback)", err=True)
             sys.exit(4)
 
 
@@ -189,7 +190,7 @@ def serve(
     non-loopback address without a token table."""
     from koinii.server import Limits
     from koinii.server import serve as run
-    from koinii.server.web import routes as web_view
+    from koinii.web import routes as web_view
 
     limits = Limits(
         body_bytes=max_body,
@@ -245,7 +246,7 @@ def migrate(source: str, target: str, as_json: bool) -> None:
 
         return echo_json(counts)
     for what, rows in counts.items():
-        click.echo(f"{what:<24} {rows:>10,}")
+        echo(f"{what:<24} {rows:>10,}")
 
 
 @main.group()
@@ -271,9 +272,9 @@ def token_add(principal: str, role: str, path: str) -> None:
     from koinii.server.tokens import add_token, lookalikes_of
 
     alike = refusing(lambda: lookalikes_of(path, principal))
-    click.echo(refusing(lambda: add_token(path, principal, role)))
+    echo(refusing(lambda: add_token(path, principal, role)))
     for other in alike:
-        click.echo(
+        echo(
             f"koinii: warning: {principal} looks like {other}, already in the table (case, "
             "0/O, 1/l/I, rn/m): a reader of a thread may take one for the other. If that "
             f"was not meant: koinii token revoke {principal} --tokens {path}",
@@ -293,7 +294,7 @@ def token_list(path: str, as_json: bool) -> None:
     if as_json:
         return echo_json(entries)
     for entry in entries:
-        click.echo(f"{entry['id']:<24} {entry['role']:<9} {entry['fingerprint']}")
+        echo(f"{entry['id']:<24} {entry['role']:<9} {entry['fingerprint']}")
 
 
 @token.command("revoke")
@@ -304,7 +305,7 @@ def token_revoke(principal: str, path: str) -> None:
     from koinii.server.tokens import revoke
 
     removed = refusing(lambda: revoke(path, principal))
-    click.echo(f"revoked {removed} token(s) of {principal}")
+    echo(f"revoked {removed} token(s) of {principal}")
 
 
 def refusing(call):
@@ -312,7 +313,7 @@ def refusing(call):
     try:
         return call()
     except Refused as refusal:
-        click.echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
+        echo(f"koinii: {refusal.kind}: {refusal.message}", err=True)
         sys.exit(exit_code_of(refusal.kind))
 
 

@@ -10,6 +10,7 @@ import time
 import click
 
 from koinii.cli.core import open_source, source_options
+from koinii.cli.terminal import echo
 
 
 @click.command(
@@ -38,7 +39,7 @@ def command(channel, quorum, deadline, cursor_path, once, url, token, db) -> Non
     store = open_source(db, url, token)
 
     def say(line: str) -> None:
-        click.echo(f"{time.strftime('%H:%M:%S')} {line}", err=False)
+        echo(f"{time.strftime('%H:%M:%S')} {line}", err=False)
 
     cursor = FileCursorStore(cursor_path) if cursor_path else None
     service = Adjudicator(

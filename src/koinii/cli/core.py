@@ -18,6 +18,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from koinii.cli.terminal import echo
+
 # The engine, the client and rich are imported where a command runs, not here: every
 # command's module imports this one, and `koinii --help` should not pay for them.
 
@@ -100,7 +102,7 @@ def runs(operation: str) -> Any:
 
 def echo_json(value: Any) -> None:
     """One JSON document on stdout; terms print as their text."""
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=_jsonable))
+    echo(json.dumps(value, indent=2, ensure_ascii=False, default=_jsonable))
 
 
 def _jsonable(value: Any) -> Any:
@@ -129,7 +131,7 @@ def assert_command(sentence, context, strength, creator, as_json, url, token, db
         handle = store.assert_(sentence, context, strength=strength, creator=creator)
     if as_json:
         return echo_json({"handle": handle})
-    click.echo(" ".join(map(str, handle)) if isinstance(handle, list) else handle)
+    echo(" ".join(map(str, handle)) if isinstance(handle, list) else handle)
 
 
 @runs("retract")
@@ -150,7 +152,7 @@ def retract_command(handle, as_json, url, token, db) -> None:
         retracted = encode_retracted(store.retract(handle))
     if as_json:
         return echo_json(retracted)
-    click.echo(
+    echo(
         f"retracted #{handle}: {retracted['removed_sentexes']} sentex(es) removed, "
         f"seq {retracted['seq']}"
     )
@@ -183,7 +185,7 @@ def withdraw_command(handle, agent_id, as_json, url, token, db) -> None:
         edited = encode_edited(medium.withdraw(way, handle, agent_id))
     if as_json:
         return echo_json(edited)
-    click.echo(
+    echo(
         f"withdrew #{handle}: {edited['removed_sentexes']} sentex(es) removed, seq {edited['seq']}"
     )
 
@@ -249,7 +251,7 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
     from koinii.kb import KB
 
     def outage(exc: BaseException) -> None:
-        click.echo(f"koinii: the daemon is unreachable ({exc}); waiting for it", err=True)
+        echo(f"koinii: the daemon is unreachable ({exc}); waiting for it", err=True)
 
     store = open_source(db, url, token)
     narrator = Narrator(store)
@@ -261,7 +263,7 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
         stamp = time.strftime("%H:%M:%S", time.localtime(entry["at"] / 1000))
         for told in narrator.entry(entry, structure=structure or raw):
             if as_json:
-                click.echo(json.dumps({**told.to_dict(), "at": entry["at"]}))
+                echo(json.dumps({**told.to_dict(), "at": entry["at"]}))
                 continue
             prefix = (f"{stamp} seq {entry['seq']:>6}", "dim")
             if raw:

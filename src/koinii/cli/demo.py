@@ -288,16 +288,20 @@ def run_demo(pace: float = DEFAULT_PACE_S, *, keep: bool = False, port: int = 0)
             stdout=subprocess.DEVNULL,
         )
         processes.append(adjudicator)
-        agents = [
-            subprocess.Popen(
-                [sys.executable, "-m", "koinii.cli.demo", role, str(pace), url, tokens[principal]]
-            )
-            for role, principal in (
-                ("coordinator", "AgentLead"),
-                *((name[5:].lower(), name) for name in TEAM),
-            )
-        ]
-        processes.extend(agents)
+
+        def start(role: str, principal: str) -> subprocess.Popen:
+            command = [sys.executable, "-m", "koinii.cli.demo", role, str(pace), url]
+            process = subprocess.Popen([*command, tokens[principal]])
+            processes.append(process)
+            return process
+
+        # The lead registers its session before any worker can wrap into it: a session
+        # some other agent's wraps already name is no longer free to claim (koinii/
+        # foreign-session), so on a busy machine a late lead would be locked out.
+        agents = [start("coordinator", "AgentLead")]
+        lead = wraps.Coordinators(watcher)
+        _until("the coordinator", lambda: lead.get("AgentLead") or agents[0].poll() is not None)
+        agents += [start(name[5:].lower(), name) for name in TEAM]
         codes = [p.wait(TIMEOUT_S + 5) for p in agents]
         time.sleep(0.3)  # let the tail catch the last writes
         done.set()

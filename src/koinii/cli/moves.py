@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from koinii.cli.core import echo_json, json_option, open_source, runs, source_options
+from koinii.cli.terminal import echo
 
 
 def agent_option(fn):
@@ -55,16 +56,16 @@ def move(name: str, agent: str, output: tuple[bool, bool], source: tuple[Any, An
         return echo_json(reply)
     handle = reply.get("handle", reply.get("withdrawn"))  # a concession names what it took back
     if quiet:
-        return click.echo(handle)
+        return echo(handle)
     said = reply.get("sentence") or ""
     ending = f" ({reply['ending']})" if reply.get("ending") else ""
-    click.echo(f"#{handle} {agent}{ending}: {said}".rstrip())
+    echo(f"#{handle} {agent}{ending}: {said}".rstrip())
     if reply.get("claim") is not None:
-        click.echo(f"  its claim #{reply.get('claim_handle')}: {reply['claim']}")
+        echo(f"  its claim #{reply.get('claim_handle')}: {reply['claim']}")
     if reply.get("rebuttal") is not None:
-        click.echo(f"  its rebuttal #{reply['rebuttal']}")
+        echo(f"  its rebuttal #{reply['rebuttal']}")
     for earlier in reply.get("replaced") or ():
-        click.echo(f"  replaces #{earlier}")
+        echo(f"  replaces #{earlier}")
 
 
 def _content(text: str) -> Any:
@@ -93,9 +94,9 @@ def channels_command(as_json, url, token, db) -> None:
     if as_json:
         return echo_json(found)
     if not found:
-        click.echo("no channels (an agent joins one with `koinii join CHANNEL --agent A`)")
+        echo("no channels (an agent joins one with `koinii join CHANNEL --agent A`)")
     for entry in found:
-        click.echo(f"{entry['name']}: {', '.join(entry['members'])}")
+        echo(f"{entry['name']}: {', '.join(entry['members'])}")
 
 
 @runs("moves.join")
@@ -115,7 +116,7 @@ def join_command(channel, speaks, agent, as_json, url, token, db) -> None:
         joined = invoker(store)("moves.join", agent=agent, channel=channel, **fields)
     if as_json:
         return echo_json(joined)
-    click.echo(f"{agent} joined {joined['channel']} (its context {joined['context']})")
+    echo(f"{agent} joined {joined['channel']} (its context {joined['context']})")
 
 
 @runs("moves.claim")

@@ -11,6 +11,7 @@ import click
 
 from koinii.cli.core import echo_json, json_option, open_source, runs, source_options
 from koinii.cli.lazy import LazyChoice
+from koinii.cli.terminal import echo
 from koinii.errors import Refused
 
 
@@ -47,7 +48,7 @@ def why_command(handle, as_json, url, token, db) -> None:
     if as_json:
         return echo_json(tree)
     for depth, line in _tree_lines(tree):
-        click.echo("  " * depth + line)
+        echo("  " * depth + line)
 
 
 def _tree_lines(node: dict[str, Any], depth: int = 0):
@@ -81,11 +82,11 @@ def why_not_command(handle, context, as_json, url, token, db) -> None:
         return echo_json(found)
     where = f" at {context}" if context else ""
     if found["believed"]:
-        return click.echo(f"#{handle} is believed{where}")
-    click.echo(f"#{handle}: {found['reason']}{where}")
+        return echo(f"#{handle} is believed{where}")
+    echo(f"#{handle}: {found['reason']}{where}")
     for by in found["defeated_by"]:
         author = f", by {by['author']}" if by["author"] else ""
-        click.echo(
+        echo(
             f"  defeated by #{by['handle']} {by['sentence']}  in {by['context']} "
             f"({by['strength']}{author})"
         )
@@ -109,10 +110,10 @@ def contradictions_command(context, conflicts, as_json, url, token, db) -> None:
     if as_json:
         return echo_json(clashes)
     if not clashes:
-        click.echo("no conflicts" if conflicts else "no contradictions")
+        echo("no conflicts" if conflicts else "no contradictions")
         return
     for clash in clashes:
-        click.echo(
+        echo(
             "  vs  ".join(
                 f"#{s['handle']} {s['sentence']} in {s['context']}" for s in clash["sides"]
             )
@@ -152,19 +153,19 @@ def disputes_command(channel, state, as_of, as_json, url, token, db) -> None:
         return _none("disputes", channel, state)
     for dispute in found:
         tally = dispute["tally"]
-        click.echo(
+        echo(
             f"{_dispute(dispute)}; votes {tally.get('for', 0)} for, "
             f"{tally.get('against', 0)} against"
         )
         for side in dispute["sides"]:
             who = side["speaker"] or side["context"]  # a sentex no agent wrote: its context
-            click.echo(f"  #{side['handle']} {who}: {side['sentence']}")
+            echo(f"  #{side['handle']} {who}: {side['sentence']}")
         if dispute["ruling"] is not None:
-            click.echo("  " + _ruling(dispute["ruling"], dispute["target"]))
+            echo("  " + _ruling(dispute["ruling"], dispute["target"]))
 
 
 def _none(what: str, channel: str, state: str | None) -> None:
-    click.echo(f"no {what} on {channel}" + (f" in state {state}" if state else ""))
+    echo(f"no {what} on {channel}" + (f" in state {state}" if state else ""))
 
 
 def _dispute(dispute: dict) -> str:
@@ -227,7 +228,7 @@ def questions_command(channel, state, as_of, as_json, url, token, db) -> None:
         return _none("questions", channel, state)
     for q in found:
         answers = q["answer_count"]
-        click.echo(
+        echo(
             f"#{q['handle']} {q['state']}: {q['speaker']} asked {q['question']} "
             f"({answers} answer{'' if answers == 1 else 's'})"
         )
@@ -249,29 +250,25 @@ def thread_command(handle, channel, as_of, as_json, url, token, db) -> None:
     if as_json:
         return echo_json(found)
     if "answers" in found:
-        click.echo(
-            f"#{found['handle']} {found['state']}: {found['speaker']} asked {found['question']}"
-        )
+        echo(f"#{found['handle']} {found['state']}: {found['speaker']} asked {found['question']}")
         for answer in found["answers"]:
             mark = " (accepted)" if answer["accepted"] else ""
-            click.echo(f"  #{answer['handle']} {answer['speaker']}: {answer['content']}{mark}")
+            echo(f"  #{answer['handle']} {answer['speaker']}: {answer['content']}{mark}")
         for key, what in (("acceptance_reason", "accepted"), ("closing_reason", "closed")):
             if found.get(key):
-                click.echo(f"  {what} because: {found[key]}")
+                echo(f"  {what} because: {found[key]}")
         for gone in found.get("withdrawn_answers") or []:
-            click.echo(f"  #{gone['handle']} {gone['speaker']}: {gone['content']}{_ended(gone)}")
+            echo(f"  #{gone['handle']} {gone['speaker']}: {gone['content']}{_ended(gone)}")
         for gone in found.get("withdrawn_acceptances") or []:
             because = f' "{gone["reason"]}"' if gone.get("reason") else ""
-            click.echo(f"  accepted #{gone['target']}{because}{_ended(gone)}")
+            echo(f"  accepted #{gone['target']}{because}{_ended(gone)}")
         return
-    click.echo(
-        f"#{found['handle']} {found.get('speaker') or found['context']}: {found['sentence']}"
-    )
+    echo(f"#{found['handle']} {found.get('speaker') or found['context']}: {found['sentence']}")
     for key in ("endorsements", "justifications"):
         for move in found.get(key) or []:
-            click.echo(f"  {key[:-1]} #{move['handle']} by {move['speaker']}")
+            echo(f"  {key[:-1]} #{move['handle']} by {move['speaker']}")
     for dispute in found.get("disputes") or []:
-        click.echo(f"  {_dispute(dispute)}")
+        echo(f"  {_dispute(dispute)}")
 
 
 COMMANDS = (

@@ -25,6 +25,7 @@ import click
 from koinii.cli import UNREACHABLE_HINT, refusing
 from koinii.cli.core import open_source, source_options
 from koinii.cli.lazy import LazyChoice
+from koinii.cli.terminal import echo
 from koinii.errors import Refused, Unavailable, exit_code_of
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def _run(call: Callable[[], Any]) -> Any:
     try:
         return refusing(call)
     except Unavailable as exc:
-        click.echo(f"koinii: unavailable: {exc} ({UNREACHABLE_HINT})", err=True)
+        echo(f"koinii: unavailable: {exc} ({UNREACHABLE_HINT})", err=True)
         sys.exit(exit_code_of("unavailable"))
 
 
@@ -77,7 +78,7 @@ def _short(session_id: str) -> str:
 
 
 def _echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -99,7 +100,7 @@ def list_sessions(limit, as_json, db, url, token) -> None:
     if as_json:
         return _echo_json(rows)
     if not rows:
-        click.echo("no sessions")
+        echo("no sessions")
         return
     table = Table("ID", "MODIFIED", "CHANNEL", "TURNS", "TITLE", box=None, pad_edge=False)
     for row in rows:
@@ -120,16 +121,18 @@ def list_sessions(limit, as_json, db, url, token) -> None:
     "--ranking",
     type=LazyChoice("koinii.sessions.search", "RANKINGS"),
     default=None,
-    help="banded: the bands, then what is found by meaning alone (koinii[semantic]); "
-    "lexical: the bands only; hybrid: fused with meaning, in the fused order "
-    "[default: banded].",
+    help="banded: the bands, then the sessions holding some of the words, then what is "
+    "found by meaning alone (koinii[semantic]); relevance: as banded, the best match "
+    "first in each band; lexical: the seed's bands only; hybrid: fused with meaning, in "
+    "the fused order [default: banded].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @_medium_options
 def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
-    """THE ranked search: title, then request, reply, thinking, tool matches, then (with
-    koinii[semantic]) what is found by meaning alone; newest first in each (`--ranking
-    hybrid`: fused with the sessions closest in meaning, in the fused order)."""
+    """THE ranked search: title, then request, reply, thinking, tool matches, then the
+    sessions holding some of the words, then (with koinii[semantic]) what is found by
+    meaning alone; newest first in each (`--ranking hybrid`: fused with the sessions
+    closest in meaning, in the fused order)."""
     from rich.table import Table
 
     from koinii.cli.terminal import terminal
@@ -141,7 +144,7 @@ def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
     if as_json:
         return _echo_json(rows)
     if not rows:
-        click.echo(f"no session matches {query!r}")
+        echo(f"no session matches {query!r}")
         return
     table = Table("ID", "MATCH", "MODIFIED", "TURNS", "TITLE / SNIPPET", box=None, pad_edge=False)
     for row in rows:
@@ -177,7 +180,7 @@ def show_session(target, as_json, db, url, token) -> None:
     with _store(db, url, token) as store:
         found = Introspection(store).read_session(target)
     if found["session"] is None:
-        click.echo(f"koinii: no session matches {target!r} (unknown, or an ambiguous prefix)")
+        echo(f"koinii: no session matches {target!r} (unknown, or an ambiguous prefix)")
         sys.exit(1)
     if as_json:
         return _echo_json(found)
@@ -285,7 +288,7 @@ def import_sessions(paths, quiet, as_json, db, url, token) -> None:
         counts[report["status"]] = counts.get(report["status"], 0) + 1
     lines = sum(report.get("malformed", 0) for report in reports)
     summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    click.echo(f"{len(reports)} file(s): {summary or 'none'}; {lines} malformed line(s) skipped")
+    echo(f"{len(reports)} file(s): {summary or 'none'}; {lines} malformed line(s) skipped")
     if counts.get("failed"):
         sys.exit(1)
 

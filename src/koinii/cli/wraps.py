@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from koinii.cli.core import echo_json, json_option, open_source, source_options
+from koinii.cli.terminal import echo
 
 
 @click.group("wraps", short_help="The wrap queue: coordinators and their workers' wraps.")
@@ -80,15 +81,15 @@ def permeate_wraps(session, project, children, as_json, db, url, token) -> None:
         return echo_json({**absorbed, "entries": [encode_sentex(s) for s in absorbed["entries"]]})
     _echo_wraps(absorbed["wraps"], with_processed=False)
     if absorbed["entries"]:
-        click.echo()
+        echo()
         _echo_table(
             ("HANDLE", "CONTEXT", "ENTRY"),
             [(str(s.handle), s.context, s.text) for s in absorbed["entries"]],
         )
     agents = ", ".join(absorbed["agent_ids"]) or "nobody"
-    click.echo(f"\npermeated {absorbed['processed']} wrap(s) from {agents}")
+    echo(f"\npermeated {absorbed['processed']} wrap(s) from {agents}")
     if absorbed["skipped"]:
-        click.echo(f"left {len(absorbed['skipped'])} wrap(s) of another coordinator in the queue")
+        echo(f"left {len(absorbed['skipped'])} wrap(s) of another coordinator in the queue")
 
 
 @command.command("coordinators")
@@ -105,7 +106,7 @@ def list_coordinators(status, project, as_json, db, url, token) -> None:
     if as_json:
         return echo_json(found)
     if not found:
-        click.echo("no coordinators")
+        echo("no coordinators")
         return
     _echo_table(
         ("COORDINATOR", "PROJECT", "SESSION", "STATUS", "PID", "LAST HEARTBEAT"),
@@ -135,7 +136,7 @@ class _Seat:
 
 def _echo_wraps(wraps: Sequence[dict[str, Any]], *, with_processed: bool) -> None:
     if not wraps:
-        click.echo("no wraps")
+        echo("no wraps")
         return
     header = ["WRAP", "AGENT", "SESSION", "PARENT SESSION", "PROJECT", "DEPTH", "STATS", "CREATED"]
     rows = []
@@ -161,7 +162,7 @@ def _echo_wraps(wraps: Sequence[dict[str, Any]], *, with_processed: bool) -> Non
 def _echo_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
     for line in (header, *rows):
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
+        echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
 
 
 def _when(epoch_ms: int) -> str:

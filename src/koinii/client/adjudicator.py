@@ -3,7 +3,7 @@
 `koinii adjudicate --channel CxTeam` runs one `Adjudicator`: on every change to the
 store it reads the channel's disputes (`conversation.disputes`, one read), tells of each
 new one once (`adjudication.notify_disputes`: the stored mark deduplicates), and counts
-each dispute whose count is due under its `Policy` with `adjudication.resolve_by_majority`
+each dispute whose count is due under its `Policy` with `majority.resolve_by_majority`
 — `AgentMajority` rules the side with strictly more ballots, a tie rules nothing, and a
 changed count replaces the ruling. Ballots count on the dispute's target: the disputed
 claim (or, for a clash nobody raised with a dispute move, its first-made side).
@@ -28,7 +28,7 @@ from typing import Any
 
 from koinii.channel import follow
 from koinii.channel.catchup import CursorStore, MemoryCursorStore
-from koinii.disputes import adjudication
+from koinii.disputes import adjudication, majority
 from koinii.errors import Refused
 from koinii.operations import invoker
 
@@ -108,7 +108,7 @@ class Adjudicator:
         members = [
             m
             for m in self._read("conversation.members", channel=self.channel)
-            if m != adjudication.MAJORITY_ARBITER
+            if m != majority.MAJORITY_ARBITER
         ]
         changed = []
         for dispute in self._read("conversation.disputes", channel=self.channel):
@@ -123,10 +123,10 @@ class Adjudicator:
         if target is None or dispute["state"] == "ended":
             return None  # differing values (no one target), or ended with its move
         if dispute["state"] == "resolved" and (
-            ruling is None or ruling["arbiter"] != adjudication.MAJORITY_ARBITER
+            ruling is None or ruling["arbiter"] != majority.MAJORITY_ARBITER
         ):
             return None  # settled otherwise: withdrawn, defeated, or an arbiter's ruling
-        cast = adjudication.ballots(self.store, target["handle"])
+        cast = majority.ballots(self.store, target["handle"])
         voters = len({b["voter"] for b in cast if b["counted"] and b["voter"] in members})
         age_s = None
         if self.policy.deadline_s is not None:
@@ -135,7 +135,7 @@ class Adjudicator:
         if not self.policy.due(voters, len(members), age_s):
             return None
         try:
-            outcome = adjudication.resolve_by_majority(
+            outcome = majority.resolve_by_majority(
                 self.store, dispute["dispute_id"], target["handle"], self.channel, clock=self.clock
             )
         except Refused as refusal:
@@ -189,6 +189,5 @@ def _told(dispute: dict[str, Any], outcome: dict[str, Any]) -> str:
         return f"dispute {dispute['dispute_id']}: tie {count} on {claim}; the ruling is withdrawn"
     verdict = "upholds" if outcome["outcome"] == "for" else "overrules"
     return (
-        f"dispute {dispute['dispute_id']}: {adjudication.MAJORITY_ARBITER} {verdict} "
-        f"{claim} ({count})"
+        f"dispute {dispute['dispute_id']}: {majority.MAJORITY_ARBITER} {verdict} {claim} ({count})"
     )

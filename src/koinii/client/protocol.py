@@ -192,6 +192,7 @@ BUDGETED = frozenset(
         "contradictions",
         "conflicts",
         "violations",
+        "vocabulary",
     }
 )
 

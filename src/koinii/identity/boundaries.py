@@ -17,6 +17,7 @@ from koinii.identity.contexts import (
     context_for,
     speaker_of_sentence,
 )
+from koinii.identity.declarations import check_system_sentences
 from koinii.identity.grants import Principal, attestation, require_minted
 from koinii.terms import Sym, parse, show
 
@@ -71,11 +72,14 @@ def check_meaning(store: Any, agent: str, sentence: Any, strength: str | None) -
       (`koinii/strength-forbidden`); rulings are made by arbiters (docs/disputes.md);
     - an agent-context mark `(agentContext C A)` names only the agent and its own context
       — another context marked as one's own would stop agents joining it
-      (`koinii/foreign-mark`).
+      (`koinii/foreign-mark`);
+    - a declaration names a predicate of the agent's own, and no write denies a move or a
+      system sentence (`koinii.identity.declarations`).
     """
     term = parse(sentence) if isinstance(sentence, str) else sentence
     if type(term) is not tuple or not term:
         return
+    check_system_sentences(store, agent, term)
     functor = term[0]
     own = context_for(agent)
     if functor is _EXCEPT and len(term) == 2 and type(term[1]) is tuple:

@@ -122,14 +122,20 @@ def check_channel_parent(
     store: Any, agent_id: str, parent: str, reserved: Iterable[str] = ()
 ) -> None:
     """Refuse to place an agent's context under something that is not a channel: the
-    registry, the agent's own context, another principal's own context (marked, or
-    reserved for a principal of the daemon that has not joined yet: placed under another
-    agent's context, Atlas's claims and declarations would read as Dune's), or vocabulary
-    another agent's context speaks (placed under CxSpeechActs, an agent's claims would
-    appear in every context that speaks it)."""
+    registry or another of the system's contexts (CxDisputes, CxHistory, …: under
+    CxDisputes an agent's claims read as the daemon's marks), the agent's own context,
+    another principal's own context (marked, or reserved before its first join for a
+    principal of the daemon, or for the system's own voice AgentMajority: placed under
+    another agent's context, Atlas's claims and declarations would read as Dune's), or
+    vocabulary another agent's context speaks (placed under CxSpeechActs, an agent's
+    claims would appear in every context that speaks it)."""
+    from koinii.identity.names import SYSTEM_CONTEXTS, SYSTEM_IDS  # (names reads this module)
+
     own = context_for(agent_id)
     owners = [] if parent == REGISTRY else owners_of(store, parent)
-    contexts = principal_contexts(store, reserved)
+    # the system's own voices are reserved with or without a token: CxMajority, squatted
+    # as a channel, kept the adjudicator's AgentMajority out of every token table after
+    contexts = principal_contexts(store, [*reserved, *SYSTEM_IDS])
     if parent == REGISTRY:
         why = "the registry"
     elif parent == own:
@@ -138,21 +144,23 @@ def check_channel_parent(
         why = f"{next(o for o in owners if o != agent_id)}'s own context"
     elif contexts.get(parent, agent_id) != agent_id:
         owners = [contexts[parent]]
-        why = (
-            f"{owners[0]}'s own context, reserved for it before its first join "
-            f"({owners[0]} holds a token of this daemon)"
+        why = f"{owners[0]}'s own context, reserved for it before its first join " + (
+            f"(the system speaks as {owners[0]})"
+            if owners[0] in SYSTEM_IDS
+            else f"({owners[0]} holds a token of this daemon)"
         )
     else:
         speakers = sorted(
             contexts[c] for c in store.context_down(parent) if c in contexts and c != own
         )
-        if not speakers:
+        if not speakers and parent not in SYSTEM_CONTEXTS:
             return
-        owners = speakers
-        why = (
-            f"vocabulary {speakers[0]}'s own context speaks (it sees {parent}): under it, "
-            f"your claims would appear in every context that speaks {parent}"
-        )
+        owners, why = speakers, "one of the system's own contexts"
+        if speakers:
+            why = (
+                f"vocabulary {speakers[0]}'s own context speaks (it sees {parent}): under it, "
+                f"your claims would appear in every context that speaks {parent}"
+            )
     raise Refused(
         "koinii/not-a-channel",
         f"{parent} is not a channel: it is {why}. Join a channel of its own name instead, "

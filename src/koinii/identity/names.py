@@ -37,7 +37,7 @@ SYSTEM_CONTEXTS = frozenset(
 )
 
 # Ids the system speaks as, each held only in its role: the majority's rulings are made
-# as AgentMajority (adjudication.MAJORITY_ARBITER), by the adjudicator's arbiter token.
+# as AgentMajority (disputes.majority.MAJORITY_ARBITER), by the adjudicator's arbiter token.
 SYSTEM_IDS = {"AgentMajority": "arbiter"}
 
 

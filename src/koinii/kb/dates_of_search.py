@@ -18,6 +18,16 @@ Invariants:
   "until", "by", "before" or "after" comes right before it ("in may"): "may I deploy"
   names no date. "march" and the other names are always months.
 - A year alone ("2026") is a number, as before: it names no span of time here.
+
+A search may also *ask* for a time (`asked_in`): "when", "what time", "which day" ask for
+a point in time, "how often" for a frequency, "how long" for a duration. The question
+word is then one typed word of the search whose group is what such an answer holds — a
+year around the clock's (as year-first dates hold it), a month's or a weekday's name,
+"UTC"; "nightly", "daily", "every", …; a unit of time —, so among the sentences the
+other words find alike, the one that answers the question ranks first: "when does the
+deploy freeze start" finds `(deployFreezeStarts Ops "2026-12-18 18:00 UTC")` before a
+thousand `deployFreezeStarts` claims about other services holding no time. The
+question word alone matches nothing (search.py drops a hit holding only it).
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 DATES = True  # a switch for benchmarks/recall.py's "before" row
+ASKED = True  # the time a question asks for (a switch for the same row)
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _SHORT = {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
@@ -38,6 +49,15 @@ _BEFORE = {"in", "since", "during", "until", "by", "before", "after"}
 _DAY = re.compile(r"([0-9]{1,2})(?:st|nd|rd|th)?")
 _YEAR = re.compile(r"(19|20|21)[0-9]{2}")
 _MONTH_NUMBER = re.compile(r"[0-9]{1,2}")
+# What a sentence answering "when", "how often" or "how long" holds (lower case words).
+_WEEKDAYS = {name.lower() for name in calendar.day_name}
+_POINT = {*(n for n in _MONTHS if n not in _AMBIGUOUS), *_WEEKDAYS, "utc"}
+_FREQUENCY = {
+    *("hourly", "nightly", "daily", "weekly", "monthly", "quarterly", "yearly", "annually"),
+    *("every", "cron"),
+}
+_DURATION = {"seconds", "minutes", "hours", "days", "weeks", "months", "years"}
+_POINT_NOUNS = {"time", "date", "day", "month", "year"}  # "what time", "which day"
 
 
 @dataclass(frozen=True)
@@ -147,3 +167,26 @@ def _date(first: int, past: int, month: int, years: tuple[int, ...], day: int | 
     else:
         terms.update({f"{name} {day}", f"{day} {name}", f"{short} {day}", f"{day} {short}"})
     return Date(first, past, frozenset(terms), tuple(spans))
+
+
+def asked_in(words: list[str], now_ms: int) -> dict[int, frozenset[str]]:
+    """The time the search (its chunks, lower case, in order) asks for: the place of its
+    question word ("when"; "often", "long" after "how"; "time", "day", … after "what" or
+    "which") → the words a sentence answering it holds (module docstring); the years a
+    point in time stands for are the clock's, the one before and the one after."""
+    if not ASKED:
+        return {}
+    year = datetime.fromtimestamp(now_ms / 1000, UTC).year
+    point = frozenset({*_POINT, *(str(y) for y in (year - 1, year, year + 1))})
+    asked: dict[int, frozenset[str]] = {}
+    for i, word in enumerate(words):
+        before = words[i - 1] if i else ""
+        if word == "when":
+            asked[i] = point
+        elif before == "how" and word in ("often", "frequently"):
+            asked[i] = frozenset({word, *_FREQUENCY})
+        elif before == "how" and word == "long":
+            asked[i] = frozenset({word, *_DURATION})
+        elif before in ("what", "which") and word in _POINT_NOUNS:
+            asked[i] = frozenset({word} | point)
+    return asked

@@ -77,7 +77,7 @@ def linked(
         candidates = [
             node
             for node, _, _ in (
-                yield from search._by_words([*query.words, form], ENTITY_DEPTH, visible)
+                yield from search._by_words([*query.without_asked(), form], ENTITY_DEPTH, visible)
             )
             if node.handle in about and node.handle not in placed
         ]

@@ -538,9 +538,11 @@ def _more_of_the_search_first(
 ) -> list[tuple[Node, float, str | None]]:
     """The word hits, those holding more of the typed words first, then in the store's
     order: BM25 adds the words' weights, so one rare word can outrank two common ones,
-    and a compound's forms ("roll", "back", "rollback") count as one typed word here."""
-    held = [terms_of_search.held_by(query, node) for node, _, _ in lexical]
-    order = sorted(range(len(lexical)), key=lambda i: -held[i])
+    and a compound's forms ("roll", "back", "rollback") count as one typed word here. A
+    hit holding only the time a question asks for ("when": any date) is no hit."""
+    held = [terms_of_search.covered_by(query, [node]) for node, _, _ in lexical]
+    keep = [i for i in range(len(lexical)) if not query.asked or held[i] - query.asked]
+    order = sorted(keep, key=lambda i: -len(held[i]))
     return [lexical[i] for i in order]
 
 

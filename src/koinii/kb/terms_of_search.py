@@ -22,6 +22,9 @@ Invariants:
 - A date the search names ("april", "2026-04-09": `dates_of_search`) is one typed word,
   its group the date's words and year-first phrases; a sentence recorded in it matches
   that group too (`coverage` given its `created`).
+- A question word asking for a time ("when", "how often", "how long":
+  `dates_of_search.asked_in`) is one typed word too, its group what such an answer
+  holds; `Query.asked` names these groups (a hit holding only them holds nothing asked).
 - `Terms` counts the words of what was indexed (handles up to its `top`, each once); it is
   never told of a retraction, so a count may include a sentex no longer stored — a
   correction or a split that then matches nothing costs one more term in the query.
@@ -34,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from koinii.kb.dates_of_search import Date, dates_in
+from koinii.kb.dates_of_search import Date, asked_in, dates_in
 from koinii.kb.store.fulltext import _CHUNK, STOP_WORDS, _split, document
 
 TYPO_MIN_LETTERS = 6  # shorter words have too many stored neighbours one edit away
@@ -89,6 +92,17 @@ class Query:
     words: list[str]
     groups: list[frozenset[str]] = field(default_factory=list)
     dates: dict[int, Date] = field(default_factory=dict)  # group index → the date it is
+    asked: set[int] = field(default_factory=set)  # groups of a time the search asks for
+
+    def without_asked(self) -> list[str]:
+        """`words` less the terms only a time the search asks for holds: a narrower ask
+        where the hits are known already (an entity's facts), since a year's or a
+        weekday's name is held by many sentences, each of which the store would rank."""
+        if not self.asked:
+            return self.words
+        kept = {w for i, g in enumerate(self.groups) if i not in self.asked for w in g}
+        only = {w for i in self.asked for w in self.groups[i]} - kept
+        return [w for w in self.words if w not in only]
 
 
 def plain(text: str) -> Query:
@@ -108,7 +122,9 @@ def _query(text: str, terms: Terms | None, now_ms: int | None) -> Query:
     groups: list[set[str]] = []
     lowered = [c.lower() for c in chunks]
     named = {d.first: d for d in dates_in(chunks, now_ms)} if now_ms is not None else {}
+    wanted = asked_in(lowered, now_ms) if now_ms is not None else {}
     dates: dict[int, Date] = {}
+    asked: set[int] = set()
     past = 0  # the chunks up to here are a date's
     for i, chunk in enumerate(chunks):
         if i in named:
@@ -116,6 +132,10 @@ def _query(text: str, terms: Terms | None, now_ms: int | None) -> Query:
             groups.append(set(named[i].terms))
             past = named[i].past
         if i < past:
+            continue
+        if i in wanted:
+            asked.add(len(groups))
+            groups.append(set(wanted[i]))
             continue
         parts, forms = _split(chunk)
         whole = forms[-1] if forms and forms[-1] == lowered[i] else None
@@ -144,7 +164,7 @@ def _query(text: str, terms: Terms | None, now_ms: int | None) -> Query:
         if group:
             groups.append(group)
     words = list(dict.fromkeys(w for g in groups for w in sorted(g, key=_typed_first(g))))
-    return Query(words, [frozenset(g) for g in groups], dates)
+    return Query(words, [frozenset(g) for g in groups], dates, asked)
 
 
 def _typed_first(group: set[str]):  # keeps the store's query text stable

@@ -267,6 +267,13 @@ class _Hook:
     def save(self) -> None:
         state.write_json(self.state_path, self.state)
 
+    def wrap_id(self, *parts: str) -> str:
+        """A wrap id no other agent foresees (the first filer's, and the session id is in
+        every session list: issue 37); its nonce saved first, so a retry is an upsert."""
+        nonce = self.state.setdefault("wrap_nonce", uuid.uuid4().hex[:16])
+        self.save()
+        return "-".join(["wrap", self.source, self.runtime_id, *parts, nonce])
+
     def close(self) -> None:
         """Close the store if one was opened (a KB in-process writes its last pages)."""
         if self._store is not None:
@@ -507,7 +514,7 @@ class _Hook:
         done = self.state.setdefault("wrapped", [])
         if agent_id not in done:
             self.file_wrap(
-                f"wrap-{self.source}-{self.runtime_id}-agent-{agent_id}",
+                self.wrap_id("agent", agent_id),
                 child,
                 parent,
                 self.payload.get("last_assistant_message"),
@@ -526,7 +533,7 @@ class _Hook:
         self.import_transcript(self.payload.get("transcript_path"))
         if not self.state.get("ended"):
             self.file_wrap(
-                f"wrap-{self.source}-{self.runtime_id}",
+                self.wrap_id(),
                 self.session_id,
                 self.config.parent_session,
                 self.state.get("summary"),
@@ -552,7 +559,7 @@ class _Hook:
         wrapped = self.state.setdefault("wrapped", [])
         if self.config.parent_session and isinstance(turn, str) and turn not in wrapped:
             self.file_wrap(
-                f"wrap-{self.source}-{self.runtime_id}-{turn}",
+                self.wrap_id(turn),
                 self.session_id,
                 self.config.parent_session,
                 self.payload.get("last-assistant-message"),

@@ -6,12 +6,14 @@ Invariants:
   the single writer and the total order. Engine operations take microseconds; the only
   waits (long polls, the durable tail) are futures that never block it.
 - No request holds the loop past its budget (docs/daemon.md, bounded work): a write runs
-  within `Limits.write_budget_s`; a read within `Limits.loop_slice_s` on the loop, and
-  if it needs more, to the end of `Limits.query_budget_s` on a forked snapshot
-  (`snapshot.Snapshots`) while the loop serves everyone else; a search asks the store's
-  index on a thread, its other steps on the loop, once the index holds every write
-  acknowledged before it (`searching.Searches`). `budget_ms` on a request lowers its
-  budget, or — for an operator only — raises it.
+  within `Limits.write_budget_s`; a read — and a page of the web view — within
+  `Limits.loop_slice_s` on the loop, and if it needs more, to the end of
+  `Limits.query_budget_s` on a forked snapshot (`snapshot.Snapshots`) while the loop
+  serves everyone else; a search asks the store's index on a thread, its other steps on
+  the loop, once the index holds every write acknowledged before it; a read of the
+  record tables (the sessions') runs on a thread, its statements within the read budget
+  (`searching.Searches`). `budget_ms` on a request lowers its budget, or — for an
+  operator only — raises it.
 - Group commit: the writes that arrive together (in one turn of the event loop) share
   one durable commit, made at the end of that turn (`Daemon.join_group`/`flush`); a
   write with no company commits alone at once. No reply leaves while a group it may
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -143,23 +145,74 @@ class Daemon:
             return handler(caller, body)
 
     async def read(self, handler: Callable, caller: Caller, body: dict[str, Any]) -> Any:
-        """A read whose work the input decides: a slice of the loop; if it needs more, the
-        rest of its budget on a forked snapshot, while the loop serves everyone else."""
+        """A read whose work the input decides, within the caller's budget (`bounded`)."""
         budget = self.budget_for(caller, body, self.limits.query_budget_s)
-        slice_s = min(budget, self.limits.loop_slice_s)
+        return await self.bounded(lambda: handler(caller, body), budget, "the read")
+
+    async def bounded(
+        self,
+        work: Callable[[], Any],
+        budget_s: float,
+        what: str,
+        encode: Callable[[Any], bytes] | None = None,
+    ) -> Any:
+        """`work()` — a read of the KB — within `budget_s`: a slice of the loop; if it
+        needs more, the rest of the budget on a forked snapshot, while the loop serves
+        everyone else (refused `budget-exhausted` past it). Its value, or from a
+        snapshot, that value as `encode` made it there (default: rendered as JSON, a
+        `RawJSON`)."""
+        slice_s = min(budget_s, self.limits.loop_slice_s)
         try:
-            with self.kb.budget(slice_s, "the read"):
-                return handler(caller, body)
+            with self.kb.budget(slice_s, what):
+                return work()
         except Refused as refusal:
-            if refusal.kind != "budget-exhausted" or budget <= slice_s:
+            if refusal.kind != "budget-exhausted" or budget_s <= slice_s:
                 raise
         self.flush()  # the snapshot must hold only what is durable
 
         def in_snapshot() -> Any:
-            with self.kb.budget(budget, "the read", spent=slice_s):
-                return handler(caller, body)
+            with self.kb.budget(budget_s, what, spent=slice_s):
+                return work()
 
-        return await self.snapshots.run(in_snapshot, budget - slice_s)
+        left = budget_s - slice_s
+        if encode is None:
+            return await self.snapshots.run(in_snapshot, left)
+        return await self.snapshots.run(in_snapshot, left, encode)
+
+    async def in_turns(self, steps: Generator[None, None, Any], budget_s: float, what: str) -> Any:
+        """The value of `steps` — a read that yields wherever the loop may be given back
+        (each step reads the KB afresh, holding nothing across a yield; the channel's
+        moves, read from the store's change log, which no snapshot may touch) — run a
+        turn of the loop at a time (`Limits.turn_s`), everyone served between two, within
+        `budget_s` of its own turns."""
+        loop = asyncio.get_running_loop()
+        spent = 0.0  # its own turns' time: not the others' between two
+        while True:
+            turn = loop.time()
+            try:
+                with self.kb.budget(budget_s, what, spent=spent) as budget:
+                    while loop.time() - turn < self.limits.turn_s:
+                        if not budget.remaining():
+                            raise budget.exhausted()
+                        try:
+                            next(steps)
+                        except StopIteration as done:
+                            return done.value
+            finally:
+                spent += loop.time() - turn
+            await asyncio.sleep(0)
+
+    async def read_records(
+        self, read: Callable[[], Any], budget_s: float, prepare: Callable[[KB], None] | None = None
+    ) -> Any:
+        """`read()` — a domain's read of its record tables, never of the KB — on a
+        thread, through a connection of its own, its statements within `budget_s`
+        (`Searches.records`); `prepare(kb)` first, here on the loop (a domain readies its
+        tables: creating them writes the store, which only the loop's thread may)."""
+        self.flush()  # it reads what is committed
+        if prepare is not None:
+            prepare(self.kb)
+        return await self.searches.records(read, budget_s)
 
     # --- group commit -----------------------------------------------------------------
 

@@ -238,9 +238,13 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
     if schedule == "records_read":  # on a thread, the record tables through its own
 
         async def records_read(caller: Caller, body: dict[str, Any]) -> Any:
-            daemon.flush()  # it reads what is committed
             _authorized(daemon, op, caller, body)
-            return await daemon.searches.records(lambda: handler(caller, body))
+            budget = daemon.budget_for(caller, body, daemon.limits.query_budget_s)
+
+            def read() -> RawJSON:  # rendered there too: a long session is megabytes
+                return RawJSON(render(handler(caller, body)))
+
+            return await daemon.read_records(read, budget, op.prepare)
 
         return records_read
 

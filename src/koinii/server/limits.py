@@ -17,6 +17,10 @@ class Limits:
     query_budget_s: float = 0.5  # a read's budget (the loop's slice, then a snapshot)
     write_budget_s: float = 0.03  # a write's budget, all of it on the loop
     loop_slice_s: float = 0.02  # how long a read may hold the loop before it moves off it
+    # how long a read in turns (the channel page's moves, Daemon.in_turns) holds the loop
+    # at a time: while N of them read, a request that needs k passes of the loop waits
+    # k * N turns
+    turn_s: float = 0.005
     max_budget_s: float = 600.0  # the most an operator's budget_ms may ask
     max_subscriptions: int = 1024
     subscriptions_per_principal: int = 64  # of those, what one token may hold

@@ -33,8 +33,9 @@ Invariants:
 - The KB is touched only on the loop's thread; a reader's thread touches only its
   connection. At most READERS searches ask the index at once; the others wait their
   turn off the loop. A reader is opened on a thread, kept for the next search, and
-  closed once its connection fails (the next search opens another); the session
-  search's connection is opened for it and closed after.
+  closed once its connection fails (the next search opens another); a session read's
+  connection is opened for it and closed after, and its statements share the read
+  budget (`BudgetedRecords`).
 - A search asks the index only after `index_words` reports every sentex below the
   handle next at its arrival indexed by its words (the open group committed first).
 """
@@ -43,6 +44,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -114,6 +117,63 @@ class SearchIndex:
             model.cancel()
 
 
+class BudgetedRecords:
+    """A connection to the record tables whose statements share one budget: each may
+    run, its rows read included, until what was left of the budget when it started has
+    passed — SQLite looks at the clock every CHECK_EVERY steps of its machine (a
+    progress handler), PostgreSQL is given it as `statement_timeout` — and none starts
+    once the statements' own time has spent it. What runs between two statements (the
+    embedding of the sessions' backlog, EMBED_PER_SEARCH texts at most; the ranking in
+    memory) is not counted: like a search's catch-up of its index, it is bounded by
+    itself, and it runs on the reading thread, holding nobody. `stopped`: the budget
+    stopped a statement, whatever the domain made of its error."""
+
+    CHECK_EVERY = 1_000
+
+    def __init__(self, connection: Any, budget_s: float) -> None:
+        self._connection = connection
+        self.dialect = getattr(connection, "dialect", "sqlite")
+        self.budget_s = budget_s
+        self.spent = 0.0
+        self.stopped = False
+        self._until: float | None = None
+        if self.dialect == "sqlite":
+            connection.set_progress_handler(self._past, self.CHECK_EVERY)
+
+    def _past(self) -> bool:
+        if self._until is not None and time.monotonic() > self._until:
+            self.stopped = True
+            return True  # SQLite stops the statement: "interrupted"
+        return False
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        left = self.budget_s - self.spent
+        if left <= 0:
+            self.stopped = True
+            raise self.exhausted()
+        started = time.monotonic()
+        self._until = started + left
+        try:
+            if self.dialect == "postgres":
+                self._connection.raw.execute(f"SET statement_timeout = {math.ceil(left * 1000)}")
+            return self._connection.execute(sql, params)
+        except Exception:
+            if time.monotonic() < self._until:
+                raise
+            self.stopped = True
+            raise self.exhausted() from None
+        finally:
+            self.spent += time.monotonic() - started
+
+    def exhausted(self) -> Refused:
+        return Refused(
+            "budget-exhausted",
+            f"the read of the records ran past its {self.budget_s:g} s budget and was "
+            "stopped: narrow it (fewer or rarer words, a smaller limit, a window of turns)",
+            {"budget_s": self.budget_s},
+        )
+
+
 class Searches:
     """Searches run with their asks off the loop (see the module docstring)."""
 
@@ -168,23 +228,32 @@ class Searches:
             ask = reader.search if kind == "search" else reader.snippets
             answer = await asyncio.to_thread(ask, words, arg)
 
-    async def records(self, read: Callable[[], Any]) -> Any:
-        """`read()` — a domain's read of the record tables, the session search — on a
-        thread, `KB.read_records` reading through a connection of its own, while the
-        loop serves everyone else (on the loop where the store has none). One at a
-        time: what such a read keeps in memory beside the KB (the sessions' vectors)
-        is kept by one thread at once."""
+    async def records(self, read: Callable[[], Any], budget_s: float) -> Any:
+        """`read()` — a domain's read of the record tables, the session reads — on a
+        thread, `KB.read_records` reading through a connection of its own whose
+        statements share `budget_s` (`BudgetedRecords`; refused `budget-exhausted` past
+        it), while the loop serves everyone else (on the loop where the store has
+        none). One at a time: what such a read keeps in memory beside the KB (the
+        sessions' vectors) is kept by one thread at once."""
         async with self._records_turn:
             connection = await asyncio.to_thread(self.kb.records_reader)  # opened for it
             if connection is None:
                 return read()
+            budgeted = BudgetedRecords(connection, budget_s)
 
             def through_its_own() -> Any:
                 try:
-                    with self.kb.reading_records_through(connection):
-                        return read()
+                    with self.kb.reading_records_through(budgeted):
+                        found = read()
+                except Exception:  # (a store error, say, for a statement it stopped)
+                    if budgeted.stopped:
+                        raise budgeted.exhausted() from None
+                    raise
                 finally:
                     connection.close()
+                if budgeted.stopped:  # (a domain's never-failing read answered a default)
+                    raise budgeted.exhausted()
+                return found
 
             return await asyncio.to_thread(through_its_own)
 

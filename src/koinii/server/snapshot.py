@@ -21,9 +21,10 @@ Invariants:
   rescanning it.
 - At most `CHILDREN` at once (more wait their turn, off the loop); a child that outlives
   its budget by `GRACE_S` is killed, and `close` kills any left at shutdown.
-- The child renders the answer as the reply will carry it (`wire.render`), and the
-  parent splices those bytes into its reply as they are (`RawJSON`): a long read's
-  answer — 200,000 rows are 15 MB — is never decoded and encoded again on the loop.
+- The child renders the answer as the reply will carry it (`wire.render`; a web page's
+  HTML for the view), and the parent splices those bytes into its reply as they are
+  (`RawJSON`): a long read's answer — 200,000 rows are 15 MB — is never decoded and
+  encoded again on the loop.
 """
 
 from __future__ import annotations
@@ -51,18 +52,23 @@ class Snapshots:
         self._slots = asyncio.Semaphore(CHILDREN)
         self._children: set[int] = set()
 
-    async def run(self, read: Callable[[], Any], budget_s: float) -> RawJSON:
-        """`read()` (JSON-able result, or a Refused) in a forked child; its answer,
-        rendered."""
+    async def run(
+        self, read: Callable[[], Any], budget_s: float, encode: Callable[[Any], bytes] = render
+    ) -> bytes:
+        """`read()` (or a Refused) in a forked child; its answer as `encode` made it there:
+        by default rendered as JSON (a `RawJSON`); a web page's, its HTML."""
         async with self._slots:
-            return await self._fork(read, budget_s)
+            answer = await self._fork(read, budget_s, encode)
+        return RawJSON(answer) if encode is render else answer
 
-    async def _fork(self, read: Callable[[], Any], budget_s: float) -> RawJSON:
+    async def _fork(
+        self, read: Callable[[], Any], budget_s: float, encode: Callable[[Any], bytes]
+    ) -> bytes:
         loop = asyncio.get_running_loop()
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: compute, answer, leave
-            _child(read, r, w)
+            _child(read, encode, r, w)
         os.close(w)
         self._children.add(pid)
         chunks: list[bytes] = []
@@ -97,7 +103,7 @@ class Snapshots:
             self._children.discard(pid)
         payload = b"".join(chunks)
         if payload[:1] == _RESULT:
-            return RawJSON(payload[1:])
+            return payload[1:]
         try:
             answer = json.loads(payload)
         except ValueError:
@@ -115,7 +121,7 @@ class Snapshots:
                 os.kill(pid, signal.SIGKILL)
 
 
-def _child(read: Callable[[], Any], r: int, w: int) -> None:
+def _child(read: Callable[[], Any], encode: Callable[[Any], bytes], r: int, w: int) -> None:
     code = 0
     try:
         signal.set_wakeup_fd(-1)  # the parent's loop's: a signal here must not wake it
@@ -125,7 +131,7 @@ def _child(read: Callable[[], Any], r: int, w: int) -> None:
         os.closerange(3, w)  # the pipe's read end, the store's lock, the sockets: all but w
         os.closerange(w + 1, os.sysconf("SC_OPEN_MAX"))
         try:
-            payload = _RESULT + render(read())
+            payload = _RESULT + encode(read())
         except Refused as refusal:
             payload = render({"refused": refusal.to_dict()})
         except BaseException as exc:  # reported by the parent, logged there

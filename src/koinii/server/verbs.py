@@ -16,10 +16,12 @@ the declaration's order), its test.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from koinii.channel.moves import records_of_removal
 from koinii.errors import Refused
-from koinii.kb import semantic
+from koinii.kb import Retracted, semantic
 from koinii.operations import Operation, load_domains, operation
 from koinii.server import access
 from koinii.server.daemon import Daemon
@@ -183,8 +185,16 @@ def assert_(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
     writes=True,
 )
 def retract(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
-    access.check_remove(daemon.kb, caller, body["handle"])
-    return encode_retracted(daemon.kb.retract(body["handle"]))
+    kb, handle = daemon.kb, body["handle"]
+    access.check_remove(kb, caller, handle)
+    records = records_of_removal(kb, caller.id, [handle]) if caller.is_agent else []
+    if not records:
+        return encode_retracted(kb.retract(handle))
+    with kb.attributed_to(caller.id):  # the claim and the record of its replies, at once
+        edited = kb.edit(add=records, remove=[handle])
+    return encode_retracted(
+        Retracted(edited.removed_sentexes, edited.removed_justifications, edited.seq)
+    )
 
 
 @verb(
@@ -201,8 +211,11 @@ def edit(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
             refusal.data.update({"rolled_back": True, "in": "remove", "index": i})
             raise
     adds = [(s, c, _attributed(caller, o)) for s, c, o in entries]
+    records = records_of_removal(daemon.kb, caller.id, removes) if caller.is_agent else []
     with daemon.kb.attributed_to(caller.id):
-        return encode_edited(daemon.kb.edit(add=adds, remove=removes))
+        edited = daemon.kb.edit(add=adds + records, remove=removes)
+    # (the records' handles are not the caller's adds: its reply lists its own)
+    return encode_edited(replace(edited, handles=edited.handles[: len(adds)]))
 
 
 @verb(
@@ -341,9 +354,12 @@ async def search(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
 
 @verb(
     "vocabulary",
-    {"context": ("string", True, "the predicates this context sees (or CxEverything)")},
+    {
+        "context": ("string", True, "the predicates this context sees (or CxEverything)"),
+        **BUDGET,
+    },
     "the predicates in use, with counts and an example each",
-    "loop",
+    "read",  # every sentex the context sees is looked at
 )
 def vocabulary(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
     return daemon.kb.vocabulary(body["context"])

@@ -50,10 +50,11 @@ Session introspection (read-only; results are plain dicts and lists — filter t
   created_at, modified_at}. With search, ranked by the server: title (rank 0), request (1),
   reply (2), thinking (3), tool results (4); best band first, newest first inside a band —
   keep that order. Matches add rank, is_in_title/is_in_request/is_in_reply/is_in_thinking/
-  is_in_tool, is_by_meaning and request_snippet/reply_snippet/tool_snippet. Where the
-  server has semantic ranking installed, sessions found by meaning alone follow the bands
-  (rank 5, is_by_meaning); ranking="relevance" puts the best match first inside each
-  band, ranking="hybrid" asks for a fused order instead.
+  is_in_tool, is_by_meaning and request_snippet/reply_snippet/tool_snippet. Sessions
+  holding half the words or more across their turns follow the bands (rank 5; not with
+  ranking="lexical"), then, where the server has semantic ranking installed, those found
+  by meaning alone (rank 6, is_by_meaning); ranking="relevance" puts the best match
+  first inside each band, ranking="hybrid" asks for a fused order instead.
 - get_session(target=None) -> ONE session's descriptor (no transcript), the current one
   by default; None when nothing matches.
 - read_session(target=None) -> {session, current_turn, failures, diagnosis,
@@ -408,11 +409,16 @@ SECTIONS: dict[str, Callable[[SessionRows], Any]] = {
 # --- the reads, as operations (they run on a KB, in-process or in the daemon) ----------
 
 
-def _guarded(what: str, default: Any, compute: Callable[[], Any]) -> Any:
-    """Run a read; a failure is logged, never raised, and gives `default`."""
+def _guarded(what: str, default: Any, compute: Callable[[], Any], *, budget: bool = True) -> Any:
+    """Run a read; a failure is logged, never raised, and gives `default` — but for its
+    `budget` running out (`budget-exhausted`, the daemon's), which refuses the
+    operation: it must not answer as if there were nothing. (`Introspection`'s methods,
+    which never raise, pass budget=False.)"""
     try:
         return compute()
-    except Exception:
+    except Exception as failed:
+        if budget and isinstance(failed, Refused) and failed.kind == "budget-exhausted":
+            raise
         log.exception("session introspection: %s failed; answering %r", what, default)
         return default
 
@@ -460,13 +466,15 @@ def _descriptor(db: Any, session: dict[str, Any], current: str | None) -> dict[s
             "string",
             False,
             "banded (the default: the bands best first, newest first in each, then the "
-            "sessions found by meaning alone where koinii[semantic] is installed), lexical "
-            "(the bands only), relevance (as banded, the best match first in each band) "
+            "sessions holding some of the words, then those found by meaning alone where "
+            "koinii[semantic] is installed), lexical (the seed's bands only), relevance "
+            "(as banded, the best match first in each band) "
             "or hybrid (fused with meaning, in the fused order; needs koinii[semantic])",
         ),
     },
     summary="the session index, or the ranked search",
     schedule="records_read",  # its SQL and embedding off the daemon's loop
+    prepare=schema.ready,
 )
 def list_sessions(
     kb: KB, search: Any = None, limit: Any = None, ranking: Any = None
@@ -489,6 +497,7 @@ def list_sessions(
             vectors=vectors,
             fused=chosen == "hybrid",
             relevance=chosen == "relevance",
+            some_words=chosen != "lexical",
         )
 
     return _guarded("list_sessions", [], lambda: kb.read_records(read))
@@ -501,6 +510,8 @@ def list_sessions(
         "current_session_id": ("string", False, "the reader's own session (the default target)"),
     },
     summary="one session's descriptor, or null",
+    schedule="records_read",  # a prefix the input gives is resolved in SQL: off the loop
+    prepare=schema.ready,
 )
 def get_session(kb: KB, target: Any = None, current_session_id: Any = None) -> dict | None:
     schema.ready(kb)
@@ -522,6 +533,8 @@ def get_session(kb: KB, target: Any = None, current_session_id: Any = None) -> d
         "before": ("integer", False, "with turns: the last ones before this turn position"),
     },
     summary="one session's canonical data: transcript, failures, diagnosis, usage, …",
+    schedule="records_read",  # a whole session, as long as its writer made it: off the loop
+    prepare=schema.ready,
 )
 def read_session(
     kb: KB,
@@ -656,7 +669,7 @@ class Introspection:
                 ranking=kwargs.get("ranking"),
             )
 
-        return _guarded("list_sessions", [], run)
+        return _guarded("list_sessions", [], run, budget=False)
 
     def get_session(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
         """One session's descriptor (no transcript); the current session by default."""
@@ -669,7 +682,7 @@ class Introspection:
                 current_session_id=self.current_session_id,
             )
 
-        return _guarded("get_session", None, run)
+        return _guarded("get_session", None, run, budget=False)
 
     def read_session(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Everything about one session, section by section; the current one by default.
@@ -686,7 +699,7 @@ class Introspection:
             )
             return {**EMPTY_READ, **found} if isinstance(found, dict) else dict(EMPTY_READ)
 
-        return _guarded("read_session", dict(EMPTY_READ), run)
+        return _guarded("read_session", dict(EMPTY_READ), run, budget=False)
 
     def _target(
         self, method: str, args: tuple, kwargs: dict[str, Any], options: tuple[str, ...] = ()

@@ -7,14 +7,24 @@ A search ranks every top-level session by its best band:
     2  reply     an assistant reply (prose) matches
     3  thinking  the model's thinking matches
     4  tool      what a tool returned matches (a block's result, output or error)
+    5  some      half the search's words or more (and two), each anywhere in what the
+                 session's turns or its sub-agents' said (request, reply, thinking)
+
+The fifth band is not the seed's: a question in a person's words seldom has all of its
+words in one field of one turn ("switch the VAT rounding to Decimal" over two turns), so
+every ranking but `lexical` (the seed's bands alone) adds it after them, asked for only
+when they leave room on the page (a second statement: a full-text query per word and
+field, over the newest SOME_TURNS turns holding it), newest first, or holding more of
+the words first under relevance.
 
 Where `koinii[semantic]` is installed, the sessions closest in meaning to the search —
 their titles and requests embedded (meaning.py) — are found too. By default
 (`ranking="banded"`) they keep the seed's order: the bands as above, then the sessions
-found by meaning alone as a band of their own, rank 5 (MEANING_BAND), newest first like
+found by meaning alone as a band of their own, rank 6 (MEANING_BAND), newest first like
 every band — the seed's callers "paint that order, never re-sort it" (004), so a search
 never answers a worse band before a better one. `ranking="hybrid"` asks for the
-reciprocal-rank fusion (`semantic.fuse`) of the banded rows and the closest ones
+reciprocal-rank fusion (`semantic.fuse`) of the banded rows (in relevance order inside
+each band: the fusion reads a place as how good a match is) and the closest ones
 instead, in that fused order; `ranking="lexical"` leaves meaning out. Either way a row
 says `is_by_meaning`, and one found by meaning alone has, as its request snippet, the
 opening of the text that was closest.
@@ -32,9 +42,10 @@ nearest first). A row's snippets come from the turn that placed it (the newest m
 one; under relevance the best), read from the matched fields alone and windowed around
 their matches (snippets.py).
 
-Invariant: the ranking is one SQL statement. Each band yields (session, band, turn)
-hits — a turn's rowid shifted right by TURN_BITS is its session's row number (schema.py),
-so a full-text hit names its session without a lookup — and one GROUP BY keeps each
+Invariant: the seed's bands are one SQL statement (the fifth, when asked for, another).
+Each band yields (session, band, turn) hits — a turn's rowid shifted right by TURN_BITS
+is its session's row number (schema.py), so a full-text hit names its session without a
+lookup — and one GROUP BY keeps each
 session's best band (under relevance, two window functions keep each band's best turn and
 the session's best score). The title band is a trigram index: FTS5's on SQLite (substring
 matches of 3 characters or more; shorter ones scan the titles), pg_trgm's GIN index for
@@ -56,9 +67,16 @@ from koinii.sessions.snippets import SNIPPET_TOKENS, WORD, folded, forms, window
 __all__ = ["SNIPPET_TOKENS", "marked", "ranked", "search_terms", "window", "words"]
 
 RANKINGS = ("banded", "lexical", "hybrid", "relevance")  # the default first
-MEANING_BAND = 5  # the band of a row found by meaning alone
+SOME_WORDS_BAND = 5  # the band of a row holding some of the words, not in one field
+MEANING_BAND = 6  # the band of a row found by meaning alone
 NO_LIMIT = 2**62
 COLUMNS = ("request", "reply", "thinking", "tools")
+# where the band of some of the words looks: what was said, not what tools returned
+# (megabytes of output hold a few of any search's words)
+SOME_COLUMNS = ("request", "reply", "thinking")
+# the newest turns holding a word in a field the fifth band looks at, at most: its work
+# is bounded however common the word (the seed's bands look at every match)
+SOME_TURNS = 2_000
 # Words a question is made of that say nothing of what it asks ("where did we fix the
 # deploy?"): left out of the band match, so the words that remain must occur together,
 # not these. A search of stop words alone searches them.
@@ -167,6 +185,60 @@ LIMIT ?
 """
 
 
+# Some of the words: the sessions holding at least `?` of the search's terms anywhere in
+# their turns or their sub-agents' (each term found on its own, in any field said),
+# where the bands found none; each with how many it holds and the turn and field
+# holding the most (its snippet).
+_SOME = """
+WITH hit AS ({hits}),
+owned AS (
+  SELECT coalesce(p.parent_session_n, p.n) AS s, h.t, h.term, h.field, h.score
+  FROM hit h JOIN session p ON p.n = h.t >> {bits}
+),
+term_best AS (SELECT s, term, min(score) AS score FROM owned GROUP BY s, term),
+held AS (
+  SELECT s, count(*) AS held, sum(score) AS score FROM term_best GROUP BY s
+  HAVING count(*) >= ?
+),
+chosen AS (
+  SELECT held.s, held.held, held.score, s.modified_at FROM held JOIN session s ON s.n = held.s
+  WHERE s.parent_session_n IS NULL
+  ORDER BY {within}s.modified_at DESC, s.n DESC
+  LIMIT ?
+),
+turn_field AS (
+  SELECT s, t, field, count(DISTINCT term) AS n, sum(score) AS score
+  FROM owned WHERE s IN (SELECT s FROM chosen) GROUP BY s, t, field
+),
+placed AS (
+  SELECT s, t, field,
+    row_number() OVER (PARTITION BY s ORDER BY n DESC, score, t DESC) AS in_session
+  FROM turn_field
+)
+SELECT {columns}, held.held, placed.t, placed.field
+FROM chosen held JOIN placed ON placed.s = held.s AND placed.in_session = 1
+JOIN session s ON s.n = held.s
+ORDER BY {within}s.modified_at DESC, s.n DESC
+"""
+
+
+def _some_statement(dialect: str, count: int, relevance: bool) -> str:
+    """`_SOME` for a search of `count` terms: a full-text query per term and field (scored
+    under relevance only: a score costs FTS5 about as much as the match)."""
+    newest = "rowid" if dialect == "sqlite" else "n"  # (FTS5 walks it in index order)
+    turns = _SCORED if relevance else _TURNS
+    score = "score" if relevance else "0 AS score"
+    hits = " UNION ALL ".join(
+        f"SELECT t, {term} AS term, '{column}' AS field, {score} "
+        f"FROM ({turns[dialect].format(column=column)} "
+        f"ORDER BY {newest} DESC LIMIT {SOME_TURNS}) h{term}_{column}"
+        for term in range(count)
+        for column in SOME_COLUMNS
+    )
+    within = "held.held DESC, held.score, " if relevance else ""
+    return _SOME.format(hits=hits, bits=TURN_BITS, columns=INDEX_COLUMNS, within=within)
+
+
 def _statement(template: str, dialect: str, titles: str) -> str:
     turns = _SCORED if template is _RELEVANT else _TURNS
     by_column = {c: turns[dialect].format(column=c) for c in COLUMNS}
@@ -215,18 +287,21 @@ def _content_words(search: str) -> list[str]:
     return [word for word in found if folded(word) not in STOP_WORDS] or found
 
 
-def expression(dialect: str, column: str, terms: list[str]) -> str:
+def expression(dialect: str, column: str, terms: list[str], prefix: bool = True) -> str:
     """The full-text query: every term in `column`, as one of its forms, the last one
-    also as a prefix."""
+    also as a prefix (unless not `prefix`)."""
     alternatives = [forms(term) for term in terms]
     last = terms[-1]  # (its forms that begin with it are found as its prefix)
-    alternatives[-1] = [form for form in alternatives[-1] if not form.startswith(last)]
+    if prefix:
+        alternatives[-1] = [form for form in alternatives[-1] if not form.startswith(last)]
     if dialect == "postgres":
         each = [[f"'{form}'" for form in group] for group in alternatives]
-        each[-1].insert(0, f"'{last}':*")
+        if prefix:
+            each[-1].insert(0, f"'{last}':*")
         return " & ".join(f"({' | '.join(group)})" for group in each)
     each = [[f'"{form}"' for form in group] for group in alternatives]
-    each[-1].insert(0, f'"{last}"*')
+    if prefix:
+        each[-1].insert(0, f'"{last}"*')
     either = " AND ".join("(" + " OR ".join(group) + ")" for group in each)
     return f"{{{column}}} : ({either})"
 
@@ -257,28 +332,30 @@ def ranked(
     vectors: Any = None,
     fused: bool = False,
     relevance: bool = False,
+    some_words: bool = False,
 ) -> list[dict[str, Any]]:
     """THE ranked search (module docstring). A blank search is the plain index. With
     the sessions' `vectors` (meaning.py) the sessions found by meaning alone follow the
     bands as a band of their own; `fused`, the rows come in the fused order instead.
-    `relevance` orders each band by relevance instead of newest first."""
+    `relevance` orders each band by relevance instead of newest first; `some_words`
+    adds the band of the sessions holding some of the words after the seed's bands."""
     search = search.strip()
     if not search:
         return index(db, limit)
     if vectors is None:
-        return _banded(db, search, limit, relevance)
+        return _banded(db, search, limit, relevance, some_words)
     if fused:
-        return _fused(db, search, limit, vectors)
-    return _then_by_meaning(db, search, limit, vectors, relevance)
+        return _fused(db, search, limit, vectors, some_words)
+    return _then_by_meaning(db, search, limit, vectors, relevance, some_words)
 
 
 def _then_by_meaning(
-    db: Any, search: str, limit: int | None, vectors: Any, relevance: bool
+    db: Any, search: str, limit: int | None, vectors: Any, relevance: bool, some_words: bool
 ) -> list[dict[str, Any]]:
     """The bands, then the meaning band, newest first inside it as inside every band (under
     relevance, nearest first). A full page of banded rows leaves no room for it (the bands
     are never cut for it)."""
-    banded = _banded(db, search, limit, relevance)
+    banded = _banded(db, search, limit, relevance, some_words)
     most = NO_LIMIT if limit is None else limit
     depth = None if limit is None else max(semantic.DEPTH, limit)
     _, alone = _by_meaning(db, banded, vectors.nearest(db, search, depth))
@@ -287,9 +364,12 @@ def _then_by_meaning(
     return banded + [row for _, row in alone[: max(0, most - len(banded))]]
 
 
-def _fused(db: Any, search: str, limit: int | None, vectors: Any) -> list[dict[str, Any]]:
+def _fused(
+    db: Any, search: str, limit: int | None, vectors: Any, some_words: bool
+) -> list[dict[str, Any]]:
     depth = None if limit is None else max(semantic.DEPTH, limit)  # each side's, at most
-    banded = _banded(db, search, depth, False)
+    # the bands in relevance order inside each: the fusion reads a place as how good
+    banded = _banded(db, search, depth, True, some_words)
     closest, alone = _by_meaning(db, banded, vectors.nearest(db, search, depth))
     rows = {row["id"]: row for row in banded} | {row["id"]: row for _, row in alone}
     fused = semantic.fuse([row["id"] for row in banded], closest)
@@ -341,7 +421,9 @@ _BY_MEANING_ONLY = {
 }
 
 
-def _banded(db: Any, search: str, limit: int | None, relevance: bool) -> list[dict[str, Any]]:
+def _banded(
+    db: Any, search: str, limit: int | None, relevance: bool, some_words: bool = False
+) -> list[dict[str, Any]]:
     dialect = getattr(db, "dialect", "sqlite")
     title = search.casefold()
     titles = dialect
@@ -368,6 +450,11 @@ def _banded(db: Any, search: str, limit: int | None, relevance: bool) -> list[di
         for field, turn in zip(_SNIPPETS, (row[at + 2], row[at + 3], row[at + 5])):
             if turn is not None:
                 wanted.setdefault(field, []).append(turn)
+    room = most - len(rows) if some_words else 0
+    some = _some_words(db, dialect, terms, room, {row[0] for row in rows}, relevance)
+    for turn, field in some.values():
+        if field in _SNIPPETS:
+            wanted.setdefault(field, []).append(turn)
     shown = snippets.snippets(db, wanted, terms)
     out = []
     for row in rows:
@@ -388,6 +475,47 @@ def _banded(db: Any, search: str, limit: int | None, relevance: bool) -> list[di
             }
         )
         out.append(entry)
+    for row, (turn, field) in some.items():
+        entry = index_row(row)
+        entry.update(
+            {
+                **_BY_MEANING_ONLY,
+                "rank": SOME_WORDS_BAND,
+                "is_by_meaning": False,
+                f"is_in_{field}": True,  # (a field said: request, reply, thinking)
+                f"{field}_snippet": shown.get((turn, field)),
+            }
+        )
+        entry.pop("thinking_snippet", None)
+        out.append(entry)
+    return out
+
+
+def _some_words(
+    db: Any, dialect: str, terms: list[str], room: int, banded: set[str], relevance: bool
+) -> dict[tuple, tuple[int, str]]:
+    """The sessions holding some of the search's words (SOME_WORDS_BAND) where the bands
+    left `room` on the page: at least half its terms (and two), each anywhere in the
+    session's turns — a question in a person's words seldom has all of its words in one
+    field of one turn. Newest first (under `relevance`, those holding more first, then
+    by their terms' best scores); each row (an index row's values) → the turn and field
+    holding the most of them."""
+    if len(terms) < 2 or room <= 0:
+        return {}
+    distinct = list(dict.fromkeys(terms))
+    queries = [
+        expression(dialect, column, [term], prefix=term == terms[-1])
+        for term in distinct
+        for column in SOME_COLUMNS
+    ]
+    statement = _some_statement(dialect, len(distinct), relevance)
+    least = max(2, (len(distinct) + 1) // 2)
+    found = db.execute(statement, (*queries, least, room + len(banded))).fetchall()
+    at = len(INDEX_KEYS)
+    out: dict[tuple, tuple[int, str]] = {}
+    for row in found:
+        if row[0] not in banded and len(out) < room:
+            out[tuple(row[:at])] = (row[at + 1], row[at + 2])
     return out
 
 

@@ -178,8 +178,19 @@ def _remove(kb: KB, coordinator_id: Any = None) -> dict[str, Any] | None:
 
 def _authorize_cleanup(kb: KB, caller: Caller, fields: dict[str, Any]) -> None:
     # Any writer may apply the staleness rule: it changes only a status, and a
-    # heartbeat from a live coordinator sets it back.
+    # heartbeat from a live coordinator sets it back. An agent applies the rule as it
+    # stands: with threshold_ms=0 it marked every live coordinator stale, and a stale
+    # lead's next permeate no longer found the session it holds (issue 37).
     access.require_writer(caller, "mark coordinators stale")
+    threshold_ms = fields.get("threshold_ms")
+    if caller.is_agent and type(threshold_ms) is int and threshold_ms < STALE_AFTER_MS:
+        raise Refused(
+            "bad-option",
+            f"an agent marks coordinators stale after {STALE_AFTER_MS} ms without a "
+            f"heartbeat, not {threshold_ms}: a shorter threshold would mark live "
+            "coordinators stale. Leave threshold_ms out (an operator may choose one)",
+            {"option": "threshold_ms", "value": threshold_ms, "least": STALE_AFTER_MS},
+        )
 
 
 @operation(
@@ -218,7 +229,13 @@ def _cleanup_stale(kb: KB, threshold_ms: Any = None) -> list[str]:
 # --- reads ------------------------------------------------------------------------------
 
 
-@operation("wraps.coordinators.get", fields=_ID, summary="one coordinator, or null")
+@operation(
+    "wraps.coordinators.get",
+    fields=_ID,
+    summary="one coordinator, or null",
+    schedule="records_read",
+    prepare=store.ensure,
+)
 def _get(kb: KB, coordinator_id: Any = None) -> dict[str, Any] | None:
     coordinator_id = checks.identifier(coordinator_id, "coordinator_id", "bad-coordinator")
     return store.read(kb, lambda connection: _row(connection, coordinator_id))
@@ -231,6 +248,8 @@ def _get(kb: KB, coordinator_id: Any = None) -> dict[str, Any] | None:
         "project_id": ("any", False, "only this project"),
     },
     summary="coordinators, by registration time",
+    schedule="records_read",  # as many as were registered: off the loop
+    prepare=store.ensure,
 )
 def _list(kb: KB, status: Any = None, project_id: Any = None) -> list[dict[str, Any]]:
     where, params = [], []

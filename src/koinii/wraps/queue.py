@@ -121,6 +121,8 @@ def wraps_named(kb: KB, wrap_ids: Sequence[str]) -> list[dict[str, Any]]:
     "wraps.list",
     fields=_FILTER_FIELDS,
     summary="wraps, unprocessed unless asked: all, by coordinator session, project or hierarchy",
+    schedule="records_read",  # as many wraps as were filed, each with its ids: off the loop
+    prepare=store.ensure,
 )
 def _list(
     kb: KB,

@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 
 from koinii.channel.narrator import Narrator
-from koinii.server.web.moves import Line, told
+from koinii.web.moves import Line, told
 
 RING = 5_000  # lines kept for streams that are behind
 BEHIND = 2_000  # log entries the feed reads back at most when it starts following again

@@ -4,7 +4,8 @@
 vocabularies on top, the agents' own contexts below them, the channels that see the
 agents below those. Each context is a box with its name and how many sentexes it holds.
 
-Invariant: a pure function of the contexts and edges it is given (no KB access), and
+Invariant: a pure function of the contexts and edges it is given (no KB access; the
+caller's `spend`, once per context and edge, counts the work toward a budget), and
 deterministic — the same hierarchy always draws the same picture: a context's layer is
 one below its lowest parent, and a layer is ordered by where its parents stand, then
 by name.
@@ -12,6 +13,7 @@ by name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 BOX_H = 46
@@ -19,6 +21,10 @@ LAYER_GAP = 70
 BOX_GAP = 22
 MARGIN = 16
 CHAR_W = 7.4  # px per character of a label at the view's font size
+
+
+def _free() -> None:
+    """No budget to count toward (the default `spend`)."""
 
 
 @dataclass
@@ -46,7 +52,10 @@ class Drawing:
 
 
 def classify(
-    names: set[str], edges: list[tuple[str, str]], agent_contexts: set[str]
+    names: set[str],
+    edges: list[tuple[str, str]],
+    agent_contexts: set[str],
+    spend: Callable[[], None] = _free,
 ) -> dict[str, str]:
     """Each context's kind: an agent's own context (marked), a channel (it sees an
     agent's context and is none itself), a vocabulary (an agent's context sees it), or
@@ -54,15 +63,18 @@ def classify(
     seen_by_agents: set[str] = set()
     parents: dict[str, list[str]] = {}
     for child, parent in edges:
+        spend()
         parents.setdefault(child, []).append(parent)
     stack = [p for a in agent_contexts for p in parents.get(a, [])]
     while stack:
+        spend()
         ctx = stack.pop()
         if ctx not in seen_by_agents:
             seen_by_agents.add(ctx)
             stack.extend(parents.get(ctx, []))
     kinds = {}
     for name in names:
+        spend()
         if name in agent_contexts:
             kinds[name] = "agent"
         elif any(p in agent_contexts for p in parents.get(name, [])):
@@ -74,16 +86,23 @@ def classify(
     return kinds
 
 
-def layout(counts: dict[str, int], edges: list[tuple[str, str]], kinds: dict[str, str]) -> Drawing:
+def layout(
+    counts: dict[str, int],
+    edges: list[tuple[str, str]],
+    kinds: dict[str, str],
+    spend: Callable[[], None] = _free,
+) -> Drawing:
     """Lay out every context of `counts` and the edges between them."""
     boxes = {name: Box(name, kinds.get(name, "other"), count) for name, count in counts.items()}
     for child, parent in edges:
+        spend()
         if child in boxes and parent in boxes and parent not in boxes[child].parents:
             boxes[child].parents.append(parent)
     for box in boxes.values():
+        spend()
         box.parents.sort()
         box.width = max(120.0, CHAR_W * max(len(box.name), len(f"{box.count} sentexes")) + 24)
-    _layers(boxes)
+    _layers(boxes, spend)
     layers: dict[int, list[Box]] = {}
     for box in boxes.values():
         layers.setdefault(box.layer, []).append(box)
@@ -96,6 +115,7 @@ def layout(counts: dict[str, int], edges: list[tuple[str, str]], kinds: dict[str
             row.sort(key=lambda b: (_barycentre(b, boxes), b.name))
         x = MARGIN
         for box in row:
+            spend()
             box.x, box.y = x, MARGIN + level * (BOX_H + LAYER_GAP)
             x += box.width + BOX_GAP
         widths[level] = x - BOX_GAP + MARGIN
@@ -110,13 +130,14 @@ def layout(counts: dict[str, int], edges: list[tuple[str, str]], kinds: dict[str
     return Drawing(ordered, drawn, width, height)
 
 
-def _layers(boxes: dict[str, Box]) -> None:
+def _layers(boxes: dict[str, Box], spend: Callable[[], None]) -> None:
     """Each box one layer below its lowest parent (the hierarchy has no cycles: the
     engine refuses an edge that would close one)."""
     done: set[str] = set()
     for start in sorted(boxes):
         stack = [(start, False)]
         while stack:
+            spend()
             name, expanded = stack.pop()
             if name in done:
                 continue

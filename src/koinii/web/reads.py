@@ -18,10 +18,10 @@ from koinii.identity import AGENT_CONTEXT
 from koinii.kb import KB
 from koinii.kb.checks import context_name
 from koinii.operations import invoker
-from koinii.server.web import graph
-from koinii.server.web.moves import window
 from koinii.sessions import search as session_search
 from koinii.terms import Sym, show
+from koinii.web import graph
+from koinii.web.moves import Line
 from koinii.wraps.queue import wrap_headers, wraps_named
 
 MOVES = 200  # lines in a channel window
@@ -30,6 +30,7 @@ DISPUTES = 50  # disputes a page
 HELD = 100  # sentexes of a context a page
 WRAPS = 50  # processed wraps shown per coordinator (the newest)
 WAITING = 100  # unprocessed wraps shown per coordinator (the oldest: the queue's head)
+ENTRIES = 100  # entries shown per wrap (the first)
 _NOTES = {"memoryNote": "note", "memoryDecision": "decision", "memoryConvention": "convention"}
 
 
@@ -91,14 +92,16 @@ def channel_name(kb: KB, name: str) -> str:
 # --- the channel ------------------------------------------------------------------------
 
 
-def channel_page(kb: KB, channel: str, before: int | None) -> dict[str, Any]:
-    lines, earlier = window(kb, channel, before=before, size=MOVES)
+def channel_page(
+    kb: KB, channel: str, lines: list[Line], earlier: int | None, latest: bool
+) -> dict[str, Any]:
+    """The channel page around its window of moves (`moves.window_steps`, read first)."""
     return {
         "channel": channel,
         "members": conversation.members(kb, channel),
         "lines": lines,
         "earlier": earlier,
-        "latest": before is None,
+        "latest": latest,
         "questions": questions_part(kb, channel),
     }
 
@@ -138,8 +141,8 @@ def contexts_page(kb: KB, selected: str | None, after: int) -> dict[str, Any]:
     for a, b in links:
         counts.setdefault(a, 0)
         counts.setdefault(b, 0)
-    kinds = graph.classify(set(counts), links, set(owners))
-    drawing = graph.layout(counts, links, kinds)
+    kinds = graph.classify(set(counts), links, set(owners), kb.spend)
+    drawing = graph.layout(counts, links, kinds, kb.spend)
     page: dict[str, Any] = {
         "drawing": drawing,
         "box_h": graph.BOX_H,
@@ -201,7 +204,11 @@ def why_page(kb: KB, handle: str) -> dict[str, Any]:
 # --- wraps ----------------------------------------------------------------------------------
 
 
-def wraps_page(kb: KB) -> dict[str, Any]:
+def wraps_records(kb: KB) -> dict[str, Any]:
+    """The wraps page's records (read on a thread, through a connection of its own):
+    the coordinators, each with the wraps the page shows, read out only if it shows
+    them — a queue of 2,000 unprocessed wraps was an 8.5 MB page that held the daemon
+    0.7 s."""
     call = invoker(kb)
     coordinators = call("wraps.coordinators.list")
     every = wrap_headers(kb, include_processed=True)  # ids: the shown ones' only
@@ -210,32 +217,45 @@ def wraps_page(kb: KB) -> dict[str, Any]:
         by_session.setdefault(wrap["parent_session_id"], []).append(wrap)
     groups = []
     for coordinator in coordinators:
-        wraps = by_session.pop(coordinator["session_id"], [])
-        groups.append(_group(kb, coordinator, wraps))
+        groups.append((coordinator, by_session.pop(coordinator["session_id"], [])))
     for session, wraps in sorted(by_session.items(), key=lambda kv: str(kv[0])):
-        groups.append(_group(kb, {"coordinator_id": None, "session_id": session}, wraps))
-    return {"groups": groups, "total": len(every)}
+        groups.append(({"coordinator_id": None, "session_id": session}, wraps))
+    return {"groups": [_group(kb, *group) for group in groups], "total": len(every)}
 
 
 def _group(kb: KB, coordinator: dict[str, Any], wraps: list[dict[str, Any]]) -> dict[str, Any]:
-    """One coordinator's wraps, each read out (`_wrap`) only if the page shows it: a
-    queue of 2,000 unprocessed wraps was an 8.5 MB page that held the daemon 0.7 s."""
     processed = [w for w in wraps if w["processed"]]
     unprocessed = [w for w in wraps if not w["processed"]]
     shown = wraps_named(kb, [w["wrap_id"] for w in (*unprocessed[:WAITING], *processed[-WRAPS:])])
     whole = {w["wrap_id"]: w for w in shown}  # with their ids (`wrap_headers` has none)
     return {
         "coordinator": coordinator,
-        "unprocessed": [_wrap(kb, whole[w["wrap_id"]]) for w in unprocessed[:WAITING]],
+        "unprocessed": [whole[w["wrap_id"]] for w in unprocessed[:WAITING]],
         "unprocessed_count": len(unprocessed),
-        "processed": [_wrap(kb, whole[w["wrap_id"]]) for w in processed[-WRAPS:][::-1]],
+        "processed": [whole[w["wrap_id"]] for w in processed[-WRAPS:][::-1]],
         "processed_count": len(processed),
     }
 
 
+def wraps_page(kb: KB, records: dict[str, Any]) -> dict[str, Any]:
+    """The wraps page: its records (`wraps_records`), each shown wrap's entries read
+    out of the KB."""
+    groups = [
+        {
+            **group,
+            "unprocessed": [_wrap(kb, w) for w in group["unprocessed"]],
+            "processed": [_wrap(kb, w) for w in group["processed"]],
+        }
+        for group in records["groups"]
+    ]
+    return {"groups": groups, "total": records["total"]}
+
+
 def _wrap(kb: KB, wrap: dict[str, Any]) -> dict[str, Any]:
+    """A wrap with its first ENTRIES entries read out (a wrap may list 10,000)."""
     entries = []
-    for handle in wrap["created_ids"]:
+    for handle in wrap["created_ids"][:ENTRIES]:
+        kb.spend()
         sentex = kb.sentex(handle) if type(handle) is int and handle > 0 else None
         if sentex is None:
             entries.append({"kind": "gone", "text": str(handle), "handle": None})
@@ -250,7 +270,7 @@ def _wrap(kb: KB, wrap: dict[str, Any]) -> dict[str, Any]:
                 "handle": sentex.handle,
             }
         )
-    return {**wrap, "entries": entries}
+    return {**wrap, "entries": entries, "entry_count": len(wrap["created_ids"])}
 
 
 # --- sessions -------------------------------------------------------------------------------

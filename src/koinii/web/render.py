@@ -13,7 +13,9 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import zlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
@@ -21,8 +23,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse, Response
 
-from koinii.disputes.adjudication import MAJORITY_ARBITER
-from koinii.server.web.moves import Line
+from koinii.disputes.majority import MAJORITY_ARBITER
+from koinii.web.moves import Line
 
 PALETTE = 10  # agent colours: classes agent-0 … agent-9 in view.css
 
@@ -64,7 +66,7 @@ class Templates:
 
     def __init__(self) -> None:
         self.env = Environment(
-            loader=PackageLoader("koinii.server.web", "templates"),
+            loader=PackageLoader("koinii.web", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
             trim_blocks=True,
             lstrip_blocks=True,
@@ -75,11 +77,39 @@ class Templates:
         )
         self.env.filters.update(colour=agent_colour, clock=clock, iso=iso)
         self.env.globals["majority"] = MAJORITY_ARBITER  # "resolved by the majority"
-        folder = resources.files("koinii.server.web") / "static"
+        folder = resources.files("koinii.web") / "static"
         self.static = {item.name: item.read_bytes() for item in folder.iterdir() if item.is_file()}
+        self._compiled: asyncio.Future | None = None
+
+    async def compiled(self) -> None:
+        """Return once every template is compiled: the first caller has them compiled on
+        a thread (they took 120 ms, of the loop, at the first page a daemon showed)."""
+        if self._compiled is None:
+            self._compiled = asyncio.ensure_future(asyncio.to_thread(self._compile))
+        await self._compiled
+
+    def _compile(self) -> None:
+        for name in self.env.list_templates():
+            self.env.get_template(name)
 
     def page(self, template: str, status: int = 200, **context: Any) -> Response:
-        html = self.env.get_template(template).render(**context)
+        return self.response(self.html(template, **context), status)
+
+    def html(self, template: str, spend: Callable[[], None] | None = None, **context: Any) -> str:
+        """A page's HTML (rendered where its read ran: on the loop, in a snapshot, on a
+        thread — a template touches nothing but what it is given); `spend()` once per
+        piece of it, to count a long page toward the budget it is read in."""
+        made = self.env.get_template(template)
+        if spend is None:
+            return made.render(**context)
+        pieces = []
+        for piece in made.generate(**context):
+            spend()
+            pieces.append(piece)
+        return "".join(pieces)
+
+    @staticmethod
+    def response(html: str | bytes, status: int = 200) -> Response:
         return HTMLResponse(html, status_code=status, headers=_PAGE_HEADERS)
 
     def line(self, line: Line) -> str:

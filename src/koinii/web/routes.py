@@ -11,15 +11,19 @@ Invariants:
   `/openapi.json`; it is a packaged template, with no script and nothing fetched.
 - A daemon with a token table shows a page only to a signed-in browser (login.py); an
   open daemon (no table) shows it to its loopback callers, as it serves them the API.
-- A page is read on the event loop's thread between operations, and leaves only once
-  the group commit it may have seen is durable (`Daemon.durable`): it never shows a
-  write that could still be undone.
+- A page is read, and rendered, within the read budget, holding nobody past a slice of
+  the loop (docs/web.md): from the KB, a slice of the loop then the rest on a forked
+  snapshot (`Daemon.bounded`); from the record tables (sessions, wraps), on a thread
+  through a connection of its own (`Daemon.read_records`); the channel's moves, read
+  from the store's change log, a slice of the loop at a time (`Daemon.in_turns`). A
+  page past its budget is the error page, `budget-exhausted`, naming it.
+- A page leaves only once the group commit it may have seen is durable
+  (`Daemon.durable`): it never shows a write that could still be undone.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -36,16 +40,26 @@ from koinii.operations import Caller
 from koinii.server.daemon import Daemon
 from koinii.server.openapi import openapi_document
 from koinii.server.tokens import OPEN
-from koinii.server.web import reads
-from koinii.server.web.live import LiveFeed
-from koinii.server.web.login import COOKIE, ViewSessions, cleared_cookie, cookie_header
-from koinii.server.web.render import SECURITY_HEADERS, Templates
+from koinii.sessions import schema as sessions_schema
 from koinii.sessions.introspection import enabled_by_default
+from koinii.web import reads
+from koinii.web.live import LiveFeed
+from koinii.web.login import COOKIE, ViewSessions, cleared_cookie, cookie_header
+from koinii.web.moves import window_steps
+from koinii.web.render import SECURITY_HEADERS, Templates
+from koinii.wraps import store as wraps_store
 
-log = logging.getLogger("koinii.server.web")
+log = logging.getLogger("koinii.web")
 
 FORM_BYTES = 4096  # the sign-in form's body at most
 Page = tuple[str, dict[str, Any]]  # (template, what it shows)
+# A page's HTML for (request, viewer), made within its budget (str on the loop or a
+# thread; bytes, as a snapshot encoded it)
+Made = Callable[[Request, Caller], Awaitable[str | bytes]]
+
+
+def _utf8(html: str) -> bytes:
+    return html.encode("utf-8")
 
 
 def _guard_headers(request: Request) -> dict[bytes, str]:
@@ -94,11 +108,9 @@ class View:
             introspection=self.introspection,
         )
 
-    def page(
-        self, read: Callable[[Request], Page | Awaitable[Page]]
-    ) -> Callable[[Request], Awaitable[Response]]:
-        """A GET page: guards, then the viewer (or the sign-in), then `read` (awaited, for
-        a page whose read runs off the loop), rendered."""
+    def page(self, made: Made) -> Callable[[Request], Awaitable[Response]]:
+        """A GET page: guards, then the viewer (or the sign-in), then its HTML, `made`
+        within its budget."""
 
         async def endpoint(request: Request) -> Response:
             viewer = None
@@ -110,11 +122,8 @@ class View:
                         request.url.path + ("?" + request.url.query if request.url.query else "")
                     )
                     return RedirectResponse(f"/login?next={back}", status_code=303)
-                made = read(request)
-                template, shown = await made if inspect.isawaitable(made) else made
-                response = self.templates.page(
-                    template, viewer=viewer, introspection=self.introspection, **shown
-                )
+                await self.templates.compiled()
+                response = self.templates.response(await made(request, viewer))
                 await self.daemon.durable()
                 return response
             except Refused as refusal:
@@ -125,6 +134,36 @@ class View:
                 return self.refusal(failed, viewer)
 
         return endpoint
+
+    def _html(self, page: Page, viewer: Caller, spend: Callable[[], None] | None = None) -> str:
+        template, shown = page
+        return self.templates.html(
+            template, spend, viewer=viewer, introspection=self.introspection, **shown
+        )
+
+    def from_kb(self, read: Callable[[Request], Page]) -> Made:
+        """A page read from the KB, and rendered, within the read budget: a slice of the
+        loop, then the rest on a forked snapshot (`Daemon.bounded`)."""
+
+        async def made(request: Request, viewer: Caller) -> str | bytes:
+            return await self._from_kb(lambda: read(request), viewer)
+
+        return made
+
+    async def _from_kb(self, read: Callable[[], Page], viewer: Caller) -> str | bytes:
+        budget = self.daemon.limits.query_budget_s
+        return await self.daemon.bounded(
+            lambda: self._html(read(), viewer, self.kb.spend), budget, "the page", _utf8
+        )
+
+    async def _from_records(
+        self, read: Callable[[], Page], viewer: Caller, prepare: Callable[[Any], None]
+    ) -> str | bytes:
+        """A page read from the record tables, and rendered, on a thread through a
+        connection of its own, its statements within the read budget
+        (`Daemon.read_records`)."""
+        budget = self.daemon.limits.query_budget_s
+        return await self.daemon.read_records(lambda: self._html(read(), viewer), budget, prepare)
 
     # --- signing in and out -----------------------------------------------------------
 
@@ -223,13 +262,24 @@ class View:
     def home(self, request: Request) -> Page:
         return "home.html", {"channels": reads.channels(self.kb)}
 
-    def channel(self, request: Request) -> Page:
+    async def channel(self, request: Request, viewer: Caller) -> str | bytes:
+        """The moves first, from the change log in turns of the loop; then the rest."""
         name = reads.channel_name(self.kb, request.path_params["name"])
         if request.query_params.get("part") == "questions":
-            return "_questions.html", {"channel": name, "questions": self.questions(name)}
+            return await self._from_kb(lambda: self.questions_part(name), viewer)
         before = reads.number(request.query_params.get("before"), "before")
-        shown = reads.channel_page(self.kb, name, before)
-        return "channel.html", {**shown, "seq": self.kb.seq}
+        steps = window_steps(self.kb, name, before=before, size=reads.MOVES)
+        budget = self.daemon.limits.query_budget_s
+        lines, earlier = await self.daemon.in_turns(steps, budget, "the page")
+
+        def read() -> Page:
+            shown = reads.channel_page(self.kb, name, lines, earlier, before is None)
+            return "channel.html", {**shown, "seq": self.kb.seq}
+
+        return await self._from_kb(read, viewer)
+
+    def questions_part(self, channel: str) -> Page:
+        return "_questions.html", {"channel": channel, "questions": self.questions(channel)}
 
     def questions(self, channel: str) -> list[dict[str, Any]]:
         """The channel's questions part, read once per durable seq for every page (only
@@ -268,21 +318,34 @@ class View:
     def why(self, request: Request) -> Page:
         return "why.html", reads.why_page(self.kb, request.path_params["handle"])
 
-    def wraps(self, request: Request) -> Page:
-        return "wraps.html", reads.wraps_page(self.kb)
+    async def wraps(self, request: Request, viewer: Caller) -> str | bytes:
+        """The wraps' records on a thread, then their entries from the KB."""
+        budget = self.daemon.limits.query_budget_s
+        records = await self.daemon.read_records(
+            lambda: reads.wraps_records(self.kb), budget, wraps_store.ensure
+        )
+        return await self._from_kb(
+            lambda: ("wraps.html", reads.wraps_page(self.kb, records)), viewer
+        )
 
-    async def sessions(self, request: Request) -> Page:
-        """The session index or search: the session search's read, on a thread through a
-        connection of its own as the API's (`Searches.records`), holds nobody."""
+    async def sessions(self, request: Request, viewer: Caller) -> str | bytes:
+        """The session index or search, as the API's session search runs."""
         self._introspection()
         search = request.query_params.get("search")
-        self.daemon.flush()  # it reads what is committed
-        shown = await self.daemon.searches.records(lambda: reads.sessions_page(self.kb, search))
-        return "sessions.html", shown
 
-    def session(self, request: Request) -> Page:
+        def read() -> Page:
+            return "sessions.html", reads.sessions_page(self.kb, search)
+
+        return await self._from_records(read, viewer, sessions_schema.ready)
+
+    async def session(self, request: Request, viewer: Caller) -> str | bytes:
         self._introspection()
-        return "session.html", reads.session_page(self.kb, request.path_params["target"])
+        target = request.path_params["target"]
+
+        def read() -> Page:
+            return "session.html", reads.session_page(self.kb, target)
+
+        return await self._from_records(read, viewer, sessions_schema.ready)
 
     def _introspection(self) -> None:
         if not self.introspection:
@@ -350,7 +413,7 @@ def routes(daemon: Daemon) -> list[Route]:
     view = View(daemon)
     page = view.page
     return [
-        Route("/", page(view.home), methods=["GET"]),
+        Route("/", page(view.from_kb(view.home)), methods=["GET"]),
         Route("/api", view.api, methods=["GET"]),
         Route("/login", view.login_form, methods=["GET"]),
         Route("/login", view.login, methods=["POST"]),
@@ -359,11 +422,11 @@ def routes(daemon: Daemon) -> list[Route]:
         Route("/channel/{name}", view.channel_slash, methods=["GET"]),
         Route("/channel/{name}/", page(view.channel), methods=["GET"]),
         Route("/channel/{name}/live", view.stream, methods=["GET"]),
-        Route("/channel/{name}/thread/{handle}", page(view.thread), methods=["GET"]),
-        Route("/channel/{name}/disputes", page(view.disputes), methods=["GET"]),
-        Route("/contexts", page(view.contexts), methods=["GET"]),
-        Route("/contexts/{name}", page(view.contexts), methods=["GET"]),
-        Route("/why/{handle}", page(view.why), methods=["GET"]),
+        Route("/channel/{name}/thread/{handle}", page(view.from_kb(view.thread)), methods=["GET"]),
+        Route("/channel/{name}/disputes", page(view.from_kb(view.disputes)), methods=["GET"]),
+        Route("/contexts", page(view.from_kb(view.contexts)), methods=["GET"]),
+        Route("/contexts/{name}", page(view.from_kb(view.contexts)), methods=["GET"]),
+        Route("/why/{handle}", page(view.from_kb(view.why)), methods=["GET"]),
         Route("/wraps", page(view.wraps), methods=["GET"]),
         Route("/sessions", page(view.sessions), methods=["GET"]),
         Route("/sessions/{target}", page(view.session), methods=["GET"]),

@@ -8,6 +8,6 @@ view's session cookie), `graph` (the context hierarchy laid out), `render` (temp
 assets, security headers). The templates and static files are packaged beside them.
 """
 
-from koinii.server.web.routes import routes
+from koinii.web.routes import routes
 
 __all__ = ["routes"]

@@ -1,0 +1,173 @@
+"""The web view's pages and the session reads hold nobody, and are refused by name past
+their budget (issue 37, "budgets for everything a request does"; docs/web.md,
+docs/daemon.md). Over a real daemon; bounds are generous: they tell seconds from
+milliseconds, as in test_bounded_work.py (benchmarks/resilience.py measures them
+closely)."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx
+import pytest
+
+import koinii
+from koinii import channel
+from koinii.errors import Refused
+from koinii.operations import invoker
+from koinii.sessions import SessionStore
+from tests.test_bounded_work import Prober
+from tests.test_search_off_the_loop import _sessions_of
+
+pytestmark = pytest.mark.backends("sqlite")
+
+
+def _pages_at_once(daemon, path: str, pages: int = 4) -> tuple[Prober, list[httpx.Response]]:
+    """GET `path` from `pages` browsers at once, the prober timing another client
+    meanwhile."""
+    answers: list[httpx.Response] = []
+
+    def browse() -> None:
+        answers.append(httpx.get(daemon.url + path, timeout=120))
+
+    threads = [threading.Thread(target=browse) for _ in range(pages)]
+    with Prober(daemon) as prober:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    return prober, answers
+
+
+def test_a_channel_page_over_a_long_log_holds_nobody(start_daemon, new_location):
+    """10,000 writes in a context the channel does not see: each opening of the channel
+    page told every one of them on the loop (2-3 s each here, everyone waiting); now the
+    moves are read a log entry at a time, the loop given back between slices, and an
+    entry no context of the channel holds is not told."""
+    db = new_location()
+    with koinii.open_kb(db) as kb, kb.budget(600):
+        team = channel.local(kb)
+        channel.join(team, "CxTeam", "AgentAtlas").claim("(usesDatabase Billing Postgres)")
+        channel.join(team, "CxTeam", "AgentBoreas")
+        for i in range(10_000):
+            kb.edit(add=[(f"(note Noise{i} Part{part})", "CxElsewhere") for part in range(4)])
+    prober, pages = _pages_at_once(start_daemon(db=db), "/channel/CxTeam/")
+    assert [page.status_code for page in pages] == [200] * 4
+    assert all("usesDatabase" in page.text for page in pages)
+    # on the loop: 3-5 s of waiting for the prober
+    assert len(prober.times) > 20 and prober.worst < 1.0, prober.worst
+
+
+def test_a_page_past_its_budget_is_a_readable_refusal_and_holds_nobody(start_daemon, new_location):
+    """20,000 contexts make a contexts page that takes seconds to read and draw: on the
+    loop, it held every other client for them and was then shown whole; now it runs a
+    slice of the loop, then on a snapshot until its budget runs out, and the browser
+    gets the error page naming the refusal (never a 500)."""
+    db = new_location()
+    with koinii.open_kb(db) as kb, kb.budget(600):
+        for start in range(0, 20_000, 10_000):
+            kb.edit(add=[(f"(note N{i})", f"CxMany{i}") for i in range(start, start + 10_000)])
+    prober, pages = _pages_at_once(start_daemon(db=db), "/contexts")
+    assert [page.status_code for page in pages] == [400] * 4
+    assert all("budget-exhausted" in page.text for page in pages)
+    assert all("the page ran past its 0.5 s budget" in page.text for page in pages)
+    assert len(prober.times) > 20 and prober.worst < 1.0, prober.worst
+
+
+@pytest.mark.backends("sqlite", "postgres")
+def test_a_session_search_past_its_budget_is_refused_by_name(start_daemon, new_location):
+    """The session search ran on its thread for as long as its SQL took; its statements
+    now share the read budget (here the daemon's, lowered to 2 ms): SQLite stops one
+    from its progress handler, PostgreSQL from `statement_timeout`. Within the default
+    budget it answers, and so do the reads of one session, on their thread too."""
+    db = new_location()
+    _sessions_of(db)
+    daemon = start_daemon("--query-budget", "0.002", db=db)
+    client = daemon.client(timeout=60)
+    with pytest.raises(Refused) as caught:
+        client.invoke("sessions.list_sessions", search="billing canary rollout", ranking="lexical")
+    assert caught.value.kind == "budget-exhausted"
+    assert caught.value.data == {"budget_s": 0.002}
+    daemon.kill()  # and the same search, within the daemon's default budget, answers
+    other = start_daemon(db=db).client(timeout=60)
+    rows = other.invoke(
+        "sessions.list_sessions", search="billing canary rollout", ranking="lexical", limit=3
+    )
+    assert len(rows) == 3
+    found = other.invoke("sessions.get_session", target=rows[0]["id"])
+    read = other.invoke("sessions.read_session", target=rows[0]["id"], turns=2)
+    assert found["id"] == read["session"]["id"] == rows[0]["id"]
+    assert [t["position"] for t in read["session"]["turns"]] == [2, 3]
+
+
+def test_vocabulary_is_a_read_with_a_budget(start_daemon, new_location):
+    """It looks at every sentex the context sees: it ran on the loop, within the
+    daemon's default budget whatever the caller asked; now it is a read — a slice of
+    the loop, then a snapshot — and takes `budget_ms` like every read."""
+    db = new_location()
+    with koinii.open_kb(db) as kb, kb.budget(600):
+        for start in range(0, 30_000, 10_000):
+            kb.edit(add=[(f"(note N{i})", "CxAtlas") for i in range(start, start + 10_000)])
+    client = start_daemon(db=db).client(timeout=60)
+    with client.budget(0.001), pytest.raises(Refused) as caught:
+        client.vocabulary("CxAtlas")
+    assert caught.value.kind == "budget-exhausted"
+    with client.budget(30):  # an operator's (the open daemon's callers are)
+        [used] = client.vocabulary("CxAtlas")
+    assert (used["predicate"], used["count"]) == ("note", 30_000)
+
+
+def test_a_long_sessions_page_holds_nobody(start_daemon, new_location, monkeypatch):
+    """A session of 40,000 turns (an agent records each tool call as one): its page was
+    read and rendered on the loop, 1.5 s of everyone's time per opening here; now on a
+    thread, through a connection of its own, as the session reads of the API."""
+    db = new_location()
+    with koinii.open_kb(db) as kb, kb.budget(600):
+        recorder = SessionStore(kb).recorder(batch_events=1_000)
+        sid = recorder.start_session(title="a long one")
+        for i in range(40_000):
+            recorder.start_turn(sid, f"step {i}: check the canary and the dashboards")
+        recorder.flush()
+    monkeypatch.setenv("KOINII_INTROSPECTION", "1")  # the view shows sessions
+    prober, pages = _pages_at_once(start_daemon(db=db), f"/sessions/{sid}", pages=2)
+    assert [page.status_code for page in pages] == [200] * 2
+    assert all("step 39999: check the canary" in page.text for page in pages)
+    assert len(prober.times) > 20 and prober.worst < 1.0, prober.worst
+
+
+def test_a_wrap_listing_of_many_big_wraps_holds_nobody(start_daemon, new_location):
+    """1,000 wraps of 10,000 ids each (the cap): `wraps.list` decoded and encoded them on
+    the loop, 2 s of everyone's time per listing here; now it reads on a thread, through
+    a connection of its own, and past its budget it is refused by name — narrow it by
+    coordinator session or project."""
+    db = new_location()
+    with koinii.open_kb(db) as kb, kb.budget(600):
+        kb.edit(add=[(f"(note N{i})", "CxAtlas") for i in range(10_000)])
+        call = invoker(kb)
+        for w in range(1_000):
+            call(
+                "wraps.add",
+                wrap_id=f"w-{w}",
+                created_ids=list(range(1, 10_001)),
+                parent_session_id="s-lead",
+                agent_id="AgentAtlas",
+                session_id=f"s-{w}",
+            )
+    daemon = start_daemon(db=db)
+    answers: list[bytes] = []
+
+    def lister() -> None:
+        reply = httpx.post(f"{daemon.url}/v1/wraps/list", json={}, timeout=120)
+        answers.append(reply.content[:200])  # (not decoded here: 60 MB, when answered)
+
+    threads = [threading.Thread(target=lister) for _ in range(2)]
+    with Prober(daemon) as prober:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    assert len(answers) == 2
+    assert all(b'"kind":"budget-exhausted"' in answer for answer in answers), answers
+    assert len(prober.times) > 20 and prober.worst < 1.0, prober.worst
+    one = start_daemon(db=new_location()).client()  # a narrow listing answers, as ever
+    assert one.invoke("wraps.list", parent_session_id="s-lead") == []
