@@ -21,6 +21,10 @@ against what it changed on the same machine at the same load; ``--rows`` picks s
     load          all the facts, all-or-nothing and ``on_error="report"`` (their ratio is
                   the issue's target: ≤ 1.5x), and pyoxigraph loading the same facts as
                   quads, one named graph per context
+    reads         over the facts, at a domain file's context through its ancestors: a
+                  class's parents, a class's instances, a two-way join, a relation's
+                  facts, every instance in view; pyoxigraph answering the same in SPARQL
+                  over the union of those contexts' graphs, every answer checked equal
     merge_rules   Merge.kif's rules added in one write over its facts: time and counts
     inheritance   subclass transitivity and instance inheritance over every file's facts
                   (the inheritance axiom): time, conclusions, justifications, peak RSS
@@ -388,12 +392,18 @@ def row_reopen(data: pathlib.Path) -> dict[str, Any]:
     }
 
 
-def row_ox_load(data: pathlib.Path) -> dict[str, Any]:
+OX_BASE = "http://koinii.example/"
+
+
+def _quads(data: pathlib.Path) -> list[Any]:
+    """Every file's facts as pyoxigraph quads, one named graph per context: a binary
+    fact as a triple, a unary one as `(x is P)`, an n-ary one as its first argument, its
+    predicate and the rest as one literal; a value subject as an IRI of its text."""
     import pyoxigraph as ox
 
     from koinii.terms import parse_all, show
 
-    base = "http://koinii.example/"
+    base = OX_BASE
 
     def node(term: Any) -> Any:
         if type(term) is tuple:
@@ -422,6 +432,13 @@ def row_ox_load(data: pathlib.Path) -> dict[str, Any]:
             else:  # an n-ary fact: its first argument, the rest as one literal
                 rest = ox.Literal(" ".join(show(x) for x in term[2:]))
                 quads.append(ox.Quad(subject(term[1]), node(term[0]), rest, graph))
+    return quads
+
+
+def row_ox_load(data: pathlib.Path) -> dict[str, Any]:
+    import pyoxigraph as ox
+
+    quads = _quads(data)
     best = None
     for _ in range(2):
         store = ox.Store()
@@ -432,11 +449,169 @@ def row_ox_load(data: pathlib.Path) -> dict[str, Any]:
     return {"seconds": best, "quads": len(quads), "version": ox.__version__}
 
 
+# --- reads, beside pyoxigraph ------------------------------------------------------------
+
+READ_REPEATS = 5  # each group of reads is timed this many times: the median is given
+
+
+def _read_goals(data: pathlib.Path) -> dict[str, Any]:
+    """The reads both systems answer, chosen from the facts (the same for both): at the
+    context below the most others that holds the most facts (a domain file's, through
+    the mid-level ontology and Merge.kif), what its view holds —
+      point   a class's parents, `(subclass C ?y)`, for 100 classes
+      members a class's direct instances, `(instance ?x C)`, for 100 classes
+      join    the instances of a class's direct subclasses, `(subclass ?c C)` with
+              `(instance ?x ?c)`, for 20 classes
+      scan    a binary relation's every fact, `(R ?x ?y)`, for 10 relations
+      all     every `(instance ?x ?c)` in view (one big answer)"""
+    from koinii.terms import Sym, parse_all
+
+    parents: dict[str, list[str]] = {}
+    for term in parse_all((data / "hierarchy").read_text()):
+        parents.setdefault(term[1].name, []).append(term[2].name)
+
+    def up(context: str) -> list[str]:
+        seen, stack = [], [context]
+        while stack:
+            c = stack.pop()
+            if c not in seen:
+                seen.append(c)
+                stack.extend(parents.get(c, ()))
+        return seen
+
+    facts = dict(_facts(data))
+    context = max(facts, key=lambda c: (len(up(c)), facts[c].count("\n"), c))
+    view = up(context)
+    children: set[str] = set()
+    parented: dict[str, set[str]] = {}  # a class -> its direct subclasses
+    populated: set[str] = set()  # the classes with a direct instance
+    relations: dict[str, int] = {}
+    for c in view:
+        for term in parse_all(facts[c]):
+            if len(term) != 3 or type(term[1]) is not Sym or type(term[2]) is not Sym:
+                continue
+            name = term[0].name
+            if name == "subclass":
+                children.add(term[1].name)
+                parented.setdefault(term[2].name, set()).add(term[1].name)
+            elif name == "instance":
+                populated.add(term[2].name)
+            else:
+                relations[name] = relations.get(name, 0) + 1
+
+    def spread(items: set[str] | list[str], count: int) -> list[str]:
+        ordered = sorted(items)
+        step = max(1, len(ordered) // count)
+        return ordered[::step][:count]
+
+    return {
+        "context": context,
+        "view": view,
+        "point": spread(children, 100),
+        "members": spread(populated, 100),
+        "join": spread({c for c, subs in parented.items() if subs & populated}, 20),
+        "scan": spread([r for r, n in relations.items() if n >= 2], 10),
+    }
+
+
+def _timed_reads(groups: dict[str, Any]) -> dict[str, Any]:
+    """Each group of reads (a function answering a list of answers) timed
+    READ_REPEATS times: the median seconds, its answers' count and digest."""
+    import hashlib
+    import statistics
+
+    out: dict[str, Any] = {}
+    for name, read in groups.items():
+        times, answers = [], None
+        for _ in range(READ_REPEATS):
+            started = time.perf_counter()
+            answers = read()
+            times.append(time.perf_counter() - started)
+        assert answers is not None
+        canonical = repr(sorted(sorted(a) for a in answers))
+        out[name] = {
+            "seconds": statistics.median(times),
+            "reads": len(answers),
+            "rows": sum(len(a) for a in answers),
+            "digest": hashlib.sha256(canonical.encode()).hexdigest()[:16],
+        }
+    return out
+
+
+def row_reads(data: pathlib.Path) -> dict[str, Any]:
+    """Koinii's answers to `_read_goals`' reads, at the context through its ancestors,
+    over every file's facts loaded (no rules: what both systems hold alike)."""
+    import koinii
+
+    goals = _read_goals(data)
+    kb = koinii.open_kb(None)
+    kb.load_text((data / "hierarchy").read_text(), "CxUniverse")
+    for context, text in _facts(data):
+        kb.load_text(text, context)
+    ctx = goals["context"]
+
+    def answers(template: str, names: list[str], var: str) -> list[list[str]]:
+        return [[str(b[var]) for b in kb.query(template.format(n), ctx)] for n in names]
+
+    return _timed_reads(
+        {
+            "point": lambda: answers("(subclass {} ?y)", goals["point"], "?y"),
+            "members": lambda: answers("(instance ?x {})", goals["members"], "?x"),
+            "join": lambda: [
+                [
+                    f"{b['?c']} {b['?x']}"
+                    for b in kb.query(f"(and (subclass ?c {c}) (instance ?x ?c))", ctx)
+                ]
+                for c in goals["join"]
+            ],
+            "scan": lambda: [
+                [f"{b['?x']} {b['?y']}" for b in kb.query(f"({r} ?x ?y)", ctx)]
+                for r in goals["scan"]
+            ],
+            "all": lambda: [[f"{b['?x']} {b['?c']}" for b in kb.query("(instance ?x ?c)", ctx)]],
+        }
+    )
+
+
+def row_ox_reads(data: pathlib.Path) -> dict[str, Any]:
+    """pyoxigraph's answers to the same reads, in SPARQL over the union of the view's
+    graphs (one `FROM` per context the reading context sees)."""
+    import pyoxigraph as ox
+
+    goals = _read_goals(data)
+    store = ox.Store()
+    store.extend(_quads(data))
+    base = OX_BASE
+    graphs = " ".join(f"FROM <{base}{c}>" for c in goals["view"])
+
+    def select(where: str, *vars: str) -> list[str]:
+        head = " ".join("?" + v for v in vars)
+        out = []
+        for solution in store.query(f"SELECT DISTINCT {head} {graphs} WHERE {{ {where} }}"):
+            out.append(" ".join(solution[v].value[len(base) :] for v in vars))
+        return out
+
+    sub, ins = f"<{base}subclass>", f"<{base}instance>"
+    return _timed_reads(
+        {
+            "point": lambda: [select(f"<{base}{c}> {sub} ?y", "y") for c in goals["point"]],
+            "members": lambda: [select(f"?x {ins} <{base}{c}>", "x") for c in goals["members"]],
+            "join": lambda: [
+                select(f"?c {sub} <{base}{c}> . ?x {ins} ?c", "c", "x") for c in goals["join"]
+            ],
+            "scan": lambda: [select(f"?x <{base}{r}> ?y", "x", "y") for r in goals["scan"]],
+            "all": lambda: [select(f"?x {ins} ?c", "x", "c")],
+        }
+    )
+
+
 ROWS = {
     "load": row_load,
     "merge_rules": row_merge_rules,
     "inheritance": row_inheritance,
     "ox_load": row_ox_load,
+    "reads": row_reads,
+    "ox_reads": row_ox_reads,
     "mid_check": row_mid_check,
     "store": row_store,
     "reopen": row_reopen,
@@ -552,6 +727,35 @@ def table(read: dict[str, Any], runs: dict[str, dict[str, Any]], peers: dict[str
             )
         ),
     )
+    groups = ("point", "members", "join", "scan", "all")
+
+    def reads(r: dict[str, Any]) -> str:
+        return ", ".join(f"{g} {r[g]['seconds'] * 1000:.1f}" for g in groups)
+
+    add(
+        "reads through a domain file's view, median ms (point, members, join, scan, all)",
+        "reads",
+        lambda r: reads(r) + f" ({sum(r[g]['rows'] for g in groups):,} rows)",
+    )
+    theirs, ours = peers["ox_reads"], runs[names[-1]]["reads"]
+    peer(
+        "pyoxigraph: the same reads in SPARQL over the view's graphs, median ms",
+        theirs,
+        lambda r: (
+            reads(r)
+            + (
+                "; "
+                + (
+                    "every answer equal to Koinii's"
+                    if all(r[g]["digest"] == ours[g]["digest"] for g in groups)
+                    else "NOT equal to Koinii's: "
+                    + ", ".join(g for g in groups if r[g]["digest"] != ours[g]["digest"])
+                )
+                if isinstance(ours, dict)
+                else ""
+            )
+        ),
+    )
     mine = runs[names[-1]]["closure"]
     peer(
         "reasonable (OWL 2 RL): the taxonomy's closure, s",
@@ -576,7 +780,7 @@ def table(read: dict[str, Any], runs: dict[str, dict[str, Any]], peers: dict[str
     return heading + "\n\n" + "\n".join(lines) + "\n\n" + note
 
 
-ROW_ORDER = ("load", "merge_rules", "inheritance", "mid_check", "store", "reopen", "closure")
+ROW_ORDER = ("load", "reads", "merge_rules", "inheritance", "mid_check", "store", "reopen", "closure")
 
 
 def main() -> None:
@@ -631,10 +835,13 @@ def main() -> None:
                 if row == "store" and "reopen" in wanted:
                     progress(f"reopen: {name}")
                     runs[name]["reopen"] = run_row("reopen", data, src)
-        peers: dict[str, Any] = {"ox_load": "not run", "closure_reasonable": "not run"}
+        peers: dict[str, Any] = {k: "not run" for k in ("ox_load", "ox_reads", "closure_reasonable")}
         if "load" in wanted:
             progress("load: pyoxigraph")
             peers["ox_load"] = run_row("ox_load", data, SRC)
+        if "reads" in wanted:
+            progress("reads: pyoxigraph")
+            peers["ox_reads"] = run_row("ox_reads", data, SRC)
         if "closure" in wanted:
             progress("closure: reasonable")
             peers["closure_reasonable"] = run_row("closure_reasonable", data, SRC)

@@ -208,9 +208,15 @@ class KBMachine(RuleBasedStateMachine):
         sentence = atom if positive else f"(not {atom})"
         self._write(lambda: self.kb.assert_(sentence, ctx, strength=strength))
 
-    @rule(text=st.sampled_from(RULES), ctx=st.sampled_from(CONTEXTS))
-    def assert_rule(self, text, ctx) -> None:
-        self._write(lambda: self.kb.assert_(text, ctx))
+    @rule(
+        text=st.sampled_from(RULES),
+        ctx=st.sampled_from(CONTEXTS),
+        strength=st.sampled_from(["default", "monotonic"]),
+    )
+    def assert_rule(self, text, ctx, strength) -> None:
+        # (a monotonic rule makes monotonic conclusions of monotonic facts: a rule keeps
+        # no `uses`, so labelling knows its flag without being told, maintenance.py)
+        self._write(lambda: self.kb.assert_(text, ctx, strength=strength))
 
     @rule(a=st.sampled_from(NAMES), b=st.sampled_from(NAMES), ctx=st.sampled_from(CONTEXTS))
     def assert_trust(self, a, b, ctx) -> None:

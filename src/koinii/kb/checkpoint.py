@@ -69,7 +69,7 @@ from koinii.terms import Sym
 log = logging.getLogger("koinii.kb")
 
 MAGIC = b"koinii checkpoint\n"
-FORMAT = 1
+FORMAT = 2  # 2: a rule keeps no `uses` (maintenance.py, `firings_of`)
 # Below this many sentexes a rebuild takes under a quarter of a second: no file is
 # written at close, nor kept up by the daemon (an explicit `checkpoint()` still writes).
 KEEP_FROM = 20_000
@@ -353,7 +353,7 @@ class Checkpoints(State):
                         self._detach(j)
                         seeds.append(j.conclusion)
         for node in gone:  # what of theirs is still attached (their rows went with them)
-            for j in dict.fromkeys([*(node.justs or ()), *(node.uses or ())]):
+            for j in dict.fromkeys([*(node.justs or ()), *self.resting_on(node)]):
                 self._detach(j)
             self._unlink_quiet(node)
             structural = structural or _structural(node)

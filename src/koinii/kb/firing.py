@@ -321,8 +321,7 @@ class Firing(State):
                 f"one write derived more than {self.max_derivations} conclusions",
                 {"limit": self.max_derivations},
             )
-        self._add_just(tx, Justification(self._next_just, node, rule_node, antecedents))
-        self._next_just += 1
+        self.justify(tx, node, rule_node, antecedents)
 
     def _derived_node(
         self,
@@ -411,8 +410,8 @@ class Firing(State):
         # (what the re-placements before this one derived waits to fire, as new nodes do)
         firings = every_firing(rule.joins, rule.antecedents, self._index, tx.fire, self._budget)
         self._conclude(tx, rule_node, rule, firings, placed)
-        for j in list(rule_node.uses or ()):
-            if j.rule is rule_node and (j.antecedents, j.conclusion.context) not in placed:
+        for j in self.firings_of(rule_node):
+            if (j.antecedents, j.conclusion.context) not in placed:
                 self._unjustify(tx, j)
 
     def _recarry(self, tx: Transaction, declaration: Node, node: Node) -> None:
@@ -431,7 +430,7 @@ class Firing(State):
         deletion earlier in the same pass already took `j` along)."""
         if j not in (j.conclusion.justs or ()):
             return
-        self._drop_just(tx, j)
+        self.drop_justification(tx, j)
         conclusion = j.conclusion
         if not conclusion.premise:
             if conclusion.justs:
@@ -448,7 +447,7 @@ class Firing(State):
         """
         for node in list(self._index.by_handle.values()):
             for j in list(node.justs or ()):
-                self._drop_just(tx, j)
+                self.drop_justification(tx, j)
         for node in list(self._index.by_handle.values()):
             if not node.premise:
                 self._unlink_quiet(node)

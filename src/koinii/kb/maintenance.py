@@ -61,7 +61,8 @@ class Maintenance(State):
             if by_handle.get(node.handle) is not node:
                 continue
             for j in list(node.justs or ()):
-                self._drop_just(tx, j)
+                self.drop_justification(tx, j)
+            resting = self.resting_on(node)  # (before unlinking: a rule's are found by it)
             self._unlink(tx, node)
             if node.handle in tx.added:
                 del tx.added[node.handle]
@@ -69,8 +70,8 @@ class Maintenance(State):
                 tx.deleted[node.handle] = (node, why)
             tx.removed_sentexes += 1
             tx.seeds.update(self._index.same_atom(node.atom, node.key))
-            for j in list(node.uses or ()):
-                self._drop_just(tx, j)
+            for j in resting:
+                self.drop_justification(tx, j)
                 concl = j.conclusion
                 if not concl.premise:
                     if concl.justs:
@@ -176,17 +177,20 @@ class Maintenance(State):
     def _attach(self, j: Justification) -> None:
         concl = j.conclusion
         justs = concl.justs
-        if justs is None:  # (the commonest cases of `_joined` and `distinct_supports`,
+        if justs is None:  # (the commonest cases of `_joined` and `linked_supports`,
             concl.justs = (j,)  # without the calls: a closure attaches a million)
         else:
             concl.justs = _joined(justs, j)
-        second = j.second
-        if second is None:
-            supports: tuple[Node, ...] = (j.rule, j.first)
-        elif second is MANY or second is j.first:
-            supports = distinct_supports(j)
+        rule, second = j.rule, j.second
+        if rule.atom[0] is IMPLIES:  # (a rule keeps no `uses`: see `firings_of`)
+            if second is None:
+                supports: tuple[Node, ...] = (j.first,)
+            elif second is MANY or second is j.first:
+                supports = linked_supports(j)
+            else:
+                supports = (j.first, second)
         else:
-            supports = (j.rule, j.first, second)
+            supports = linked_supports(j)
         for support in supports:
             uses = support.uses
             if uses is None:  # (the commonest cases of `_joined`, without the call)
@@ -199,18 +203,52 @@ class Maintenance(State):
     def _detach(self, j: Justification) -> None:
         concl = j.conclusion
         concl.justs = _parted(concl.justs, j)
-        for support in distinct_supports(j):
+        for support in linked_supports(j):
             support.uses = _parted(support.uses, j)
+
+    def firings_of(self, rule_node: Node) -> list[Justification]:
+        """The justifications `rule_node` (a stored rule) is the rule of, found among its
+        consequent's candidates.
+
+        A rule keeps no `uses` of its own: it is always a premise (a rule is never
+        derived, rules.NOT_DERIVABLE, nor negated), so labelling knows whether it holds
+        without being told, and the inheritance axiom's table of its firings held 1.2
+        million justifications over a SUMO-shaped ontology, 60 MB of a 408 MB traced
+        peak. What asks for them — the rule retracted, re-placed after a `genlCx` edge,
+        masked or strengthened — is rare, and walks what the rule could have concluded:
+        the nodes its consequent can match, each node's justifications."""
+        rule = self._rules[rule_node]
+        positive, pattern = rule.consequent
+        return [
+            j
+            for node in self._index.candidates(pattern, {})
+            if node.positive is positive
+            for j in node.justs or ()
+            if j.rule is rule_node
+        ]
+
+    def resting_on(self, node: Node) -> list[Justification]:
+        """Every justification `node` is a support of: its `uses`, or a rule's firings."""
+        if node in self._rules:
+            return self.firings_of(node)
+        return list(node.uses or ())
 
     # Nor are its justifications: what it attached is `tx.new_justs` (less those it
     # detached again, `tx.dropped`: a justification made by this write has an id from
     # `tx.first_just` on), what it detached of those stored before it is `tx.dead_justs`,
     # and undoing it detaches the one and attaches the other.
-    def _add_just(self, tx: Transaction, j: Justification) -> None:
+    def justify(
+        self, tx: Transaction, conclusion: Node, rule_node: Node, antecedents: tuple[Node, ...]
+    ) -> None:
+        """`conclusion` justified by `rule_node` from `antecedents`, attached: the one way
+        firing adds a justification (what one is, and where it is kept, is truth
+        maintenance's alone)."""
+        j = Justification(self._next_just, conclusion, rule_node, antecedents)
+        self._next_just += 1
         self._attach(j)
         tx.new_justs.append(j)  # (its conclusion a seed: see `_seeds`)
 
-    def _drop_just(self, tx: Transaction, j: Justification) -> None:
+    def drop_justification(self, tx: Transaction, j: Justification) -> None:
         self._detach(j)
         if j.id >= tx.first_just:
             tx.dropped.add(j.id)
@@ -365,16 +403,28 @@ class Maintenance(State):
                 two_sided and node.key in two_sided
             ):
                 return False
-        for j in tx.new_justs:
+        checked = None  # (the last rule seen: a closure's justifications share a few)
+        for j in tx.new_justs:  # (a million, in a closure: no call, no tuple, per one)
             if budget is not None:
                 budget.tick()
-            if not j.rule.believed and j.rule.handle not in added:
-                return False
-            if not j.conclusion.believed and j.conclusion.handle not in added:
-                return False
-            for node in j.antecedents:
-                if not node.believed and node.handle not in added:
+            rule = j.rule
+            if rule is not checked:
+                if not rule.believed and rule.handle not in added:
                     return False
+                checked = rule
+            node = j.conclusion
+            if not node.believed and node.handle not in added:
+                return False
+            first, second = j.first, j.second
+            if second is MANY:
+                for node in first:
+                    if not node.believed and node.handle not in added:
+                        return False
+                continue
+            if not first.believed and first.handle not in added:
+                return False
+            if second is not None and not second.believed and second.handle not in added:
+                return False
         for node in added.values():
             node.believed, node.mono, node.defeated = True, False, False
         return True
@@ -406,7 +456,8 @@ class Maintenance(State):
                 queue.append(node)
                 continue
             for j in node.justs or ():
-                missing[j] = count = sum(1 for s in distinct_supports(j) if s in region)
+                # (a rule is a premise: founded, and not counted)
+                missing[j] = count = sum(1 for s in linked_supports(j) if s in region)
                 if count == 0:
                     queue.append(node)
         founded: set[Node] = set()
@@ -435,7 +486,7 @@ class Maintenance(State):
         two_sided = self._index.two_sided
         if len(seeds) == 1:  # the common write: one new node nothing rests on yet
             (node,) = seeds
-            if not node.uses and node.key not in two_sided:
+            if not node.uses and node.key not in two_sided and node.atom[0] is not IMPLIES:
                 return {node} if by_handle.get(node.handle) is node else set()
         seen: set[Node] = set()
         stack = [n for n in seeds if by_handle.get(n.handle) is n]
@@ -446,6 +497,8 @@ class Maintenance(State):
             seen.add(node)
             if node.uses and node.handle not in made:
                 stack.extend([j.conclusion for j in node.uses])
+            elif node.atom[0] is IMPLIES and node.handle not in made and node in self._rules:
+                stack.extend([j.conclusion for j in self.firings_of(node)])
             if two_sided and node.key in two_sided:
                 stack.extend(self._index.same_atom(node.atom, node.key))
         return seen
@@ -520,6 +573,10 @@ class Maintenance(State):
         do not hold the flag yet, and the last of them to get it queues the conclusion.
         A defeated node gets no flag in stratum 2."""
         missing: dict[Justification, int] = {}
+        # A rule sentence is not counted among a justification's supports (it keeps no
+        # `uses` to be told by): it is a premise, so whether it holds the flag by the
+        # end of this stratum is known now, and a justification whose rule will not is
+        # not counted at all.
         if mono:
             # a justification whose rule can never be monotonic (the commonest case: a
             # default rule) can make nothing monotonic: it is not counted at all
@@ -536,19 +593,30 @@ class Maintenance(State):
                     if not can:
                         continue
                     count = 0
-                    for s in distinct_supports(j):
+                    for s in linked_supports(j):
                         if not s.mono:
                             count += 1
                     missing[j] = count
                     if not count and (valid is None or valid(j)):
                         starts.append(n)
         else:
+            holds: dict[Node, bool] = {}
             for n in region:
                 if n.believed or n.defeated:
                     continue
                 for j in n.justs or ():
+                    rule = j.rule
+                    will = holds.get(rule)
+                    if will is None:
+                        will = holds[rule] = (
+                            rule.atom[0] is not IMPLIES
+                            or rule.believed
+                            or (rule.premise and not rule.defeated)
+                        )
+                    if not will:
+                        continue
                     count = 0
-                    for s in distinct_supports(j):
+                    for s in linked_supports(j):
                         if not s.believed:
                             count += 1
                     missing[j] = count
@@ -597,25 +665,37 @@ class Maintenance(State):
         return any(not self._masked_at(a, c) and not self._masked_at(b, c) for c in common)
 
 
-def distinct_supports(j: Justification) -> tuple[Node, ...]:
-    """What `j` rests on, each node once. A rule like (and (likes ?x ?y) (likes ?y ?x))
-    over (likes Cat Cat) has the node twice among its antecedents, but rests on it once:
-    a node's `uses` holds each justification once, and counts it once. (The rule is
-    never among the antecedents: no antecedent can match a rule sentence.)"""
-    second = j.second
+def linked_supports(j: Justification) -> tuple[Node, ...]:
+    """The supports whose `uses` hold `j`, each node once: its antecedents, and its rule
+    unless that is a rule sentence (`implies`: a rule keeps no `uses`, see
+    `Maintenance.firings_of`; the other kind of rule, a `carriesClaim` declaration, may
+    be derived, and does). A rule like (and (likes ?x ?y) (likes ?y ?x)) over (likes
+    Cat Cat) has the node twice among its antecedents, but rests on it once: a node's
+    `uses` holds each justification once, and counts it once. (The rule is never among
+    the antecedents: no antecedent can match a rule sentence.)"""
+    rule, first, second = j.rule, j.first, j.second
+    if rule.atom[0] is IMPLIES:
+        if second is None:
+            return (first,)
+        if second is not MANY and second is not first:
+            return (first, second)
+        return tuple(dict.fromkeys(j.antecedents))
     if second is None:
-        return (j.rule, j.first)
-    if second is not MANY and second is not j.first:
-        return (j.rule, j.first, second)
-    return tuple(dict.fromkeys((j.rule, *j.antecedents)))
+        return (rule, first)
+    if second is not MANY and second is not first:
+        return (rule, first, second)
+    return tuple(dict.fromkeys((rule, *j.antecedents)))
 
 
 # A node's `justs` and `uses` are None, a tuple, or — past this many — a dict used as an
 # ordered set: most nodes have one or two (a tuple of two is 56 bytes, a list 104, a dict
-# 232), but a rule's `uses` or a popular conclusion's `justs` can hold many thousands,
-# and removing one from a sequence is a search (retracting a rule's conclusions, one by
-# one, was quadratic). A tuple is also safe to iterate while the node's set changes.
-_SET_FROM = 16
+# 232), but a popular conclusion's `justs` or a class's subclass statement's `uses` can
+# hold many thousands, and removing one from a sequence is a search (retracting them one
+# by one was quadratic). Up to 64 a tuple's search is short, and a dict costs five times
+# a tuple's 8 bytes an entry: over a SUMO-shaped ontology's inheritance axiom, 19,000 of
+# 17-64 entries were 12 MB of its peak at 16. A tuple is also safe to iterate while the
+# node's set changes.
+_SET_FROM = 64
 
 
 def _joined(items: tuple | dict | None, j: Justification) -> tuple | dict:

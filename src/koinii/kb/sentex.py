@@ -71,7 +71,8 @@ class Node:
         "created",  # epoch ms
         "extra",  # other provenance fields, or None
         "justs",  # justifications concluding this node: None, a tuple, or a dict (a set)
-        "uses",  # justifications this node is an antecedent (or the rule) of, likewise
+        "uses",  # justifications this node is an antecedent of (or the carriesClaim
+        # declaration of), likewise; a rule's are not kept (maintenance.py, `firings_of`)
         "believed",
         "mono",  # believed at monotonic strength
         "defeated",

@@ -15,6 +15,9 @@ Invariants (each kept by the room that writes the structure):
   `_next_handle` / `_next_just` are never reused (writes).
 - `_search_vectors` holds a vector for stored handles up to its `top` (search: caught
   up lazily; a handle no longer stored is skipped, never returned).
+- A node's `justs` and `uses` (sentex.py) are maintenance's: firing makes and drops a
+  justification only through `Maintenance.justify` / `drop_justification`, and asks a
+  rule's firings of `firings_of` (a rule keeps no `uses`).
 """
 
 from __future__ import annotations
