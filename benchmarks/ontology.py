@@ -780,7 +780,16 @@ def table(read: dict[str, Any], runs: dict[str, dict[str, Any]], peers: dict[str
     return heading + "\n\n" + "\n".join(lines) + "\n\n" + note
 
 
-ROW_ORDER = ("load", "reads", "merge_rules", "inheritance", "mid_check", "store", "reopen", "closure")
+ROW_ORDER = (
+    "load",
+    "reads",
+    "merge_rules",
+    "inheritance",
+    "mid_check",
+    "store",
+    "reopen",
+    "closure",
+)
 
 
 def main() -> None:
@@ -835,7 +844,9 @@ def main() -> None:
                 if row == "store" and "reopen" in wanted:
                     progress(f"reopen: {name}")
                     runs[name]["reopen"] = run_row("reopen", data, src)
-        peers: dict[str, Any] = {k: "not run" for k in ("ox_load", "ox_reads", "closure_reasonable")}
+        peers: dict[str, Any] = {
+            k: "not run" for k in ("ox_load", "ox_reads", "closure_reasonable")
+        }
         if "load" in wanted:
             progress("load: pyoxigraph")
             peers["ox_load"] = run_row("ox_load", data, SRC)
