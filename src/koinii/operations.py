@@ -84,6 +84,9 @@ class Operation:
     # Run on the daemon's loop before an operation that leaves it (`records_read`):
     # `prepare(kb)` readies its tables, which writes the store, as only the loop may.
     prepare: Callable[[KB], None] | None = None
+    # `read_then_records`: the part that reads the record tables, `then(kb, value)` of
+    # what `run` read from the KB (in one process, run right after it).
+    then: Callable[[KB, Any], Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -107,9 +110,14 @@ SCHEDULES = {
     "search": "the index's asks on a thread, the rest on the loop, within the read budget",
     # a domain's read of its record tables only (the session reads), never of the KB's
     # sentexes: on a thread, through a connection of its own, its statements within the
-    # read budget (server/searching.py)
+    # read budget (server/searching.py); with a `wait_field`, a long poll whose read runs
+    # so after each write (`wraps.wait`)
     "records_read": "on a thread, the record tables through a connection of its own, "
     "within the read budget",
+    # a read of the KB (`run`: as a "read"), then of the record tables (`then`: as a
+    # "records_read"), within one read budget (`conversation.roster`)
+    "read_then_records": "a read of the KB, then of the record tables on a thread, "
+    "within one read budget",
     # a domain's write: the open group commits first (its records are written at once);
     # with a `wait_field`, a long poll re-run after each write
     "write": "on the loop, after the open group commits",
@@ -137,11 +145,14 @@ def operation(
     large_body: bool = True,
     writes: bool = False,
     prepare: Callable[[KB], None] | None = None,
+    then: Callable[[KB, Any], Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register `run` as the operation `name` (`run(kb, **fields)`, or for an engine
     verb, `run(daemon, caller, body)`)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"{name}: schedule is one of {sorted(SCHEDULES)}, not {schedule!r}")
+    if (then is None) != (schedule != "read_then_records"):
+        raise ValueError(f"{name}: `then` goes with schedule read_then_records, and only")
     if name in REGISTRY:
         raise ValueError(f"{name} is declared twice: one declaration per operation")
 
@@ -159,6 +170,7 @@ def operation(
             large_body,
             writes,
             prepare,
+            then,
         )
         return run
 
@@ -174,6 +186,8 @@ def invoker(source: Any) -> Callable[..., Any]:
             if found.on != "kb":
                 raise ValueError(f"{name} is an engine verb: in one process, call kb.{name}")
             result = found.run(source, **fields)
+            if found.then is not None:  # (what the daemon runs as two reads)
+                result = found.then(source, result)
             if inspect.iscoroutine(result):  # one the daemon runs off its loop: to its end
                 import asyncio  # (here only: a command's start-up need not import it)
 

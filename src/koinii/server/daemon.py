@@ -27,6 +27,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Generator
 from typing import Any
@@ -43,6 +44,7 @@ from koinii.server.searching import Searches
 from koinii.server.snapshot import Snapshots
 from koinii.server.subscriptions import Subscriptions
 from koinii.server.tokens import OPEN, Caller, TokenTable
+from koinii.wire import RawJSON
 
 log = logging.getLogger("koinii.server")
 
@@ -203,16 +205,39 @@ class Daemon:
             await asyncio.sleep(0)
 
     async def read_records(
-        self, read: Callable[[], Any], budget_s: float, prepare: Callable[[KB], None] | None = None
+        self,
+        read: Callable[[], Any],
+        budget_s: float,
+        prepare: Callable[[KB], None] | None = None,
+        spent: float = 0.0,
     ) -> Any:
         """`read()` — a domain's read of its record tables, never of the KB — on a
-        thread, through a connection of its own, its statements within `budget_s`
-        (`Searches.records`); `prepare(kb)` first, here on the loop (a domain readies its
-        tables: creating them writes the store, which only the loop's thread may)."""
+        thread, through a connection of its own, its statements within what `spent` left
+        of `budget_s` (`Searches.records`); `prepare(kb)` first, here on the loop (a
+        domain readies its tables: creating them writes the store, which only the loop's
+        thread may)."""
         self.flush()  # it reads what is committed
         if prepare is not None:
             prepare(self.kb)
-        return await self.searches.records(read, budget_s)
+        return await self.searches.records(read, budget_s, spent)
+
+    async def read_then_records(
+        self,
+        work: Callable[[], Any],
+        then: Callable[[Any], Any],
+        budget_s: float,
+        prepare: Callable[[KB], None] | None = None,
+    ) -> Any:
+        """`then(work())`: `work()` a read of the KB (`bounded`), `then` of the record
+        tables (`read_records`), both within `budget_s`, each given what the other left."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        found = await self.bounded(work, budget_s, "the read")
+        if isinstance(found, RawJSON):  # (from a snapshot: as the child rendered it)
+            found = json.loads(found)
+        return await self.read_records(
+            lambda: then(found), budget_s, prepare, spent=loop.time() - started
+        )
 
     # --- group commit -----------------------------------------------------------------
 

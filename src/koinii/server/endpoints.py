@@ -235,6 +235,9 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
 
         return search
 
+    if schedule == "records_read" and op.wait_field is not None:
+        return _records_poll(daemon, op, handler)
+
     if schedule == "records_read":  # on a thread, the record tables through its own
 
         async def records_read(caller: Caller, body: dict[str, Any]) -> Any:
@@ -247,6 +250,22 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
             return await daemon.read_records(read, budget, op.prepare)
 
         return records_read
+
+    if schedule == "read_then_records":  # the KB's part as a read, then the records'
+        then = op.then
+        assert then is not None
+
+        async def read_then_records(caller: Caller, body: dict[str, Any]) -> Any:
+            _authorized(daemon, op, caller, body)
+            budget = daemon.budget_for(caller, body, daemon.limits.query_budget_s)
+
+            def records(found: Any) -> RawJSON:
+                return RawJSON(render(then(daemon.kb, found)))
+
+            work = lambda: handler(caller, body)  # noqa: E731
+            return await daemon.read_then_records(work, records, budget, op.prepare)
+
+        return read_then_records
 
     if schedule == "grouped_write" or schedule == "budgeted":
         grouped = schedule == "grouped_write"
@@ -283,13 +302,7 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
         """Re-run after each write until there is something, or time is up."""
         daemon.flush()
         _authorized(daemon, op, caller, body)
-        wait = body.get(op.wait_field) or 0
-        if not isinstance(wait, (int, float)) or isinstance(wait, bool) or not 0 <= wait <= 30:
-            raise Refused(
-                "bad-option",
-                f"{op.wait_field} is a number of seconds from 0 to 30",
-                {"option": op.wait_field},
-            )
+        wait = _wait_of(op, body)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         quick = {**body, op.wait_field: 0}
@@ -301,6 +314,47 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
         return result
 
     return long_poll
+
+
+def _wait_of(op: Operation, body: dict[str, Any]) -> float:
+    """A long poll's seconds, from 0 to 30."""
+    wait = body.get(op.wait_field) or 0
+    if not isinstance(wait, (int, float)) or isinstance(wait, bool) or not 0 <= wait <= 30:
+        raise Refused(
+            "bad-option",
+            f"{op.wait_field} is a number of seconds from 0 to 30",
+            {"option": op.wait_field},
+        )
+    return wait
+
+
+def _records_poll(daemon: Daemon, op: Operation, handler: Callable) -> Runner:
+    """A long poll whose read is a `records_read`: on a thread, within the read budget
+    (each time afresh), after each write until it finds something or time is up; the
+    loop only waits between two (`wraps.wait`: it read every matching wrap, each with
+    its ids, on the loop, again after every write anyone made)."""
+
+    async def records_poll(caller: Caller, body: dict[str, Any]) -> Any:
+        _authorized(daemon, op, caller, body)
+        wait = _wait_of(op, body)
+        budget = daemon.budget_for(caller, body, daemon.limits.query_budget_s)
+        quick = {**body, op.wait_field: 0}
+
+        def read() -> RawJSON | None:  # rendered there too; None: nothing yet
+            found = handler(caller, quick)
+            return RawJSON(render(found)) if found else None
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            seen = daemon.kb.seq
+            found = await daemon.read_records(read, budget, op.prepare)
+            if found is not None or loop.time() >= deadline or daemon.subs.stopping:
+                return found if found is not None else []
+            if daemon.kb.seq == seen:  # (a write while it read: it looks again at once)
+                await daemon.subs.next_commit(deadline - loop.time())
+
+    return records_poll
 
 
 def _serve(daemon: Daemon, op: Operation, run: Runner) -> Endpoint:

@@ -165,6 +165,11 @@ class BudgetedRecords:
         finally:
             self.spent += time.monotonic() - started
 
+    def release(self) -> None:
+        """Its connection no longer watched: the memory store's own outlives the read."""
+        if self.dialect == "sqlite":
+            self._connection.set_progress_handler(None, 0)
+
     def exhausted(self) -> Refused:
         return Refused(
             "budget-exhausted",
@@ -228,32 +233,25 @@ class Searches:
             ask = reader.search if kind == "search" else reader.snippets
             answer = await asyncio.to_thread(ask, words, arg)
 
-    async def records(self, read: Callable[[], Any], budget_s: float) -> Any:
+    async def records(self, read: Callable[[], Any], budget_s: float, spent: float = 0.0) -> Any:
         """`read()` — a domain's read of the record tables, the session reads — on a
         thread, `KB.read_records` reading through a connection of its own whose
-        statements share `budget_s` (`BudgetedRecords`; refused `budget-exhausted` past
-        it), while the loop serves everyone else (on the loop where the store has
-        none). One at a time: what such a read keeps in memory beside the KB (the
-        sessions' vectors) is kept by one thread at once."""
+        statements share what `spent` left of `budget_s` (`BudgetedRecords`; refused
+        `budget-exhausted` past it), while the loop serves everyone else. One at a time:
+        what such a read keeps in memory beside the KB (the sessions' vectors) is kept by
+        one thread at once. Where the store has no connection to spare (the memory
+        store: its record tables are one connection's memory), on the loop, through that
+        connection, within the same budget: it holds everyone, but no longer than that."""
         async with self._records_turn:
             connection = await asyncio.to_thread(self.kb.records_reader)  # opened for it
             if connection is None:
-                return read()
-            budgeted = BudgetedRecords(connection, budget_s)
+                return self.kb.read_records(lambda own: _within(self.kb, own, budget_s, spent, read))
 
             def through_its_own() -> Any:
                 try:
-                    with self.kb.reading_records_through(budgeted):
-                        found = read()
-                except Exception:  # (a store error, say, for a statement it stopped)
-                    if budgeted.stopped:
-                        raise budgeted.exhausted() from None
-                    raise
+                    return _within(self.kb, connection, budget_s, spent, read)
                 finally:
                     connection.close()
-                if budgeted.stopped:  # (a domain's never-failing read answered a default)
-                    raise budgeted.exhausted()
-                return found
 
             return await asyncio.to_thread(through_its_own)
 
@@ -261,3 +259,22 @@ class Searches:
         for reader in self._idle:
             reader.close()
         self._idle.clear()
+
+
+def _within(kb: KB, connection: Any, budget_s: float, spent: float, read: Callable[[], Any]) -> Any:
+    """`read()`, its reads of the record tables through `connection`, their statements
+    within what `spent` left of `budget_s` (`BudgetedRecords`)."""
+    budgeted = BudgetedRecords(connection, budget_s)
+    budgeted.spent = spent
+    try:
+        with kb.reading_records_through(budgeted):
+            found = read()
+    except Exception:  # (a store error, say, for a statement it stopped)
+        if budgeted.stopped:
+            raise budgeted.exhausted() from None
+        raise
+    finally:
+        budgeted.release()
+    if budgeted.stopped:  # (a domain's never-failing read answered a default)
+        raise budgeted.exhausted()
+    return found

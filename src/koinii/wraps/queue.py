@@ -269,14 +269,17 @@ def _mark_processed(kb: KB, wrap_id: Any = None) -> dict[str, Any] | None:
     },
     summary="long poll: the matching unprocessed wraps, as soon as there are any",
     wait_field="timeout_s",
+    schedule="records_read",  # each look on a thread, the loop waiting only between two
+    prepare=store.ensure,
 )
 def _wait(
     kb: KB, parent_session_id: Any = None, project_prefix: Any = None, timeout_s: Any = None
 ) -> list[dict[str, Any]]:
     """The matching wraps now; with a timeout, in-process, block until there are some.
 
-    The daemon runs this with timeout 0 after each write instead (a long poll that parks
-    no thread), so with 0 it must return at once.
+    The daemon runs this with timeout 0 after each write instead, on its records thread
+    (a long poll that parks no thread between two looks), so with 0 it must return at
+    once.
     """
     query = wraps_query(
         parent_session_id=checks.optional_identifier(
