@@ -1,0 +1,156 @@
+"""The channel's roster and the wrap queue's long poll hold nobody, and are refused by name
+past their budget; over the memory store, whose record tables cannot leave the loop,
+their reads keep the budget (issue 37, "budgets for everything a request does";
+docs/daemon.md, bounded work). Over a real daemon; bounds are generous: they tell seconds
+from milliseconds, as in test_pages_off_the_loop.py (benchmarks/resilience.py measures
+them closely)."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx
+import pytest
+
+import koinii
+from koinii import channel
+from koinii.errors import Refused
+from koinii.operations import invoker
+from koinii.sessions import SessionStore
+from tests.test_bounded_work import Prober
+
+pytestmark = pytest.mark.backends("sqlite")
+
+
+def _at_once(daemon, route: str, body: dict, callers: int = 4) -> tuple[Prober, list[bytes]]:
+    """POST `body` to `route` from `callers` clients at once, the prober timing another
+    client meanwhile; the replies' first bytes (not decoded: they may be megabytes)."""
+    answers: list[bytes] = []
+
+    def call() -> None:
+        reply = httpx.post(f"{daemon.url}/v1/{route}", json=body, timeout=120)
+        answers.append(reply.content[:300])
+
+    threads = [threading.Thread(target=call) for _ in range(callers)]
+    with Prober(daemon) as prober:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    return prober, answers
+
+
+def _team_of(db: str, members: int, sessions: int) -> None:
+    """`members` agents on CxTeam, `sessions` sessions among them."""
+    with koinii.open_kb(db) as kb, kb.budget(600):
+        team = channel.local(kb)
+        store = SessionStore(kb)
+        for m in range(members):
+            channel.join(team, "CxTeam", f"AgentM{m}")
+            with kb.attributed_to(f"AgentM{m}"):
+                recorder = store.recorder(batch_events=1_000)
+                for i in range(sessions // members):
+                    recorder.start_session(title=f"session {i} of AgentM{m}")
+                recorder.flush()
+
+
+def test_a_big_roster_holds_nobody(start_daemon, new_location):
+    """300 members and 20,000 sessions: the roster read each member's newest session with
+    a statement of its own, each reading every session, on the loop — 0.7 s of
+    everyone's time per roster here; now the members are a read of the KB, their
+    sessions one statement on the records thread."""
+    db = new_location()
+    _team_of(db, members=300, sessions=20_000)
+    daemon = start_daemon(db=db)
+    prober, answers = _at_once(daemon, "conversation/roster", {"channel": "CxTeam"})
+    assert len(answers) == 4 and all(b'"ok":true' in answer for answer in answers), answers
+    # on the loop: 2-3 s of waiting for the prober
+    assert len(prober.times) > 20 and prober.worst < 1.0, prober.worst
+    found = daemon.client(timeout=60).invoke("conversation.roster", channel="CxTeam")
+    assert len(found["members"]) == 300
+    assert all(m["session"] is not None for m in found["members"])
+
+
+def test_a_roster_past_its_budget_is_refused_by_name(start_daemon, new_location):
+    """It ran as a domain's write, with no budget at all; now both its parts share the
+    read budget (here the daemon's, lowered to 2 ms)."""
+    db = new_location()
+    _team_of(db, members=100, sessions=5_000)
+    client = start_daemon("--query-budget", "0.002", db=db).client(timeout=60)
+    with pytest.raises(Refused) as caught:
+        client.invoke("conversation.roster", channel="CxTeam")
+    assert caught.value.kind == "budget-exhausted"
+    assert caught.value.data["budget_s"] == 0.002
+
+
+def _many_big_wraps(db: str | None, wraps: int) -> None:
+    with koinii.open_kb(db) as kb, kb.budget(600):
+        kb.edit(add=[(f"(note N{i})", "CxAtlas") for i in range(10_000)])
+        call = invoker(kb)
+        for w in range(wraps):
+            call(
+                "wraps.add",
+                wrap_id=f"w-{w}",
+                created_ids=list(range(1, 10_001)),
+                parent_session_id="s-lead",
+                agent_id="AgentAtlas",
+                session_id=f"s-{w}",
+            )
+
+
+def test_a_wait_for_many_big_wraps_holds_nobody(start_daemon, new_location):
+    """1,000 wraps of 10,000 ids each (the cap): `wraps.wait` read and encoded them on
+    the loop, as `wraps.list` did, and again after every write anyone made while it
+    waited; now each look is a read of the records on a thread, past its budget refused
+    by name — and a wait still wakes for the wrap it waits for."""
+    db = new_location()
+    _many_big_wraps(db, 1_000)
+    daemon = start_daemon(db=db)
+    body = {"parent_session_id": "s-lead", "timeout_s": 5}
+    prober, answers = _at_once(daemon, "wraps/wait", body, callers=2)
+    assert len(answers) == 2
+    assert all(b'"kind":"budget-exhausted"' in answer for answer in answers), answers
+    assert len(prober.times) > 20 and prober.worst < 1.0, prober.worst
+    client = daemon.client(timeout=60)
+    woken: list = []
+    waiter = threading.Thread(
+        target=lambda: woken.append(
+            client.invoke("wraps.wait", parent_session_id="s-next", timeout_s=20)
+        )
+    )
+    waiter.start()
+    daemon.client().invoke("wraps.add", wrap_id="w-next", parent_session_id="s-next")
+    waiter.join(30)
+    assert [w["wrap_id"] for w in woken[0]] == ["w-next"]
+
+
+def test_record_reads_over_the_memory_store_keep_their_budget(start_daemon):
+    """The memory store keeps its record tables in one connection's memory: a read of
+    them cannot leave the loop, and ran there with no budget at all; now its statements
+    share the read budget (here the daemon's, lowered to 2 ms), as on a thread."""
+    daemon = start_daemon("--query-budget", "0.002", db=":memory:")
+    client = daemon.client(timeout=60)
+    with client.budget(30):  # an operator's (the open daemon's callers are)
+        client.edit(add=[(f"(note N{i})", "CxAtlas") for i in range(10_000)])
+    for w in range(200):
+        client.invoke(
+            "wraps.add",
+            wrap_id=f"w-{w}",
+            created_ids=list(range(1, 10_001)),
+            parent_session_id="s-lead",
+            agent_id="AgentAtlas",
+            session_id=f"s-{w}",
+        )
+    for name, fields in [
+        ("wraps.list", {}),
+        ("wraps.wait", {"parent_session_id": "s-lead", "timeout_s": 1}),
+    ]:
+        with pytest.raises(Refused) as caught:
+            client.invoke(name, **fields)
+        assert caught.value.kind == "budget-exhausted", name
+        assert caught.value.data == {"budget_s": 0.002}
+    # the store unharmed: its connection no longer stopped past the budget (a write), and
+    # a narrow read answers within it
+    client.invoke("wraps.add", wrap_id="w-last", parent_session_id="s-last")
+    [last] = client.invoke("wraps.list", parent_session_id="s-last")
+    assert last["wrap_id"] == "w-last"
