@@ -65,8 +65,8 @@ class Operation:
     fields: dict[str, tuple[Any, bool, str]]  # name -> (JSON type, required, description)
     summary: str
     authorize: Callable[[KB, Caller, dict[str, Any]], None] | None = None
-    # A long poll: the daemon re-runs the operation after each write until its result is
-    # non-empty or this many seconds (the field's value) have passed.
+    # A long poll (a `records_read`): the daemon re-runs the operation after each write
+    # until its result is non-empty or this many seconds (the field's value) have passed.
     wait_field: str | None = None
     # The daemon passes the authenticated `caller` to `run` (in one process: None), for
     # an operation whose rules depend on the caller's role beyond `authorize`.
@@ -118,8 +118,7 @@ SCHEDULES = {
     # "records_read"), within one read budget (`conversation.roster`)
     "read_then_records": "a read of the KB, then of the record tables on a thread, "
     "within one read budget",
-    # a domain's write: the open group commits first (its records are written at once);
-    # with a `wait_field`, a long poll re-run after each write
+    # a domain's write: the open group commits first (its records are written at once)
     "write": "on the loop, after the open group commits",
     # an engine write: joins the open group commit, within the write budget
     "grouped_write": "on the loop, in a group commit, within the write budget",
@@ -151,6 +150,8 @@ def operation(
     verb, `run(daemon, caller, body)`)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"{name}: schedule is one of {sorted(SCHEDULES)}, not {schedule!r}")
+    if wait_field is not None and schedule != "records_read":
+        raise ValueError(f"{name}: a long poll (`wait_field`) is a records_read")
     if (then is None) != (schedule != "read_then_records"):
         raise ValueError(f"{name}: `then` goes with schedule read_then_records, and only")
     if name in REGISTRY:

@@ -11,8 +11,10 @@ Invariants:
   `Limits.query_budget_s` on a forked snapshot (`snapshot.Snapshots`) while the loop
   serves everyone else; a search asks the store's index on a thread, its other steps on
   the loop, once the index holds every write acknowledged before it; a read of the
-  record tables (the sessions') runs on a thread, its statements within the read budget
-  (`searching.Searches`). `budget_ms` on a request lowers its budget, or — for an
+  record tables (the sessions', the wraps', each look of a long poll) runs on a thread,
+  its statements within the read budget (`searching.Searches`; over the memory store,
+  on the loop within the same budget); the roster reads the KB, then the record tables
+  (`read_then_records`), within one budget. `budget_ms` on a request lowers its budget, or — for an
   operator only — raises it.
 - Group commit: the writes that arrive together (in one turn of the event loop) share
   one durable commit, made at the end of that turn (`Daemon.join_group`/`flush`); a

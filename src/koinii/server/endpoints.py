@@ -286,34 +286,16 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
 
         return at_once
 
-    if op.wait_field is None:
-        # A domain's write writes its records at once, which cannot happen inside a
-        # group commit (`group-open`): each run starts with the open group committed.
-        async def write(caller: Caller, body: dict[str, Any]) -> Any:
-            daemon.flush()
-            _authorized(daemon, op, caller, body)
-            result = handler(caller, body)
-            # an async operation (store.backup) does its long part off the loop
-            return await result if inspect.isawaitable(result) else result
-
-        return write
-
-    async def long_poll(caller: Caller, body: dict[str, Any]) -> Any:
-        """Re-run after each write until there is something, or time is up."""
+    # A domain's write writes its records at once, which cannot happen inside a group
+    # commit (`group-open`): each run starts with the open group committed.
+    async def write(caller: Caller, body: dict[str, Any]) -> Any:
         daemon.flush()
         _authorized(daemon, op, caller, body)
-        wait = _wait_of(op, body)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait
-        quick = {**body, op.wait_field: 0}
-        result = handler(caller, quick)
-        while not result and loop.time() < deadline and not daemon.subs.stopping:
-            await daemon.subs.next_commit(deadline - loop.time())
-            daemon.flush()
-            result = handler(caller, quick)
-        return result
+        result = handler(caller, body)
+        # an async operation (store.backup) does its long part off the loop
+        return await result if inspect.isawaitable(result) else result
 
-    return long_poll
+    return write
 
 
 def _wait_of(op: Operation, body: dict[str, Any]) -> float:

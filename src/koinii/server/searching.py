@@ -33,9 +33,10 @@ Invariants:
 - The KB is touched only on the loop's thread; a reader's thread touches only its
   connection. At most READERS searches ask the index at once; the others wait their
   turn off the loop. A reader is opened on a thread, kept for the next search, and
-  closed once its connection fails (the next search opens another); a session read's
+  closed once its connection fails (the next search opens another); a records read's
   connection is opened for it and closed after, and its statements share the read
-  budget (`BudgetedRecords`).
+  budget (`BudgetedRecords`) — over the memory store, the store's own connection, on
+  the loop, its progress handler taken off after.
 - A search asks the index only after `index_words` reports every sentex below the
   handle next at its arrival indexed by its words (the open group committed first).
 """
