@@ -177,6 +177,19 @@ class Prober:
         return max(self.times)
 
 
+def at_once(daemon, call, callers: int) -> tuple[Prober, list]:
+    """`call()` from `callers` threads at once, the prober timing another client
+    meanwhile; what each call returned."""
+    answers: list = []
+    threads = [threading.Thread(target=lambda: answers.append(call())) for _ in range(callers)]
+    with Prober(daemon) as prober:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    return prober, answers
+
+
 def test_a_long_read_runs_off_the_loop_while_everyone_else_is_served(daemon):
     client = daemon.client(timeout=60)
     _grid(client)

@@ -6,8 +6,6 @@ closely)."""
 
 from __future__ import annotations
 
-import threading
-
 import httpx
 import pytest
 
@@ -16,7 +14,8 @@ from koinii import channel
 from koinii.errors import Refused
 from koinii.operations import invoker
 from koinii.sessions import SessionStore
-from tests.test_bounded_work import Prober
+from tests.test_bounded_work import Prober, at_once
+from tests.test_records_off_the_loop import NOTES, file_big_wraps
 from tests.test_search_off_the_loop import _sessions_of
 
 pytestmark = pytest.mark.backends("sqlite")
@@ -25,18 +24,7 @@ pytestmark = pytest.mark.backends("sqlite")
 def _pages_at_once(daemon, path: str, pages: int = 4) -> tuple[Prober, list[httpx.Response]]:
     """GET `path` from `pages` browsers at once, the prober timing another client
     meanwhile."""
-    answers: list[httpx.Response] = []
-
-    def browse() -> None:
-        answers.append(httpx.get(daemon.url + path, timeout=120))
-
-    threads = [threading.Thread(target=browse) for _ in range(pages)]
-    with Prober(daemon) as prober:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
-    return prober, answers
+    return at_once(daemon, lambda: httpx.get(daemon.url + path, timeout=120), pages)
 
 
 def test_a_channel_page_over_a_long_log_holds_nobody(start_daemon, new_location):
@@ -142,30 +130,15 @@ def test_a_wrap_listing_of_many_big_wraps_holds_nobody(start_daemon, new_locatio
     coordinator session or project."""
     db = new_location()
     with koinii.open_kb(db) as kb, kb.budget(600):
-        kb.edit(add=[(f"(note N{i})", "CxAtlas") for i in range(10_000)])
-        call = invoker(kb)
-        for w in range(1_000):
-            call(
-                "wraps.add",
-                wrap_id=f"w-{w}",
-                created_ids=list(range(1, 10_001)),
-                parent_session_id="s-lead",
-                agent_id="AgentAtlas",
-                session_id=f"s-{w}",
-            )
+        kb.edit(add=NOTES)
+        file_big_wraps(invoker(kb), 1_000)
     daemon = start_daemon(db=db)
-    answers: list[bytes] = []
 
-    def lister() -> None:
+    def lister() -> bytes:
         reply = httpx.post(f"{daemon.url}/v1/wraps/list", json={}, timeout=120)
-        answers.append(reply.content[:200])  # (not decoded here: 60 MB, when answered)
+        return reply.content[:200]  # (not decoded here: 60 MB, when answered)
 
-    threads = [threading.Thread(target=lister) for _ in range(2)]
-    with Prober(daemon) as prober:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
+    prober, answers = at_once(daemon, lister, 2)
     assert len(answers) == 2
     assert all(b'"kind":"budget-exhausted"' in answer for answer in answers), answers
     assert len(prober.times) > 20 and prober.worst < 1.0, prober.worst

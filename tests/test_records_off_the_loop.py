@@ -17,7 +17,7 @@ from koinii import channel
 from koinii.errors import Refused
 from koinii.operations import invoker
 from koinii.sessions import SessionStore
-from tests.test_bounded_work import Prober
+from tests.test_bounded_work import Prober, at_once
 
 pytestmark = pytest.mark.backends("sqlite")
 
@@ -25,19 +25,11 @@ pytestmark = pytest.mark.backends("sqlite")
 def _at_once(daemon, route: str, body: dict, callers: int = 4) -> tuple[Prober, list[bytes]]:
     """POST `body` to `route` from `callers` clients at once, the prober timing another
     client meanwhile; the replies' first bytes (not decoded: they may be megabytes)."""
-    answers: list[bytes] = []
 
-    def call() -> None:
-        reply = httpx.post(f"{daemon.url}/v1/{route}", json=body, timeout=120)
-        answers.append(reply.content[:300])
+    def call() -> bytes:
+        return httpx.post(f"{daemon.url}/v1/{route}", json=body, timeout=120).content[:300]
 
-    threads = [threading.Thread(target=call) for _ in range(callers)]
-    with Prober(daemon) as prober:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
-    return prober, answers
+    return at_once(daemon, call, callers)
 
 
 def _team_of(db: str, members: int, sessions: int) -> None:
@@ -83,19 +75,21 @@ def test_a_roster_past_its_budget_is_refused_by_name(start_daemon, new_location)
     assert caught.value.data["budget_s"] == 0.002
 
 
-def _many_big_wraps(db: str | None, wraps: int) -> None:
-    with koinii.open_kb(db) as kb, kb.budget(600):
-        kb.edit(add=[(f"(note N{i})", "CxAtlas") for i in range(10_000)])
-        call = invoker(kb)
-        for w in range(wraps):
-            call(
-                "wraps.add",
-                wrap_id=f"w-{w}",
-                created_ids=list(range(1, 10_001)),
-                parent_session_id="s-lead",
-                agent_id="AgentAtlas",
-                session_id=f"s-{w}",
-            )
+NOTES = [(f"(note N{i})", "CxAtlas") for i in range(10_000)]
+
+
+def file_big_wraps(call, wraps: int) -> None:
+    """`wraps` wraps into the session s-lead, of 10,000 ids each (the cap: the first
+    10,000 handles), through `call` (an `invoker`)."""
+    for w in range(wraps):
+        call(
+            "wraps.add",
+            wrap_id=f"w-{w}",
+            created_ids=list(range(1, 10_001)),
+            parent_session_id="s-lead",
+            agent_id="AgentAtlas",
+            session_id=f"s-{w}",
+        )
 
 
 def test_a_wait_for_many_big_wraps_holds_nobody(start_daemon, new_location):
@@ -104,7 +98,9 @@ def test_a_wait_for_many_big_wraps_holds_nobody(start_daemon, new_location):
     waited; now each look is a read of the records on a thread, past its budget refused
     by name — and a wait still wakes for the wrap it waits for."""
     db = new_location()
-    _many_big_wraps(db, 1_000)
+    with koinii.open_kb(db) as kb, kb.budget(600):
+        kb.edit(add=NOTES)
+        file_big_wraps(invoker(kb), 1_000)
     daemon = start_daemon(db=db)
     body = {"parent_session_id": "s-lead", "timeout_s": 5}
     prober, answers = _at_once(daemon, "wraps/wait", body, callers=2)
@@ -131,16 +127,8 @@ def test_record_reads_over_the_memory_store_keep_their_budget(start_daemon):
     daemon = start_daemon("--query-budget", "0.002", db=":memory:")
     client = daemon.client(timeout=60)
     with client.budget(30):  # an operator's (the open daemon's callers are)
-        client.edit(add=[(f"(note N{i})", "CxAtlas") for i in range(10_000)])
-    for w in range(200):
-        client.invoke(
-            "wraps.add",
-            wrap_id=f"w-{w}",
-            created_ids=list(range(1, 10_001)),
-            parent_session_id="s-lead",
-            agent_id="AgentAtlas",
-            session_id=f"s-{w}",
-        )
+        client.edit(add=NOTES)
+    file_big_wraps(invoker(client), 200)
     for name, fields in [
         ("wraps.list", {}),
         ("wraps.wait", {"parent_session_id": "s-lead", "timeout_s": 1}),

@@ -259,11 +259,13 @@ def _runner(daemon: Daemon, op: Operation) -> Runner:
             _authorized(daemon, op, caller, body)
             budget = daemon.budget_for(caller, body, daemon.limits.query_budget_s)
 
-            def records(found: Any) -> RawJSON:
+            def kb_part() -> Any:
+                return handler(caller, body)
+
+            def records(found: Any) -> RawJSON:  # rendered on the thread too
                 return RawJSON(render(then(daemon.kb, found)))
 
-            work = lambda: handler(caller, body)  # noqa: E731
-            return await daemon.read_then_records(work, records, budget, op.prepare)
+            return await daemon.read_then_records(kb_part, records, budget, op.prepare)
 
         return read_then_records
 

@@ -245,8 +245,12 @@ class Searches:
         connection, within the same budget: it holds everyone, but no longer than that."""
         async with self._records_turn:
             connection = await asyncio.to_thread(self.kb.records_reader)  # opened for it
-            if connection is None:
-                return self.kb.read_records(lambda own: _within(self.kb, own, budget_s, spent, read))
+            if connection is None:  # through the store's own, on the loop
+
+                def through_the_stores(own: Any) -> Any:
+                    return _within(self.kb, own, budget_s, spent, read)
+
+                return self.kb.read_records(through_the_stores)
 
             def through_its_own() -> Any:
                 try:
