@@ -14,8 +14,8 @@ Invariants:
   record tables (the sessions', the wraps', each look of a long poll) runs on a thread,
   its statements within the read budget (`searching.Searches`; over the memory store,
   on the loop within the same budget); the roster reads the KB, then the record tables
-  (`read_then_records`), within one budget. `budget_ms` on a request lowers its budget, or — for an
-  operator only — raises it.
+  (`read_then_records`), within one budget. `budget_ms` on a request lowers its budget,
+  or — for an operator only — raises it.
 - Group commit: the writes that arrive together (in one turn of the event loop) share
   one durable commit, made at the end of that turn (`Daemon.join_group`/`flush`); a
   write with no company commits alone at once. No reply leaves while a group it may
