@@ -208,7 +208,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
 
     def refuse_if_lost(self) -> None:
         """Raise the store's `writer-lost` refusal if it is no longer this KB's to write:
-        every write path calls it before it writes."""
+        a write, a group and a lease call it before they touch the store."""
         lost = self._store.lost
         if lost is not None:
             raise Refused(lost.kind, lost.message, lost.data)
