@@ -14,11 +14,13 @@ daemon has not indexed by then, the search waits for); `conversation.disputes` a
 `conversation.thread` with a functional declaration of 2,000 values; `vocabulary` over
 20,000 notes; and, signed in to the web view as a browser, the disputes page over the
 3,000 disputes, the page of a channel Atlas is not on after 6,000 writes of Atlas's, and
-the thread page with the functional values. The bodies are encoded once and sent as
-bytes. Its table: attack, answer, the attack's longest request, p50 / p99 / max of each
-of the three calls, and a verdict: "ok" when every p99 is under 100 ms. `--tiny` shrinks
-each attack to about a hundredth (every cap is still passed): a smoke run
-(tests/test_benchmarks.py).
+the thread page with the functional values; the roster of a channel after 100,000
+sessions of Atlas's; and `wraps.wait` on 300 wraps of Atlas's, 10,000 ids each.
+`--only WORDS` runs the attacks whose name holds one of the comma-separated words. The
+bodies are encoded once and sent as bytes. Its table: attack, answer, the attack's
+longest request, p50 / p99 / max of each of the three calls, and a verdict: "ok" when
+every p99 is under 100 ms. `--tiny` shrinks each attack to about a hundredth (every cap
+is still passed): a smoke run (tests/test_benchmarks.py).
 
 What is measured. For each attack a fresh daemon is started on a free 127.0.0.1 port with
 a temporary SQLite store (and PostgreSQL for the connection-loss row, when reachable). A
@@ -457,10 +459,12 @@ class Sizes:
     values: int = 2_000
     backlog: int = 30_000  # writes not yet indexed for search when the search comes
     log: int = 6_000  # writes the channel page looks through, none in the channel
+    sessions: int = 100_000  # sessions of Atlas's the roster looks through
+    wraps: int = 300  # wraps of Atlas's, 10,000 ids each, a wait finds
 
     @classmethod
     def tiny(cls) -> Sizes:
-        return cls(12_000, 1, 1, 14_000, 1, 30, 200, 20, 300, 60)  # each cap still passed
+        return cls(12_000, 1, 1, 14_000, 1, 30, 200, 20, 300, 60, 1_000, 3)  # each cap passed
 
 
 def _probe_agent(url: str, token: str, stop: Any, out: Any, ready: Any = None) -> None:
@@ -685,8 +689,36 @@ def _functional_setup(clients: dict[str, koinii.Client], sizes: Sizes) -> dict[s
     return {"question": question}
 
 
+def _sessions_setup(clients: dict[str, koinii.Client], sizes: Sizes) -> dict[str, Any]:
+    """The three on the channel; Atlas starts `sizes.sessions` sessions, 1,000 a batch."""
+    _members(clients)
+    event = {"verb": "start_session", "fields": {"title": "a session"}}
+    for _ in range(sizes.sessions // 1_000):
+        clients["AgentAtlas"].invoke("sessions.record_batch", events=[event] * 1_000)
+    return {}
+
+
+def _wraps_setup(clients: dict[str, koinii.Client], sizes: Sizes) -> dict[str, Any]:
+    """Atlas files `sizes.wraps` wraps into one session, 10,000 ids each (the cap)."""
+    ids = [f"id-{i}" for i in range(10_000)]  # (not handles: they name no sentex)
+    for w in range(sizes.wraps):
+        clients["AgentAtlas"].invoke(
+            "wraps.add",
+            wrap_id=f"w-{w}",
+            agent_id="AgentAtlas",
+            created_ids=ids,
+            parent_session_id="s-atlas",
+        )
+    return {}
+
+
 def agent_rows(
-    source: str | None, side: str, phase_s: float, timeout: float, sizes: Sizes
+    source: str | None,
+    side: str,
+    phase_s: float,
+    timeout: float,
+    sizes: Sizes,
+    only: list[str] | None = None,
 ) -> list[AgentRow]:
     """Each attack of issue 37 in turn, on a fresh daemon (of `source`: None for this
     tree), the prober running."""
@@ -793,7 +825,19 @@ def agent_rows(
             _functional_setup,
             lambda a: a["browser"].get(f"/channel/{CHANNEL}/thread/{a['question']}"),
         ),
+        (
+            f"roster, {sizes.sessions:,} sessions",
+            _sessions_setup,
+            lambda a: a["atlas"].invoke("conversation.roster", channel=CHANNEL),
+        ),
+        (
+            f"wraps.wait, {sizes.wraps:,} wraps of 10,000 ids",
+            _wraps_setup,
+            lambda a: a["atlas"].invoke("wraps.wait", parent_session_id="s-atlas", timeout_s=1),
+        ),
     ]
+    if only:
+        attacks = [a for a in attacks if a[0] == "quiet" or any(w in a[0] for w in only)]
     rows = []
     for name, setup, attack in attacks:
         progress(f"{side}: agents: {name}")
@@ -910,6 +954,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tiny", action="store_true", help="agents: a hundredth of each attack (a smoke run)"
     )
+    parser.add_argument(
+        "--only", default=None, help="agents: only the attacks whose name holds one of these words"
+    )
     args = parser.parse_args(argv)
     phase = 1.0 if args.quick else args.seconds
     if args.tiny:
@@ -928,11 +975,12 @@ def main(argv: list[str] | None = None) -> int:
             print_table(rows)
     if args.suite in ("all", "agents"):
         sizes = Sizes.tiny() if args.tiny else Sizes()
-        agents = agent_rows(None, "after", phase, args.attack_timeout, sizes)
+        only = args.only.split(",") if args.only else None
+        agents = agent_rows(None, "after", phase, args.attack_timeout, sizes, only)
         if args.before is not None:
             before = str(pathlib.Path(args.before).resolve())
             order = [r.attack for r in agents]
-            agents += agent_rows(before, "before", phase, args.attack_timeout, sizes)
+            agents += agent_rows(before, "before", phase, args.attack_timeout, sizes, only)
             agents.sort(key=lambda r: order.index(r.attack))
         if args.json:
             print(json.dumps([{**asdict(r), "verdict": r.verdict} for r in agents]))
