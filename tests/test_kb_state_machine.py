@@ -9,7 +9,7 @@ opening it from its checkpoint plus the rows written since holds exactly what a 
 from the rows holds, structure for structure (kb/checkpoint.py); and the
 KB equals one built afresh from its premises alone — edges first, then the rest in
 order — which places every firing with the whole hierarchy in view: the incremental
-re-placement a genlCx edge triggers (`Firing._replace`) must end where it would.
+re-placement a genlCx edge triggers (`Firing.place_again`) must end where it would.
 """
 
 from __future__ import annotations
@@ -322,7 +322,7 @@ class KBMachine(RuleBasedStateMachine):
         # a write labels only the region it can reach, or none (`_labelled_as_grown`)
         nodes = list(self.kb._index.by_handle.values())
         labels = [(n.believed, n.mono, n.defeated) for n in nodes]
-        self.kb._relabel(nodes, None)
+        self.kb.relabel(nodes, None)
         assert [(n.believed, n.mono, n.defeated) for n in nodes] == labels
 
     @invariant()

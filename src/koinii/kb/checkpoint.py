@@ -21,7 +21,7 @@ A checkpoint is a cache of that state, never the truth — the rows stay the tru
   of the write that last wrote it (`written`), so the rows after the checkpoint are found
   by an index, and what was deleted since is what the checkpoint holds and the store
   no longer does. Belief is then labelled again over everything those rows can reach
-  (`_closure`), or everywhere when they change the hierarchy, a mask or a carrier.
+  (`closure`), or everywhere when they change the hierarchy, a mask or a carrier.
   Reopening from a checkpoint equals a rebuild (tests/test_checkpoint.py holds it so,
   over random histories and under kill -9).
 - The search's vectors (semantic.py), where there are any, follow the pickle as raw
@@ -137,7 +137,7 @@ class Checkpoints(State):
         writes one at close, on a store big enough to gain from it, and the daemon keeps
         it up as the store changes."""
         with self._lock:
-            self._outside_group("writing a checkpoint")
+            self.refuse_inside_group("writing a checkpoint")
             path = self._store.checkpoint_path
             if path is None or not self._checkpoints:
                 raise Refused(
@@ -189,7 +189,7 @@ class Checkpoints(State):
             self.checkpoint(wait=False)
             return True
 
-    def _checkpoint_after_write(self, rows: int) -> None:
+    def checkpoint_after_write(self, rows: int) -> None:
         """After a big write (KEEP_AFTER_WRITE_OF rows or more, KEEP_AFTER_SHARE of the
         store at least), outside a group: the checkpoint, started in the background now,
         unless one is being written already (its temporary file is there)."""
@@ -208,7 +208,7 @@ class Checkpoints(State):
         except Exception:  # the rows are the truth: the next open rebuilds from them
             log.exception("could not write the checkpoint of %s", self._store.location)
 
-    def _checkpoint_at_close(self) -> None:
+    def checkpoint_at_close(self) -> None:
         """At close: leave a checkpoint for the next open, if it would gain from one."""
         if (
             self._checkpoints
@@ -257,7 +257,7 @@ class Checkpoints(State):
 
     # --- opening ---------------------------------------------------------------------
 
-    def _open_from_checkpoint(self) -> bool:
+    def open_from_checkpoint(self) -> bool:
         """Take the state from the checkpoint and the rows written after it; False (and
         nothing changed) when there is no usable checkpoint."""
         path = self._store.checkpoint_path
@@ -281,7 +281,7 @@ class Checkpoints(State):
             tail = self._restore(header, state)
         except Exception as exc:
             log.warning("checkpoint %s could not be applied (%s): rebuilding", path, exc)
-            self._fresh_state()
+            self.fresh_state()
             return False
         self._search_vectors = vectors  # what was written since is embedded as it is searched
         self._checkpoint_seq = header["seq"]
@@ -350,12 +350,12 @@ class Checkpoints(State):
             for node in list(by_handle.values()):
                 for j in list(node.justs or ()):
                     if j.id not in kept_ids:  # deleted since (or its id given out again)
-                        self._detach(j)
+                        self.detach(j)
                         seeds.append(j.conclusion)
         for node in gone:  # what of theirs is still attached (their rows went with them)
             for j in dict.fromkeys([*(node.justs or ()), *self.resting_on(node)]):
-                self._detach(j)
-            self._unlink_quiet(node)
+                self.detach(j)
+            self.unlink_quiet(node)
             structural = structural or _structural(node)
             seeds.extend(self._index.same_atom(node.atom, node.key))
         for row in changed:
@@ -368,18 +368,18 @@ class Checkpoints(State):
             if row.handle in by_handle:
                 continue
             node = node_of(row)
-            self._link_quiet(node)
+            self.link_quiet(node)
             structural = structural or _structural(node)
             seeds.append(node)
         for jrow in tail.justifications:
             j = justification_of(jrow, by_handle)
-            self._attach(j)
+            self.attach(j)
             seeds.append(j.conclusion)
             self._next_just = max(self._next_just, jrow.id + 1)
         if structural:
-            self._relabel(list(by_handle.values()), None)
+            self.relabel(list(by_handle.values()), None)
         elif seeds:
-            self._relabel(self._closure(seeds), None)
+            self.relabel(self.closure(seeds), None)
         return len(tail.sentexes) + len(gone), len(tail.justifications)
 
 

@@ -52,11 +52,11 @@ class Clashes(State):
     def _clashes(self, ctx: Any, monotonic: bool) -> list[dict[str, Any]]:
         ctx_name = None if ctx is None else checks.context_name(ctx, query=True)
         with self._lock:
-            visible = None if ctx_name is None else self._acceptor(ctx_name)
+            visible = None if ctx_name is None else self.acceptor(ctx_name)
             groups: list[list[Node]] = []
             two_sided = self._index.two_sided
             for key in sorted(two_sided, key=text_of_key):
-                self._spend()
+                self.spend()
                 nodes = [
                     n
                     for n in self._index.same_atom(two_sided[key], key)
@@ -90,7 +90,7 @@ class Clashes(State):
         only the largest such sets (what one reader sees together is one clash)."""
         seen: set[frozenset[Node]] = set()
         for ctx in set().union(*(self._hierarchy.down(n.context) for n in nodes)):
-            at = self._acceptor(ctx)
+            at = self.acceptor(ctx)
             group = frozenset(n for n in nodes if at(n, {}) is not None)
             if {n.positive for n in group} == {True, False}:
                 seen.add(group)
@@ -163,7 +163,7 @@ class Clashes(State):
                 by_others.setdefault(show(others), []).append(n)
         groups = []
         for others in sorted(by_others):
-            self._spend()
+            self.spend()
             nodes = by_others[others]
             if len(nodes) < 2:
                 continue
@@ -172,11 +172,11 @@ class Clashes(State):
             else:
                 members_ = set()
                 for ctx in sorted(set().union(*(hierarchy.down(n.context) for n in nodes))):
-                    self._spend()
+                    self.spend()
                     seen_there = where & hierarchy.up(ctx)
                     if not seen_there:
                         continue
-                    at = self._acceptor(ctx)
+                    at = self.acceptor(ctx)
                     members_ |= _clashing(
                         [
                             n

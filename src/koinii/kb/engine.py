@@ -20,7 +20,7 @@ Invariants kept here:
 - One `RLock` serialises everything, so a KB may be shared between threads; callbacks
   run on the writer's thread and may write (their events follow).
 - Work is bounded: inside `budget(seconds)` (the daemon wraps each operation so), every
-  loop whose length the input decides ticks the budget (`_spend`, and `index.solve`
+  loop whose length the input decides ticks the budget (`spend`, and `index.solve`
   takes it), so an operation past its deadline is refused `budget-exhausted` before
   anything of it is durable.
 """
@@ -78,7 +78,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         self._store = store
         self._clock = clock or _now  # epoch ms for `created` stamps and the change log
         self._lock = threading.RLock()
-        self._fresh_state()
+        self.fresh_state()
         self._feed = Feed()
         self._commit_listeners: dict[int, Callable[[int, str], Any]] = {}
         self._tx: Transaction | None = None
@@ -100,7 +100,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         self._changed_rows = 0
         self._open()
 
-    def _fresh_state(self) -> None:
+    def fresh_state(self) -> None:
         """Empty indexes: what a new store starts from, and a rebuild starts again from."""
         self._index = Index()
         self._hierarchy = Hierarchy()
@@ -125,7 +125,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         """Take the state from the store's checkpoint and the rows written since, or else
         build it from the rows (checkpoint.py)."""
         with collector.paused():
-            if not self._open_from_checkpoint():
+            if not self.open_from_checkpoint():
                 started = time.perf_counter()
                 self._rebuild_from(self._store.load())
                 seconds = round(time.perf_counter() - started, 3)
@@ -134,23 +134,23 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
     def _rebuild_from(self, loaded: Any) -> None:
         self._next_handle = loaded.next_handle
         self._seq = loaded.seq
-        index_link = self._link_quiet
+        index_link = self.link_quiet
         for row in loaded.sentexes:
             index_link(node_of(row))
         by_handle = self._index.by_handle
         top = 0
         for jrow in loaded.justifications:
-            self._attach(justification_of(jrow, by_handle))
+            self.attach(justification_of(jrow, by_handle))
             top = max(top, jrow.id)
         self._next_just = top + 1
-        self._relabel(list(by_handle.values()), None)
+        self.relabel(list(by_handle.values()), None)
 
     def close(self) -> None:
         with self._lock:
             if not self._closed:
                 try:
                     self.commit_group()
-                    self._checkpoint_at_close()
+                    self.checkpoint_at_close()
                 finally:
                     self._closed = True
                     self._store.close()
@@ -175,23 +175,21 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         finally:
             self._budget = outer
 
-    def _bounded(self, seconds: float | None, what: str):
+    def bounded(self, seconds: float | None, what: str):
         """This operation's budget: the one in force, else `seconds` (None: unbounded)."""
         if self._budget is not None or seconds is None:
             return contextlib.nullcontext()
         return self.budget(seconds, what)
 
-    def _spend(self) -> None:
-        """One unit of work toward the running operation's budget: call it once per turn
-        of any loop whose length the input decides (a derivation, a node relabelled)."""
+    def spend(self) -> None:
+        """One unit of work toward the running operation's budget: every part calls it once
+        per turn of any loop whose length the input decides (a derivation, a node
+        relabelled), and so may work done on the KB's behalf outside it (the daemon's
+        access check of each entry of a batch). Past the deadline it refuses
+        `budget-exhausted`; with no budget in force it does nothing."""
         budget = self._budget
         if budget is not None:
             budget.tick()
-
-    def spend(self) -> None:
-        """`_spend`, for work done on the KB's behalf outside it (the daemon's access check
-        of each entry of a batch): counted toward the budget in force."""
-        self._spend()
 
     def check_writer(self) -> Refused | None:
         """None while this KB is still its store's writer; else the refusal every write
@@ -205,10 +203,12 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         after each `check_writer`: a writer that takes the store over while the daemon may
         still be answering waits that long before it writes (Store.hold_lease)."""
         with self._lock:
-            self._refuse_if_lost()
+            self.refuse_if_lost()
             self._store.hold_lease(seconds)
 
-    def _refuse_if_lost(self) -> None:
+    def refuse_if_lost(self) -> None:
+        """Raise the store's `writer-lost` refusal if it is no longer this KB's to write:
+        a write, a group and a lease call it before they touch the store."""
         lost = self._store.lost
         if lost is not None:
             raise Refused(lost.kind, lost.message, lost.data)
@@ -216,7 +216,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         """Create or upgrade a domain's record tables (wraps, sessions) in this store."""
         with self._lock:
-            self._outside_group("creating record tables")
+            self.refuse_inside_group("creating record tables")
             self._store.ensure_schema(domain, migrations)
 
     def read_records(self, reader: Callable[[Any], Any]) -> Any:

@@ -42,7 +42,7 @@ SPEECH_ACT = Sym("speechAct")
 class Firing(State):
     """Rules and carried claims (see the module docstring)."""
 
-    def _fire(self, tx: Transaction) -> None:
+    def fire(self, tx: Transaction) -> None:
         """Semi-naive forward chaining from the new rules and the new nodes (and the
         claims the new nodes carry).
 
@@ -75,9 +75,9 @@ class Firing(State):
                 self._conclude(tx, rule_node, rule, firings)
             except Refused as refusal:
                 raise _while_firing(refusal, tx, rule_node, rule, position, budget, mark) from None
-        self._fire_new(tx)
+        self.fire_waiting(tx)
 
-    def _fire_new(self, tx: Transaction) -> None:
+    def fire_waiting(self, tx: Transaction) -> None:
         """Semi-naive forward chaining from the new nodes alone (`tx.fire`, an ordered set
         of the nodes waiting to fire), until no firing makes another."""
         waiting = tx.fire
@@ -213,7 +213,7 @@ class Firing(State):
         speaker = atom[1]
         if type(speaker) is Sym and author is not None and speaker.name == author:
             return False
-        return any(self._declared(SPEECH_ACT, atom[0], ctx, tx) for ctx in placements)
+        return any(self.declared(SPEECH_ACT, atom[0], ctx, tx) for ctx in placements)
 
     def _carry(self, tx: Transaction, declaration: Node, node: Node) -> None:
         """The claim `node` carries under `declaration` `(carriesClaim P N)`, if any:
@@ -222,7 +222,7 @@ class Firing(State):
         The claim is checked as if its author wrote it — a carried claim is no way
         around the write checks — and a bad one refuses the whole write.
         """
-        self._spend()
+        self.spend()
         position = declaration.atom[2]
         atom = node.atom
         if not node.positive or len(atom) <= position:
@@ -299,9 +299,9 @@ class Firing(State):
         if node is None:
             node = tx.limbo.pop((key, ctx, positive), None) if tx.limbo else None
             if node is not None:
-                self._link_quiet(node)
+                self.link_quiet(node)
                 if node.handle not in tx.added:  # (what the write made is not logged)
-                    tx.undo.append((self._unlink_quiet, node))
+                    tx.undo.append((self.unlink_quiet, node))
                 tx.fire[node] = None
             else:
                 node = self._derived_node(tx, rule_node, atom, key, ctx, positive, antecedents)
@@ -354,12 +354,12 @@ class Firing(State):
             )
         node = Node(self._next_handle, atom, key, ctx, positive, False, DEFAULT, None, tx.now, None)
         self._next_handle += 1
-        self._link(tx, node)
+        self.link(tx, node)
         if depth:
             depths[node] = depth + 1
         return node
 
-    def _replace(self, tx: Transaction) -> None:
+    def place_again(self, tx: Transaction) -> None:
         """After genlCx edges changed: re-place what the change can move, and only that.
 
         An edge (Sub, Super) changes what the contexts below Sub see (they see what Super
@@ -436,9 +436,9 @@ class Firing(State):
             if conclusion.justs:
                 tx.unfounded.append(conclusion)  # what is left may rest on itself
             else:
-                self._delete(tx, conclusion, "unsupported")
+                self.delete_cascading(tx, conclusion, "unsupported")
 
-    def _rederive_all(self, tx: Transaction) -> None:
+    def rederive_all(self, tx: Transaction) -> None:
         """After a claim-carrying declaration changed: recompute every justification
         from the premises.
 
@@ -450,13 +450,13 @@ class Firing(State):
                 self.drop_justification(tx, j)
         for node in list(self._index.by_handle.values()):
             if not node.premise:
-                self._unlink_quiet(node)
+                self.unlink_quiet(node)
                 if node.handle not in tx.added:  # (what the write made is not logged)
-                    tx.undo.append((self._link_quiet, node))
+                    tx.undo.append((self.link_quiet, node))
                 tx.limbo[(node.key, node.context, node.positive)] = node
         tx.fire = dict.fromkeys(n for n in self._index.by_handle.values() if n not in self._rules)
         tx.new_rules = list(self._rules)
-        self._fire(tx)
+        self.fire(tx)
         for node in tx.limbo.values():
             if node.handle in tx.added:
                 del tx.added[node.handle]
@@ -464,8 +464,8 @@ class Firing(State):
                 tx.deleted[node.handle] = (node, "unsupported")
             tx.removed_sentexes += 1
             for referrer in list(self._referrers.get(node.handle, ())):
-                if self._follows_target(referrer, tx):
-                    self._delete(tx, referrer, "retracted")
+                if self.follows_target(referrer, tx):
+                    self.delete_cascading(tx, referrer, "retracted")
         tx.limbo.clear()
 
     def violations(self) -> list[dict[str, Any]]:
@@ -478,7 +478,7 @@ class Firing(State):
                 for atom, antecedents in every_firing(
                     rule.joins, rule.antecedents, self._index, (), self._budget
                 ):
-                    self._spend()
+                    self.spend()
                     contexts = {rule_node.context, *(a.context for a in antecedents)}
                     placements = self._placements(rule_node, antecedents)
                     positive = rule.consequent[0]

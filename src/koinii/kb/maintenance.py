@@ -6,13 +6,13 @@ from the engine's other parts, which today share that state as mixins.
 
 Invariants:
 - A node is in the index and in every structure that knows stored nodes exactly while
-  it is stored (`_link_quiet` / `_unlink_quiet` are the only writers, and inverses).
+  it is stored (`link_quiet` / `unlink_quiet` are the only writers, and inverses).
 - Belief is a function of what is stored, never of arrival order: belief is the
-  two-stratum least fixed point computed in `_relabel` (monotonic support first, then
+  two-stratum least fixed point computed in `relabel` (monotonic support first, then
   defeat by monotonic clashes, then default support), over a region closed under
-  dependence (`_closure`).
+  dependence (`closure`).
 - Deleting a node deletes what rested only on it, and every meta-sentex whose predicate
-  is target-following and that names it (`_delete`).
+  is target-following and that names it (`delete_cascading`).
 """
 
 from __future__ import annotations
@@ -51,13 +51,13 @@ TARGET_FOLLOWING = Sym("target_following_predicate")
 class Maintenance(State):
     """Linking, justifications, deletion and belief (see the module docstring)."""
 
-    def _delete(self, tx: Transaction, first: Node, reason: str) -> None:
+    def delete_cascading(self, tx: Transaction, first: Node, reason: str) -> None:
         """Remove `first` and, transitively, what rested only on it or follows it."""
         queue = deque([(first, reason)])
         by_handle = self._index.by_handle
         while queue:
             node, why = queue.popleft()
-            self._spend()
+            self.spend()
             if by_handle.get(node.handle) is not node:
                 continue
             for j in list(node.justs or ()):
@@ -79,15 +79,19 @@ class Maintenance(State):
                     else:
                         queue.append((concl, "unsupported"))
             for referrer in list(self._referrers.get(node.handle, ())):
-                if self._follows_target(referrer, tx):
+                if self.follows_target(referrer, tx):
                     queue.append((referrer, "retracted"))
 
-    def _follows_target(self, node: Node, tx: Transaction) -> bool:
+    def follows_target(self, node: Node, tx: Transaction) -> bool:
         """Is node's predicate marked target-following where node is stored?"""
-        return self._declared(TARGET_FOLLOWING, node.atom[0], node.context, tx) is not None
+        return self.declared(TARGET_FOLLOWING, node.atom[0], node.context, tx) is not None
 
-    def _link_quiet(self, node: Node) -> None:
-        """Put a node in every structure that knows stored nodes (no undo, no checks)."""
+    def link_quiet(self, node: Node) -> None:
+        """Put a node in every structure that knows stored nodes (no undo, no checks).
+
+        For the parts that load or restore what is stored (the rebuild, a checkpoint's
+        tail, firing's undo of a node it unlinked): the caller owns the undo, if any, and
+        settles belief after; a write's own node goes through `link`."""
         self._index.link(node)
         atom = node.atom
         functor = atom[0]
@@ -109,7 +113,9 @@ class Maintenance(State):
         elif functor is CARRIES_CLAIM and _carrier_shaped(node):
             self._carriers.setdefault(atom[1], []).append(node)
 
-    def _unlink_quiet(self, node: Node) -> None:
+    def unlink_quiet(self, node: Node) -> None:
+        """`link_quiet`'s inverse: take a node out of every structure (no undo, no
+        checks). The caller owns the undo (`tx.undo.append((self.link_quiet, node))`)."""
         self._index.unlink(node)
         atom = node.atom
         functor = atom[0]
@@ -141,16 +147,17 @@ class Maintenance(State):
 
     # What a write made is not undo-logged node by node either: it is `tx.added`, and
     # undoing the write unlinks what is still there (writes.py, `_undo`).
-    def _link(self, tx: Transaction, node: Node) -> None:
-        """Link a node this write made."""
-        self._link_quiet(node)
+    def link(self, tx: Transaction, node: Node) -> None:
+        """Link a node this write made: undone with the write (it is in `tx.added`), and
+        noted for `settle` (what it may fire, the edges, masks and rules it changes)."""
+        self.link_quiet(node)
         tx.added[node.handle] = node  # (a seed: see `_seeds`)
         self._note_structure(tx, node, added=True)
 
     def _unlink(self, tx: Transaction, node: Node) -> None:
-        self._unlink_quiet(node)
+        self.unlink_quiet(node)
         if node.handle not in tx.added:  # (one this write made is gone for good)
-            tx.undo.append((self._link_quiet, node))
+            tx.undo.append((self.link_quiet, node))
         self._note_structure(tx, node, added=False)
 
     def _note_structure(self, tx: Transaction, node: Node, added: bool) -> None:
@@ -174,7 +181,10 @@ class Maintenance(State):
             # fires; a rule this write adds later joins it as any stored node)
             tx.fire[node] = None
 
-    def _attach(self, j: Justification) -> None:
+    def attach(self, j: Justification) -> None:
+        """Record `j` on its conclusion's `justs` and its supports' `uses` (no undo, no
+        relabel): for loading stored justifications and undoing a drop; a write makes
+        one through `justify`."""
         concl = j.conclusion
         justs = concl.justs
         if justs is None:  # (the commonest cases of `_joined` and `linked_supports`,
@@ -200,7 +210,9 @@ class Maintenance(State):
             else:
                 support.uses = _joined(uses, j)
 
-    def _detach(self, j: Justification) -> None:
+    def detach(self, j: Justification) -> None:
+        """`attach`'s inverse (no undo, no relabel): a write drops one through
+        `drop_justification`."""
         concl = j.conclusion
         concl.justs = _parted(concl.justs, j)
         for support in linked_supports(j):
@@ -245,11 +257,11 @@ class Maintenance(State):
         maintenance's alone)."""
         j = Justification(self._next_just, conclusion, rule_node, antecedents)
         self._next_just += 1
-        self._attach(j)
+        self.attach(j)
         tx.new_justs.append(j)  # (its conclusion a seed: see `_seeds`)
 
     def drop_justification(self, tx: Transaction, j: Justification) -> None:
-        self._detach(j)
+        self.detach(j)
         if j.id >= tx.first_just:
             tx.dropped.add(j.id)
         else:
@@ -261,7 +273,7 @@ class Maintenance(State):
         # a declaration added earlier in the same write is in force for later entries
         return node.believed or (tx is not None and node.premise and node.handle in tx.added)
 
-    def _declared(
+    def declared(
         self, functor: Sym, subject: Any, context: str, tx: Transaction | None
     ) -> Node | None:
         """A `(functor subject …)` declaration in force and visible at `context`."""
@@ -275,16 +287,17 @@ class Maintenance(State):
                 return node
         return None
 
-    def _declared_arity(self, functor: Sym, context: str, tx: Transaction | None) -> int | None:
-        node = self._declared(ARITY, functor, context, tx)
+    def declared_arity(self, functor: Sym, context: str, tx: Transaction | None) -> int | None:
+        """The arity an `(arity functor n)` in force at `context` declares, else None."""
+        node = self.declared(ARITY, functor, context, tx)
         if node is None or len(node.atom) != 3 or type(node.atom[2]) is not int:
             return None
         return node.atom[2]
 
-    def _check_goal_arity(self, literals: list[tuple[bool, tuple]], ctx: str | None) -> None:
+    def check_goal_arity(self, literals: list[tuple[bool, tuple]], ctx: str | None) -> None:
         """A goal (of `query`, `watch`, `sentexes_matching`) read at a named context is
         held to the arity declared there for its predicates — the declaration a write
-        there is held to (`_declared_arity`, as `_check_state` uses it): a goal that could
+        there is held to (`declared_arity`, as `_check_state` uses it): a goal that could
         never match, `(answers ?who ?what)` where `answers` takes 3, is refused `arity`
         instead of answered with nothing, or watched forever. Not refused when a sentence
         of the goal's arity is in view after all (stored where the declaration is not
@@ -300,7 +313,7 @@ class Maintenance(State):
             functor = atom[0]
             if type(functor) is not Sym or functor not in declared_for:
                 continue
-            declared = self._declared_arity(functor, ctx, None)
+            declared = self.declared_arity(functor, ctx, None)
             given = len(atom) - 1
             if declared is None or declared == given or self._in_view_with(atom, ctx):
                 continue
@@ -329,30 +342,33 @@ class Maintenance(State):
                 return True
         return False
 
-    def _settle(self, tx: Transaction) -> None:
+    def settle(self, tx: Transaction) -> None:
+        """Bring derivation and belief up to date with what `tx` changed: fire the rules
+        (firing's `fire`, `place_again`, `rederive_all`), delete what lost its support,
+        relabel what can depend on the change. Writes calls it once per write, before the
+        belief diff and the commit; if it raises `Refused` the write is undone whole."""
         derives = bool(self._rules) or bool(self._carriers)
         if tx.full:
             if derives:
-                self._rederive_all(tx)
-            self._relabel(list(self._index.by_handle.values()), tx)
+                self.rederive_all(tx)
+            self.relabel(list(self._index.by_handle.values()), tx)
         else:
             if derives and (tx.fire or tx.new_rules):
-                self._fire(tx)
+                self.fire(tx)
             if tx.edges:
-                self._replace(tx)
+                self.place_again(tx)
                 if derives:  # what the re-placed firings derived may fire in turn
-                    self._fire_new(tx)
+                    self.fire_waiting(tx)
             if tx.unfounded:
                 self._delete_unfounded(tx)
             if (tx.seeds or tx.added or tx.new_justs) and not self._labelled_as_grown(tx):
-                self._relabel(self._closure(self._seeds(tx), tx.added), tx)
+                self.relabel(self.closure(self._seeds(tx), tx.added), tx)
         # derivation's and labelling's own tables are spent: let them go before the diff
         # and the commit build theirs (a big write's peak memory is at its commit)
         tx.depth.clear()
         tx.concluded.clear()
         tx.fire.clear()
         tx.seeds.clear()
-        tx.changes = self._changes(tx)
 
     @staticmethod
     def _seeds(tx: Transaction) -> set[Node]:
@@ -368,7 +384,7 @@ class Maintenance(State):
 
     def _labelled_as_grown(self, tx: Transaction) -> bool:
         """Label a write that only added, without the fixed point, where that is sure to
-        give what `_relabel` would; True if it did.
+        give what `relabel` would; True if it did.
 
         The commonest big write only adds: facts loaded, a rule asserted and its
         conclusions derived. When it removed, detached, rewrote and masked nothing,
@@ -380,7 +396,7 @@ class Maintenance(State):
         stored before it (believed) or made earlier in the write (believed, and not
         monotonic: a firing is new only with a new part, and a part that is not
         monotonic makes nothing monotonic); so no defeat changes either. Otherwise,
-        False, and `_relabel` decides.
+        False, and `relabel` decides.
         """
         if (
             self._masks
@@ -463,7 +479,7 @@ class Maintenance(State):
         founded: set[Node] = set()
         while queue:
             node = queue.popleft()
-            self._spend()
+            self.spend()
             if node in founded:
                 continue
             founded.add(node)
@@ -475,10 +491,10 @@ class Maintenance(State):
                         queue.append(j.conclusion)
         for node in sorted(region - founded, key=lambda n: n.handle):
             if by_handle.get(node.handle) is node:
-                self._delete(tx, node, "unsupported")
+                self.delete_cascading(tx, node, "unsupported")
         tx.unfounded = []
 
-    def _closure(self, seeds: Collection[Node], made: Collection[int] = ()) -> set[Node]:
+    def closure(self, seeds: Collection[Node], made: Collection[int] = ()) -> set[Node]:
         """Seeds plus everything whose belief can depend on them. `made`: the handles of
         nodes a write made, whose dependents are seeds already (every justification
         resting on one is new, and a new justification's conclusion is a seed)."""
@@ -503,7 +519,7 @@ class Maintenance(State):
                 stack.extend(self._index.same_atom(node.atom, node.key))
         return seen
 
-    def _relabel(self, nodes: Collection[Node], tx: Transaction | None) -> None:
+    def relabel(self, nodes: Collection[Node], tx: Transaction | None) -> None:
         """Recompute belief for `nodes` (a set closed under dependence).
 
         Stratum 1: monotonic support (premises held monotonic, rules and antecedents all
@@ -535,7 +551,7 @@ class Maintenance(State):
 
         def unmasked(j: Justification) -> bool:
             ctx = j.conclusion.context
-            return not any(self._masked_at(s, ctx) for s in j.supports())
+            return not any(self.masked_at(s, ctx) for s in j.supports())
 
         valid = unmasked if masks else None
         # stratum 1: monotonic
@@ -645,7 +661,7 @@ class Maintenance(State):
                 if left == 1 and (valid is None or valid(j)):
                     queue.append(j.conclusion)
 
-    def _masked_at(self, node: Node, ctx: str) -> bool:
+    def masked_at(self, node: Node, ctx: str) -> bool:
         """Is `node` hidden at `ctx` by a mask stored in a context `ctx` sees?"""
         masks = self._masks.get(node.handle)
         if not masks:
@@ -662,7 +678,7 @@ class Maintenance(State):
         common = hierarchy.down(a.context) & hierarchy.down(b.context)
         if plain:
             return bool(common)
-        return any(not self._masked_at(a, c) and not self._masked_at(b, c) for c in common)
+        return any(not self.masked_at(a, c) and not self.masked_at(b, c) for c in common)
 
 
 def linked_supports(j: Justification) -> tuple[Node, ...]:

@@ -53,7 +53,7 @@ class Reads(State):
             if ctx is None:
                 return True
             ctx = checks.context_name(ctx, query=True)
-            return node.context in self._hierarchy.up(ctx) and not self._masked_at(node, ctx)
+            return node.context in self._hierarchy.up(ctx) and not self.masked_at(node, ctx)
 
     def why(self, handle: Any) -> WhyTree | None:
         """The justification tree: premises at the leaves, rules and antecedents above."""
@@ -63,7 +63,7 @@ class Reads(State):
             return None if node is None else self._why(node, frozenset())
 
     def _why(self, node: Node, path: frozenset[Node]) -> dict[str, Any]:
-        self._spend()
+        self.spend()
         tree: dict[str, Any] = {
             "handle": node.handle,
             "sentence": node.full_text,
@@ -101,7 +101,7 @@ class Reads(State):
                 return "excepted" if self._masks.get(handle) else None
             if node.context not in self._hierarchy.up(ctx):
                 return "not-visible"
-            return "excepted" if self._masked_at(node, ctx) else None
+            return "excepted" if self.masked_at(node, ctx) else None
 
     def sentexes_matching(self, pattern: Any, ctx: Any) -> list[Sentex]:
         """Believed sentexes stored in exactly `ctx` (a variable: any) unifying with
@@ -112,12 +112,12 @@ class Reads(State):
         positive, atom = literals[0]
         ctx_name = checks.context_name(ctx, query=True)
         with self._lock:
-            self._check_goal_arity(literals, ctx_name)
+            self.check_goal_arity(literals, ctx_name)
             out = []
             everything = ctx_name == EVERYTHING
             anywhere = ctx_name.startswith("?")
             for node in self._index.candidates(atom, {}):
-                self._spend()
+                self.spend()
                 if node.positive is not positive or match(atom, node.atom, {}) is None:
                     continue
                 if not everything:
@@ -125,7 +125,7 @@ class Reads(State):
                         continue
                     if not anywhere and node.context != ctx_name:
                         continue
-                    if self._masks and self._masked_at(node, node.context):
+                    if self._masks and self.masked_at(node, node.context):
                         continue
                 out.append(Sentex.of(node))
             out.sort(key=lambda s: (s.text, s.context))
@@ -151,8 +151,8 @@ class Reads(State):
             return []
         paused = False  # the collector, once the answer is big (collector.READ_PAUSE_FROM)
         try:
-            with self._lock, self._bounded(self.query_budget_s, "the query"):
-                self._check_goal_arity(literals, ctx_name)
+            with self._lock, self.bounded(self.query_budget_s, "the query"):
+                self.check_goal_arity(literals, ctx_name)
                 admit, accept = self._sight(ctx_name)
                 seen: dict[tuple, dict[str, Any]] = {}
                 bound: list[Var] | None = None
@@ -179,7 +179,7 @@ class Reads(State):
                 gc.enable()
         return results
 
-    def _acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
+    def acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
         """What a read at `ctx` sees, as one test: `accept(node, binding)` returns the
         binding to go on with (a variable context bound to its witness), or None."""
         admit, accept = self._sight(ctx)
@@ -204,7 +204,7 @@ class Reads(State):
             var = Var(ctx)
 
             def believed_unmasked(node: Node) -> bool:
-                return node.believed and not (masks and self._masked_at(node, node.context))
+                return node.believed and not (masks and self.masked_at(node, node.context))
 
             def witnessed(node: Node, binding: dict) -> dict | None:
                 witness = Sym(node.context)
@@ -220,7 +220,7 @@ class Reads(State):
 
         def at_context(node: Node) -> bool:
             return (
-                node.believed and node.context in up and not (masks and self._masked_at(node, ctx))
+                node.believed and node.context in up and not (masks and self.masked_at(node, ctx))
             )
 
         return at_context, accept_all
@@ -233,7 +233,7 @@ class Reads(State):
         if not is_ground(atom):
             raise Refused("not-ground", "argue takes a ground sentence", {"sentence": text})
         with self._lock:
-            accept = self._acceptor(ctx_name)
+            accept = self.acceptor(ctx_name)
             found = self._index.same_atom(atom, key_of(atom, text))
             sides = {n.positive for n in found if accept(n, {}) is not None}
         if len(sides) == 2:
@@ -359,7 +359,7 @@ class Reads(State):
         if type(keep) is not int or keep < 0:
             raise Refused("bad-option", "keep is a non-negative integer", {"option": "keep"})
         with self._lock:
-            self._outside_group("compacting the log")
+            self.refuse_inside_group("compacting the log")
             return self._store.compact(min(keep, _SQL_MAX))
 
 

@@ -2,7 +2,7 @@
 the `vocabulary` in use (docs/search.md).
 
 Invariant: what a search or a vocabulary read returns is visible at its context exactly
-as a `query` there would see it — the same acceptor (`Reads._acceptor`): believed,
+as a `query` there would see it — the same acceptor (`Reads.acceptor`): believed,
 stored in a context the given one sees (inheritance respected), not masked there;
 `CxEverything` sees every stored sentex, believed or not — the shipped vocabulary's own
 sentences (`mark_shipped`) left out of both: they say what Koinii ships, not what the
@@ -99,9 +99,9 @@ class Hit:
 
 class Search(State):
     """`search` and `vocabulary` (see the module docstring); beside `Reads` in `KB`,
-    whose acceptor (`_acceptor`) decides what a context sees."""
+    whose acceptor (`acceptor`) decides what a context sees."""
 
-    _acceptor: Any  # Reads._acceptor
+    acceptor: Any  # Reads.acceptor
     _words_indexed = 0  # every sentex below this handle is indexed by its words
 
     def search(
@@ -122,7 +122,7 @@ class Search(State):
         entity the best hit names follow it. The shipped vocabulary's own sentences are
         not searched: what the team stored is.
         """
-        with self._lock, self._bounded(self.query_budget_s, "the search"):
+        with self._lock, self.bounded(self.query_budget_s, "the search"):
             steps = self.search_steps(text, ctx, limit=limit, ranking=ranking, catch_up=True)
             self._store.catch_up()
             return self.answer(steps)
@@ -169,11 +169,11 @@ class Search(State):
         query = self._query_of(text, catch_up)
         if not query.words and ranking == "lexical":
             return []
-        accept = self._acceptor(ctx_name)
+        accept = self.acceptor(ctx_name)
         shipped = self._shipped
 
         def visible(node: Node | None) -> bool:
-            self._spend()
+            self.spend()
             return node is not None and node.handle not in shipped and accept(node, {}) is not None
 
         depth = max(limit, semantic.DEPTH)  # each side's hits brought to the ranking
@@ -244,7 +244,7 @@ class Search(State):
                 if len(texts) == EMBED_BATCH:  # counted with its mark: a stop loses none
                     terms.add(texts)
                     terms.top, texts = handle, []
-                    self._spend()
+                    self.spend()
         terms.add(texts)
         terms.top = handle
         return counted
@@ -374,7 +374,7 @@ class Search(State):
             if node is not None and handle not in shipped:
                 batch.append((handle, fulltext.document(node.atom)[0]))
                 if len(batch) == EMBED_BATCH:
-                    self._spend()
+                    self.spend()
                     added += vectors.add(batch, handle)
                     batch = []
         return added + vectors.add(batch, handle)
@@ -446,15 +446,15 @@ class Search(State):
         this is what the team uses, not what Koinii ships.
         """
         ctx_name = _one_context(ctx, "vocabulary")
-        with self._lock, self._bounded(self.query_budget_s, "the vocabulary"):
-            accept = self._acceptor(ctx_name)
+        with self._lock, self.bounded(self.query_budget_s, "the vocabulary"):
+            accept = self.acceptor(ctx_name)
             shipped = self._shipped
             counts: Counter[str] = Counter()
             example: dict[str, Node] = {}
             for functor, findex in self._index.by_functor.items():
                 name = functor.name
                 for node in findex.every():
-                    self._spend()
+                    self.spend()
                     if node.handle in shipped or accept(node, {}) is None:
                         continue
                     counts[name] += 1

@@ -7,9 +7,9 @@ The state is declared once, here, with what each part means; only the room named
 a structure changes it.
 
 Invariants (each kept by the room that writes the structure):
-- `_index` holds a Node exactly while it is stored (maintenance: `_link` / `_unlink`).
+- `_index` holds a Node exactly while it is stored (maintenance: `link` / `_unlink`).
 - `_hierarchy`, `_rules`, `_rules_by_literal`, `_masks`, `_carriers` and `_referrers`
-  are functions of the stored nodes (maintenance, in `_link_quiet` / `_unlink_quiet`).
+  are functions of the stored nodes (maintenance, in `link_quiet` / `unlink_quiet`).
 - `_tx` is the write in progress, if any; `_group` the open group commit (writes).
 - `_seq` is the seq of the last durable write; handles and justification ids below
   `_next_handle` / `_next_just` are never reused (writes).

@@ -65,7 +65,7 @@ class Watching(State):
                 raise Refused("not-watchable", "CxEverything is not watchable", {})
         with self._lock:
             if literal_ is not None:
-                self._check_goal_arity([literal_], ctx_name)
+                self.check_goal_arity([literal_], ctx_name)
             entries = [] if since is None else self._replayable(since)
             token = self._feed.add(callback, literal_, ctx_name, goal_text)
             if entries:
@@ -76,7 +76,7 @@ class Watching(State):
         """The change-log entries after `since`, all of them, or a refusal."""
         if type(since) is not int or since < 0:
             raise Refused("bad-cursor", "since must be a non-negative integer seq", {})
-        self._outside_group("a replaying watch")
+        self.refuse_inside_group("a replaying watch")
         if since > self._seq:
             raise Refused(
                 "bad-cursor",

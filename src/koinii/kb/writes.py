@@ -174,7 +174,7 @@ class Writes(State):
             opts = {}  # the common write: nothing to check
         else:
             opts = {"strength": strength, "creator": creator, "provenance": provenance}
-        with self._lock, self._bounded(self.write_budget_s, "the write"), collector.paused():
+        with self._lock, self.bounded(self.write_budget_s, "the write"), collector.paused():
             tx = self._begin("assert")
             try:
                 handles = self._add(tx, sentence, context, opts)
@@ -192,7 +192,7 @@ class Writes(State):
         was stored once — a retract sent again after it landed — from a typo).
         """
         handle = checked_handle(handle)
-        with self._lock, self._bounded(self.write_budget_s, "the write"), collector.paused():
+        with self._lock, self.bounded(self.write_budget_s, "the write"), collector.paused():
             tx = self._begin("retract")
             try:
                 self._remove(tx, handle)
@@ -210,7 +210,7 @@ class Writes(State):
         """
         with (
             self._lock,
-            self._bounded(self.write_budget_s, "the write"),
+            self.bounded(self.write_budget_s, "the write"),
             collector.paused(),
         ):
             tx = self._begin("edit")
@@ -235,7 +235,7 @@ class Writes(State):
     ) -> list[dict[str, Any]]:
         """Dry run of `edit`: every problem of the batch, judged against the KB as it is."""
         problems: list[dict[str, Any]] = []
-        with self._lock, self._bounded(self.write_budget_s, "the dry run"), collector.paused():
+        with self._lock, self.bounded(self.write_budget_s, "the dry run"), collector.paused():
             next_handle, next_just = self._next_handle, self._next_just
             tx = self._begin("check")
             budget = self._budget
@@ -255,7 +255,7 @@ class Writes(State):
                                 return problems
                 if not problems:
                     try:
-                        self._settle(tx)
+                        self.settle(tx)
                     except Refused as refusal:
                         problems.append(_problem(refusal, "add", len(add) - 1))
             finally:
@@ -331,7 +331,7 @@ class Writes(State):
         so a rule that cannot finish is reported by its line and the rest still load."""
         with (
             self._lock,
-            self._bounded(self.write_budget_s, "the write"),
+            self.bounded(self.write_budget_s, "the write"),
             collector.paused(),
         ):
             tx = self._begin("edit")
@@ -428,7 +428,7 @@ class Writes(State):
     def _begin(self, op: str) -> Transaction:
         if self._closed:
             raise Refused("closed", "this knowledge base is closed", {})
-        self._refuse_if_lost()
+        self.refuse_if_lost()
         if self._tx is not None:
             raise Refused(
                 "reentrant-write",
@@ -444,7 +444,8 @@ class Writes(State):
         In a group, the store holds the rows and the event waits for `commit_group`,
         routed now, against the hierarchy this write saw.
         """
-        self._settle(tx)
+        self.settle(tx)
+        tx.changes = self._changes(tx)
         rows = self._changed_rows
         seq = self._commit(tx)
         self._tx = None
@@ -455,7 +456,7 @@ class Writes(State):
                 routed = self._feed.route(seq, added, removed, self._hierarchy.up)
             if self._group is None:
                 self._publish(seq, tx.op, routed)
-                self._checkpoint_after_write(self._changed_rows - rows)
+                self.checkpoint_after_write(self._changed_rows - rows)
             else:
                 self._group.append((tx, seq, routed))
         return seq if want_seq else result
@@ -487,7 +488,7 @@ class Writes(State):
                 raise Refused("closed", "this knowledge base is closed", {})
             if self._group is not None:
                 raise Refused("group-open", "a group commit is already open", {})
-            self._refuse_if_lost()
+            self.refuse_if_lost()
             self._store.begin_group()
             self._group = []
             self._group_seq = self._seq
@@ -516,7 +517,7 @@ class Writes(State):
                 self._publish(seq, tx.op, routed)
             return len(held)
 
-    def _outside_group(self, what: str) -> None:
+    def refuse_inside_group(self, what: str) -> None:
         """Refuse what cannot wait in a group: it writes the store itself, at once."""
         if self._group is not None:
             raise Refused(
@@ -543,11 +544,11 @@ class Writes(State):
         by_handle = self._index.by_handle
         for node in reversed(tx.added.values()):
             if by_handle.get(node.handle) is node:  # (not waiting in limbo: see firing.py)
-                self._unlink_quiet(node)
+                self.unlink_quiet(node)
         for j in reversed(_kept(tx)):
-            self._detach(j)
+            self.detach(j)
         for j in tx.dead_justs.values():
-            self._attach(j)
+            self.attach(j)
         for node, (believed, mono, defeated) in tx.old_belief.items():
             node.believed, node.mono, node.defeated = believed, mono, defeated
         self._tx = None
@@ -653,7 +654,7 @@ class Writes(State):
             extra,
         )
         self._next_handle += 1
-        self._link(tx, node)
+        self.link(tx, node)
         if entry.shown is not None:  # (else shown only if the store's row asks: `Entry`)
             tx.texts[node.handle] = entry.shown
         return node.handle
@@ -686,7 +687,7 @@ class Writes(State):
         for a in atoms:
             if a[0] not in declared_for:  # the common case: no arity declared for it
                 continue
-            declared = self._declared_arity(a[0], entry.context, tx)
+            declared = self.declared_arity(a[0], entry.context, tx)
             if declared is not None and declared != len(a) - 1:
                 raise Refused(
                     "arity",
@@ -755,7 +756,7 @@ class Writes(State):
             tx.seeds.add(node)
             tx.unfounded.append(node)  # its derivations may all rest on itself
         else:
-            self._delete(tx, node, "retracted")
+            self.delete_cascading(tx, node, "retracted")
 
     def _changes(self, tx: Transaction) -> tuple[list[Change | Node], list[Change]]:
         added: list[Change | Node] = []
@@ -845,8 +846,8 @@ class Writes(State):
         entry, or none of it does), and returns `(records' result, Edited)`. The write
         always takes a seq; `summary` is what the change log says it changed.
         """
-        with self._lock, self._bounded(self.write_budget_s, "the write"), collector.paused():
-            self._outside_group("a domain write")
+        with self._lock, self.bounded(self.write_budget_s, "the write"), collector.paused():
+            self.refuse_inside_group("a domain write")
             tx = self._begin(op)
             try:
                 handles = self._apply_batch(tx, add, remove)
