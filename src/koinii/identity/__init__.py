@@ -2,7 +2,8 @@
 
 One module per concern — `contexts` (which context is whose), `names` (which ids a
 principal may hold), `grants` (principals, grants, attestations), `boundaries` (where a
-principal may write, and what its writes may mean), `registry` (`CxRegistry`) — and the
+principal may write, and what its writes may mean), `declarations` (the system's
+vocabulary is the system's), `registry` (`CxRegistry`) — and the
 package re-exports their names, so `identity.context_for` reads as it always has.
 
 Invariants:
