@@ -27,6 +27,7 @@ def test_an_old_path_imports_the_module_at_its_new_place_and_says_where(old):
         f"    old = importlib.import_module({old!r})\n"
         f"new = importlib.import_module({MOVED[old]!r})\n"
         "assert old is new, (old, new)\n"
+        "assert new.__spec__.name == new.__name__, new.__spec__  # still its own\n"
         "print([str(w.message) for w in caught if w.category is DeprecationWarning])\n"
     )
     env = {"PYTHONPATH": str(ROOT / "src"), "PATH": ""}
@@ -35,6 +36,23 @@ def test_an_old_path_imports_the_module_at_its_new_place_and_says_where(old):
     )
     assert out.returncode == 0, out.stderr
     assert f"moved to {MOVED[old]}" in out.stdout
+
+
+def test_a_module_inside_a_moved_package_is_the_one_at_its_new_place():
+    """`koinii.server.web.routes` is `koinii.web.routes`, not a second copy of it loaded
+    under the old name (a second copy would hold state of its own)."""
+    probe = (
+        "import importlib, warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "new = importlib.import_module('koinii.web.routes')\n"
+        "old = importlib.import_module('koinii.server.web.routes')\n"
+        "assert old is new and new.__spec__.name == 'koinii.web.routes', old\n"
+    )
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": ""}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
 
 
 def test_every_new_path_exists():
