@@ -46,7 +46,7 @@ from koinii.server.searching import Searches
 from koinii.server.snapshot import Snapshots
 from koinii.server.subscriptions import Subscriptions
 from koinii.server.tokens import OPEN, Caller, TokenTable
-from koinii.wire import RawJSON
+from koinii.wire import RawJSON, render
 
 log = logging.getLogger("koinii.server")
 
@@ -158,7 +158,7 @@ class Daemon:
         work: Callable[[], Any],
         budget_s: float,
         what: str,
-        encode: Callable[[Any], bytes] | None = None,
+        encode: Callable[[Any], bytes] = render,
     ) -> Any:
         """`work()` — a read of the KB — within `budget_s`: a slice of the loop; if it
         needs more, the rest of the budget on a forked snapshot, while the loop serves
@@ -178,10 +178,7 @@ class Daemon:
             with self.kb.budget(budget_s, what, spent=slice_s):
                 return work()
 
-        left = budget_s - slice_s
-        if encode is None:
-            return await self.snapshots.run(in_snapshot, left)
-        return await self.snapshots.run(in_snapshot, left, encode)
+        return await self.snapshots.run(in_snapshot, budget_s - slice_s, encode)
 
     async def in_turns(self, steps: Generator[None, None, Any], budget_s: float, what: str) -> Any:
         """The value of `steps` — a read that yields wherever the loop may be given back
