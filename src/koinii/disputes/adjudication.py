@@ -19,15 +19,8 @@ This module holds the first and what the three share (the clock, the order of co
 the ruling is `koinii.disputes.rulings`'s, the count `koinii.disputes.majority`'s.
 Reasoning on a contested premise, and quarantine, are `koinii.disputes.quarantine`'s.
 
-Invariants:
-- A ruling is ONE edit: the lift, the upheld sentence (creator = arbiter, provenance
-  tagged with the disputes it settles), the withdrawal of the arbiter's superseded
-  rulings on the dispute and the clearing of its marks. A refused ruling changes nothing.
-- One standing ruling per arbiter per dispute: a new ruling withdraws the old one, so two
-  monotonic rulings never clash.
-- Provenance merges first-writer-wins per field, so a tag is never rewritten: a ruling
-  carries `adjudication` = `{dispute, at}` for the first dispute it settled and
-  `adjudication#2`, `adjudication#3`… for each further dispute the same sentex settles.
+Invariants (a ruling's own are `rulings`'s):
+- Neither leaving open nor notifying changes belief.
 - Results are ordered by content (numbers numerically), never by handle, so they do not
   depend on the order the knowledge arrived in.
 """
