@@ -1,6 +1,7 @@
 """`koinii demo` runs a real team in separate processes and leaves nothing behind."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -21,12 +22,15 @@ def processes_mentioning(text: str) -> list[str]:
     return found
 
 
-def test_the_demo_runs_a_team_settles_the_dispute_and_exits_clean():
+def test_the_demo_runs_a_team_settles_the_dispute_and_exits_clean(tmp_path):
+    # its folder under a temp folder of this test's, so only its own processes are looked
+    # for (another run on the host, or the --keep test beside it, may have a demo running)
     result = subprocess.run(
         [sys.executable, "-m", "koinii", "demo", "--pace", "0"],
         capture_output=True,
         text=True,
         timeout=90,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
@@ -43,8 +47,10 @@ def test_the_demo_runs_a_team_settles_the_dispute_and_exits_clean():
         assert line in out, line
     assert "2 for, 1 against" in out and "settled" in out
     assert "disputes still open" in out and "wraps left unprocessed" in out
-    assert processes_mentioning("koinii-demo-") == []
-    assert processes_mentioning("koinii.cli.demo") == []
+    url = re.search(r"daemon on (http://\S+);", out)
+    assert url, out
+    assert processes_mentioning(str(tmp_path)) == []  # the daemon (its --db is there)
+    assert processes_mentioning(url[1]) == []  # the team, the coordinator, the adjudicator
 
 
 def test_the_demo_with_keep_leaves_its_daemon_and_says_how_to_explore_it():

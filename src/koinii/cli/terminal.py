@@ -54,14 +54,12 @@ def terminal(*, stderr: bool = False) -> Any:
                 else:
                     yield segment
 
-    console = _Console(markup=False, emoji=False, highlight=False, soft_wrap=True, stderr=stderr)
-    if not console.is_terminal:
-        console = _Console(
-            markup=False,
-            emoji=False,
-            highlight=False,
-            soft_wrap=True,
-            stderr=stderr,
-            width=PIPED_WIDTH,
-        )
-    return console
+    options: dict[str, Any] = {
+        "markup": False,
+        "emoji": False,
+        "highlight": False,
+        "soft_wrap": True,
+        "stderr": stderr,
+    }
+    console = _Console(**options)
+    return console if console.is_terminal else _Console(**options, width=PIPED_WIDTH)
