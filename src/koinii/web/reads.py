@@ -112,22 +112,18 @@ def questions_part(kb: KB, channel: str) -> list[dict[str, Any]]:
 
 
 def disputes_page(kb: KB, channel: str, state: str | None, page: int) -> dict[str, Any]:
-    if state is not None and state not in conversation.DISPUTE_STATES:
-        conversation.disputes_on(kb, channel, state)  # refuses it, naming the states
-    every = conversation.disputes_on(kb, channel)
-    counts = {s: sum(d["state"] == s for d in every) for s in conversation.DISPUTE_STATES}
-    shown = [d for d in every if state is None or d["state"] == state]
-    shown.reverse()  # newest first
-    start = page * DISPUTES
+    """A page of DISPUTES disputes, newest first, with how many are in each state: only
+    the shown ones read in full (`conversation.dispute_window`)."""
+    found = conversation.dispute_window(kb, channel, state, skip=page * DISPUTES, limit=DISPUTES)
     return {
         "channel": channel,
         "state": state,
         "states": conversation.DISPUTE_STATES,
-        "counts": counts,
-        "total": len(every),
-        "disputes": shown[start : start + DISPUTES],
+        "counts": found["counts"],
+        "total": found["total"],
+        "disputes": found["disputes"],
         "page": page,
-        "pages": max(1, -(-len(shown) // DISPUTES)),
+        "pages": max(1, -(-found["matched"] // DISPUTES)),
     }
 
 
