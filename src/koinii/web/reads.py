@@ -10,6 +10,7 @@ to do instead.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from koinii.channel import belief, conversation
@@ -28,6 +29,7 @@ MOVES = 200  # lines in a channel window
 QUESTIONS = 12  # questions beside the moves
 DISPUTES = 50  # disputes a page
 HELD = 100  # sentexes of a context a page
+CONTEXTS = 200  # contexts a page of the drawing and its list (and of what one sees)
 WRAPS = 50  # processed wraps shown per coordinator (the newest)
 WAITING = 100  # unprocessed wraps shown per coordinator (the oldest: the queue's head)
 ENTRIES = 100  # entries shown per wrap (the first)
@@ -130,43 +132,64 @@ def disputes_page(kb: KB, channel: str, state: str | None, page: int) -> dict[st
 # --- contexts -----------------------------------------------------------------------------
 
 
-def contexts_page(kb: KB, selected: str | None, after: int) -> dict[str, Any]:
+def contexts_page(
+    kb: KB, selected: str | None, after: int, page: int | None = None
+) -> dict[str, Any]:
+    """A page of the context hierarchy: CONTEXTS contexts, by name, drawn with the edges
+    between them and listed; with `selected`, what it holds (HELD a page) and what it
+    sees and is seen by. Without `page`, the page that holds `selected`, else the first.
+
+    Only the page's contexts are classified, laid out and rendered: 20,000 contexts drawn
+    at once took 1.8 s, past the page's budget, and a drawing that wide shows nothing."""
     counts = kb.context_counts()
     links = edges(kb)
     owners = agent_contexts(kb)
     for a, b in links:
         counts.setdefault(a, 0)
         counts.setdefault(b, 0)
-    kinds = graph.classify(set(counts), links, set(owners), kb.spend)
-    drawing = graph.layout(counts, links, kinds, kb.spend)
-    page: dict[str, Any] = {
+    name = None if selected is None else context_name(selected)
+    if name is not None and name not in counts:
+        raise Refused(
+            "not-found",
+            f"no context {name}: nothing is stored in it and no edge names it; the "
+            "contexts are drawn at /contexts",
+            {"context": name},
+        )
+    names = sorted(counts)
+    pages = max(1, -(-len(names) // CONTEXTS))
+    if page is None:
+        page = 0 if name is None else bisect.bisect_left(names, name) // CONTEXTS
+    shown = names[page * CONTEXTS : (page + 1) * CONTEXTS]
+    kinds = graph.classify({*shown, *([name] if name else [])}, links, set(owners), kb.spend)
+    drawing = graph.layout({n: counts[n] for n in shown}, links, kinds, kb.spend)
+    found: dict[str, Any] = {
         "drawing": drawing,
         "box_h": graph.BOX_H,
         "owners": owners,
         "selected": None,
+        "page": page,
+        "pages": pages,
+        "first": page * CONTEXTS + 1,
+        "total": len(names),
     }
-    if selected is not None:
-        name = context_name(selected)
-        if name not in counts:
-            raise Refused(
-                "not-found",
-                f"no context {name}: nothing is stored in it and no edge names it; the "
-                "contexts are drawn at /contexts",
-                {"context": name},
-            )
+    if name is not None:
         held = kb.sentexes_in(name, after=after, limit=HELD)
-        page["selected"] = {
+        sees = sorted(b for a, b in links if a == name)
+        seen_by = sorted(a for a, b in links if b == name)
+        found["selected"] = {
             "name": name,
             "kind": kinds.get(name, "other"),
             "owner": owners.get(name),
             "count": counts[name],
-            "sees": sorted(b for a, b in links if a == name),
-            "seen_by": sorted(a for a, b in links if b == name),
+            "sees": sees[:CONTEXTS],
+            "sees_count": len(sees),
+            "seen_by": seen_by[:CONTEXTS],
+            "seen_by_count": len(seen_by),
             "held": held,
             "next": held[-1].handle if len(held) == HELD else None,
             "after": after,
         }
-    return page
+    return found
 
 
 # --- why ----------------------------------------------------------------------------------
