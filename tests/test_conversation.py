@@ -367,6 +367,18 @@ def test_the_disputes_come_in_windows_and_bad_windows_are_refused(team):
         assert refusal.kind == "bad-option", bad  # in-process and over the wire alike
 
 
+def disputes_built(monkeypatch) -> list[tuple[int, ...]]:
+    """The ids of the disputes read in full from now on (`_Reader.dispute_entry`)."""
+    built: list[tuple[int, ...]] = []
+    build = conversation._Reader.dispute_entry
+    monkeypatch.setattr(
+        conversation._Reader,
+        "dispute_entry",
+        lambda reader, key, group: built.append(key) or build(reader, key, group),
+    )
+    return built
+
+
 def test_a_read_builds_in_full_only_the_disputes_it_shows(monkeypatch):
     kb = koinii.open_kb(None)
     medium = channel.local(kb)
@@ -375,13 +387,7 @@ def test_a_read_builds_in_full_only_the_disputes_it_shows(monkeypatch):
         cyra.dispute(atlas.assert_(f"(usesDatabase Service{i} PostgreSQL16)"))
     q = atlas.pose_query(VERSION)
     cyra.dispute(boreas.answer("16", q))
-    built = []
-    build = conversation._Reader.dispute_entry
-    monkeypatch.setattr(
-        conversation._Reader,
-        "dispute_entry",
-        lambda reader, key, group: built.append(key) or build(reader, key, group),
-    )
+    built = disputes_built(monkeypatch)
     [answer] = atlas.thread(q)["answers"]
     assert len(answer["claim"]["disputes"]) == 1 and len(built) == 1
     assert len(atlas.queries(limit=1)) == 1 and len(built) == 2
@@ -405,13 +411,7 @@ def test_a_page_of_disputes_counts_every_state_and_builds_only_its_window(monkey
     cyra.withdraw(edges[3])  # ended
     every = conversation.disputes_on(kb, "CxTeam")[::-1]
     states = conversation.DISPUTE_STATES
-    built = []
-    build = conversation._Reader.dispute_entry
-    monkeypatch.setattr(
-        conversation._Reader,
-        "dispute_entry",
-        lambda reader, key, group: built.append(key) or build(reader, key, group),
-    )
+    built = disputes_built(monkeypatch)
     page = conversation.dispute_window(kb, "CxTeam", skip=1, limit=3)
     assert page["counts"] == {"open": 3, "notified": 1, "stale": 1, "resolved": 1, "ended": 1}
     assert page["total"] == page["matched"] == len(every) == 7
