@@ -99,28 +99,39 @@ def test_a_page_past_its_budget_is_a_readable_refusal_and_holds_nobody(start_dae
 
 
 def test_the_contexts_page_draws_and_lists_a_page_of_contexts(start_daemon, new_location):
-    """50,000 contexts: the page classified, laid out and rendered every one (a drawing
-    50,000 boxes wide; 20,000 took 1.8 s) and was refused past its budget; now it draws
-    and lists 200 of them a page, by name — the page of the one chosen."""
+    """50,000 contexts — 20,000 agents' own, joined to CxTeam, and 30,000 holding a note
+    each: the page read every edge and every agent's mark, then classified, laid out and
+    rendered every context (a drawing 50,000 boxes wide; 20,000 took 1.8 s), and was
+    refused past its budget; now it draws and lists 200 of them a page, by name — the
+    page of the one chosen — and looks up only those."""
     db = new_location()
     with koinii.open_kb(db) as kb, kb.budget(600):
-        for start in range(0, 50_000, 10_000):
+        agents = []
+        for i in range(20_000):
+            agents.append((f"(genlCx CxTeam CxA{i:05})", "CxUniverse"))
+            agents.append((f"(agentContext CxA{i:05} AgentA{i:05})", f"CxA{i:05}"))
+        kb.edit(add=agents)
+        for start in range(0, 30_000, 10_000):
             kb.edit(add=[(f"(note N{i})", f"CxMany{i:05}") for i in range(start, start + 10_000)])
         names = sorted(kb.context_counts())  # and the system's own contexts
     daemon = start_daemon(db=db)
     first = httpx.get(f"{daemon.url}/contexts", timeout=60)
     assert first.status_code == 200, first.text[-400:]
     assert first.text.count('<tr><td><a href="/contexts/') == 200
+    assert first.text.count('class="node kind-agent') == 200  # CxA00000 to CxA00199
     assert f"Contexts 1 to 200 of {len(names)}, by name" in first.text
-    at = names.index("CxMany31234") // 200 * 200
-    chosen = httpx.get(f"{daemon.url}/contexts/CxMany31234", timeout=60)
+    at = names.index("CxMany21234") // 200 * 200
+    chosen = httpx.get(f"{daemon.url}/contexts/CxMany21234", timeout=60)
     assert chosen.status_code == 200, chosen.text[-400:]
     assert f"Contexts {at + 1} to {at + 200} of {len(names)}" in chosen.text
-    assert '<tr><td><a href="/contexts/CxMany31234"' in chosen.text
-    assert "(note N31234)" in chosen.text
-    last = httpx.get(f"{daemon.url}/contexts/CxMany31234?page={len(names) // 200}", timeout=60)
+    assert '<tr><td><a href="/contexts/CxMany21234"' in chosen.text
+    assert "(note N21234)" in chosen.text
+    last = httpx.get(f"{daemon.url}/contexts/CxMany21234?page={len(names) // 200}", timeout=60)
     assert f"{len(names) // 200 * 200 + 1} to {len(names)} of {len(names)}" in last.text
-    assert "(note N31234)" in last.text
+    assert "(note N21234)" in last.text
+    channel = httpx.get(f"{daemon.url}/contexts/CxTeam", timeout=60)
+    assert channel.status_code == 200, channel.text[-400:]
+    assert "channel · 0 sentexes" in channel.text and "and 19800 more" in channel.text
 
 
 @pytest.mark.backends("sqlite", "postgres")
