@@ -150,6 +150,8 @@ class Firing(State):
         # placements by the antecedents' contexts: one join's firings share a node, and
         # over SUMO's 69 contexts they ask about a few pairs a million times
         places: dict[Any, Collection[str] | None] = {}
+        concluded = None if placed is not None else tx.concluded
+        justify, limit = self.justify, self.max_derivations
         for atom, antecedents in firings:
             if budget is not None:
                 budget.tick()
@@ -177,7 +179,16 @@ class Firing(State):
             if ask and self._speaks_for_another(atom, rule_node.creator, placements, tx):
                 continue  # reported by violations()
             for ctx in placements:
-                self._derive(tx, rule_node, atom, positive, key, ctx, antecedents, placed)
+                node = concluded.get(key) if concluded is not None else None
+                if node is not None and node.context is ctx and node.positive is positive:
+                    # met before in this write (a conclusion of a deep, many-parent
+                    # taxonomy is derived five times over): justified again, no lookup
+                    tx.derivations += 1
+                    if tx.derivations > limit:
+                        self._refuse_derivations()
+                    justify(tx, node, rule_node, antecedents)
+                else:
+                    self._derive(tx, rule_node, atom, positive, key, ctx, antecedents, placed)
 
     def _placements(self, rule_node: Node, antecedents: tuple[Node, ...]) -> Collection[str] | None:
         """Where a firing's conclusion is placed (engine.md §5, amended by the
@@ -282,20 +293,17 @@ class Firing(State):
         """Justify `atom` (with `positive`) in `ctx` by `rule_node` from `antecedents`,
         making the derived node if none is stored yet (`placed`: see `_conclude`).
 
-        A node this write derived that the index finds only by a scan of a big bucket is
-        remembered by its key (`tx.concluded`), and asked first: a conclusion is derived
-        five times over in a deep many-parent taxonomy, and a class's instance with
-        thirty ancestors has thirty `instance` sentences to scan. (Where the buckets are
-        small, as in a shallow taxonomy, nothing is remembered: the scan is as quick.)"""
+        Each conclusion this write derived or found stored is remembered by its key
+        (`tx.concluded`), and asked first (by `_conclude`, before it calls this): a
+        conclusion is derived five times over in a deep many-parent taxonomy, and the
+        index finds it by a scan of a bucket — a class's instance with thirty ancestors
+        has thirty `instance` sentences. A node the write unlinks empties the table
+        (`Maintenance._unlink`), so what it holds is stored."""
         node = tx.concluded.get(key)
-        big = False
-        if (
-            node is None
-            or node.context is not ctx
-            or node.positive is not positive
-            or self._index.by_handle.get(node.handle) is not node
-        ):
-            node, big = self._index.find_scanning(atom, key, ctx, positive)
+        found = True
+        if node is None or node.context is not ctx or node.positive is not positive:
+            node = self._index.find(atom, key, ctx, positive)
+            found = False
         if node is None:
             node = tx.limbo.pop((key, ctx, positive), None) if tx.limbo else None
             if node is not None:
@@ -305,9 +313,10 @@ class Firing(State):
                 tx.fire[node] = None
             else:
                 node = self._derived_node(tx, rule_node, atom, key, ctx, positive, antecedents)
-            if big:
-                tx.concluded[key] = node
-        elif placed is not None and any(
+            tx.concluded[key] = node
+        elif not found:
+            tx.concluded[key] = node
+        if placed is not None and any(
             j.rule is rule_node and j.antecedents == antecedents for j in node.justs or ()
         ):
             placed.add((antecedents, ctx))
@@ -316,12 +325,15 @@ class Firing(State):
             placed.add((antecedents, ctx))
         tx.derivations += 1
         if tx.derivations > self.max_derivations:
-            raise Refused(
-                "derivation-limit",
-                f"one write derived more than {self.max_derivations} conclusions",
-                {"limit": self.max_derivations},
-            )
+            self._refuse_derivations()
         self.justify(tx, node, rule_node, antecedents)
+
+    def _refuse_derivations(self) -> None:
+        raise Refused(
+            "derivation-limit",
+            f"one write derived more than {self.max_derivations} conclusions",
+            {"limit": self.max_derivations},
+        )
 
     def _derived_node(
         self,
@@ -448,6 +460,7 @@ class Firing(State):
         for node in list(self._index.by_handle.values()):
             for j in list(node.justs or ()):
                 self.drop_justification(tx, j)
+        tx.concluded.clear()  # (it holds only stored nodes)
         for node in list(self._index.by_handle.values()):
             if not node.premise:
                 self.unlink_quiet(node)

@@ -156,6 +156,8 @@ class Maintenance(State):
 
     def _unlink(self, tx: Transaction, node: Node) -> None:
         self.unlink_quiet(node)
+        if tx.concluded:  # (firing's table of stored conclusions: see `Firing._derive`)
+            tx.concluded.clear()
         if node.handle not in tx.added:  # (one this write made is gone for good)
             tx.undo.append((self.link_quiet, node))
         self._note_structure(tx, node, added=False)
@@ -185,28 +187,34 @@ class Maintenance(State):
         """Record `j` on its conclusion's `justs` and its supports' `uses` (no undo, no
         relabel): for loading stored justifications and undoing a drop; a write makes
         one through `justify`."""
+        # (the commonest cases of `_joined` and `linked_supports` are written out here,
+        # without the calls: a closure attaches a million, each to three nodes)
         concl = j.conclusion
         justs = concl.justs
-        if justs is None:  # (the commonest cases of `_joined` and `linked_supports`,
-            concl.justs = (j,)  # without the calls: a closure attaches a million)
+        if justs is None:
+            concl.justs = (j,)
+        elif type(justs) is tuple and len(justs) < _SET_FROM:
+            concl.justs = justs + (j,)
         else:
             concl.justs = _joined(justs, j)
-        rule, second = j.rule, j.second
-        if rule.atom[0] is IMPLIES:  # (a rule keeps no `uses`: see `firings_of`)
+        first, second = j.first, j.second
+        if j.rule.atom[0] is IMPLIES:  # (a rule keeps no `uses`: see `firings_of`)
             if second is None:
-                supports: tuple[Node, ...] = (j.first,)
-            elif second is MANY or second is j.first:
+                supports: tuple[Node, ...] = (first,)
+            elif second is MANY or second is first:
                 supports = linked_supports(j)
             else:
-                supports = (j.first, second)
+                supports = (first, second)
         else:
             supports = linked_supports(j)
         for support in supports:
             uses = support.uses
-            if uses is None:  # (the commonest cases of `_joined`, without the call)
+            if uses is None:
                 support.uses = (j,)
             elif type(uses) is dict:
                 uses[j] = None
+            elif len(uses) < _SET_FROM:
+                support.uses = uses + (j,)
             else:
                 support.uses = _joined(uses, j)
 
