@@ -211,8 +211,8 @@ class Maintenance(State):
             uses = support.uses
             if uses is None:
                 support.uses = (j,)
-            elif type(uses) is dict:
-                uses[j] = None
+            elif type(uses) is Many:
+                uses.add(j)
             elif len(uses) < _SET_FROM:
                 support.uses = uses + (j,)
             else:
@@ -711,32 +711,71 @@ def linked_supports(j: Justification) -> tuple[Node, ...]:
     return tuple(dict.fromkeys((rule, *j.antecedents)))
 
 
-# A node's `justs` and `uses` are None, a tuple, or — past this many — a dict used as an
-# ordered set: most nodes have one or two (a tuple of two is 56 bytes, a list 104, a dict
-# 232), but a popular conclusion's `justs` or a class's subclass statement's `uses` can
-# hold many thousands, and removing one from a sequence is a search (retracting them one
-# by one was quadratic). Up to 64 a tuple's search is short, and a dict costs five times
-# a tuple's 8 bytes an entry: over a SUMO-shaped ontology's inheritance axiom, 19,000 of
-# 17-64 entries were 12 MB of its peak at 16. A tuple is also safe to iterate while the
-# node's set changes.
+# A node's `justs` and `uses` are None, a tuple, or — past this many — a `Many`: most
+# nodes have one or two (a tuple of two is 56 bytes, a list 104, a dict 232), but a
+# popular conclusion's `justs` or a class's subclass statement's `uses` can hold many
+# thousands. Up to 64 a tuple's search is short (over a SUMO-shaped ontology's
+# inheritance axiom, 19,000 containers of 17-64 entries were 12 MB of its peak as dicts
+# at 16). A tuple is also safe to iterate while the node's set changes.
 _SET_FROM = 64
 
 
-def _joined(items: tuple | dict | None, j: Justification) -> tuple | dict:
+class Many(list):
+    """A node's `justs` or `uses` past `_SET_FROM` entries: a list (8 bytes an entry),
+    and — made at the first removal that is not of the last entry — a map from entry to
+    place, so that each removal after it costs the same whatever the size (a removal
+    moves the last entry into the gap: the order is not kept, and nothing reads it).
+
+    A dict did both (an ordered set), at 38 bytes an entry: over SUMO the inheritance
+    axiom's 1,716 of them held 772,000 justifications, 29 MB of its peak, and a write
+    that only adds — the common big one — never removes. Removing them one by one from
+    a list alone would be quadratic (retracting what rests on a class's subclass
+    statement); the map makes it linear, once a node is removed from.
+    """
+
+    __slots__ = ("places",)
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self.places: dict[Justification, int] | None = None
+
+    def __reduce__(self) -> tuple:
+        return (Many, (), None, iter(self))  # (`places` is remade when needed)
+
+    def add(self, j: Justification) -> None:
+        if self.places is not None:
+            self.places[j] = len(self)
+        self.append(j)
+
+    def discard(self, j: Justification) -> None:
+        places = self.places
+        if places is None:
+            if self[-1] is j:  # (an undo detaches in the reverse order of attaching)
+                self.pop()
+                return
+            places = self.places = {x: i for i, x in enumerate(self)}
+        at = places.pop(j)
+        last = self.pop()
+        if last is not j:
+            self[at] = last
+            places[last] = at
+
+
+def _joined(items: tuple | Many | None, j: Justification) -> tuple | Many:
     if items is None:
         return (j,)
     if type(items) is tuple:
-        return items + (j,) if len(items) < _SET_FROM else dict.fromkeys((*items, j))
-    items[j] = None
+        return items + (j,) if len(items) < _SET_FROM else Many((*items, j))
+    items.add(j)
     return items
 
 
-def _parted(items: tuple | dict, j: Justification) -> tuple | dict | None:
+def _parted(items: tuple | Many, j: Justification) -> tuple | Many | None:
     if type(items) is tuple:
         # an undo detaches in the reverse order of attaching
         items = items[:-1] if items[-1] is j else tuple(x for x in items if x is not j)
     else:
-        del items[j]
+        items.discard(j)
     return items or None
 
 

@@ -70,7 +70,8 @@ class Node:
         "creator",
         "created",  # epoch ms
         "extra",  # other provenance fields, or None
-        "justs",  # justifications concluding this node: None, a tuple, or a dict (a set)
+        "justs",  # justifications concluding this node: None, a tuple, or a `Many`
+        # (maintenance.py: a list past 64 entries)
         "uses",  # justifications this node is an antecedent of (or the carriesClaim
         # declaration of), likewise; a rule's are not kept (maintenance.py, `firings_of`)
         "believed",
@@ -101,8 +102,8 @@ class Node:
         self.creator = creator
         self.created = created
         self.extra = extra
-        self.justs: tuple[Justification, ...] | dict[Justification, None] | None = None
-        self.uses: tuple[Justification, ...] | dict[Justification, None] | None = None
+        self.justs: tuple[Justification, ...] | list[Justification] | None = None
+        self.uses: tuple[Justification, ...] | list[Justification] | None = None
         self.believed = False
         self.mono = False
         self.defeated = False
