@@ -152,20 +152,23 @@ class Firing(State):
         places: dict[Any, Collection[str] | None] = {}
         concluded = None if placed is not None else tx.concluded
         justify, limit = self.justify, self.max_derivations
+        at_home: Collection[str] | None = (home,)  # (the rule's context sees them all)
         for atom, antecedents in firings:
             if budget is not None:
                 budget.tick()
-            placements: Collection[str] | None = (home,)
-            for a in antecedents:
-                if a.context is not home:  # else the rule's context sees them all
-                    if len(antecedents) == 2:
-                        pair = (antecedents[0].context, antecedents[1].context)
-                        placements = places.get(pair, places)
-                        if placements is places:
-                            placements = places[pair] = self._placements(rule_node, antecedents)
-                    else:
+            placements = at_home
+            if len(antecedents) == 2:
+                one, other = antecedents[0].context, antecedents[1].context
+                if one is not home or other is not home:
+                    pair = (one, other)
+                    placements = places.get(pair, places)
+                    if placements is places:
+                        placements = places[pair] = self._placements(rule_node, antecedents)
+            else:
+                for a in antecedents:
+                    if a.context is not home:
                         placements = self._placements(rule_node, antecedents)
-                    break
+                        break
             if not placements:
                 continue  # not the rule's to make, or reported by violations()
             try:

@@ -32,12 +32,16 @@ def key_of(atom: tuple, text: str | None = None) -> tuple | str:
     Refuses (kind `shape`) an atom past the limits, as `show` does: a rule's conclusion is
     built from bound values and checked here."""
     if text is None:  # not shown yet, so not checked against the limits either
-        length = len(atom)
         for x in atom:
             if type(x) is not Sym:
                 return key_of(atom, show(atom))
-            length += len(x.name)
-        if length > MAX_TEXT:  # (symbol names are ASCII: their length is their bytes)
+        # n symbols show in at most n * (longest name + 1) + 1 characters: most atoms
+        # are known short without their names read (a closure keys a million; symbol
+        # names are ASCII: their length is their bytes)
+        if (
+            len(atom) * (Sym.longest + 1) > MAX_TEXT
+            and len(atom) + sum([len(x.name) for x in atom]) > MAX_TEXT
+        ):
             show(atom)  # refuses, saying how long
         return atom
     return atom if _plain(atom) else text
