@@ -17,6 +17,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
+from array import array
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
@@ -350,14 +351,13 @@ class Firing(State):
     ) -> Node:
         """A new derived node, one step deeper than its deepest antecedent made in this
         write (refused `derivation-limit` past `max_depth`)."""
-        # `tx.depth` holds only the depths past 1: a node this write derived from what
-        # was stored before (or asserted in it) is nine in ten of a closure's, and a
-        # table of a quarter of a million of them was a tenth of its peak memory
         depths, made = tx.depth, tx.added
+        if depths is None:
+            depths = tx.depth = Depths()
         depth = 0
         for a in antecedents:
-            d = depths.get(a)
-            if d is None:
+            d = depths.of(a.handle)
+            if not d:
                 d = 0 if a.premise or a.handle not in made else 1
             if d > depth:
                 depth = d
@@ -371,7 +371,7 @@ class Firing(State):
         self._next_handle += 1
         self.link(tx, node)
         if depth:
-            depths[node] = depth + 1
+            depths.put(node.handle, depth + 1)
         return node
 
     def place_again(self, tx: Transaction) -> None:
@@ -517,6 +517,34 @@ class Firing(State):
                     )
             out.sort(key=lambda v: (v["rule"], v["antecedents"]))
             return out
+
+
+class Depths:
+    """How deep in a write's chains of derivation each node it derived is, where that is
+    past 1 (a node it derived from what was stored before it, or asserted in it, is 1):
+    by handle, in an array from the first handle given a depth — the handles a write
+    gives out only grow. Over SUMO the inheritance axiom's 147,000 nodes past 1 were 5 MB
+    of its peak in a dict by node; here 4 bytes a handle."""
+
+    __slots__ = ("first", "table")
+
+    def __init__(self) -> None:
+        self.first = 0
+        self.table = array("I")
+
+    def of(self, handle: int) -> int:
+        """The depth of the node with this handle, or 0: not past 1."""
+        at = handle - self.first
+        return self.table[at] if 0 <= at < len(self.table) else 0
+
+    def put(self, handle: int, depth: int) -> None:
+        table = self.table
+        if not table:
+            self.first = handle
+        at = handle - self.first
+        if at >= len(table):
+            table.frombytes(bytes(table.itemsize * (at + 1 - len(table))))
+        table[at] = depth
 
 
 def _while_firing(

@@ -373,7 +373,7 @@ class Maintenance(State):
                 self.relabel(self.closure(self._seeds(tx), tx.added), tx)
         # derivation's and labelling's own tables are spent: let them go before the diff
         # and the commit build theirs (a big write's peak memory is at its commit)
-        tx.depth.clear()
+        tx.depth = None
         tx.concluded.clear()
         tx.fire.clear()
         tx.seeds.clear()
