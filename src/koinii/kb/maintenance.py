@@ -36,6 +36,7 @@ from koinii.kb.sentex import (
     MANY,
     MONOTONIC,
     Justification,
+    ListSet,
     Node,
 )
 from koinii.kb.state import State
@@ -211,7 +212,7 @@ class Maintenance(State):
             uses = support.uses
             if uses is None:
                 support.uses = (j,)
-            elif type(uses) is Many:
+            elif type(uses) is ListSet:
                 uses.add(j)
             elif len(uses) < _SET_FROM:
                 support.uses = uses + (j,)
@@ -711,7 +712,9 @@ def linked_supports(j: Justification) -> tuple[Node, ...]:
     return tuple(dict.fromkeys((rule, *j.antecedents)))
 
 
-# A node's `justs` and `uses` are None, a tuple, or — past this many — a `Many`: most
+# A node's `justs` and `uses` are None, a tuple, or — past this many — a `ListSet`
+# (sentex.py: a list, 8 bytes an entry, where a dict took 38; over SUMO the inheritance
+# axiom's 1,716 of them held 772,000 justifications, 29 MB of its peak as dicts): most
 # nodes have one or two (a tuple of two is 56 bytes, a list 104, a dict 232), but a
 # popular conclusion's `justs` or a class's subclass statement's `uses` can hold many
 # thousands. Up to 64 a tuple's search is short (over a SUMO-shaped ontology's
@@ -720,57 +723,16 @@ def linked_supports(j: Justification) -> tuple[Node, ...]:
 _SET_FROM = 64
 
 
-class Many(list):
-    """A node's `justs` or `uses` past `_SET_FROM` entries: a list (8 bytes an entry),
-    and — made at the first removal that is not of the last entry — a map from entry to
-    place, so that each removal after it costs the same whatever the size (a removal
-    moves the last entry into the gap: the order is not kept, and nothing reads it).
-
-    A dict did both (an ordered set), at 38 bytes an entry: over SUMO the inheritance
-    axiom's 1,716 of them held 772,000 justifications, 29 MB of its peak, and a write
-    that only adds — the common big one — never removes. Removing them one by one from
-    a list alone would be quadratic (retracting what rests on a class's subclass
-    statement); the map makes it linear, once a node is removed from.
-    """
-
-    __slots__ = ("places",)
-
-    def __init__(self, items: Any = ()) -> None:
-        super().__init__(items)
-        self.places: dict[Justification, int] | None = None
-
-    def __reduce__(self) -> tuple:
-        return (Many, (), None, iter(self))  # (`places` is remade when needed)
-
-    def add(self, j: Justification) -> None:
-        if self.places is not None:
-            self.places[j] = len(self)
-        self.append(j)
-
-    def discard(self, j: Justification) -> None:
-        places = self.places
-        if places is None:
-            if self[-1] is j:  # (an undo detaches in the reverse order of attaching)
-                self.pop()
-                return
-            places = self.places = {x: i for i, x in enumerate(self)}
-        at = places.pop(j)
-        last = self.pop()
-        if last is not j:
-            self[at] = last
-            places[last] = at
-
-
-def _joined(items: tuple | Many | None, j: Justification) -> tuple | Many:
+def _joined(items: tuple | ListSet | None, j: Justification) -> tuple | ListSet:
     if items is None:
         return (j,)
     if type(items) is tuple:
-        return items + (j,) if len(items) < _SET_FROM else Many((*items, j))
+        return items + (j,) if len(items) < _SET_FROM else ListSet((*items, j))
     items.add(j)
     return items
 
 
-def _parted(items: tuple | Many, j: Justification) -> tuple | Many | None:
+def _parted(items: tuple | ListSet, j: Justification) -> tuple | ListSet | None:
     if type(items) is tuple:
         # an undo detaches in the reverse order of attaching
         items = items[:-1] if items[-1] is j else tuple(x for x in items if x is not j)
