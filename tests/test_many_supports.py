@@ -75,3 +75,28 @@ def test_removing_them_one_by_one_in_any_order_leaves_what_a_rebuild_builds(tmp_
         live = _internals(reopened)
     with koinii.open_kb(path, checkpoints=False) as rebuilt:
         assert _internals(rebuilt) == live
+
+
+def test_a_list_set_holds_what_a_set_would_through_any_adds_and_removals():
+    import pickle
+
+    from koinii.kb.sentex import ListSet
+
+    rng = random.Random(41)
+    items = [("item", i) for i in range(400)]
+    for _ in range(20):
+        held, model = ListSet(), set()
+        for _ in range(600):
+            if model and rng.random() < 0.45:
+                # the last added (an undo's order) as often as any other
+                item = held[-1] if rng.random() < 0.5 else rng.choice(sorted(model))
+                held.discard(item)
+                model.discard(item)
+            else:
+                item = rng.choice(items)
+                if item not in model:
+                    held.add(item)
+                    model.add(item)
+            assert len(held) == len(model) and set(held) == model
+        again = pickle.loads(pickle.dumps(held))
+        assert type(again) is ListSet and again == held and again.places is None
