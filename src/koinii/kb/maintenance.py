@@ -213,7 +213,10 @@ class Maintenance(State):
             if uses is None:
                 support.uses = (j,)
             elif type(uses) is ListSet:
-                uses.add(j)
+                if uses.places is None:  # (nothing removed from it yet: the commonest)
+                    uses.append(j)
+                else:
+                    uses.add(j)
             elif len(uses) < _SET_FROM:
                 support.uses = uses + (j,)
             else:
