@@ -352,8 +352,8 @@ class Firing(State):
                 f"derivations chained deeper than {self.max_depth} in one write",
                 {"limit": self.max_depth, "rule": rule_node.handle},
             )
-        node = Node(self._next_handle, atom, key, ctx, positive, False, DEFAULT, None, tx.now, None)
-        self._next_handle += 1
+        node = Node(tx.next_handle, atom, key, ctx, positive, False, DEFAULT, None, tx.now, None)
+        tx.next_handle += 1
         self.link(tx, node)
         if depth:
             depths[node] = depth + 1
