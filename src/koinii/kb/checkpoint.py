@@ -133,7 +133,7 @@ class Checkpoints(State):
         writes one at close, on a store big enough to gain from it, and the daemon keeps
         it up as the store changes."""
         with self._lock:
-            self.refuse_inside_group("writing a checkpoint")
+            self._ledger.refuse_inside_group("writing a checkpoint")
             path = self._store.checkpoint_path
             if path is None or not self._checkpoints:
                 raise Refused(

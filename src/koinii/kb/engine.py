@@ -191,7 +191,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         """Create or upgrade a domain's record tables (wraps, sessions) in this store."""
         with self._lock:
-            self.refuse_inside_group("creating record tables")
+            self._ledger.refuse_inside_group("creating record tables")
             self._store.ensure_schema(domain, migrations)
 
     def read_records(self, reader: Callable[[Any], Any]) -> Any:

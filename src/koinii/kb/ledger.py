@@ -115,6 +115,16 @@ class Ledger:
         """Whether a group commit is open (`Writes.begin_group`)."""
         return self._group is not None
 
+    def refuse_inside_group(self, what: str) -> None:
+        """Refuse `what` while a group is open: it writes the store itself, at once, and
+        cannot wait for the group's commit (the parts that do so call this first)."""
+        if self._group is not None:
+            raise Refused(
+                "group-open",
+                f"{what} cannot happen inside a group commit; commit the group first",
+                {"what": what},
+            )
+
     def open_group(self) -> None:
         """A group commit is open: the writes that follow are held (`hold`), and the seq
         they started from kept for `group_failed` (Writes refuses a second group)."""

@@ -359,7 +359,7 @@ class Reads(State):
         if type(keep) is not int or keep < 0:
             raise Refused("bad-option", "keep is a non-negative integer", {"option": "keep"})
         with self._lock:
-            self.refuse_inside_group("compacting the log")
+            self._ledger.refuse_inside_group("compacting the log")
             return self._store.compact(min(keep, _SQL_MAX))
 
 

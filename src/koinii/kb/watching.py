@@ -80,7 +80,7 @@ class Watching(State):
         """The change-log entries after `since`, all of them, or a refusal."""
         if type(since) is not int or since < 0:
             raise Refused("bad-cursor", "since must be a non-negative integer seq", {})
-        self.refuse_inside_group("a replaying watch")
+        self._ledger.refuse_inside_group("a replaying watch")
         seq = self._ledger.seq
         if since > seq:
             raise Refused(

@@ -523,15 +523,6 @@ class Writes(State):
                 self._publish(seq, tx.op, routed)
             return len(held)
 
-    def refuse_inside_group(self, what: str) -> None:
-        """Refuse what cannot wait in a group: it writes the store itself, at once."""
-        if self._ledger.in_group:
-            raise Refused(
-                "group-open",
-                f"{what} cannot happen inside a group commit; commit the group first",
-                {"what": what},
-            )
-
     def _abort(self, tx: Transaction) -> None:
         consumed = bool(tx.added) or bool(tx.limbo)
         self._undo(tx)
@@ -853,7 +844,7 @@ class Writes(State):
         always takes a seq; `summary` is what the change log says it changed.
         """
         with self._lock, self.bounded(self.write_budget_s, "the write"), collector.paused():
-            self.refuse_inside_group("a domain write")
+            self._ledger.refuse_inside_group("a domain write")
             tx = self._begin(op)
             try:
                 handles = self._apply_batch(tx, add, remove)
