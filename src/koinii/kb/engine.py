@@ -1,7 +1,7 @@
 """The knowledge base: one store, its in-memory indexes and belief, and the facade over
-them — `KB`, assembled from the rooms that each own one concern:
+them — `KB`, assembled from the parts that each own one concern and its state:
 
-| room | owns |
+| part | owns |
 | --- | --- |
 | `writes` | transactions and commit: checks, the undo log, group commit, durable records |
 | `maintenance` | truth maintenance: linking nodes, justifications, deletion, belief labels |
@@ -12,9 +12,15 @@ them — `KB`, assembled from the rooms that each own one concern:
 | `watching` | the feed as the KB offers it: watch, replay, unwatch |
 | `checkpoint` | the state kept in a file beside the store, and opening from it |
 
-`state.State` declares the structures they share. This module keeps the lifecycle (open
-— from a checkpoint, or by a rebuild — and close), the budgets and the writer's health,
-the domain record tables, and attribution.
+Their state: writes holds the ledger (ledger.py: the write in progress, the open group,
+the seq and the handle and justification counters); maintenance the index, every
+structure over the stored nodes, and each node's labels and links; search the words'
+counts and the vectors; watching the feed; checkpoint where the last one stands.
+`state.State` declares that state, and `state.OWNERS` its owner: each part makes its own
+in its `__init__` (run through `super` from `KB.__init__`) and no other binds it. This
+module keeps the lifecycle (open — from a checkpoint, or by a rebuild — and close), the
+budgets and the writer's health, the commit listeners, the domain record tables, and
+attribution.
 
 Invariants kept here:
 - One `RLock` serialises everything, so a KB may be shared between threads; callbacks

@@ -2,7 +2,10 @@
 detached, deletion and its cascade, declarations in force, and belief.
 
 One concept: truth maintenance, one algorithm over one state; issue 43 separates it
-from the engine's other parts, which today share that state as mixins.
+from the engine's other parts, which today share that state as mixins. That state is
+its own (state.OWNERS): the index and every structure over the stored nodes, made in
+`fresh_state` or taken from a checkpoint (`take_structures`), and each node's belief
+labels and `justs` / `uses` — the other parts change them only through its methods.
 
 Invariants:
 - A node is in the index and in every structure that knows stored nodes exactly while

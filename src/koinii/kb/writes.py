@@ -8,7 +8,9 @@ every in-memory change is undo-logged, and the write either commits to the store
 durable record with the next global `seq` — then its event is published — or is undone
 completely (handles it consumed are still never reused). In a group commit
 (`begin_group`) the writes become durable together, and are published or undone
-together.
+together. What the write path counts and holds between writes — the write in progress,
+the open group, the seq, the handle and justification counters — is its ledger's
+(ledger.py), which only this part changes.
 """
 
 from __future__ import annotations
