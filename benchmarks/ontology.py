@@ -398,7 +398,8 @@ OX_BASE = "http://koinii.example/"
 def _quads(data: pathlib.Path) -> list[Any]:
     """Every file's facts as pyoxigraph quads, one named graph per context: a binary
     fact as a triple, a unary one as `(x is P)`, an n-ary one as its first argument, its
-    predicate and the rest as one literal; a value subject as an IRI of its text."""
+    predicate with its arity (`R/3`) and the rest as one literal; a value subject as an
+    IRI of its text."""
     import pyoxigraph as ox
 
     from koinii.terms import parse_all, show
@@ -429,9 +430,12 @@ def _quads(data: pathlib.Path) -> list[Any]:
                 quads.append(
                     ox.Quad(subject(term[1]), ox.NamedNode(base + "is"), node(term[0]), graph)
                 )
-            else:  # an n-ary fact: its first argument, the rest as one literal
+            else:  # an n-ary fact: its first argument, the rest as one literal, under
+                # a predicate named with its arity (a binary fact's triple would answer
+                # `(R ?x ?y)` for it, which Koinii's binary pattern rightly does not)
                 rest = ox.Literal(" ".join(show(x) for x in term[2:]))
-                quads.append(ox.Quad(subject(term[1]), node(term[0]), rest, graph))
+                functor = ox.NamedNode(f"{base}{term[0].name}/{len(term) - 1}")
+                quads.append(ox.Quad(subject(term[1]), functor, rest, graph))
     return quads
 
 

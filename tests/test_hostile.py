@@ -771,6 +771,34 @@ def test_the_raw_wire_writes_meet_the_same_rules(team):
     assert channel.join(channel.wire(team.client("AgentCharlie")), "CxTeam", "AgentCharlie")
 
 
+def test_a_dry_run_names_the_refusal_the_write_would_get(team):
+    """`check` and `check_edit` judge an agent's entries by the daemon's rules as well as
+    the engine's: an agent told "no problems" was then refused its write."""
+    boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    claim = boreas.claim(CLAIM)
+    atlas, ops = team.client("AgentAtlas"), team.client("Ops")
+    seq = ops.seq
+    for sentence, opts, kind in (
+        (f"(except (sentexHandle {claim}))", {}, "koinii/foreign-mask"),
+        (f"(not {CLAIM})", {"strength": "monotonic"}, "koinii/strength-forbidden"),
+        ("(agentContext CxTeam AgentAtlas)", {}, "koinii/foreign-mark"),
+        ("(note Mine)", {"creator": "AgentBoreas"}, "koinii/creator-mismatch"),
+    ):
+        assert [p["kind"] for p in atlas.check(sentence, "CxAtlas", **opts)] == [kind]
+        problems = atlas.check_edit(add=[("(note Fine)", "CxAtlas"), (sentence, "CxAtlas", opts)])
+        assert [(p["kind"], p["in"], p["index"]) for p in problems] == [(kind, "add", 1)]
+    [problem] = atlas.check_edit(remove=[claim])
+    assert (problem["kind"], problem["in"], problem["index"]) == (
+        "koinii/foreign-sentex",
+        "remove",
+        0,
+    )
+    assert refused(lambda: atlas.retract(claim)).kind == problem["kind"]
+    assert atlas.check_edit(add=[("(note Fine)", "CxAtlas")], remove=[]) == []
+    assert ops.seq == seq  # a dry run stores nothing
+
+
 # --- poisoned reads: values no JSON reader takes back ----------------------------------------
 
 

@@ -134,14 +134,8 @@ def _guard_adds(daemon: Daemon, caller: Caller, entries: list[tuple], batch: boo
     """Each entry's access check, counted toward the write's budget: a batch of a
     hundred thousand entries would spend seconds here before the engine's own work
     (and its budget) began. An agent's batch holds at most `Limits.agent_batch`."""
-    limit = daemon.limits.agent_batch
-    if batch and caller.is_agent and len(entries) > limit:
-        raise Refused(
-            "batch-too-large",
-            f"an agent's edit adds at most {limit:,} entries, not {len(entries):,}: send "
-            "it in parts (an operator loads more at once)",
-            {"limit": limit, "entries": len(entries), "rolled_back": True},
-        )
+    if batch:
+        _check_batch_size(daemon, caller, entries)
     for i, (sentence, context, opts) in enumerate(entries):
         daemon.kb.spend()
         try:
@@ -150,6 +144,47 @@ def _guard_adds(daemon: Daemon, caller: Caller, entries: list[tuple], batch: boo
             if batch:
                 refusal.data.update({"rolled_back": True, "in": "add", "index": i})
             raise
+
+
+def _check_batch_size(daemon: Daemon, caller: Caller, entries: list[tuple]) -> None:
+    limit = daemon.limits.agent_batch
+    if caller.is_agent and len(entries) > limit:
+        raise Refused(
+            "batch-too-large",
+            f"an agent's edit adds at most {limit:,} entries, not {len(entries):,}: send "
+            "it in parts (an operator loads more at once)",
+            {"limit": limit, "entries": len(entries), "rolled_back": True},
+        )
+
+
+def _dry_run(daemon: Daemon, caller: Caller, entries: list[tuple], removes: list) -> Any:
+    """Every problem `edit` would refuse the caller: the daemon's own rules for it (each
+    entry's access check, as `_guard_adds` and `check_remove` make them), then the
+    engine's dry run of the batch as the write would make it. The engine alone judges
+    no caller, and an agent told "no problems" was then refused its write."""
+    kb, problems = daemon.kb, []
+    if caller.id is not None:
+        _check_batch_size(daemon, caller, entries)
+        for where, items in (("add", entries), ("remove", removes)):
+            for i, item in enumerate(items):
+                kb.spend()
+                try:
+                    if where == "add":
+                        access.check_add(kb, caller, *item)
+                    else:
+                        access.check_remove(kb, caller, item)
+                except Refused as refusal:
+                    problems.append(_problem(refusal, where, i))
+    seen = {(p["in"], p["index"], p["kind"]) for p in problems}
+    adds = [(s, c, _attributed(caller, o)) for s, c, o in entries]
+    for problem in kb.check_edit(add=adds, remove=removes):
+        if (problem["in"], problem["index"], problem["kind"]) not in seen:
+            problems.append(problem)
+    return sorted(problems, key=lambda p: (p["in"] != "add", p["index"]))
+
+
+def _problem(refusal: Refused, where: str, index: int) -> dict[str, Any]:
+    return {"kind": refusal.kind, "message": refusal.message, "in": where, "index": index}
 
 
 def _attributed(caller: Caller, opts: dict[str, Any]) -> dict[str, Any]:
@@ -225,14 +260,14 @@ def edit(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
     "budgeted",
 )
 def check(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
-    return daemon.kb.check(body["sentence"], body["context"], **_opts(body))
+    return _dry_run(daemon, caller, [(body["sentence"], body["context"], _opts(body))], [])
 
 
 @verb(
     "check_edit", EDIT, "dry run of edit: every problem", "budgeted", large_body=True, writes=True
 )
 def check_edit(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
-    return daemon.kb.check_edit(add=_entries(body), remove=body.get("remove") or [])
+    return _dry_run(daemon, caller, _entries(body), body.get("remove") or [])
 
 
 @verb(
