@@ -18,12 +18,13 @@ added to `KB` is checked without editing this test.
 The state each part owns is held the same way. state.py's `OWNERS` names, for every
 attribute declared on `State`, the one part that binds it; a part's class that binds
 (`self.x = …`, `+=`, `del`, a class-level default) an attribute it does not own — or
-one no part owns — fails, and the owner gives it a public method to ask instead (what
-writes had done to the counters, checkpoint.py to maintenance's structures and the
-search's vectors, the engine to the counters at a rebuild). And a node's belief labels
-(`believed`, `mono`, `defeated`) and its `justs` / `uses` are maintenance's alone:
-anywhere else in kb/, setting one fails, but on a node the function itself made (its
-constructor, a checkpoint's unpickler).
+one no part owns — fails, and the owner gives it a public method to ask instead (as
+writes' ledger does for the counters firing, maintenance, checkpoint.py and the engine
+once set, and maintenance's `take_structures` for what checkpoint.py took itself). And
+a node's belief labels (`believed`, `mono`, `defeated`) and its `justs` / `uses` are
+maintenance's alone: anywhere else in kb/, setting one fails, but on a node the
+function itself made (its constructor, a checkpoint's unpickler); writes' undo puts a
+write's old labels back through `restore_belief`.
 """
 
 from __future__ import annotations
