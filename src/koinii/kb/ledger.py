@@ -19,7 +19,7 @@ makes a million, and each would pay a method call for what is an attribute's inc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from koinii.errors import Refused
 
@@ -131,8 +131,9 @@ class Ledger:
         self._group = []
         self._group_seq = self._seq
 
-    def hold(self, tx: Transaction, seq: int, routed: Any) -> None:
+    def hold(self, tx: Transaction, seq: int, routed: Routed | None) -> None:
         """A write of the open group, its event routed, waiting for the group's commit."""
+        assert self._group is not None, "a write is held only while a group is open"
         self._group.append((tx, seq, routed))
 
     def close_group(self) -> list[Held] | None:
