@@ -77,6 +77,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         self._clock = clock or _now  # epoch ms for `created` stamps and the change log
         self._lock = threading.RLock()
         self._commit_listeners: dict[int, Callable[[int, str], Any]] = {}
+        self._next_listener = 0  # the last token `on_commit` gave
         self._closed = False
         self.max_depth = max_depth
         self.max_derivations = max_derivations
@@ -214,7 +215,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
     def on_commit(self, listener: Callable[[int, str], Any]) -> int:
         """Call `listener(seq, op)` after every durable write (belief changed or not)."""
         with self._lock:
-            token = self._next_listener = getattr(self, "_next_listener", 0) + 1
+            token = self._next_listener = self._next_listener + 1
             self._commit_listeners[token] = listener
             return token
 
