@@ -18,11 +18,12 @@ added to `KB` is checked without editing this test.
 The state each part owns is held the same way. state.py's `OWNERS` names, for every
 attribute declared on `State`, the one part that binds it; a part's class that binds
 (`self.x = …`, `+=`, `del`, a class-level default) an attribute it does not own — or
-one no part owns — fails, and the owner gives it a public method to ask instead (as
-writes' ledger does for the counters firing, maintenance, checkpoint.py and the engine
-once set, and maintenance's `take_structures` for what checkpoint.py took itself). And
-a node's belief labels (`believed`, `mono`, `defeated`) and its `justs` / `uses` are
-maintenance's alone: anywhere else in kb/, setting one fails, but on a node the
+one no part owns —, or sets or deletes an item of it (`self.x[k] = …`), fails, and the
+owner gives it a public method to ask instead (as writes' ledger does for the counters
+firing, maintenance, checkpoint.py and the engine once set, and maintenance's
+`take_structures` and `triggers_of` for what checkpoint.py and firing set themselves).
+And a node's belief labels (`believed`, `mono`, `defeated`) and its `justs` / `uses`
+are maintenance's alone: anywhere else in kb/, setting one fails, but on a node the
 function itself made (its constructor, a checkpoint's unpickler); writes' undo puts a
 write's old labels back through `restore_belief`.
 """
@@ -143,12 +144,13 @@ def declared() -> set[str]:
 
 
 def _bound(targets: list[ast.expr]) -> list[ast.Attribute]:
-    """The `self.x` among assignment targets (unpacked)."""
+    """The `self.x` among assignment targets (unpacked), and those an item of is set or
+    deleted (`self.x[k] = …`: the structure is written as surely as rebound)."""
     found = []
     for target in targets:
         if isinstance(target, (ast.Tuple, ast.List)):
             found += _bound(list(target.elts))
-        elif isinstance(target, ast.Starred):
+        elif isinstance(target, (ast.Starred, ast.Subscript)):
             found += _bound([target.value])
         elif (
             isinstance(target, ast.Attribute)
@@ -161,7 +163,8 @@ def _bound(targets: list[ast.expr]) -> list[ast.Attribute]:
 
 def bindings(cls: ast.ClassDef) -> list[tuple[int, str]]:
     """(line, attribute) for every attribute a part's class binds: `self.x = …`, `+=`,
-    `del self.x`, `setattr(self, "x", …)`, and its class-level defaults."""
+    `del self.x`, `setattr(self, "x", …)`, its class-level defaults, and an item set or
+    deleted (`self.x[k] = …`)."""
     found = [
         (node.lineno, target.id)
         for node in cls.body
@@ -325,6 +328,8 @@ def test_the_checks_see_what_they_look_for():
     """(The checks above would pass vacuously if they found nothing to check.)"""
     writes = bindings(_class(_tree("writes"), "Writes"))
     assert {"_ledger", "_shipped"} <= {name for _, name in writes}
+    engine = bindings(_class(_tree("engine"), "KB"))  # `self._commit_listeners[token] = …`
+    assert "_commit_listeners" in {name for _, name in engine}
     labels = _LabelWrites("maintenance.py")
     labels.visit(_tree("maintenance"))
     assert any("believed" in place for place in labels.found)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from koinii.errors import Refused
 from koinii.kb import checks
-from koinii.kb.joins import Derivation, Triggers, every_firing, scan_position
+from koinii.kb.joins import Derivation, every_firing, scan_position
 from koinii.kb.rules import (
     NOT_DERIVABLE,
     Rule,
@@ -108,8 +108,8 @@ class Firing(State):
             if literal not in by_literal:
                 continue
             triggers = self._triggers.get(literal)
-            if triggers is None:
-                triggers = self._triggers[literal] = Triggers(by_literal[literal], rules)
+            if triggers is None:  # (made once per literal until its rules change)
+                triggers = self.triggers_of(literal)
             context = node.context
             for rule_node, i in triggers.of(node.atom):
                 rule = rules[rule_node]

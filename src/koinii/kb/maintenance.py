@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from koinii.errors import Refused
 from koinii.kb.contexts import EVERYTHING, Hierarchy
 from koinii.kb.index import Index, members
+from koinii.kb.joins import Triggers
 from koinii.kb.rules import (
     CARRIES_CLAIM,
     EXCEPT,
@@ -45,7 +46,6 @@ from koinii.kb.state import State
 from koinii.terms import QUOTE, Sym
 
 if TYPE_CHECKING:
-    from koinii.kb.joins import Triggers
     from koinii.kb.rules import Rule
     from koinii.kb.writes import Transaction
 
@@ -221,6 +221,13 @@ class Maintenance(State):
             # (a node no rule reads and no declaration carries makes nothing when it
             # fires; a rule this write adds later joins it as any stored node)
             tx.fire[node] = None
+
+    def triggers_of(self, literal: tuple[Sym, bool]) -> Triggers:
+        """The rule literals of `literal` (a functor and polarity some stored rule
+        reads) by what a node must hold to fill each (joins.Triggers): made when firing
+        first asks, kept until a rule of that literal is linked or unlinked."""
+        triggers = self._triggers[literal] = Triggers(self._rules_by_literal[literal], self._rules)
+        return triggers
 
     def attach(self, j: Justification) -> None:
         """Record `j` on its conclusion's `justs` and its supports' `uses` (no undo, no

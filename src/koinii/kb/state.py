@@ -107,7 +107,7 @@ class State:
     _rules: dict[Node, Rule]
     _rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]]
     # `_rules_by_literal` by what a node must hold to fill each literal (joins.Triggers),
-    # made when first asked (firing fills it), dropped for a functor when its rules change
+    # made when firing first asks (`triggers_of`), dropped for a functor when its rules change
     _triggers: dict[tuple[Sym, bool], Triggers]
     _masks: dict[int, list[Node]]  # masked handle -> its mask nodes
     _carriers: dict[Sym, list[Node]]  # functor -> its carriesClaim declarations
