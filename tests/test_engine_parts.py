@@ -16,16 +16,17 @@ The parts are found from `KB`'s own bases and the imports that bring them, so a 
 added to `KB` is checked without editing this test.
 
 The state each part owns is held the same way. state.py's `OWNERS` names, for every
-attribute declared on `State`, the one part that binds it; a part's class that binds
+attribute declared on `State`, the one part that binds it. A part's class that binds
 (`self.x = …`, `+=`, `del`, a class-level default) an attribute it does not own — or
-one no part owns —, or sets or deletes an item of it (`self.x[k] = …`), fails, and the
-owner gives it a public method to ask instead (as writes' ledger does for the counters
-firing, maintenance, checkpoint.py and the engine once set, and maintenance's
-`take_structures` and `triggers_of` for what checkpoint.py and firing set themselves).
-And a node's belief labels (`believed`, `mono`, `defeated`) and its `justs` / `uses`
-are maintenance's alone: anywhere else in kb/, setting one fails, but on a node the
-function itself made (its constructor, a checkpoint's unpickler); writes' undo puts a
-write's old labels back through `restore_belief`.
+one no part owns —, sets or deletes an item of it (`self.x[k] = …`), or changes it in
+place (`self.x.append(…)`) fails, and the owner gives it a public method to ask
+instead (as writes' ledger does for the counters firing, maintenance, checkpoint.py
+and the engine once set, and maintenance's `take_structures` and `triggers_of` for
+what checkpoint.py and firing set themselves). And a node's belief labels
+(`believed`, `mono`, `defeated`) and its `justs` / `uses` are maintenance's alone:
+anywhere else in kb/, setting one fails, but on a node the function itself made (its
+constructor, a checkpoint's unpickler); writes' undo puts a write's old labels back
+through `restore_belief`.
 """
 
 from __future__ import annotations
@@ -161,10 +162,37 @@ def _bound(targets: list[ast.expr]) -> list[ast.Attribute]:
     return found
 
 
+# What changes a dict, list or set in place: called on a part's state (or on what it
+# holds, `self.x[k].append(…)`, `self.x.setdefault(k, []).append(…)`), it changes it.
+CHANGES_IN_PLACE = frozenset(
+    {"append", "extend", "insert", "pop", "popitem", "remove", "discard", "clear", "add"}
+    | {"update", "setdefault", "sort", "reverse"}
+)
+
+
+def _changed_in_place(node: ast.Call) -> ast.Attribute | None:
+    """The `self.x` a call changes in place, if it is one of `CHANGES_IN_PLACE` on it."""
+    if not (isinstance(node.func, ast.Attribute) and node.func.attr in CHANGES_IN_PLACE):
+        return None
+    held = node.func.value
+    while isinstance(held, (ast.Subscript, ast.Call)):
+        if isinstance(held, ast.Subscript):
+            held = held.value
+        elif isinstance(held.func, ast.Attribute) and held.func.attr in CHANGES_IN_PLACE:
+            held = held.func.value
+        else:
+            return None
+    if isinstance(held, ast.Attribute) and isinstance(held.value, ast.Name):
+        return held if held.value.id == "self" else None
+    return None
+
+
 def bindings(cls: ast.ClassDef) -> list[tuple[int, str]]:
     """(line, attribute) for every attribute a part's class binds: `self.x = …`, `+=`,
-    `del self.x`, `setattr(self, "x", …)`, its class-level defaults, and an item set or
-    deleted (`self.x[k] = …`)."""
+    `del self.x`, `setattr(self, "x", …)`, its class-level defaults, an item set or
+    deleted (`self.x[k] = …`), and a container of it changed in place (`CHANGES_IN_PLACE`).
+    (An object of its own that the state holds — the index, the ledger, the feed — keeps
+    its invariants in its own methods, which are not counted.)"""
     found = [
         (node.lineno, target.id)
         for node in cls.body
@@ -181,6 +209,10 @@ def bindings(cls: ast.ClassDef) -> list[tuple[int, str]]:
             targets = node.targets
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
             targets = [node.optional_vars]
+        elif isinstance(node, ast.Call) and _changed_in_place(node) is not None:
+            changed = _changed_in_place(node)
+            found.append((node.lineno, changed.attr))
+            continue
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -330,6 +362,8 @@ def test_the_checks_see_what_they_look_for():
     assert {"_ledger", "_shipped"} <= {name for _, name in writes}
     engine = bindings(_class(_tree("engine"), "KB"))  # `self._commit_listeners[token] = …`
     assert "_commit_listeners" in {name for _, name in engine}
+    maintenance = {name for _, name in bindings(_class(_tree("maintenance"), "Maintenance"))}
+    assert {"_referrers", "_masks", "_triggers"} <= maintenance  # setdefault(…).add, pop
     labels = _LabelWrites("maintenance.py")
     labels.visit(_tree("maintenance"))
     assert any("believed" in place for place in labels.found)
