@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from koinii.errors import Refused
 from koinii.kb import checks
-from koinii.kb.joins import Derivation, Triggers, every_firing, scan_position
+from koinii.kb.joins import Derivation, every_firing, scan_position
 from koinii.kb.rules import (
     NOT_DERIVABLE,
     Rule,
@@ -109,8 +109,8 @@ class Firing(State):
             if literal not in by_literal:
                 continue
             triggers = self._triggers.get(literal)
-            if triggers is None:
-                triggers = self._triggers[literal] = Triggers(by_literal[literal], rules)
+            if triggers is None:  # (made once per literal until its rules change)
+                triggers = self.triggers_of(literal)
             context = node.context
             for rule_node, i in triggers.of(node.atom):
                 rule = rules[rule_node]
@@ -367,8 +367,8 @@ class Firing(State):
                 f"derivations chained deeper than {self.max_depth} in one write",
                 {"limit": self.max_depth, "rule": rule_node.handle},
             )
-        node = Node(self._next_handle, atom, key, ctx, positive, False, DEFAULT, None, tx.now, None)
-        self._next_handle += 1
+        node = Node(tx.next_handle, atom, key, ctx, positive, False, DEFAULT, None, tx.now, None)
+        tx.next_handle += 1
         self.link(tx, node)
         if depth:
             depths.put(node.handle, depth + 1)

@@ -2,7 +2,10 @@
 detached, deletion and its cascade, declarations in force, and belief.
 
 One concept: truth maintenance, one algorithm over one state; issue 43 separates it
-from the engine's other parts, which today share that state as mixins.
+from the engine's other parts, which today share that state as mixins. That state is
+its own (state.OWNERS): the index and every structure over the stored nodes, made in
+`fresh_state` or taken from a checkpoint (`take_structures`), and each node's belief
+labels and `justs` / `uses` — the other parts change them only through its methods.
 
 Invariants:
 - A node is in the index and in every structure that knows stored nodes exactly while
@@ -22,8 +25,9 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from koinii.errors import Refused
-from koinii.kb.contexts import EVERYTHING
-from koinii.kb.index import members
+from koinii.kb.contexts import EVERYTHING, Hierarchy
+from koinii.kb.index import Index, members
+from koinii.kb.joins import Triggers
 from koinii.kb.rules import (
     CARRIES_CLAIM,
     EXCEPT,
@@ -43,6 +47,7 @@ from koinii.kb.state import State
 from koinii.terms import QUOTE, Sym
 
 if TYPE_CHECKING:
+    from koinii.kb.rules import Rule
     from koinii.kb.writes import Transaction
 
 ARITY = Sym("arity")
@@ -51,6 +56,42 @@ TARGET_FOLLOWING = Sym("target_following_predicate")
 
 class Maintenance(State):
     """Linking, justifications, deletion and belief (see the module docstring)."""
+
+    def __init__(self, **parts: Any) -> None:
+        self.fresh_state()
+        super().__init__(**parts)
+
+    def fresh_state(self) -> None:
+        """Empty structures: what a new store starts from, and a rebuild starts again
+        from (a checkpoint that could not be applied leaves its state half taken)."""
+        self._index = Index()
+        self._hierarchy = Hierarchy()
+        self._rules: dict[Node, Rule] = {}
+        self._rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]] = {}
+        self._triggers: dict[tuple[Sym, bool], Triggers] = {}  # made from the above
+        self._masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
+        self._carriers: dict[Sym, list[Node]] = {}  # functor -> its carriesClaim declarations
+        self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it
+
+    def take_structures(
+        self,
+        index: Index,
+        hierarchy: Hierarchy,
+        rules: dict[Node, Rule],
+        rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]],
+        masks: dict[int, list[Node]],
+        carriers: dict[Sym, list[Node]],
+        referrers: dict[int, set[Node]],
+        links: list[tuple[Node, Any, Any]],
+    ) -> None:
+        """Take the structures a checkpoint kept (checkpoint.py), and give each node of
+        `links` back its `justs` and `uses` — as they were when it was written, so the
+        labels it kept still hold. (The rows written since are applied after.)"""
+        for node, justs, uses in links:
+            node.justs, node.uses = justs, uses
+        self._index, self._hierarchy = index, hierarchy
+        self._rules, self._rules_by_literal, self._triggers = rules, rules_by_literal, {}
+        self._masks, self._carriers, self._referrers = masks, carriers, referrers
 
     def delete_cascading(self, tx: Transaction, first: Node, reason: str) -> None:
         """Remove `first` and, transitively, what rested only on it or follows it."""
@@ -184,6 +225,13 @@ class Maintenance(State):
             # fires; a rule this write adds later joins it as any stored node)
             tx.fire[node] = None
 
+    def triggers_of(self, literal: tuple[Sym, bool]) -> Triggers:
+        """The rule literals of `literal` (a functor and polarity some stored rule
+        reads) by what a node must hold to fill each (joins.Triggers): made when firing
+        first asks, kept until a rule of that literal is linked or unlinked."""
+        triggers = self._triggers[literal] = Triggers(self._rules_by_literal[literal], self._rules)
+        return triggers
+
     def attach(self, j: Justification) -> None:
         """Record `j` on its conclusion's `justs` and its supports' `uses` (no undo, no
         relabel): for loading stored justifications and undoing a drop; a write makes
@@ -267,8 +315,8 @@ class Maintenance(State):
         """`conclusion` justified by `rule_node` from `antecedents`, attached: the one way
         firing adds a justification (what one is, and where it is kept, is truth
         maintenance's alone)."""
-        j = Justification(self._next_just, conclusion, rule_node, antecedents)
-        self._next_just += 1
+        j = Justification(tx.next_just, conclusion, rule_node, antecedents)
+        tx.next_just += 1
         self.attach(j)
         tx.new_justs.append(j)  # (its conclusion a seed: see `_seeds`)
 
@@ -530,6 +578,12 @@ class Maintenance(State):
             if two_sided and node.key in two_sided:
                 stack.extend(self._index.same_atom(node.atom, node.key))
         return seen
+
+    def restore_belief(self, old_belief: dict[Node, tuple[bool, bool, bool]]) -> None:
+        """Put back the labels a write kept before it relabelled (`tx.old_belief`): its
+        undo (writes.py), once what it changed is undone."""
+        for node, (believed, mono, defeated) in old_belief.items():
+            node.believed, node.mono, node.defeated = believed, mono, defeated
 
     def relabel(self, nodes: Collection[Node], tx: Transaction | None) -> None:
         """Recompute belief for `nodes` (a set closed under dependence).
