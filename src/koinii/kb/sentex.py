@@ -4,7 +4,8 @@ A `Node` is the one in-memory record of a stored sentex: the positive atom, its 
 `key_of`), the context, polarity, whether it was asserted (a premise) and with what strength,
 its provenance, the justifications that derive it, and the belief flags the labeller
 keeps. Readers never get a Node: they get a frozen `Sentex` snapshot, so nothing outside
-the engine can change belief by accident.
+the engine can change belief by accident. What holds many of them, or many
+justifications, holds them in a `ListSet`.
 """
 
 from __future__ import annotations
