@@ -653,6 +653,16 @@ def test_check_judges_without_storing(kb):
     assert problem["kind"] == "naming" and problem["in"] == "add" and problem["index"] == 0
 
 
+def test_a_dry_run_takes_no_handle_the_write_after_it_would_have_had(kb):
+    """A dry run's nodes, derived ones too, were never stored nor shown: it hands their
+    handles back (kb/ledger.py), so the check changes nothing at all."""
+    kb.assert_("(implies (dog ?x) (mammal ?x))", "CxA")
+    before = kb.assert_("(dog Rex)", "CxA")
+    assert kb.check_edit(add=[("(dog Fido)", "CxA"), ("(dog Spot)", "CxA")]) == []
+    after = kb.assert_("(dog Fido)", "CxA")
+    assert after == before + 2  # (Rex's conclusion took the one between)
+
+
 def test_check_edit_reports_every_problem(kb):
     problems = kb.check_edit(
         add=[("(color Sky Blue)", "CxA"), ("(color ?x Blue)", "CxA"), ("(Bad x)", "CxA")],

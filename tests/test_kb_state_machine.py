@@ -134,7 +134,7 @@ def _internals(kb: koinii.KB) -> dict:
         "masks": {h: handles(v) for h, v in kb._masks.items()},
         "carriers": {f: handles(v) for f, v in kb._carriers.items()},
         "referrers": {h: handles(v) for h, v in kb._referrers.items()},
-        "next_handle": kb._next_handle,
+        "next_handle": kb._ledger.next_handle,
         "seq": kb.seq,
     }
 

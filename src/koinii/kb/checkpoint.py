@@ -69,7 +69,9 @@ from koinii.terms import Sym
 log = logging.getLogger("koinii.kb")
 
 MAGIC = b"koinii checkpoint\n"
-FORMAT = 2  # 2: a rule keeps no `uses` (maintenance.py, `firings_of`)
+# 2: a rule keeps no `uses` (maintenance.py, `firings_of`); 3: big `justs`, `uses` and
+# index buckets are `ListSet`s (sentex.py), not dicts and sets
+FORMAT = 3
 # Below this many sentexes a rebuild takes under a quarter of a second: no file is
 # written at close, nor kept up by the daemon (an explicit `checkpoint()` still writes).
 KEEP_FROM = 20_000
@@ -104,6 +106,7 @@ _ADMITTED = {
     ("koinii.kb.checkpoint", "_symbol"),
     ("koinii.kb.checkpoint", "_index"),
     ("koinii.kb.sentex", "Justification"),
+    ("koinii.kb.sentex", "ListSet"),
     ("koinii.kb.index", "FunctorIndex"),
     ("koinii.kb.contexts", "Hierarchy"),
     ("koinii.kb.rules", "Rule"),
@@ -114,18 +117,14 @@ _ADMITTED = {
 class Checkpoints(State):
     """Writing the checkpoint, and opening from it (see the module docstring)."""
 
-    _checkpoints: bool  # read and write checkpoints at all (open_kb's `checkpoints`)
-    _checkpoint_seq: int | None  # the seq of the checkpoint on disk, as far as we know
-    _checkpoint_at: float  # monotonic time of the last one written in the background
-    _changed_rows: int  # rows written since that checkpoint (writes counts them)
-    _opened: dict[str, Any]
-
-    @property
-    def opened(self) -> dict[str, Any]:
-        """How this KB was opened: `{"from": "rows" | "checkpoint", "seconds", …}`, and
-        for a checkpoint its `seq`, the `tail_sentexes` / `tail_justifications` rows
-        written after it that were applied on top, and the search `vectors` it kept."""
-        return dict(self._opened)
+    def __init__(self, *, checkpoints: bool = True, **parts: Any) -> None:
+        self._checkpoints = checkpoints  # read and write them at all (open_kb's option)
+        self._checkpoint_seq: int | None = None  # the seq of the one on disk, as far as we know
+        self._checkpoint_at = -KEEP_EVERY_S  # monotonic time of the last one in the background
+        # the ledger's `rows_written` when it was taken: the rows changed since are the
+        # difference (what a restart from it would replay)
+        self._checkpoint_rows = 0
+        super().__init__(**parts)
 
     def checkpoint(self, *, wait: bool = True) -> dict[str, Any] | None:
         """Write this store's checkpoint now, so the next open reads it instead of
@@ -137,7 +136,7 @@ class Checkpoints(State):
         writes one at close, on a store big enough to gain from it, and the daemon keeps
         it up as the store changes."""
         with self._lock:
-            self.refuse_inside_group("writing a checkpoint")
+            self._ledger.refuse_inside_group("writing a checkpoint")
             path = self._store.checkpoint_path
             if path is None or not self._checkpoints:
                 raise Refused(
@@ -153,7 +152,7 @@ class Checkpoints(State):
             if wait:
                 started = time.perf_counter()
                 size = _write(path, header, self._checkpoint_state(), self._search_vectors)
-                self._checkpoint_seq, self._changed_rows = self._seq, 0
+                self._taken()
                 return {
                     "path": path,
                     "seq": header["seq"],
@@ -165,9 +164,14 @@ class Checkpoints(State):
                 return None
             state, vectors = self._checkpoint_state, self._search_vectors
             _in_grandchild(lambda: _write(path, header, state(), vectors))
-            self._checkpoint_seq, self._changed_rows = self._seq, 0
+            self._taken()
             self._checkpoint_at = time.monotonic()
             return None
+
+    def _taken(self) -> None:
+        """The checkpoint holds the state as it is now."""
+        self._checkpoint_seq = self._ledger.seq
+        self._checkpoint_rows = self._ledger.rows_written
 
     def keep_checkpoint(self) -> bool:
         """Write the checkpoint in the background if it is due: a store of at least
@@ -176,13 +180,14 @@ class Checkpoints(State):
         moments (the daemon's housekeeping); returns whether one was started."""
         with self._lock:
             stored = len(self._index.by_handle)
+            changed = self._ledger.rows_written - self._checkpoint_rows
             if (
                 not self._checkpoints
                 or self._store.checkpoint_path is None
                 or self._store.lost is not None
-                or self._group is not None
+                or self._ledger.in_group
                 or stored < KEEP_FROM
-                or self._changed_rows < KEEP_AFTER_SHARE * stored
+                or changed < KEEP_AFTER_SHARE * stored
                 or time.monotonic() - self._checkpoint_at < KEEP_EVERY_S
             ):
                 return False
@@ -214,7 +219,7 @@ class Checkpoints(State):
             self._checkpoints
             and self._store.checkpoint_path is not None
             and self._store.lost is None  # a writer that lost its role keeps nothing
-            and self._seq != self._checkpoint_seq
+            and self._ledger.seq != self._checkpoint_seq
             and len(self._index.by_handle) >= KEEP_FROM
         ):
             try:
@@ -223,17 +228,18 @@ class Checkpoints(State):
                 log.exception("could not write the checkpoint of %s", self._store.location)
 
     def _checkpoint_header(self) -> dict[str, Any] | None:
-        mark = self._store.mark(self._seq)
+        ledger = self._ledger
+        mark = self._store.mark(ledger.seq)
         if mark is None:
             return None
         return {
             "format": FORMAT,
             "layout": _layout(),
             "store": self._store.identity(),
-            "seq": self._seq,
+            "seq": ledger.seq,
             "mark": mark,
-            "next_handle": self._next_handle,
-            "next_just": self._next_just,
+            "next_handle": ledger.next_handle,
+            "next_just": ledger.next_just,
         }
 
     def _checkpoint_state(self) -> tuple:
@@ -257,24 +263,25 @@ class Checkpoints(State):
 
     # --- opening ---------------------------------------------------------------------
 
-    def open_from_checkpoint(self) -> bool:
-        """Take the state from the checkpoint and the rows written after it; False (and
-        nothing changed) when there is no usable checkpoint."""
+    def open_from_checkpoint(self) -> dict[str, Any] | None:
+        """Take the state from the checkpoint and the rows written after it; how it was
+        opened (`KB.opened`), or None (and nothing changed) when there is no usable
+        checkpoint."""
         path = self._store.checkpoint_path
         if path is None or not self._checkpoints:
-            return False
+            return None
         started = time.perf_counter()
         try:
             header, payload, vectors = _read(path)
         except FileNotFoundError:
-            return False
+            return None
         except (OSError, ValueError) as exc:
             log.warning("checkpoint %s is unreadable (%s): rebuilding from the rows", path, exc)
-            return False
+            return None
         why = self._unusable(header)
         if why is not None:
             log.info("checkpoint %s not used (%s): rebuilding from the rows", path, why)
-            return False
+            return None
         try:
             state = _unpickled(payload)
             del payload
@@ -282,11 +289,12 @@ class Checkpoints(State):
         except Exception as exc:
             log.warning("checkpoint %s could not be applied (%s): rebuilding", path, exc)
             self.fresh_state()
-            return False
-        self._search_vectors = vectors  # what was written since is embedded as it is searched
+            return None
+        self.adopt_vectors(vectors)  # what was written since is embedded as it is searched
         self._checkpoint_seq = header["seq"]
-        self._changed_rows = tail[0] + tail[1]
-        self._opened = {
+        # the tail applied counts as changed since it (the ledger counts from this open)
+        self._checkpoint_rows = self._ledger.rows_written - (tail[0] + tail[1])
+        return {
             "from": "checkpoint",
             "seconds": round(time.perf_counter() - started, 3),
             "seq": header["seq"],
@@ -294,7 +302,6 @@ class Checkpoints(State):
             "tail_justifications": tail[1],
             "vectors": 0 if vectors is None else len(vectors.arrays()[0]),
         }
-        return True
 
     def _unusable(self, header: dict[str, Any]) -> str | None:
         """Why this checkpoint cannot serve this store, or None."""
@@ -316,15 +323,10 @@ class Checkpoints(State):
         if type(index) is not Index or len(nodes) != header["sentexes"]:
             raise ValueError("the checkpoint's state is not the one its header describes")
         index.by_handle = {node.handle: node for node in nodes}
-        for node, justs, uses in links:
-            node.justs, node.uses = justs, uses
-        self._index, self._hierarchy = index, hierarchy
-        self._rules, self._rules_by_literal, self._triggers = rules, by_literal, {}
-        self._masks, self._carriers, self._referrers = masks, carriers, referrers
-        next_handle, self._seq = self._store.head()
-        self._next_handle = max(next_handle, header["next_handle"])
-        self._next_just = header["next_just"]
-        if self._seq == header["seq"]:
+        self.take_structures(index, hierarchy, rules, by_literal, masks, carriers, referrers, links)
+        next_handle, seq = self._store.head()
+        self._ledger.restart(seq, max(next_handle, header["next_handle"]), header["next_just"])
+        if seq == header["seq"]:
             return 0, 0
         return self._apply_tail(header)
 
@@ -371,11 +373,13 @@ class Checkpoints(State):
             self.link_quiet(node)
             structural = structural or _structural(node)
             seeds.append(node)
+        top = 0
         for jrow in tail.justifications:
             j = justification_of(jrow, by_handle)
             self.attach(j)
             seeds.append(j.conclusion)
-            self._next_just = max(self._next_just, jrow.id + 1)
+            top = max(top, jrow.id)
+        self._ledger.issued(top)
         if structural:
             self.relabel(list(by_handle.values()), None)
         elif seeds:

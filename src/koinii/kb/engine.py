@@ -1,7 +1,7 @@
 """The knowledge base: one store, its in-memory indexes and belief, and the facade over
-them — `KB`, assembled from the rooms that each own one concern:
+them — `KB`, assembled from the parts that each own one concern and its state:
 
-| room | owns |
+| part | owns |
 | --- | --- |
 | `writes` | transactions and commit: checks, the undo log, group commit, durable records |
 | `maintenance` | truth maintenance: linking nodes, justifications, deletion, belief labels |
@@ -12,9 +12,15 @@ them — `KB`, assembled from the rooms that each own one concern:
 | `watching` | the feed as the KB offers it: watch, replay, unwatch |
 | `checkpoint` | the state kept in a file beside the store, and opening from it |
 
-`state.State` declares the structures they share. This module keeps the lifecycle (open
-— from a checkpoint, or by a rebuild — and close), the budgets and the writer's health,
-the domain record tables, and attribution.
+Their state: writes holds the ledger (ledger.py: the write in progress, the open group,
+the seq and the handle and justification counters); maintenance the index, every
+structure over the stored nodes, and each node's labels and links; search the words'
+counts and the vectors; watching the feed; checkpoint where the last one stands.
+`state.State` declares that state, and `state.OWNERS` its owner: each part makes its own
+in its `__init__` (run through `super` from `KB.__init__`) and no other binds it. This
+module keeps the lifecycle (open — from a checkpoint, or by a rebuild — and close), the
+budgets and the writer's health, the commit listeners, the domain record tables, and
+attribution.
 
 Invariants kept here:
 - One `RLock` serialises everything, so a KB may be shared between threads; callbacks
@@ -38,24 +44,16 @@ from typing import Any
 from koinii.errors import Refused
 from koinii.kb import collector
 from koinii.kb.budget import Budget
-from koinii.kb.checkpoint import KEEP_EVERY_S, Checkpoints
+from koinii.kb.checkpoint import Checkpoints
 from koinii.kb.clashes import Clashes
-from koinii.kb.contexts import Hierarchy
-from koinii.kb.feed import Feed, Routed
 from koinii.kb.firing import Firing
-from koinii.kb.index import Index
-from koinii.kb.joins import Triggers
 from koinii.kb.maintenance import Maintenance
 from koinii.kb.reads import Reads
-from koinii.kb.rules import (
-    Rule,
-)
 from koinii.kb.search import Search
-from koinii.kb.sentex import Node, justification_of, node_of
+from koinii.kb.sentex import justification_of, node_of
 from koinii.kb.store import Store, open_store
 from koinii.kb.watching import Watching
-from koinii.kb.writes import _PRINCIPAL, Transaction, Writes
-from koinii.terms import Sym
+from koinii.kb.writes import _PRINCIPAL, Writes
 
 # The record tables' own connection a `reading_records_through` block reads through.
 _OWN_RECORDS: ContextVar[tuple[Any, Any] | None] = ContextVar("own_records", default=None)
@@ -78,38 +76,16 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         self._store = store
         self._clock = clock or _now  # epoch ms for `created` stamps and the change log
         self._lock = threading.RLock()
-        self.fresh_state()
-        self._feed = Feed()
         self._commit_listeners: dict[int, Callable[[int, str], Any]] = {}
-        self._tx: Transaction | None = None
-        self._group: list[tuple[Transaction, int, Routed | None]] | None = None  # see begin_group
-        self._group_seq = 0  # the seq before the open group's first write
+        self._next_listener = 0  # the last token `on_commit` gave
         self._closed = False
         self.max_depth = max_depth
         self.max_derivations = max_derivations
         self.query_budget_s = query_budget_s
         self.write_budget_s = write_budget_s
         self._budget: Budget | None = None  # the running operation's (see `budget`)
-        self._shipped: frozenset[int] = frozenset()  # see `mark_shipped`
-        self._search_vectors = None  # made at the first hybrid search (search.py)
-        self._search_terms = None  # the stored words, made at the first search (search.py)
-        self.last_examined = 0  # matches the last search looked at (search.py)
-        self._checkpoints = checkpoints
-        self._checkpoint_seq: int | None = None  # see checkpoint.py
-        self._checkpoint_at = -KEEP_EVERY_S
-        self._changed_rows = 0
+        super().__init__(checkpoints=checkpoints)  # each part makes its own state
         self._open()
-
-    def fresh_state(self) -> None:
-        """Empty indexes: what a new store starts from, and a rebuild starts again from."""
-        self._index = Index()
-        self._hierarchy = Hierarchy()
-        self._rules: dict[Node, Rule] = {}
-        self._rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]] = {}
-        self._triggers: dict[tuple[Sym, bool], Triggers] = {}  # made from the above
-        self._masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
-        self._carriers: dict[Sym, list[Node]] = {}  # functor -> its carriesClaim declarations
-        self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it
 
     @property
     def location(self) -> str:
@@ -125,15 +101,21 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         """Take the state from the store's checkpoint and the rows written since, or else
         build it from the rows (checkpoint.py)."""
         with collector.paused():
-            if not self.open_from_checkpoint():
+            opened = self.open_from_checkpoint()
+            if opened is None:
                 started = time.perf_counter()
                 self._rebuild_from(self._store.load())
-                seconds = round(time.perf_counter() - started, 3)
-                self._opened = {"from": "rows", "seconds": seconds}
+                opened = {"from": "rows", "seconds": round(time.perf_counter() - started, 3)}
+            self._opened = opened
+
+    @property
+    def opened(self) -> dict[str, Any]:
+        """How this KB was opened: `{"from": "rows" | "checkpoint", "seconds", …}`, and
+        for a checkpoint its `seq`, the `tail_sentexes` / `tail_justifications` rows
+        written after it that were applied on top, and the search `vectors` it kept."""
+        return dict(self._opened)
 
     def _rebuild_from(self, loaded: Any) -> None:
-        self._next_handle = loaded.next_handle
-        self._seq = loaded.seq
         index_link = self.link_quiet
         for row in loaded.sentexes:
             index_link(node_of(row))
@@ -142,7 +124,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         for jrow in loaded.justifications:
             self.attach(justification_of(jrow, by_handle))
             top = max(top, jrow.id)
-        self._next_just = top + 1
+        self._ledger.restart(loaded.seq, loaded.next_handle, top + 1)
         self.relabel(list(by_handle.values()), None)
 
     def close(self) -> None:
@@ -216,7 +198,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         """Create or upgrade a domain's record tables (wraps, sessions) in this store."""
         with self._lock:
-            self.refuse_inside_group("creating record tables")
+            self._ledger.refuse_inside_group("creating record tables")
             self._store.ensure_schema(domain, migrations)
 
     def read_records(self, reader: Callable[[Any], Any]) -> Any:
@@ -233,7 +215,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
     def on_commit(self, listener: Callable[[int, str], Any]) -> int:
         """Call `listener(seq, op)` after every durable write (belief changed or not)."""
         with self._lock:
-            token = self._next_listener = getattr(self, "_next_listener", 0) + 1
+            token = self._next_listener = self._next_listener + 1
             self._commit_listeners[token] = listener
             return token
 

@@ -2,7 +2,10 @@
 detached, deletion and its cascade, declarations in force, and belief.
 
 One concept: truth maintenance, one algorithm over one state; issue 43 separates it
-from the engine's other parts, which today share that state as mixins.
+from the engine's other parts, which today share that state as mixins. That state is
+its own (state.OWNERS): the index and every structure over the stored nodes, made in
+`fresh_state` or taken from a checkpoint (`take_structures`), and each node's belief
+labels and `justs` / `uses` — the other parts change them only through its methods.
 
 Invariants:
 - A node is in the index and in every structure that knows stored nodes exactly while
@@ -22,8 +25,9 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from koinii.errors import Refused
-from koinii.kb.contexts import EVERYTHING
-from koinii.kb.index import members
+from koinii.kb.contexts import EVERYTHING, Hierarchy
+from koinii.kb.index import Index, members
+from koinii.kb.joins import Triggers
 from koinii.kb.rules import (
     CARRIES_CLAIM,
     EXCEPT,
@@ -36,12 +40,14 @@ from koinii.kb.sentex import (
     MANY,
     MONOTONIC,
     Justification,
+    ListSet,
     Node,
 )
 from koinii.kb.state import State
 from koinii.terms import QUOTE, Sym
 
 if TYPE_CHECKING:
+    from koinii.kb.rules import Rule
     from koinii.kb.writes import Transaction
 
 ARITY = Sym("arity")
@@ -50,6 +56,42 @@ TARGET_FOLLOWING = Sym("target_following_predicate")
 
 class Maintenance(State):
     """Linking, justifications, deletion and belief (see the module docstring)."""
+
+    def __init__(self, **parts: Any) -> None:
+        self.fresh_state()
+        super().__init__(**parts)
+
+    def fresh_state(self) -> None:
+        """Empty structures: what a new store starts from, and a rebuild starts again
+        from (a checkpoint that could not be applied leaves its state half taken)."""
+        self._index = Index()
+        self._hierarchy = Hierarchy()
+        self._rules: dict[Node, Rule] = {}
+        self._rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]] = {}
+        self._triggers: dict[tuple[Sym, bool], Triggers] = {}  # made from the above
+        self._masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
+        self._carriers: dict[Sym, list[Node]] = {}  # functor -> its carriesClaim declarations
+        self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it
+
+    def take_structures(
+        self,
+        index: Index,
+        hierarchy: Hierarchy,
+        rules: dict[Node, Rule],
+        rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]],
+        masks: dict[int, list[Node]],
+        carriers: dict[Sym, list[Node]],
+        referrers: dict[int, set[Node]],
+        links: list[tuple[Node, Any, Any]],
+    ) -> None:
+        """Take the structures a checkpoint kept (checkpoint.py), and give each node of
+        `links` back its `justs` and `uses` — as they were when it was written, so the
+        labels it kept still hold. (The rows written since are applied after.)"""
+        for node, justs, uses in links:
+            node.justs, node.uses = justs, uses
+        self._index, self._hierarchy = index, hierarchy
+        self._rules, self._rules_by_literal, self._triggers = rules, rules_by_literal, {}
+        self._masks, self._carriers, self._referrers = masks, carriers, referrers
 
     def delete_cascading(self, tx: Transaction, first: Node, reason: str) -> None:
         """Remove `first` and, transitively, what rested only on it or follows it."""
@@ -156,6 +198,8 @@ class Maintenance(State):
 
     def _unlink(self, tx: Transaction, node: Node) -> None:
         self.unlink_quiet(node)
+        if tx.concluded:  # (firing's table of stored conclusions: see `Firing._derive`)
+            tx.concluded.clear()
         if node.handle not in tx.added:  # (one this write made is gone for good)
             tx.undo.append((self.link_quiet, node))
         self._note_structure(tx, node, added=False)
@@ -181,32 +225,48 @@ class Maintenance(State):
             # fires; a rule this write adds later joins it as any stored node)
             tx.fire[node] = None
 
+    def triggers_of(self, literal: tuple[Sym, bool]) -> Triggers:
+        """The rule literals of `literal` (a functor and polarity some stored rule
+        reads) by what a node must hold to fill each (joins.Triggers): made when firing
+        first asks, kept until a rule of that literal is linked or unlinked."""
+        triggers = self._triggers[literal] = Triggers(self._rules_by_literal[literal], self._rules)
+        return triggers
+
     def attach(self, j: Justification) -> None:
         """Record `j` on its conclusion's `justs` and its supports' `uses` (no undo, no
         relabel): for loading stored justifications and undoing a drop; a write makes
         one through `justify`."""
+        # (the commonest cases of `_joined` and `linked_supports` are written out here,
+        # without the calls: a closure attaches a million, each to three nodes)
         concl = j.conclusion
         justs = concl.justs
-        if justs is None:  # (the commonest cases of `_joined` and `linked_supports`,
-            concl.justs = (j,)  # without the calls: a closure attaches a million)
+        if justs is None:
+            concl.justs = (j,)
+        elif type(justs) is tuple and len(justs) < _SET_FROM:
+            concl.justs = justs + (j,)
         else:
             concl.justs = _joined(justs, j)
-        rule, second = j.rule, j.second
-        if rule.atom[0] is IMPLIES:  # (a rule keeps no `uses`: see `firings_of`)
+        first, second = j.first, j.second
+        if j.rule.atom[0] is IMPLIES:  # (a rule keeps no `uses`: see `firings_of`)
             if second is None:
-                supports: tuple[Node, ...] = (j.first,)
-            elif second is MANY or second is j.first:
+                supports: tuple[Node, ...] = (first,)
+            elif second is MANY or second is first:
                 supports = linked_supports(j)
             else:
-                supports = (j.first, second)
+                supports = (first, second)
         else:
             supports = linked_supports(j)
         for support in supports:
             uses = support.uses
-            if uses is None:  # (the commonest cases of `_joined`, without the call)
+            if uses is None:
                 support.uses = (j,)
-            elif type(uses) is dict:
-                uses[j] = None
+            elif type(uses) is ListSet:
+                if uses.places is None:  # (nothing removed from it yet: the commonest)
+                    uses.append(j)
+                else:
+                    uses.add(j)
+            elif len(uses) < _SET_FROM:
+                support.uses = uses + (j,)
             else:
                 support.uses = _joined(uses, j)
 
@@ -255,8 +315,8 @@ class Maintenance(State):
         """`conclusion` justified by `rule_node` from `antecedents`, attached: the one way
         firing adds a justification (what one is, and where it is kept, is truth
         maintenance's alone)."""
-        j = Justification(self._next_just, conclusion, rule_node, antecedents)
-        self._next_just += 1
+        j = Justification(tx.next_just, conclusion, rule_node, antecedents)
+        tx.next_just += 1
         self.attach(j)
         tx.new_justs.append(j)  # (its conclusion a seed: see `_seeds`)
 
@@ -365,7 +425,7 @@ class Maintenance(State):
                 self.relabel(self.closure(self._seeds(tx), tx.added), tx)
         # derivation's and labelling's own tables are spent: let them go before the diff
         # and the commit build theirs (a big write's peak memory is at its commit)
-        tx.depth.clear()
+        tx.depth = None
         tx.concluded.clear()
         tx.fire.clear()
         tx.seeds.clear()
@@ -518,6 +578,12 @@ class Maintenance(State):
             if two_sided and node.key in two_sided:
                 stack.extend(self._index.same_atom(node.atom, node.key))
         return seen
+
+    def restore_belief(self, old_belief: dict[Node, tuple[bool, bool, bool]]) -> None:
+        """Put back the labels a write kept before it relabelled (`tx.old_belief`): its
+        undo (writes.py), once what it changed is undone."""
+        for node, (believed, mono, defeated) in old_belief.items():
+            node.believed, node.mono, node.defeated = believed, mono, defeated
 
     def relabel(self, nodes: Collection[Node], tx: Transaction | None) -> None:
         """Recompute belief for `nodes` (a set closed under dependence).
@@ -703,32 +769,32 @@ def linked_supports(j: Justification) -> tuple[Node, ...]:
     return tuple(dict.fromkeys((rule, *j.antecedents)))
 
 
-# A node's `justs` and `uses` are None, a tuple, or — past this many — a dict used as an
-# ordered set: most nodes have one or two (a tuple of two is 56 bytes, a list 104, a dict
-# 232), but a popular conclusion's `justs` or a class's subclass statement's `uses` can
-# hold many thousands, and removing one from a sequence is a search (retracting them one
-# by one was quadratic). Up to 64 a tuple's search is short, and a dict costs five times
-# a tuple's 8 bytes an entry: over a SUMO-shaped ontology's inheritance axiom, 19,000 of
-# 17-64 entries were 12 MB of its peak at 16. A tuple is also safe to iterate while the
-# node's set changes.
+# A node's `justs` and `uses` are None, a tuple, or — past this many — a `ListSet`
+# (sentex.py: a list, 8 bytes an entry, where a dict took 38; over SUMO the inheritance
+# axiom's 1,716 of them held 772,000 justifications, 29 MB of its peak as dicts): most
+# nodes have one or two (a tuple of two is 56 bytes, a list 104, a dict 232), but a
+# popular conclusion's `justs` or a class's subclass statement's `uses` can hold many
+# thousands. Up to 64 a tuple's search is short (over a SUMO-shaped ontology's
+# inheritance axiom, 19,000 containers of 17-64 entries were 12 MB of its peak as dicts
+# at 16). A tuple is also safe to iterate while the node's set changes.
 _SET_FROM = 64
 
 
-def _joined(items: tuple | dict | None, j: Justification) -> tuple | dict:
+def _joined(items: tuple | ListSet | None, j: Justification) -> tuple | ListSet:
     if items is None:
         return (j,)
     if type(items) is tuple:
-        return items + (j,) if len(items) < _SET_FROM else dict.fromkeys((*items, j))
-    items[j] = None
+        return items + (j,) if len(items) < _SET_FROM else ListSet((*items, j))
+    items.add(j)
     return items
 
 
-def _parted(items: tuple | dict, j: Justification) -> tuple | dict | None:
+def _parted(items: tuple | ListSet, j: Justification) -> tuple | ListSet | None:
     if type(items) is tuple:
         # an undo detaches in the reverse order of attaching
         items = items[:-1] if items[-1] is j else tuple(x for x in items if x is not j)
     else:
-        del items[j]
+        items.discard(j)
     return items or None
 
 

@@ -94,7 +94,7 @@ class Reads(State):
         with self._lock:
             node = self._index.by_handle.get(handle)
             if node is None:
-                return "retracted" if handle < self._next_handle else "not-stored"
+                return "retracted" if handle < self._ledger.next_handle else "not-stored"
             if not node.believed:
                 return "defeated" if node.defeated else "unsupported"
             if ctx is None:
@@ -290,13 +290,13 @@ class Reads(State):
                 "rules": len(self._rules),
                 "justifications": justifications,
                 "contexts": len(contexts),
-                "seq": self._seq,
+                "seq": self._ledger.seq,
             }
 
     @property
     def seq(self) -> int:
         """The global log sequence number of the last durable write."""
-        return self._seq
+        return self._ledger.seq
 
     def changes(self, since: int = 0, limit: int = 1000, wait_ms: int = 0) -> dict[str, Any]:
         """The durable change log after global seq `since`: `{entries, seq, too_old}`.
@@ -329,13 +329,13 @@ class Reads(State):
         with self._lock:
             floor = self._store.floor()
             if since < floor:
-                return {"entries": [], "seq": self._seq, "too_old": True, "floor": floor}
+                return {"entries": [], "seq": self._ledger.seq, "too_old": True, "floor": floor}
             if type(limit) is not int or limit < 1:
                 raise Refused("bad-option", "limit is a positive integer", {"option": "limit"})
             entries = self._store.changes(min(since, _SQL_MAX), min(limit, 10_000))
             return {
                 "entries": [_entry(e) for e in entries],
-                "seq": self._seq,
+                "seq": self._ledger.seq,
                 "too_old": False,
                 "floor": floor,
             }
@@ -347,7 +347,7 @@ class Reads(State):
         with self._lock:
             if seq == 0 and self._store.floor() == 0:
                 return {"seq": 0, "at": 0, "next_handle": 1}
-            if seq is not None and seq > self._seq:
+            if seq is not None and seq > self._ledger.seq:
                 return None
             return self._store.log_point(
                 None if seq is None else min(seq, _SQL_MAX),
@@ -359,7 +359,7 @@ class Reads(State):
         if type(keep) is not int or keep < 0:
             raise Refused("bad-option", "keep is a non-negative integer", {"option": "keep"})
         with self._lock:
-            self.refuse_inside_group("compacting the log")
+            self._ledger.refuse_inside_group("compacting the log")
             return self._store.compact(min(keep, _SQL_MAX))
 
 

@@ -104,6 +104,17 @@ class Search(State):
     acceptor: Any  # Reads.acceptor
     _words_indexed = 0  # every sentex below this handle is indexed by its words
 
+    def __init__(self, **parts: Any) -> None:
+        self._search_vectors: semantic.Vectors | None = None  # made at the first hybrid search
+        self._search_terms: terms_of_search.Terms | None = None  # made at the first search
+        self.last_examined = 0  # matches the last search looked at
+        super().__init__(**parts)
+
+    def adopt_vectors(self, vectors: semantic.Vectors | None) -> None:
+        """Take the vectors a checkpoint kept (checkpoint.py) as the search's; what was
+        written since it is embedded as it is searched (None: all of it)."""
+        self._search_vectors = vectors
+
     def search(
         self, text: Any, ctx: Any, *, limit: int = DEFAULT_HITS, ranking: str | None = None
     ) -> list[Hit]:
@@ -234,8 +245,9 @@ class Search(State):
         shipped = self._shipped
         counted = 0
         handle = terms.top
+        last = self._ledger.next_handle - 1  # the last handle given out
         texts: list[str] = []
-        while handle < self._next_handle - 1 and (limit is None or counted < limit):
+        while handle < last and (limit is None or counted < limit):
             handle += 1
             node = by_handle.get(handle)
             if node is not None and handle not in shipped:
@@ -368,7 +380,8 @@ class Search(State):
         added = 0
         batch: list[tuple[int, str]] = []
         handle = vectors.top
-        while handle < self._next_handle - 1 and (limit is None or added + len(batch) < limit):
+        last = self._ledger.next_handle - 1  # the last handle given out
+        while handle < last and (limit is None or added + len(batch) < limit):
             handle += 1
             node = by_handle.get(handle)
             if node is not None and handle not in shipped:
@@ -423,7 +436,7 @@ class Search(State):
         `catch_up`). Returns (indexed, written): every sentex below the handle
         `indexed` is indexed by its words, and every one written is below `written`."""
         with self._lock:
-            written = self._next_handle
+            written = self._ledger.next_handle
             if self._closed:
                 return written, written
             if self._store.catch_up(limit) < limit and self._count_terms(limit) < limit:

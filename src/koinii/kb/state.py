@@ -1,23 +1,31 @@
-"""The knowledge base's in-memory state: every structure the engine's rooms share.
+"""The knowledge base's in-memory state: every structure the engine's parts share, and
+which part owns each.
 
-`KB` is one object assembled from rooms — `writes` (transactions and commit),
+`KB` is one object assembled from parts — `writes` (transactions and commit),
 `maintenance` (truth maintenance: linking, justifications, belief), `firing` (rules and
-carried claims), `reads`, `clashes` and `feed` (watching) — each a class over this state.
-The state is declared once, here, with what each part means; only the room named beside
-a structure changes it.
+carried claims), `reads`, `search`, `clashes`, `watching` (the feed) and `checkpoint` —
+each a class over this state, and `engine` (the facade: the lifecycle, budgets, the
+store's record tables). The state is declared once, here, with its owner in `OWNERS`:
+the owner makes it (in its part's `__init__`, which `KB.__init__` runs through `super`)
+and is the only part that binds it again; the others read it, and change it only by
+asking the owner (a public method on the owner's part or on the object it holds).
+tests/test_engine_parts.py holds every part to that, and holds a node's belief labels
+(`believed`, `mono`, `defeated`) and its `justs` / `uses` to maintenance alone.
 
-Invariants (each kept by the room that writes the structure):
-- `_index` holds a Node exactly while it is stored (maintenance: `link` / `_unlink`).
+Invariants (each kept by the owner):
+- `_index` holds a Node exactly while it is stored (maintenance: `link` / `unlink_quiet`).
 - `_hierarchy`, `_rules`, `_rules_by_literal`, `_masks`, `_carriers` and `_referrers`
-  are functions of the stored nodes (maintenance, in `link_quiet` / `unlink_quiet`).
-- `_tx` is the write in progress, if any; `_group` the open group commit (writes).
-- `_seq` is the seq of the last durable write; handles and justification ids below
-  `_next_handle` / `_next_just` are never reused (writes).
+  are functions of the stored nodes (maintenance, in `link_quiet` / `unlink_quiet`; a
+  checkpoint's are taken whole by `take_structures`).
+- `_ledger` holds the write in progress, the open group commit, the seq of the last
+  durable write, and the next handle and justification id, never reused (writes;
+  ledger.py).
 - `_search_vectors` holds a vector for stored handles up to its `top` (search: caught
   up lazily; a handle no longer stored is skipped, never returned).
-- A node's `justs` and `uses` (sentex.py) are maintenance's: firing makes and drops a
-  justification only through `Maintenance.justify` / `drop_justification`, and asks a
-  rule's firings of `firings_of` (a rule keeps no `uses`).
+- A node's `justs` and `uses` (sentex.py) and its labels are maintenance's: firing makes
+  and drops a justification only through `Maintenance.justify` / `drop_justification`,
+  writes puts a write's old labels back through `restore_belief`, and a rule's firings
+  are asked of `firings_of` (a rule keeps no `uses`).
 """
 
 from __future__ import annotations
@@ -29,48 +37,90 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from koinii.kb.budget import Budget
     from koinii.kb.contexts import Hierarchy
-    from koinii.kb.feed import Feed, Routed
+    from koinii.kb.feed import Feed
     from koinii.kb.index import Index
     from koinii.kb.joins import Triggers
+    from koinii.kb.ledger import Ledger
     from koinii.kb.rules import Rule
     from koinii.kb.semantic import Vectors
     from koinii.kb.sentex import Node
     from koinii.kb.store import Store
-    from koinii.kb.writes import Transaction
+    from koinii.kb.terms_of_search import Terms
     from koinii.terms import Sym
+
+# Which part (its module in kb/) owns each attribute of the state: the only one that
+# binds it. Every attribute a part binds is declared on `State` and named here.
+OWNERS: dict[str, tuple[str, ...]] = {
+    "engine": (
+        "_store",
+        "_clock",
+        "_lock",
+        "_closed",
+        "_budget",
+        "_commit_listeners",
+        "_next_listener",
+        "_opened",
+        "max_depth",
+        "max_derivations",
+        "query_budget_s",
+        "write_budget_s",
+    ),
+    "writes": ("_ledger", "_shipped"),
+    "maintenance": (
+        "_index",
+        "_hierarchy",
+        "_rules",
+        "_rules_by_literal",
+        "_triggers",
+        "_masks",
+        "_carriers",
+        "_referrers",
+    ),
+    "search": ("_search_vectors", "_search_terms", "_words_indexed", "last_examined"),
+    "watching": ("_feed",),
+    "checkpoint": ("_checkpoints", "_checkpoint_seq", "_checkpoint_at", "_checkpoint_rows"),
+}
 
 
 class State:
-    """The attributes every room reads (set up by `KB.__init__`)."""
+    """The attributes every part reads (each made by its owner: `OWNERS`)."""
 
+    # engine: the lifecycle, the budgets, the commit listeners
     _store: Store
     _clock: Callable[[], int]  # epoch ms for `created` stamps and the change log
     _lock: threading.RLock  # serialises everything: a KB may be shared between threads
+    _closed: bool
+    _budget: Budget | None  # the running operation's (see `KB.budget`)
+    _commit_listeners: dict[int, Callable[[int, str], Any]]
+    _next_listener: int  # the last token `on_commit` gave
+    _opened: dict[str, Any]  # how this KB was opened (`KB.opened`)
+    max_depth: int
+    max_derivations: int
+    query_budget_s: float | None
+    write_budget_s: float | None
+    # writes: the ledger (the write in progress, the group, the counters: ledger.py)
+    _ledger: Ledger
+    _shipped: frozenset[int]  # the shipped vocabulary's handles (see `mark_shipped`)
+    # maintenance: the stored nodes and every structure that knows them
     _index: Index
     _hierarchy: Hierarchy
     _rules: dict[Node, Rule]
     _rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]]
     # `_rules_by_literal` by what a node must hold to fill each literal (joins.Triggers),
-    # made when first asked, dropped for a functor when its rules change
+    # made when firing first asks (`triggers_of`), dropped for a functor when its rules change
     _triggers: dict[tuple[Sym, bool], Triggers]
     _masks: dict[int, list[Node]]  # masked handle -> its mask nodes
     _carriers: dict[Sym, list[Node]]  # functor -> its carriesClaim declarations
     _referrers: dict[int, set[Node]]  # handle -> nodes naming it
-    _feed: Feed
-    _commit_listeners: dict[int, Callable[[int, str], Any]]
-    _tx: Transaction | None
-    _group: list[tuple[Transaction, int, Routed | None]] | None
-    _group_seq: int  # the seq before the open group's first write
-    _closed: bool
-    _seq: int
-    _next_handle: int
-    _next_just: int
-    _budget: Budget | None  # the running operation's (see `KB.budget`)
-    _shipped: frozenset[int]  # the shipped vocabulary's handles (see `mark_shipped`)
-    _search_vectors: Vectors | None  # the stored sentences' vectors (search, semantic.py)
-    _search_terms: Any  # the stored words' counts (search, terms_of_search.Terms) or None
+    # search
+    _search_vectors: Vectors | None  # the stored sentences' vectors (semantic.py)
+    _search_terms: Terms | None  # the stored words' counts (terms_of_search.py)
+    _words_indexed: int  # every sentex below this handle is indexed by its words
     last_examined: int  # matches (by words and by meaning) the last search looked at
-    max_depth: int
-    max_derivations: int
-    query_budget_s: float | None
-    write_budget_s: float | None
+    # watching
+    _feed: Feed
+    # checkpoint
+    _checkpoints: bool  # read and write checkpoints at all (open_kb's `checkpoints`)
+    _checkpoint_seq: int | None  # the seq of the checkpoint on disk, as far as we know
+    _checkpoint_at: float  # monotonic time of the last one written in the background
+    _checkpoint_rows: int  # the ledger's `rows_written` when it was taken

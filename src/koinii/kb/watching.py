@@ -13,7 +13,7 @@ from typing import Any
 from koinii.errors import Refused
 from koinii.kb import checks
 from koinii.kb.contexts import EVERYTHING
-from koinii.kb.feed import Event
+from koinii.kb.feed import Event, Feed
 from koinii.kb.reads import goal_literals
 from koinii.kb.sentex import (
     NOT,
@@ -27,6 +27,10 @@ MAX_REPLAY = 10_000  # change-log entries a resuming watch replays, at most
 
 class Watching(State):
     """watch, unwatch and watchers (see the module docstring)."""
+
+    def __init__(self, **parts: Any) -> None:
+        self._feed = Feed()  # writes routes and delivers each write's events through it
+        super().__init__(**parts)
 
     def watch(
         self,
@@ -76,23 +80,24 @@ class Watching(State):
         """The change-log entries after `since`, all of them, or a refusal."""
         if type(since) is not int or since < 0:
             raise Refused("bad-cursor", "since must be a non-negative integer seq", {})
-        self.refuse_inside_group("a replaying watch")
-        if since > self._seq:
+        self._ledger.refuse_inside_group("a replaying watch")
+        seq = self._ledger.seq
+        if since > seq:
             raise Refused(
                 "bad-cursor",
-                f"since {since} is past this store's seq {self._seq}; watch without since",
-                {"since": since, "seq": self._seq},
+                f"since {since} is past this store's seq {seq}; watch without since",
+                {"since": since, "seq": seq},
             )
         floor = self._store.floor()
-        if since < floor or self._seq - since > MAX_REPLAY:
+        if since < floor or seq - since > MAX_REPLAY:
             raise Refused(
                 "too-old",
                 f"the change log cannot replay every write after seq {since} (it holds "
                 f"those after {floor}, at most {MAX_REPLAY} at once); resnapshot, then watch "
                 "without since",
-                {"since": since, "floor": floor, "seq": self._seq},
+                {"since": since, "floor": floor, "seq": seq},
             )
-        return self._store.changes(since, MAX_REPLAY) if since < self._seq else []
+        return self._store.changes(since, MAX_REPLAY) if since < seq else []
 
     def unwatch(self, token: Any) -> bool:
         with self._lock:

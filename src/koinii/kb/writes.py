@@ -8,7 +8,9 @@ every in-memory change is undo-logged, and the write either commits to the store
 durable record with the next global `seq` — then its event is published — or is undone
 completely (handles it consumed are still never reused). In a group commit
 (`begin_group`) the writes become durable together, and are published or undone
-together.
+together. What the write path counts and holds between writes — the write in progress,
+the open group, the seq, the handle and justification counters — is its ledger's
+(ledger.py), which only this part changes.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from koinii.kb import checks, collector, values
 from koinii.kb.checks import Entry
 from koinii.kb.feed import Change, Routed
 from koinii.kb.kif import read_sentences
+from koinii.kb.ledger import Ledger
 from koinii.kb.maintenance import ARITY
 from koinii.kb.reads import checked_handle
 from koinii.kb.rules import GENL_CX, IMPLIES
@@ -83,6 +86,8 @@ class Transaction:
         "deleted",
         "touched",
         "first_just",
+        "next_handle",
+        "next_just",
         "new_justs",
         "dropped",
         "dead_justs",
@@ -108,10 +113,14 @@ class Transaction:
         "records_result",
     )
 
-    def __init__(self, op: str, now: int, first_just: int) -> None:
+    def __init__(self, op: str, now: int, next_handle: int, next_just: int) -> None:
         self.op = op
         self.now = now  # epoch ms: the `created` stamp of what this write stores
-        self.first_just = first_just  # the id of the first justification it makes
+        self.first_just = next_just  # the id of the first justification it makes
+        # the ids it gives out, taken from the ledger and given back to it at the end (so
+        # a derivation takes one as an increment, not a call: ledger.py)
+        self.next_handle = next_handle
+        self.next_just = next_just
         # the undo log: (function, *arguments) steps, run last first to undo the write
         self.undo: list[tuple[Any, ...]] = []
         self.added: dict[int, Node] = {}  # nodes created in this tx (and still stored)
@@ -134,7 +143,7 @@ class Transaction:
         # checked, a removal's change): a node keeps only its atom, and the stored row
         # takes the text from here (an added node's change shows its own: sentex.py)
         self.texts: dict[int, str] = {}
-        self.depth: dict[Node, int] = {}
+        self.depth: Any = None  # firing.py's `Depths`, made by the first derivation
         self.concluded: dict[Any, Node] = {}  # by key: the nodes this write derived (firing.py)
         self.derivations = 0
         self.fired: dict[Node, int] = {}  # firings made by each rule in this write
@@ -155,6 +164,11 @@ class Transaction:
 
 class Writes(State):
     """Every write the KB makes, each one transaction (see the module docstring)."""
+
+    def __init__(self, **parts: Any) -> None:
+        self._ledger = Ledger()  # the write in progress, the group, the counters
+        self._shipped: frozenset[int] = frozenset()  # see `mark_shipped`
+        super().__init__(**parts)
 
     def assert_(
         self,
@@ -236,7 +250,6 @@ class Writes(State):
         """Dry run of `edit`: every problem of the batch, judged against the KB as it is."""
         problems: list[dict[str, Any]] = []
         with self._lock, self.bounded(self.write_budget_s, "the dry run"), collector.paused():
-            next_handle, next_just = self._next_handle, self._next_just
             tx = self._begin("check")
             budget = self._budget
             try:
@@ -260,7 +273,7 @@ class Writes(State):
                         problems.append(_problem(refusal, "add", len(add) - 1))
             finally:
                 self._undo(tx)
-                self._next_handle, self._next_just = next_handle, next_just
+                self._ledger.end(tx, keep_ids=False)  # a dry run hands its ids back
         return problems
 
     def load_text(
@@ -343,14 +356,14 @@ class Writes(State):
                 for line, column, term in read:
                     if budget is not None:
                         budget.tick()
-                    mark = (len(tx.undo), len(tx.added), self._next_handle)
+                    mark = (len(tx.undo), len(tx.added), tx.next_handle)
                     try:
                         handles.append(self._add_entry(tx, (term, context, opts)))
                     except Refused as refusal:
                         if refusal.kind == "budget-exhausted" or mark != (
                             len(tx.undo),
                             len(tx.added),
-                            self._next_handle,
+                            tx.next_handle,
                         ):
                             raise
                         found.append(_placed(line, column, refusal.kind, refusal.message))
@@ -429,14 +442,8 @@ class Writes(State):
         if self._closed:
             raise Refused("closed", "this knowledge base is closed", {})
         self.refuse_if_lost()
-        if self._tx is not None:
-            raise Refused(
-                "reentrant-write",
-                "a write started while another was in progress on this thread",
-                {},
-            )
-        self._tx = Transaction(op, self._clock(), self._next_just)
-        return self._tx
+        ledger = self._ledger  # (a second write in progress is refused there)
+        return ledger.begin(Transaction(op, self._clock(), ledger.next_handle, ledger.next_just))
 
     def _finish(self, tx: Transaction, result: Any, want_seq: bool = False) -> Any:
         """Settle belief, commit durably, publish the event; returns `result` (or seq).
@@ -446,19 +453,20 @@ class Writes(State):
         """
         self.settle(tx)
         tx.changes = self._changes(tx)
-        rows = self._changed_rows
+        ledger = self._ledger
+        rows = ledger.rows_written
         seq = self._commit(tx)
-        self._tx = None
+        ledger.end(tx)
         if seq is not None:
             added, removed = tx.changes
             routed = None
             if self._feed and (added or removed):
                 routed = self._feed.route(seq, added, removed, self._hierarchy.up)
-            if self._group is None:
+            if not ledger.in_group:
                 self._publish(seq, tx.op, routed)
-                self.checkpoint_after_write(self._changed_rows - rows)
+                self.checkpoint_after_write(ledger.rows_written - rows)
             else:
-                self._group.append((tx, seq, routed))
+                ledger.hold(tx, seq, routed)
         return seq if want_seq else result
 
     def _publish(self, seq: int, op: str, routed: Routed | None) -> None:
@@ -486,12 +494,11 @@ class Writes(State):
         with self._lock:
             if self._closed:
                 raise Refused("closed", "this knowledge base is closed", {})
-            if self._group is not None:
+            if self._ledger.in_group:
                 raise Refused("group-open", "a group commit is already open", {})
             self.refuse_if_lost()
             self._store.begin_group()
-            self._group = []
-            self._group_seq = self._seq
+            self._ledger.open_group()
 
     def commit_group(self) -> int:
         """Make the open group durable, then publish its writes in seq order; returns
@@ -501,7 +508,8 @@ class Writes(State):
         the store, last first — and the store's refusal is raised: none of them happened.
         """
         with self._lock:
-            held, self._group = self._group, None
+            ledger = self._ledger
+            held = ledger.close_group()
             if held is None:
                 return 0
             try:
@@ -509,36 +517,29 @@ class Writes(State):
             except BaseException:
                 for tx, _, _ in reversed(held):
                     self._undo(tx)
-                self._seq = self._group_seq
+                ledger.group_failed()
                 with contextlib.suppress(Exception):  # handles it consumed stay consumed
-                    self._store.save_next_handle(self._next_handle)
+                    self._store.save_next_handle(ledger.next_handle)
                 raise
             for tx, seq, routed in held:
                 self._publish(seq, tx.op, routed)
             return len(held)
 
-    def refuse_inside_group(self, what: str) -> None:
-        """Refuse what cannot wait in a group: it writes the store itself, at once."""
-        if self._group is not None:
-            raise Refused(
-                "group-open",
-                f"{what} cannot happen inside a group commit; commit the group first",
-                {"what": what},
-            )
-
     def _abort(self, tx: Transaction) -> None:
         consumed = bool(tx.added) or bool(tx.limbo)
         self._undo(tx)
+        self._ledger.end(tx)  # (what it consumed stays consumed)
         if consumed:
             # the refusal being raised matters more than a failure to record the mark
             with contextlib.suppress(Exception):
-                self._store.save_next_handle(self._next_handle)
+                self._store.save_next_handle(self._ledger.next_handle)
 
     def _undo(self, tx: Transaction) -> None:
         """Undo a write: its steps, last first; then the nodes it made and still holds
-        are unlinked, and its justifications, which touch no other structure, detached
-        (those it attached) or attached again (those it detached). (Nodes link and
-        unlink in any order: each structure holds a node independently of the others.)"""
+        are unlinked, its justifications, which touch no other structure, detached
+        (those it attached) or attached again (those it detached), and the old belief
+        labels put back. (Nodes link and unlink in any order: each structure holds a
+        node independently of the others.) The caller ends the write in the ledger."""
         for step in reversed(tx.undo):
             step[0](*step[1:])
         by_handle = self._index.by_handle
@@ -549,9 +550,7 @@ class Writes(State):
             self.detach(j)
         for j in tx.dead_justs.values():
             self.attach(j)
-        for node, (believed, mono, defeated) in tx.old_belief.items():
-            node.believed, node.mono, node.defeated = believed, mono, defeated
-        self._tx = None
+        self.restore_belief(tx.old_belief)
 
     def _apply_batch(self, tx: Transaction, add: Sequence[Any], remove: Sequence[Any]) -> list[Any]:
         handles = []
@@ -642,7 +641,7 @@ class Writes(State):
             return node.handle
         self._check_state(tx, entry)
         node = Node(
-            self._next_handle,
+            tx.next_handle,
             atom,
             key,
             entry.context,
@@ -653,7 +652,7 @@ class Writes(State):
             tx.now,
             extra,
         )
-        self._next_handle += 1
+        tx.next_handle += 1
         self.link(tx, node)
         if entry.shown is not None:  # (else shown only if the store's row asks: `Entry`)
             tx.texts[node.handle] = entry.shown
@@ -728,14 +727,14 @@ class Writes(State):
         if node is None:
             if handle in tx.deleted:  # named twice in one edit, or gone with what it rested on
                 return
-            if handle >= self._next_handle:
+            if handle >= tx.next_handle:
                 hint = "no sentex has had that handle yet: handles come from assert"
             else:
                 hint = "it was retracted or removed earlier, or its write was refused"
             raise Refused(
                 "unknown-handle",
                 f"no sentex {handle} is stored ({hint}); nothing to retract",
-                {"handle": handle, "issued": handle < self._next_handle},
+                {"handle": handle, "issued": handle < tx.next_handle},
             )
         if handle in self._shipped:
             raise Refused(
@@ -804,7 +803,7 @@ class Writes(State):
         changed = upserts or tx.deleted or new_justs or tx.dead_justs or added or removed
         if not changed and tx.records is None:
             return None
-        seq = self._seq + 1
+        seq = self._ledger.seq + 1
         entry = LogEntry(
             seq,
             tx.op,
@@ -816,7 +815,7 @@ class Writes(State):
         tx.records_result = self._store.commit(
             Commit(
                 entry,
-                self._next_handle,
+                tx.next_handle,
                 upserts,
                 list(tx.deleted),
                 new_justs,
@@ -825,9 +824,9 @@ class Writes(State):
                 tx.texts,
             )
         )
-        self._seq = seq
-        # what a restart from the last checkpoint would replay (checkpoint.py)
-        self._changed_rows += len(upserts) + len(tx.deleted) + len(new_justs) + len(tx.dead_justs)
+        # the rows it changed: what a restart from the last checkpoint would replay
+        rows = len(upserts) + len(tx.deleted) + len(new_justs) + len(tx.dead_justs)
+        self._ledger.committed(seq, rows)
         return seq
 
     def transact(
@@ -847,7 +846,7 @@ class Writes(State):
         always takes a seq; `summary` is what the change log says it changed.
         """
         with self._lock, self.bounded(self.write_budget_s, "the write"), collector.paused():
-            self.refuse_inside_group("a domain write")
+            self._ledger.refuse_inside_group("a domain write")
             tx = self._begin(op)
             try:
                 handles = self._apply_batch(tx, add, remove)
