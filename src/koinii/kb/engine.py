@@ -46,10 +46,12 @@ from koinii.kb import collector
 from koinii.kb.budget import Budget
 from koinii.kb.checkpoint import Checkpoints
 from koinii.kb.clashes import Clashes
+from koinii.kb.feed import Event
 from koinii.kb.firing import Firing
 from koinii.kb.maintenance import Maintenance
 from koinii.kb.reads import Reads
-from koinii.kb.search import Search
+from koinii.kb.search import DEFAULT_HITS, Hit, Search, Steps
+from koinii.kb.semantic import Vectors
 from koinii.kb.sentex import justification_of, node_of
 from koinii.kb.store import Store, open_store
 from koinii.kb.watching import Watching
@@ -59,7 +61,7 @@ from koinii.kb.writes import _PRINCIPAL, Writes
 _OWN_RECORDS: ContextVar[tuple[Any, Any] | None] = ContextVar("own_records", default=None)
 
 
-class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoints):
+class KB(Writes, Maintenance, Firing, Reads, Checkpoints):
     """A knowledge base over one store. Open one with `koinii.open_kb`."""
 
     def __init__(
@@ -84,8 +86,25 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         self.query_budget_s = query_budget_s
         self.write_budget_s = write_budget_s
         self._budget: Budget | None = None  # the running operation's (see `budget`)
-        super().__init__(checkpoints=checkpoints)  # each part makes its own state
-        self._open()
+        super().__init__(checkpoints=checkpoints)  # each mixin part makes its own state
+        vectors = self._open()
+        # The composed parts, made once the index and hierarchy they read are the opened
+        # ones (an open from a checkpoint replaces maintenance's whole), each given what
+        # it reads: the KB itself only through the narrow view its module names.
+        self._search = Search(
+            self,
+            lock=self._lock,
+            store=self._store,
+            index=self._index,
+            ledger=self._ledger,
+            shipped=lambda: self._shipped,
+            clock=self._clock,
+            vectors=vectors,
+        )
+        self._clashes = Clashes(self, lock=self._lock, index=self._index, hierarchy=self._hierarchy)
+        self._watching = Watching(
+            self, lock=self._lock, store=self._store, ledger=self._ledger, hierarchy=self._hierarchy
+        )
 
     @property
     def location(self) -> str:
@@ -97,16 +116,19 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         as the store read it back from its connection (e.g. SQLite's PRAGMA synchronous)."""
         return dict(self._store.durability)
 
-    def _open(self) -> None:
+    def _open(self) -> Vectors | None:
         """Take the state from the store's checkpoint and the rows written since, or else
-        build it from the rows (checkpoint.py)."""
+        build it from the rows (checkpoint.py); the search's vectors the checkpoint kept."""
         with collector.paused():
-            opened = self.open_from_checkpoint()
-            if opened is None:
+            from_checkpoint = self.open_from_checkpoint()
+            if from_checkpoint is None:
                 started = time.perf_counter()
                 self._rebuild_from(self._store.load())
-                opened = {"from": "rows", "seconds": round(time.perf_counter() - started, 3)}
-            self._opened = opened
+                seconds = round(time.perf_counter() - started, 3)
+                self._opened, vectors = {"from": "rows", "seconds": seconds}, None
+            else:
+                self._opened, vectors = from_checkpoint
+        return vectors
 
     @property
     def opened(self) -> dict[str, Any]:
@@ -135,6 +157,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
                     self.checkpoint_at_close()
                 finally:
                     self._closed = True
+                    self._search.close()
                     self._store.close()
                     collector.release()  # what its writes froze is the collector's again
 
@@ -257,6 +280,89 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         """The principal the writes now running are attributed to (`attributed_to`), if
         any: a domain that keeps its own records (sessions) records it as their owner."""
         return _PRINCIPAL.get()
+
+    # --- the composed parts' operations, delegated ------------------------------------
+
+    def search(
+        self, text: Any, ctx: Any, *, limit: int = DEFAULT_HITS, ranking: str | None = None
+    ) -> list[Hit]:
+        """The sentexes visible at `ctx` whose words — or, ranked hybrid, whose meaning —
+        match `text`, best first (search.py: `Search.search`; docs/search.md)."""
+        return self._search.search(text, ctx, limit=limit, ranking=ranking)
+
+    def search_steps(
+        self,
+        text: Any,
+        ctx: Any,
+        *,
+        limit: int = DEFAULT_HITS,
+        ranking: str | None = None,
+        catch_up: bool = False,
+    ) -> Steps:
+        """`search` as steps, each ask of the store's word index yielded, for a server that
+        answers them off its event loop (`Search.search_steps`)."""
+        return self._search.search_steps(text, ctx, limit=limit, ranking=ranking, catch_up=catch_up)
+
+    def answer(self, steps: Steps) -> list[Hit]:
+        """Run a search's steps to its hits, each ask answered by the store, here."""
+        return self._search.answer(steps)
+
+    def index_reader(self) -> Any:
+        """A reader of the store's word index for another thread (`Search.index_reader`)."""
+        return self._search.index_reader()
+
+    def index_for_search(self, limit: int | None = None) -> int:
+        """Index for search, now, up to `limit` of the sentexes written since the last
+        search; how many (`Search.index_for_search`: after a bulk load)."""
+        return self._search.index_for_search(limit)
+
+    def index_words(self, limit: int) -> tuple[int, int]:
+        """Index by their words up to `limit` sentexes not indexed yet: (indexed, written)
+        (`Search.index_words`: a server's keeper)."""
+        return self._search.index_words(limit)
+
+    def index_meaning(self, limit: int) -> int:
+        """Embed up to `limit` sentences not embedded yet; how many (`Search.index_meaning`)."""
+        return self._search.index_meaning(limit)
+
+    def vocabulary(self, ctx: Any) -> list[dict[str, Any]]:
+        """The predicates of the sentexes visible at `ctx`, most used first, each with its
+        count and oldest example (`Search.vocabulary`)."""
+        return self._search.vocabulary(ctx)
+
+    @property
+    def last_examined(self) -> int:
+        """How many matches (by words and by meaning) the last search looked at."""
+        return self._search.last_examined
+
+    def contradictions(self, ctx: Any = None) -> list[dict[str, Any]]:
+        """Dilemmas (default vs default) a reader at `ctx` can see (None: all; clashes.py)."""
+        return self._clashes.contradictions(ctx)
+
+    def conflicts(self, ctx: Any = None) -> list[dict[str, Any]]:
+        """Clashes between monotonic sentexes a reader at `ctx` can see (None: all)."""
+        return self._clashes.conflicts(ctx)
+
+    def watch(
+        self,
+        callback: Callable[[Event], Any],
+        goal: Any = None,
+        ctx: Any = None,
+        *,
+        since: int | None = None,
+    ) -> int:
+        """Call `callback(event)` after each durable write that changes belief (with a
+        goal, only matching changes; with a context, only those it sees; with `since`,
+        first the writes after it, replayed); a token for `unwatch` (`Watching.watch`)."""
+        return self._watching.watch(callback, goal, ctx, since=since)
+
+    def unwatch(self, token: Any) -> bool:
+        """Stop the watch `token`; whether it was one."""
+        return self._watching.unwatch(token)
+
+    def watchers(self) -> list[dict[str, Any]]:
+        """The watches registered: each one's token, goal and context."""
+        return self._watching.watchers()
 
 
 def _now() -> int:
