@@ -7,20 +7,31 @@ them — `KB`, assembled from the parts that each own one concern and its state:
 | `maintenance` | truth maintenance: linking nodes, justifications, deletion, belief labels |
 | `firing` | forward chaining: rules, carried claims, what no rule may derive |
 | `reads` | reads and queries: sentexes, `query`, `why`, the change log |
-| `search` | ranked full-text `search` and the `vocabulary` in use |
-| `clashes` | contradictions, conflicts and functional clashes |
-| `watching` | the feed as the KB offers it: watch, replay, unwatch |
 | `checkpoint` | the state kept in a file beside the store, and opening from it |
+| `search` | ranked full-text `search` and the `vocabulary` in use (composed) |
+| `clashes` | contradictions, conflicts and functional clashes (composed) |
+| `watching` | the feed as the KB offers it: watch, replay, unwatch (composed) |
 
-Their state: writes holds the ledger (ledger.py: the write in progress, the open group,
-the seq and the handle and justification counters); maintenance the index, every
-structure over the stored nodes, and each node's labels and links; search the words'
-counts and the vectors; watching the feed; checkpoint where the last one stands.
-`state.State` declares that state, and `state.OWNERS` its owner: each part makes its own
-in its `__init__` (run through `super` from `KB.__init__`) and no other binds it. This
-module keeps the lifecycle (open — from a checkpoint, or by a rebuild — and close), the
-budgets and the writer's health, the commit listeners, the domain record tables, and
-attribution.
+The first five are mixins of `KB`, over the state `state.State` declares: they share the
+write path (a write settles belief, which fires rules, which link and justify through
+maintenance, per derivation), so a call between them is on the hot path; composing them
+is the rest of issue 43 (docs/architecture.md, "The engine's parts"). Their state:
+writes holds the ledger (ledger.py: the write in progress, the open group, the seq and
+the handle and justification counters); maintenance the index, every structure over
+the stored nodes, and each node's labels and links; checkpoint where the last one
+stands. `state.OWNERS` names each attribute's owner: each mixin makes its own in its
+`__init__` (run through `super` from `KB.__init__`) and no other binds it.
+
+The last three are objects of their own, which `KB` makes once it is open (an open from
+a checkpoint replaces the index and hierarchy they read) and delegates to: each is
+given in its constructor what it reads — the lock, the store, the index, the hierarchy,
+the ledger, and this KB only through a Protocol naming what it asks — and keeps its
+own state (search: the words' counts and the vectors; watching: the feed). The
+delegating methods below keep the signatures the KB always had.
+
+This module keeps the lifecycle (open — from a checkpoint, or by a rebuild — and
+close), the budgets and the writer's health, the commit listeners, the domain record
+tables, attribution, and the composed parts.
 
 Invariants kept here:
 - One `RLock` serialises everything, so a KB may be shared between threads; callbacks

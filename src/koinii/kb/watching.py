@@ -65,16 +65,13 @@ class Watching:
         self._hierarchy = hierarchy
         self._feed = Feed()
 
-    @property
-    def watched(self) -> bool:
-        """Whether anyone watches: a write routes no event while nobody does."""
-        return bool(self._feed)
-
-    def route(self, seq: int, added: list[Change], removed: list[Change]) -> Routed:
+    def route(self, seq: int, added: list[Change], removed: list[Change]) -> Routed | None:
         """Each watcher's event for the durable write `seq`, filtered against the
-        hierarchy as it is now (`Feed.route`): writes routes a write when it is made and
-        delivers it once durable (a group commit's, at `commit_group`)."""
-        return self._feed.route(seq, added, removed, self._hierarchy.up)
+        hierarchy as it is now (`Feed.route`), or None while nobody watches: writes
+        routes a write when it is made and delivers it once durable (a group commit's,
+        at `commit_group`)."""
+        feed = self._feed
+        return feed.route(seq, added, removed, self._hierarchy.up) if feed else None
 
     def deliver(self, routed: Routed) -> None:
         """Call each routed watcher still registered, in order (`Feed.deliver`)."""

@@ -459,9 +459,7 @@ class Writes(State):
         ledger.end(tx)
         if seq is not None:
             added, removed = tx.changes
-            routed = None
-            if self._watching.watched and (added or removed):
-                routed = self._watching.route(seq, added, removed)
+            routed = self._watching.route(seq, added, removed) if added or removed else None
             if not ledger.in_group:
                 self._publish(seq, tx.op, routed)
                 self.checkpoint_after_write(ledger.rows_written - rows)
