@@ -55,16 +55,20 @@ def _class(tree: ast.Module, name: str) -> ast.ClassDef:
     return next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
 
 
-def parts() -> dict[str, str]:
-    """module -> the part's class in it: `KB` in engine.py, and each of `KB`'s bases in
-    the kb module it is imported from."""
-    engine = _tree("engine")
-    imported = {
+def _imported_by_engine() -> dict[str, str]:
+    """name -> the kb module engine.py imports it from."""
+    return {
         alias.asname or alias.name: node.module.rpartition(".")[2]
-        for node in engine.body
+        for node in _tree("engine").body
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("koinii.kb.")
         for alias in node.names
     }
+
+
+def parts() -> dict[str, str]:
+    """module -> the part's class in it: `KB` in engine.py, and each of `KB`'s bases in
+    the kb module it is imported from."""
+    engine, imported = _tree("engine"), _imported_by_engine()
     found = {"engine": "KB"}
     for base in _class(engine, "KB").bases:
         assert isinstance(base, ast.Name), f"KB's base {ast.unparse(base)}: name it plainly"
@@ -75,13 +79,7 @@ def parts() -> dict[str, str]:
 def composed() -> dict[str, tuple[str, str]]:
     """module -> (its composed part's class, the KB's attribute holding it): each
     `self._x = Cls(…)` in `KB.__init__` whose class comes from a kb module."""
-    engine = _tree("engine")
-    imported = {
-        alias.asname or alias.name: node.module.rpartition(".")[2]
-        for node in engine.body
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("koinii.kb.")
-        for alias in node.names
-    }
+    engine, imported = _tree("engine"), _imported_by_engine()
     init = next(
         f
         for f in _class(engine, "KB").body
