@@ -69,7 +69,9 @@ from koinii.terms import Sym
 log = logging.getLogger("koinii.kb")
 
 MAGIC = b"koinii checkpoint\n"
-FORMAT = 2  # 2: a rule keeps no `uses` (maintenance.py, `firings_of`)
+# 2: a rule keeps no `uses` (maintenance.py, `firings_of`); 3: big `justs`, `uses` and
+# index buckets are `ListSet`s (sentex.py), not dicts and sets
+FORMAT = 3
 # Below this many sentexes a rebuild takes under a quarter of a second: no file is
 # written at close, nor kept up by the daemon (an explicit `checkpoint()` still writes).
 KEEP_FROM = 20_000
@@ -104,6 +106,7 @@ _ADMITTED = {
     ("koinii.kb.checkpoint", "_symbol"),
     ("koinii.kb.checkpoint", "_index"),
     ("koinii.kb.sentex", "Justification"),
+    ("koinii.kb.sentex", "ListSet"),
     ("koinii.kb.index", "FunctorIndex"),
     ("koinii.kb.contexts", "Hierarchy"),
     ("koinii.kb.rules", "Rule"),

@@ -6,10 +6,13 @@ polarities. Index keys tell apart values Python calls equal
 (`1`, `1.0`, `True`), so `(p 1)` and `(p true)` never meet in a bucket; `same` is the
 type-aware equality that matching uses for the same reason.
 
-A bucket holds a single Node until a second arrives, then a tuple, and past SMALL a set:
+A bucket holds a single Node until a second arrives, then a tuple, and past SMALL a
+`ListSet` (sentex.py: a list that makes a map from node to place at its first removal):
 most (functor, position, value) keys name one sentex or a few, and a set costs ~200 bytes
-with two members and ~700 with eight, a tuple 56 and 104. (A tuple is also safe to
-iterate while the bucket changes: a change makes a new one.)
+with two members and ~700 with eight, a tuple 56 and 104; past SMALL a set took 58 bytes
+a member, a `ListSet` 8 (over SUMO the inheritance axiom's buckets held 360,000 nodes:
+21 MB as sets). (A tuple is also safe to iterate while the bucket changes: a change
+makes a new one.)
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import functools
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
-from koinii.kb.sentex import Node
+from koinii.kb.sentex import ListSet, Node
 from koinii.terms import QUOTE, Sym, Var, show, substitute
 
 
@@ -166,11 +169,11 @@ SMALL = 16  # the most members a bucket holds as a tuple
 def _with(bucket: Any, node: Node) -> Any:
     """`bucket` (not empty) with `node` added."""
     cls = type(bucket)
-    if cls is set:
+    if cls is ListSet:
         bucket.add(node)
         return bucket
     if cls is tuple:
-        return bucket + (node,) if len(bucket) < SMALL else {*bucket, node}
+        return bucket + (node,) if len(bucket) < SMALL else ListSet((*bucket, node))
     return (bucket, node)
 
 
@@ -193,7 +196,7 @@ def _without(bucket: Any, node: Node) -> Any:
     if cls is tuple:
         rest = tuple(n for n in bucket if n is not node)
         return rest[0] if len(rest) == 1 else rest
-    if cls is set:
+    if cls is ListSet:
         bucket.discard(node)
         if len(bucket) <= SMALL // 2:  # (not at SMALL: a bucket at the edge would flip)
             return tuple(bucket)
@@ -204,7 +207,7 @@ def members(bucket: Any) -> Iterable[Node]:
     if bucket is None:
         return ()
     cls = type(bucket)
-    if cls is set or cls is tuple:
+    if cls is ListSet or cls is tuple:
         return bucket
     return (bucket,)
 
@@ -213,7 +216,7 @@ def size(bucket: Any) -> int:
     if bucket is None:
         return 0
     cls = type(bucket)
-    return len(bucket) if cls is set or cls is tuple else 1
+    return len(bucket) if cls is ListSet or cls is tuple else 1
 
 
 class FunctorIndex:
@@ -246,8 +249,8 @@ class FunctorIndex:
 
     def narrowest(self, atom: tuple) -> Any:
         """The smallest bucket holding every stored node of `atom` (None: there is none):
-        the first of its arguments' buckets that is not a set (at most SMALL nodes), else
-        the smallest set."""
+        the first of its arguments' buckets that is not a `ListSet` (at most SMALL
+        nodes), else the smallest."""
         arity = len(atom) - 1
         if not arity:
             return self.bare
@@ -258,7 +261,7 @@ class FunctorIndex:
         for position in range(arity):
             value = atom[position + 1]
             bucket = args[position].get(value if type(value) is Sym else key(value))
-            if type(bucket) is not set:
+            if type(bucket) is not ListSet:
                 return bucket
             if best is None or len(bucket) < len(best):
                 best = bucket
@@ -371,26 +374,19 @@ class Index:
     def find(self, atom: tuple, k: Any, context: str, positive: bool) -> Node | None:
         """The stored node of `atom` (whose key, `key_of`, is `k`) in this context and
         polarity, if any."""
-        return self.find_scanning(atom, k, context, positive)[0]
-
-    def find_scanning(
-        self, atom: tuple, k: Any, context: str, positive: bool
-    ) -> tuple[Node | None, bool]:
-        """`find`, and whether it scanned a set (a bucket of more than SMALL nodes): a
-        node so found is worth remembering where it will be asked for again."""
         findex = self.by_functor.get(atom[0])
         if findex is None:
-            return None, False
+            return None
         bucket = findex.narrowest(atom)
         if bucket is None:
-            return None, False
+            return None
         if type(bucket) is Node:
             found = bucket.key == k and bucket.context == context and bucket.positive is positive
-            return (bucket if found else None), False
+            return bucket if found else None
         for node in bucket:
             if node.context == context and node.positive is positive and node.key == k:
-                return node, type(bucket) is set
-        return None, type(bucket) is set
+                return node
+        return None
 
     def same_atom(self, atom: tuple, k: Any) -> list[Node]:
         """The stored nodes of `atom` (whose key is `k`), both polarities, every context."""

@@ -321,13 +321,20 @@ class _Flat:
         probes = [(q, atom[at] if at is not None else constant) for q, at, constant in self.probes]
         bucket: Any = None  # (every node of the functor)
         smallest = findex.count
-        for q, value in probes:
-            found = findex.args[q - 1].get(key(value))
+        chosen = None
+        for probe in probes:
+            q, value = probe
+            found = findex.args[q - 1].get(value if type(value) is Sym else key(value))
             if found is None:
                 return []
             size = len(found) if type(found) is not Node else 1
             if size < smallest:
-                bucket, smallest = found, size
+                bucket, smallest, chosen = found, size, probe
+        # every candidate in the bucket a probe chose holds that probe's value: equal keys
+        # are the same term (index.py, `key`), so only the other probes are checked
+        if chosen is not None:
+            probes.remove(chosen)
+        repeats = self.other_repeats
         tick = budget.tick if budget is not None else None
         pick, positive, length = self.pick, self.other_positive, self.other_length
         first = self.position == 0
@@ -348,7 +355,7 @@ class _Flat:
                 if found is not value and not same(value, found):
                     break
             else:
-                for a, b in self.other_repeats:
+                for a, b in repeats:
                     if not same(other[a], other[b]):
                         break
                 else:

@@ -40,6 +40,7 @@ from koinii.kb.sentex import (
     MANY,
     MONOTONIC,
     Justification,
+    ListSet,
     Node,
 )
 from koinii.kb.state import State
@@ -197,6 +198,8 @@ class Maintenance(State):
 
     def _unlink(self, tx: Transaction, node: Node) -> None:
         self.unlink_quiet(node)
+        if tx.concluded:  # (firing's table of stored conclusions: see `Firing._derive`)
+            tx.concluded.clear()
         if node.handle not in tx.added:  # (one this write made is gone for good)
             tx.undo.append((self.link_quiet, node))
         self._note_structure(tx, node, added=False)
@@ -233,28 +236,37 @@ class Maintenance(State):
         """Record `j` on its conclusion's `justs` and its supports' `uses` (no undo, no
         relabel): for loading stored justifications and undoing a drop; a write makes
         one through `justify`."""
+        # (the commonest cases of `_joined` and `linked_supports` are written out here,
+        # without the calls: a closure attaches a million, each to three nodes)
         concl = j.conclusion
         justs = concl.justs
-        if justs is None:  # (the commonest cases of `_joined` and `linked_supports`,
-            concl.justs = (j,)  # without the calls: a closure attaches a million)
+        if justs is None:
+            concl.justs = (j,)
+        elif type(justs) is tuple and len(justs) < _SET_FROM:
+            concl.justs = justs + (j,)
         else:
             concl.justs = _joined(justs, j)
-        rule, second = j.rule, j.second
-        if rule.atom[0] is IMPLIES:  # (a rule keeps no `uses`: see `firings_of`)
+        first, second = j.first, j.second
+        if j.rule.atom[0] is IMPLIES:  # (a rule keeps no `uses`: see `firings_of`)
             if second is None:
-                supports: tuple[Node, ...] = (j.first,)
-            elif second is MANY or second is j.first:
+                supports: tuple[Node, ...] = (first,)
+            elif second is MANY or second is first:
                 supports = linked_supports(j)
             else:
-                supports = (j.first, second)
+                supports = (first, second)
         else:
             supports = linked_supports(j)
         for support in supports:
             uses = support.uses
-            if uses is None:  # (the commonest cases of `_joined`, without the call)
+            if uses is None:
                 support.uses = (j,)
-            elif type(uses) is dict:
-                uses[j] = None
+            elif type(uses) is ListSet:
+                if uses.places is None:  # (nothing removed from it yet: the commonest)
+                    uses.append(j)
+                else:
+                    uses.add(j)
+            elif len(uses) < _SET_FROM:
+                support.uses = uses + (j,)
             else:
                 support.uses = _joined(uses, j)
 
@@ -413,7 +425,7 @@ class Maintenance(State):
                 self.relabel(self.closure(self._seeds(tx), tx.added), tx)
         # derivation's and labelling's own tables are spent: let them go before the diff
         # and the commit build theirs (a big write's peak memory is at its commit)
-        tx.depth.clear()
+        tx.depth = None
         tx.concluded.clear()
         tx.fire.clear()
         tx.seeds.clear()
@@ -757,32 +769,32 @@ def linked_supports(j: Justification) -> tuple[Node, ...]:
     return tuple(dict.fromkeys((rule, *j.antecedents)))
 
 
-# A node's `justs` and `uses` are None, a tuple, or — past this many — a dict used as an
-# ordered set: most nodes have one or two (a tuple of two is 56 bytes, a list 104, a dict
-# 232), but a popular conclusion's `justs` or a class's subclass statement's `uses` can
-# hold many thousands, and removing one from a sequence is a search (retracting them one
-# by one was quadratic). Up to 64 a tuple's search is short, and a dict costs five times
-# a tuple's 8 bytes an entry: over a SUMO-shaped ontology's inheritance axiom, 19,000 of
-# 17-64 entries were 12 MB of its peak at 16. A tuple is also safe to iterate while the
-# node's set changes.
+# A node's `justs` and `uses` are None, a tuple, or — past this many — a `ListSet`
+# (sentex.py: a list, 8 bytes an entry, where a dict took 38; over SUMO the inheritance
+# axiom's 1,716 of them held 772,000 justifications, 29 MB of its peak as dicts): most
+# nodes have one or two (a tuple of two is 56 bytes, a list 104, a dict 232), but a
+# popular conclusion's `justs` or a class's subclass statement's `uses` can hold many
+# thousands. Up to 64 a tuple's search is short (over a SUMO-shaped ontology's
+# inheritance axiom, 19,000 containers of 17-64 entries were 12 MB of its peak as dicts
+# at 16). A tuple is also safe to iterate while the node's set changes.
 _SET_FROM = 64
 
 
-def _joined(items: tuple | dict | None, j: Justification) -> tuple | dict:
+def _joined(items: tuple | ListSet | None, j: Justification) -> tuple | ListSet:
     if items is None:
         return (j,)
     if type(items) is tuple:
-        return items + (j,) if len(items) < _SET_FROM else dict.fromkeys((*items, j))
-    items[j] = None
+        return items + (j,) if len(items) < _SET_FROM else ListSet((*items, j))
+    items.add(j)
     return items
 
 
-def _parted(items: tuple | dict, j: Justification) -> tuple | dict | None:
+def _parted(items: tuple | ListSet, j: Justification) -> tuple | ListSet | None:
     if type(items) is tuple:
         # an undo detaches in the reverse order of attaching
         items = items[:-1] if items[-1] is j else tuple(x for x in items if x is not j)
     else:
-        del items[j]
+        items.discard(j)
     return items or None
 
 

@@ -4,7 +4,8 @@ A `Node` is the one in-memory record of a stored sentex: the positive atom, its 
 `key_of`), the context, polarity, whether it was asserted (a premise) and with what strength,
 its provenance, the justifications that derive it, and the belief flags the labeller
 keeps. Readers never get a Node: they get a frozen `Sentex` snapshot, so nothing outside
-the engine can change belief by accident.
+the engine can change belief by accident. What holds many of them, or many
+justifications, holds them in a `ListSet`.
 """
 
 from __future__ import annotations
@@ -32,12 +33,16 @@ def key_of(atom: tuple, text: str | None = None) -> tuple | str:
     Refuses (kind `shape`) an atom past the limits, as `show` does: a rule's conclusion is
     built from bound values and checked here."""
     if text is None:  # not shown yet, so not checked against the limits either
-        length = len(atom)
         for x in atom:
             if type(x) is not Sym:
                 return key_of(atom, show(atom))
-            length += len(x.name)
-        if length > MAX_TEXT:  # (symbol names are ASCII: their length is their bytes)
+        # n symbols show in at most n * (longest name + 1) + 1 characters: most atoms
+        # are known short without their names read (a closure keys a million; symbol
+        # names are ASCII: their length is their bytes)
+        if (
+            len(atom) * (Sym.longest + 1) > MAX_TEXT
+            and len(atom) + sum([len(x.name) for x in atom]) > MAX_TEXT
+        ):
             show(atom)  # refuses, saying how long
         return atom
     return atom if _plain(atom) else text
@@ -70,7 +75,8 @@ class Node:
         "creator",
         "created",  # epoch ms
         "extra",  # other provenance fields, or None
-        "justs",  # justifications concluding this node: None, a tuple, or a dict (a set)
+        "justs",  # justifications concluding this node: None, a tuple, or a `ListSet`
+        # (maintenance.py: a list past 64 entries)
         "uses",  # justifications this node is an antecedent of (or the carriesClaim
         # declaration of), likewise; a rule's are not kept (maintenance.py, `firings_of`)
         "believed",
@@ -101,8 +107,8 @@ class Node:
         self.creator = creator
         self.created = created
         self.extra = extra
-        self.justs: tuple[Justification, ...] | dict[Justification, None] | None = None
-        self.uses: tuple[Justification, ...] | dict[Justification, None] | None = None
+        self.justs: tuple[Justification, ...] | list[Justification] | None = None
+        self.uses: tuple[Justification, ...] | list[Justification] | None = None
         self.believed = False
         self.mono = False
         self.defeated = False
@@ -188,6 +194,51 @@ class Justification:
 
 
 MANY: Any = object()  # a Justification's `second` when it has more than two antecedents
+
+
+class ListSet(list):
+    """A set of engine objects held as a list (8 bytes an entry), with a map from entry
+    to place made at the first removal that is not of the last entry, so that each
+    removal after it costs the same whatever the size (a removal moves the last entry
+    into the gap: the order is not kept, and nothing reads it).
+
+    What holds many nodes or justifications and must let one go at once: a node's
+    `justs` and `uses` past 64 (maintenance.py), an index bucket past 16 (index.py). A
+    dict or a set did both at 38-58 bytes an entry: over SUMO the inheritance axiom's
+    772,000 justifications in `uses` past 64 were 29 MB of its peak, the index's 360,000
+    nodes in buckets past 16 another 21; and the big writes, which only add, never
+    remove. Removing entries one by one from a list alone would be quadratic
+    (retracting what rests on a class's subclass statement); the map keeps it linear
+    once a removal needs it.
+    """
+
+    __slots__ = ("places",)
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self.places: dict[Any, int] | None = None
+
+    def __reduce__(self) -> tuple:
+        return (ListSet, (), None, iter(self))  # (`places` is remade when needed)
+
+    def add(self, item: Any) -> None:
+        if self.places is not None:
+            self.places[item] = len(self)
+        self.append(item)
+
+    def discard(self, item: Any) -> None:
+        """Take `item` out (it is held)."""
+        places = self.places
+        if places is None:
+            if self[-1] is item:  # (an undo takes out the last added first)
+                self.pop()
+                return
+            places = self.places = {x: i for i, x in enumerate(self)}
+        at = places.pop(item)
+        last = self.pop()
+        if last is not item:
+            self[at] = last
+            places[last] = at
 
 
 def node_of(row: Any) -> Node:

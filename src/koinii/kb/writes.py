@@ -143,7 +143,7 @@ class Transaction:
         # checked, a removal's change): a node keeps only its atom, and the stored row
         # takes the text from here (an added node's change shows its own: sentex.py)
         self.texts: dict[int, str] = {}
-        self.depth: dict[Node, int] = {}
+        self.depth: Any = None  # firing.py's `Depths`, made by the first derivation
         self.concluded: dict[Any, Node] = {}  # by key: the nodes this write derived (firing.py)
         self.derivations = 0
         self.fired: dict[Node, int] = {}  # firings made by each rule in this write
