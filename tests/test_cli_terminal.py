@@ -125,3 +125,20 @@ def test_piped_a_long_sentence_is_not_wrapped(daemon, command):
     ran = koinii_cli(*args, *source)
     assert ran.returncode == 0, ran.stderr
     assert WORDS in ran.stdout, ran.stdout  # on one line: not folded at 80 columns
+
+
+@pytest.mark.parametrize("command", ["sessions list", "sessions search"])
+def test_a_title_holding_a_newline_prints_on_its_rows_line(tmp_path, command):
+    """A session's title is one line of its row: its newline (and tab) prints as the
+    escape; printed raw, the rest of the title was a line of its own under the row, where
+    it read as another row."""
+    path = str(tmp_path / "titles.db")
+    forged = "1234abcd  2026-01-01 00:00  cli  0  the forged row"
+    with koinii.open_kb(path) as kb:
+        SessionStore(kb).start_session(title=f"release plan\n{forged}\tend")
+    args = ("sessions", "search", "release") if command == "sessions search" else COMMANDS[command]
+    ran = koinii_cli(*args, "--db", path)
+    assert ran.returncode == 0, ran.stderr
+    [row] = [line for line in ran.stdout.splitlines() if "release plan" in line]
+    assert f"release plan\\n{forged}\\tend" in row, ran.stdout
+    assert not any(line.startswith("1234abcd") for line in ran.stdout.splitlines())

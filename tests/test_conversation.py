@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import koinii
-from koinii import Sym, Var, speech
+from koinii import Sym, Var, disputes, speech
 from koinii.channel import agent as channel
 from koinii.channel import conversation
 from koinii.disputes import majority
@@ -367,6 +367,18 @@ def test_the_disputes_come_in_windows_and_bad_windows_are_refused(team):
         assert refusal.kind == "bad-option", bad  # in-process and over the wire alike
 
 
+def disputes_built(monkeypatch) -> list[tuple[int, ...]]:
+    """The ids of the disputes read in full from now on (`_Reader.dispute_entry`)."""
+    built: list[tuple[int, ...]] = []
+    build = conversation._Reader.dispute_entry
+    monkeypatch.setattr(
+        conversation._Reader,
+        "dispute_entry",
+        lambda reader, key, group: built.append(key) or build(reader, key, group),
+    )
+    return built
+
+
 def test_a_read_builds_in_full_only_the_disputes_it_shows(monkeypatch):
     kb = koinii.open_kb(None)
     medium = channel.local(kb)
@@ -375,17 +387,42 @@ def test_a_read_builds_in_full_only_the_disputes_it_shows(monkeypatch):
         cyra.dispute(atlas.assert_(f"(usesDatabase Service{i} PostgreSQL16)"))
     q = atlas.pose_query(VERSION)
     cyra.dispute(boreas.answer("16", q))
-    built = []
-    build = conversation._Reader.dispute_entry
-    monkeypatch.setattr(
-        conversation._Reader,
-        "dispute_entry",
-        lambda reader, key, group: built.append(key) or build(reader, key, group),
-    )
+    built = disputes_built(monkeypatch)
     [answer] = atlas.thread(q)["answers"]
     assert len(answer["claim"]["disputes"]) == 1 and len(built) == 1
     assert len(atlas.queries(limit=1)) == 1 and len(built) == 2
     assert len(atlas.disputes(limit=3)) == 3 and len(built) == 5
+
+
+def test_a_page_of_disputes_counts_every_state_and_builds_only_its_window(monkeypatch):
+    """The web view's disputes page (`dispute_window`): the counts and the window are
+    what `disputes_on` lists, newest first — open, notified, stale, resolved and ended
+    alike — and only the window's disputes are built in full."""
+    kb = koinii.open_kb(None)
+    medium = channel.local(kb)
+    atlas, cyra = (channel.join(medium, "CxTeam", a) for a in (TEAM[0], TEAM[2]))
+    edges = [cyra.dispute(atlas.claim(f"(usesDatabase Service{i} PostgreSQL16)")) for i in range(6)]
+    firm = kb.assert_("(usesCache Billing Redis)", "CxAtlas", strength="monotonic")
+    cyra.dispute(firm)  # its rebuttal is defeated: resolved
+    ids = [d["dispute_id"] for d in conversation.disputes_on(kb, "CxTeam")]
+    disputes.mark_notified(kb, ids[1], 1)
+    disputes.mark_notified(kb, ids[2], 1)
+    disputes.mark_stale(kb, ids[2], 2)
+    cyra.withdraw(edges[3])  # ended
+    every = conversation.disputes_on(kb, "CxTeam")[::-1]
+    states = conversation.DISPUTE_STATES
+    built = disputes_built(monkeypatch)
+    page = conversation.dispute_window(kb, "CxTeam", skip=1, limit=3)
+    assert page["counts"] == {"open": 3, "notified": 1, "stale": 1, "resolved": 1, "ended": 1}
+    assert page["total"] == page["matched"] == len(every) == 7
+    assert [d["state"] for d in page["disputes"]] == ["open", "open", "ended"]
+    assert page["disputes"] == every[1:4] and len(built) == 2  # (an ended one: its record)
+    for state in states:
+        shown = conversation.dispute_window(kb, "CxTeam", state)
+        assert shown["disputes"] == [d for d in every if d["state"] == state], state
+        assert shown["matched"] == page["counts"][state]
+    refusal = unchanged(kb, lambda: conversation.dispute_window(kb, "CxTeam", "ruled"))
+    assert refusal.kind == "bad-option" and refusal.data["known"] == list(states)
 
 
 def test_no_path_through_dispute_is_a_speaker_mismatch(team):

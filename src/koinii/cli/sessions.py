@@ -92,7 +92,7 @@ def list_sessions(limit, as_json, db, url, token) -> None:
     """The sessions, newest first."""
     from rich.table import Table
 
-    from koinii.cli.terminal import terminal
+    from koinii.cli.terminal import one_line, terminal
     from koinii.sessions import Introspection
 
     with _store(db, url, token) as store:
@@ -107,9 +107,9 @@ def list_sessions(limit, as_json, db, url, token) -> None:
         table.add_row(
             _short(row["id"]),
             _when(row["modified_at"]),
-            row["channel"],
+            one_line(row["channel"]),
             str(row["turn_count"]),
-            row["title"] or "",
+            one_line(row["title"] or ""),
         )
     terminal().print(table)
 
@@ -135,7 +135,7 @@ def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
     closest in meaning, in the fused order)."""
     from rich.table import Table
 
-    from koinii.cli.terminal import terminal
+    from koinii.cli.terminal import one_line, terminal
     from koinii.sessions import Introspection
 
     with _store(db, url, token) as store:
@@ -152,7 +152,7 @@ def search_sessions(query, limit, ranking, as_json, db, url, token) -> None:
         found += ["meaning"] if row["is_by_meaning"] else []
         snippet = row["request_snippet"] or row["reply_snippet"] or row["tool_snippet"] or ""
         snippet = " ".join(snippet.split())
-        text = row["title"] or ""
+        text = one_line(row["title"] or "")
         if snippet:
             text = f"{text}\n  {snippet}" if text else snippet
         table.add_row(

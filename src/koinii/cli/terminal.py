@@ -15,6 +15,8 @@ Invariants:
   `echo`), so the rule holds in one place.
 - Piped (stdout not a terminal), nothing wraps: a line or a table cell is as long as it
   is, so a script reads whole names and sentences.
+- A row of a table is one line: stored text in a cell that is one line of its kind (a
+  session's title) passes through `one_line`, its newlines and tabs written as escapes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,17 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def inert(text: str) -> str:
     """`text` with every control character but newline and tab written as its escape."""
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def one_line(text: str) -> str:
+    """`text` for one line of a table: a newline, carriage return or tab written as its
+    escape (`\\n`, `\\r`, `\\t`, as the canonical text writes them), every other control as
+    `inert` writes it. A session title holding a newline printed the rest of it on a line
+    of its own under its row, where it read as another row."""
+    return inert(text.translate(_BREAKS))
 
 
 def echo(text: Any = "", **kwargs: Any) -> None:

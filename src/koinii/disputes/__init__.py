@@ -35,6 +35,7 @@ __all__ = [
     "is_notified",
     "is_stale",
     "mark_notified",
+    "mark_states",
     "mark_stale",
     "marks_of",
     "pending_disputes",
@@ -180,6 +181,27 @@ def is_notified(kb: Any, key: Iterable[int]) -> bool:
 def is_stale(kb: Any, key: Iterable[int]) -> bool:
     term = dispute_term(key)
     return bool(kb.sentexes_matching((STALE, term, Var("at"), Var("reason")), DISPUTES))
+
+
+def mark_states(kb: Any) -> dict[tuple[int, ...], str]:
+    """Every marked dispute's id → `stale` or `notified` (stale outranks notified), from
+    one match of each mark for all disputes: for a reader of every dispute's state (the
+    web view's counts), where `is_stale` and `is_notified` would match twice per dispute.
+    A mark whose term is not a `dispute_term` (hand-written, unsorted) marks nothing, as
+    for them."""
+    found: dict[tuple[int, ...], str] = {}
+    stale = (STALE, Var("d"), Var("at"), Var("reason"))
+    for state, pattern in (("notified", (NOTIFIED, Var("d"), Var("at"))), ("stale", stale)):
+        for mark in kb.sentexes_matching(pattern, DISPUTES):
+            term = mark.sentence[1]
+            handles = term[1:] if type(term) is tuple else ()
+            key = tuple(h[1] for h in handles if type(h) is tuple and len(h) == 2)
+            try:
+                if len(key) == len(handles) and dispute_term(key) == term:
+                    found[key] = state
+            except Refused:
+                continue
+    return found
 
 
 def reopen(kb: Any, key: Iterable[int]) -> int:

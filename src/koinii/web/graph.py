@@ -51,41 +51,6 @@ class Drawing:
     height: float
 
 
-def classify(
-    names: set[str],
-    edges: list[tuple[str, str]],
-    agent_contexts: set[str],
-    spend: Callable[[], None] = _free,
-) -> dict[str, str]:
-    """Each context's kind: an agent's own context (marked), a channel (it sees an
-    agent's context and is none itself), a vocabulary (an agent's context sees it), or
-    other."""
-    seen_by_agents: set[str] = set()
-    parents: dict[str, list[str]] = {}
-    for child, parent in edges:
-        spend()
-        parents.setdefault(child, []).append(parent)
-    stack = [p for a in agent_contexts for p in parents.get(a, [])]
-    while stack:
-        spend()
-        ctx = stack.pop()
-        if ctx not in seen_by_agents:
-            seen_by_agents.add(ctx)
-            stack.extend(parents.get(ctx, []))
-    kinds = {}
-    for name in names:
-        spend()
-        if name in agent_contexts:
-            kinds[name] = "agent"
-        elif any(p in agent_contexts for p in parents.get(name, [])):
-            kinds[name] = "channel"
-        elif name in seen_by_agents:
-            kinds[name] = "vocabulary"
-        else:
-            kinds[name] = "other"
-    return kinds
-
-
 def layout(
     counts: dict[str, int],
     edges: list[tuple[str, str]],

@@ -313,7 +313,8 @@ class View:
     def contexts(self, request: Request) -> Page:
         selected = request.path_params.get("name")
         after = reads.number(request.query_params.get("after"), "after", default=0)
-        return "contexts.html", reads.contexts_page(self.kb, selected, after)
+        page = reads.number(request.query_params.get("page"), "page")
+        return "contexts.html", reads.contexts_page(self.kb, selected, after, page)
 
     def why(self, request: Request) -> Page:
         return "why.html", reads.why_page(self.kb, request.path_params["handle"])
