@@ -438,3 +438,29 @@ def test_a_symbol_read_from_the_checkpoint_counts_toward_the_text_limit(tmp_path
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "shape"
+
+
+def test_search_clashes_and_watches_read_the_state_a_checkpoint_brought(tmp_path):
+    """The parts the KB holds as objects of their own (search, clashes, watching: the
+    engine's composed parts) are made once it is open: opened from a checkpoint, they read
+    the index and the hierarchy it brought, not the empty ones a KB starts from."""
+    path = str(tmp_path / "team.db")
+    with koinii.open_kb(path) as kb:
+        kb.assert_("(genlCx CxTeam CxShared)", "CxUniverse")
+        kb.assert_("(ready Release)", "CxShared")
+        kb.assert_("(not (ready Release))", "CxShared")
+        kb.assert_("(cacheBackend Staging Redis7)", "CxShared")
+        kb.checkpoint()
+    with koinii.open_kb(path) as kb:
+        assert kb.opened["from"] == "checkpoint"
+        hits = kb.search("cache backend", "CxTeam", ranking="lexical")
+        assert [hit.sentex.text for hit in hits] == ["(cacheBackend Staging Redis7)"]
+        [dilemma] = kb.contradictions("CxTeam")
+        assert {side["sentence"] for side in dilemma["sides"]} == {
+            "(ready Release)",
+            "(not (ready Release))",
+        }
+        events: list = []
+        kb.watch(events.append, ctx="CxTeam")  # sees CxShared through the hierarchy
+        kb.assert_("(owner Release Dana)", "CxShared")
+        assert [c["sentence"] for e in events for c in e.added] == ["(owner Release Dana)"]

@@ -1,32 +1,41 @@
-"""The engine's parts meet at public methods: no part reaches into another's privates
-(issue 43; docs/architecture.md, "The engine's parts").
+"""The engine's parts meet at public methods: no part reaches into another's privates,
+and each binds and changes only the state it owns (issue 43; docs/architecture.md, "The
+engine's parts").
 
-`KB` (kb/engine.py) is assembled from parts, one class per module — `Writes` in
-writes.py, `Maintenance` in maintenance.py, `Firing` in firing.py, and so on — over the
-shared `State`. Because they are mixins of one object, Python lets any of them call any
-other's `self._x`; this test is what keeps the boundary. Each part's class is parsed; a
-`self._name` in it (a call or a reference) that names a method which another part's
-class defines, and its own does not, is a reach into that part's privates. (Other
-classes in a part's module — `Transaction` in writes.py — are not parts; their `self`
-is not the KB.) The owner
-gives the method a public name (no underscore, a docstring saying what the other parts
-may rely on), or the method moves to the part that is its only caller.
+`KB` (kb/engine.py) is assembled from parts, one class per module, of two kinds. The
+mixins — `Writes` in writes.py, `Maintenance` in maintenance.py, `Firing`, `Reads`,
+`Checkpoints` — are bases of `KB` over the shared `State`: Python lets any of them call
+any other's `self._x`, and this test is what keeps the boundary. Each mixin's class is
+parsed; a `self._name` in it (a call or a reference) that names a method which another
+part's class defines, and its own does not, is a reach into that part's privates.
+(Other classes in a part's module — `Transaction` in writes.py — are not parts; their
+`self` is not the KB.) The owner gives the method a public name (no underscore, a
+docstring saying what the other parts may rely on), or the method moves to the part
+that is its only caller. The composed parts — `Search` in search.py, `Clashes`,
+`Watching` — are objects of their own that `KB.__init__` makes and binds
+(`self._search = Search(…)`); no other part reaches into one's privates
+(`self._search._x`).
 
-The parts are found from `KB`'s own bases and the imports that bring them, so a part
-added to `KB` is checked without editing this test.
+The parts are found from `KB`'s own bases, the objects `KB.__init__` makes, and the
+imports that bring them, so a part added to `KB` is checked without editing this test.
 
 The state each part owns is held the same way. state.py's `OWNERS` names, for every
-attribute declared on `State`, the one part that binds it. A part's class that binds
-(`self.x = …`, `+=`, `del`, a class-level default) an attribute it does not own — or
-one no part owns —, sets or deletes an item of it (`self.x[k] = …`), or changes it in
-place (`self.x.append(…)`) fails, and the owner gives it a public method to ask
-instead (as writes' ledger does for the counters firing, maintenance, checkpoint.py
-and the engine once set, and maintenance's `take_structures` and `triggers_of` for
-what checkpoint.py and firing set themselves). And a node's belief labels
-(`believed`, `mono`, `defeated`) and its `justs` / `uses` are maintenance's alone:
-anywhere else in kb/, setting one fails, but on a node the function itself made (its
-constructor, a checkpoint's unpickler); writes' undo puts a write's old labels back
-through `restore_belief`.
+attribute declared on `State`, the one mixin part that binds it. A mixin's class that
+binds (`self.x = …`, `+=`, `del`, a class-level default) an attribute it does not own —
+or one no part owns —, sets or deletes an item of it (`self.x[k] = …`), sets an
+attribute of it (`self.x.y = …`), or changes it in place (`self.x.append(…)`) fails,
+and the owner gives it a public method to ask instead (as writes' ledger does for the
+counters firing, maintenance, checkpoint.py and the engine once set, and maintenance's
+`take_structures` and `triggers_of` for what checkpoint.py and firing set themselves).
+A composed part's state is its own object's: `OWNERS` names it under the part's module,
+among its `__slots__`; the rest of its slots are what its constructor is given (the
+lock, the store, the index, …), bound there and only there, and never changed by it
+(no item, attribute or in-place change of one); and no other part binds or changes
+anything of it (`self._search.x = …`). And a node's belief labels (`believed`, `mono`,
+`defeated`) and its `justs` / `uses` are maintenance's alone: anywhere else in kb/,
+setting one fails, but on a node the function itself made (its constructor, a
+checkpoint's unpickler); writes' undo puts a write's old labels back through
+`restore_belief`.
 """
 
 from __future__ import annotations
@@ -46,21 +55,57 @@ def _class(tree: ast.Module, name: str) -> ast.ClassDef:
     return next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
 
 
-def parts() -> dict[str, str]:
-    """module -> the part's class in it: `KB` in engine.py, and each of `KB`'s bases in
-    the kb module it is imported from."""
-    engine = _tree("engine")
-    imported = {
+def _imported_by_engine() -> dict[str, str]:
+    """name -> the kb module engine.py imports it from."""
+    return {
         alias.asname or alias.name: node.module.rpartition(".")[2]
-        for node in engine.body
+        for node in _tree("engine").body
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("koinii.kb.")
         for alias in node.names
     }
+
+
+def parts() -> dict[str, str]:
+    """module -> the part's class in it: `KB` in engine.py, and each of `KB`'s bases in
+    the kb module it is imported from."""
+    engine, imported = _tree("engine"), _imported_by_engine()
     found = {"engine": "KB"}
     for base in _class(engine, "KB").bases:
         assert isinstance(base, ast.Name), f"KB's base {ast.unparse(base)}: name it plainly"
         found[imported[base.id]] = base.id
     return found
+
+
+def composed() -> dict[str, tuple[str, str]]:
+    """module -> (its composed part's class, the KB's attribute holding it): each
+    `self._x = Cls(…)` in `KB.__init__` whose class comes from a kb module."""
+    engine, imported = _tree("engine"), _imported_by_engine()
+    init = next(
+        f
+        for f in _class(engine, "KB").body
+        if isinstance(f, ast.FunctionDef) and f.name == "__init__"
+    )
+    found = {}
+    for node in ast.walk(init):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in imported
+        ):
+            for target, _ in _bound(node.targets):
+                found[imported[node.value.func.id]] = (node.value.func.id, target.attr)
+    return found
+
+
+def slots(cls: ast.ClassDef) -> set[str]:
+    """The names a composed part's `__slots__` lists: its object's every attribute."""
+    value = next(
+        n.value
+        for n in cls.body
+        if isinstance(n, ast.Assign) and [ast.unparse(t) for t in n.targets] == ["__slots__"]
+    )
+    return set(ast.literal_eval(value))
 
 
 def methods_by_part() -> dict[str, set[str]]:
@@ -101,11 +146,45 @@ def reaches() -> list[str]:
     return found
 
 
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def reaches_into_composed() -> list[str]:
+    """`module:line self._x._name` for every reach into a composed part's privates: by a
+    mixin (or the engine) through the attribute holding the part, and by a composed part
+    through what it was given (`self._kb._x`, `self._index._x`: what it reads, it reads
+    through public names)."""
+    holders = {attribute for _, attribute in composed().values()}
+    classes = [(m, c, holders) for m, c in parts().items()]
+    classes += [
+        (m, c, slots(_class(_tree(m), c)) - set(owned_by(m))) for m, (c, _) in composed().items()
+    ]
+    found = []
+    for module, cls, through in sorted(classes):
+        for node in ast.walk(_class(_tree(module), cls)):
+            if (
+                isinstance(node, ast.Attribute)
+                and _private(node.attr)
+                and isinstance(node.value, ast.Attribute)
+                and _is_self(node.value.value)
+                and node.value.attr in through
+            ):
+                found.append(f"{module}.py:{node.lineno} {ast.unparse(node)}")
+    return found
+
+
 def test_the_parts_are_found():
-    """(The check below would pass vacuously if the parts were not found.)"""
+    """(The checks below would pass vacuously if the parts were not found.)"""
     found = parts()
     assert {"engine", "writes", "maintenance", "firing", "reads", "checkpoint"} <= set(found)
     assert all(methods_by_part().values()), "a part with no methods: is its class found?"
+    assert set(composed()) == {"search", "clashes", "watching"}
+    assert not set(found) & set(composed()), "a part both a mixin and composed"
 
 
 def test_no_part_calls_another_parts_private_method():
@@ -117,19 +196,39 @@ def test_no_part_calls_another_parts_private_method():
     )
 
 
+def test_no_part_reaches_into_a_composed_parts_privates_nor_a_composed_part_into_what_it_reads():
+    found = reaches_into_composed()
+    assert not found, (
+        "a reach into a private of a composed part (or, from one, of what it reads): give "
+        "it a public name with a docstring saying what callers may rely on, or — for a "
+        f"composed part — name what it needs in its Protocol: {'; '.join(found)}"
+    )
+
+
 # --- the state each part owns ---------------------------------------------------------
 
 
-def owners() -> dict[str, str]:
-    """attribute -> the part (its module) that owns it, from state.py's `OWNERS`."""
+def _owners_table() -> dict[str, tuple[str, ...]]:
     table = next(
         node.value
         for node in _tree("state").body
         if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "OWNERS"
     )
+    return ast.literal_eval(table)
+
+
+def owned_by(module: str) -> tuple[str, ...]:
+    """What `OWNERS` says the part in `module` owns."""
+    return _owners_table().get(module, ())
+
+
+def owners() -> dict[str, str]:
+    """attribute of the state -> the mixin part (its module) that owns it, from state.py's
+    `OWNERS` (a composed part's own attributes are its object's: `owned_by`)."""
+    mixins = parts()
     owned: dict[str, str] = {}
-    for module, names in ast.literal_eval(table).items():
-        for name in names:
+    for module, names in _owners_table().items():
+        for name in names if module in mixins else ():
             assert name not in owned, f"{name} has two owners: {owned[name]} and {module}"
             owned[name] = module
     return owned
@@ -144,21 +243,27 @@ def declared() -> set[str]:
     }
 
 
-def _bound(targets: list[ast.expr]) -> list[ast.Attribute]:
-    """The `self.x` among assignment targets (unpacked), and those an item of is set or
-    deleted (`self.x[k] = …`: the structure is written as surely as rebound)."""
+def _root(node: ast.expr, plainly: bool = True) -> tuple[ast.Attribute, bool] | None:
+    """The `self.x` that `node` (a target, or what a call changes) is, or is part of —
+    with whether it is `self.x` itself (plainly), not an item or attribute of it."""
+    while isinstance(node, (ast.Subscript, ast.Attribute, ast.Starred)) and not (
+        isinstance(node, ast.Attribute) and _is_self(node.value)
+    ):
+        plainly = plainly and isinstance(node, ast.Starred)
+        node = node.value
+    return (node, plainly) if isinstance(node, ast.Attribute) else None
+
+
+def _bound(targets: list[ast.expr]) -> list[tuple[ast.Attribute, bool]]:
+    """The `self.x` among assignment targets (unpacked), each with whether it is bound
+    plainly: an item of it set or deleted (`self.x[k] = …`) or an attribute of it set
+    (`self.x.y = …`) writes it as surely as a rebinding does, through it."""
     found = []
     for target in targets:
         if isinstance(target, (ast.Tuple, ast.List)):
             found += _bound(list(target.elts))
-        elif isinstance(target, (ast.Starred, ast.Subscript)):
-            found += _bound([target.value])
-        elif (
-            isinstance(target, ast.Attribute)
-            and isinstance(target.value, ast.Name)
-            and target.value.id == "self"
-        ):
-            found.append(target)
+        elif (root := _root(target)) is not None:
+            found.append(root)
     return found
 
 
@@ -171,36 +276,50 @@ CHANGES_IN_PLACE = frozenset(
 
 
 def _changed_in_place(node: ast.Call) -> ast.Attribute | None:
-    """The `self.x` a call changes in place, if it is one of `CHANGES_IN_PLACE` on it."""
+    """The `self.x` a call changes in place, if it is one of `CHANGES_IN_PLACE` on it, or
+    on an item or attribute of it."""
     if not (isinstance(node.func, ast.Attribute) and node.func.attr in CHANGES_IN_PLACE):
         return None
     held = node.func.value
-    while isinstance(held, (ast.Subscript, ast.Call)):
-        if isinstance(held, ast.Subscript):
+    while not (isinstance(held, ast.Attribute) and _is_self(held.value)):
+        if isinstance(held, (ast.Subscript, ast.Attribute)):
             held = held.value
-        elif isinstance(held.func, ast.Attribute) and held.func.attr in CHANGES_IN_PLACE:
+        elif (
+            isinstance(held, ast.Call)
+            and isinstance(held.func, ast.Attribute)
+            and held.func.attr in CHANGES_IN_PLACE
+        ):
             held = held.func.value
         else:
             return None
-    if isinstance(held, ast.Attribute) and isinstance(held.value, ast.Name):
-        return held if held.value.id == "self" else None
-    return None
+    return held
 
 
-def bindings(cls: ast.ClassDef) -> list[tuple[int, str]]:
-    """(line, attribute) for every attribute a part's class binds: `self.x = …`, `+=`,
-    `del self.x`, `setattr(self, "x", …)`, its class-level defaults, an item set or
-    deleted (`self.x[k] = …`), and a container of it changed in place (`CHANGES_IN_PLACE`).
-    (An object of its own that the state holds — the index, the ledger, the feed — keeps
-    its invariants in its own methods, which are not counted.)"""
-    found = [
-        (node.lineno, target.id)
+def bindings(cls: ast.ClassDef) -> list[tuple[int, str, bool, str | None]]:
+    """(line, attribute, plainly, where) for every attribute of `self` a part's class
+    binds or changes. Plainly: `self.x = …`, `+=`, `del self.x`, `setattr(self, "x", …)`,
+    a class-level default; through it: an item set or deleted (`self.x[k] = …`), an
+    attribute of it set (`self.x.y = …`), a container of it changed in place
+    (`CHANGES_IN_PLACE`). `where`: the method doing it (None: the class body). (An
+    object the state holds — the index, the ledger, the feed — keeps its invariants in
+    its own methods, which are not counted.)"""
+    found: list[tuple[int, str, bool, str | None]] = [
+        (node.lineno, target.id, True, None)
         for node in cls.body
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
         for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        if isinstance(target, ast.Name)
+        if isinstance(target, ast.Name) and target.id != "__slots__"
     ]
-    for node in ast.walk(cls):
+    for function in cls.body:
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found += _bindings_in(function)
+    return found
+
+
+def _bindings_in(function: ast.FunctionDef | ast.AsyncFunctionDef):
+    where = function.name
+    found = []
+    for node in ast.walk(function):
         if isinstance(node, ast.Assign):
             targets = node.targets
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
@@ -209,36 +328,59 @@ def bindings(cls: ast.ClassDef) -> list[tuple[int, str]]:
             targets = node.targets
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
             targets = [node.optional_vars]
-        elif isinstance(node, ast.Call) and _changed_in_place(node) is not None:
-            changed = _changed_in_place(node)
-            found.append((node.lineno, changed.attr))
+        elif isinstance(node, ast.Call) and (changed := _changed_in_place(node)) is not None:
+            found.append((node.lineno, changed.attr, False, where))
             continue
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id == "setattr"
-            and isinstance(node.args[0], ast.Name)
-            and node.args[0].id == "self"
+            and _is_self(node.args[0])
             and isinstance(node.args[1], ast.Constant)
         ):
-            found.append((node.lineno, node.args[1].value))
+            found.append((node.lineno, node.args[1].value, True, where))
             continue
         else:
             continue
-        found += [(target.lineno, target.attr) for target in _bound(targets)]
+        found += [
+            (target.lineno, target.attr, plainly, where) for target, plainly in _bound(targets)
+        ]
     return found
 
 
 def trespasses() -> list[str]:
-    """`module:line x (owner's)` for every attribute a part binds and does not own."""
+    """`module:line x (owner's)` for every attribute a part binds or changes and does not
+    own: a mixin, state another part owns (or no part does), or anything of a composed
+    part (`self._search.x = …`: the engine only makes it); a composed part, anything but
+    its own state, and what it was given but plainly in its `__init__`."""
     owned = owners()
+    holders = {attribute for _, attribute in composed().values()}
     found = []
     for module, cls in sorted(parts().items()):
-        for line, name in bindings(_class(_tree(module), cls)):
+        for line, name, plainly, _ in bindings(_class(_tree(module), cls)):
             owner = owned.get(name)
-            if owner != module:
+            if name in holders and not plainly:
+                found.append(f"{module}.py:{line} changes {name}'s state (its own object's)")
+            elif owner != module:
                 whose = f"{owner}.py's" if owner else "declared on State by no part"
                 found.append(f"{module}.py:{line} binds {name} ({whose})")
+    for module, (cls, _) in sorted(composed().items()):
+        found += composed_trespasses(module, _class(_tree(module), cls))
+    return found
+
+
+def composed_trespasses(module: str, cls: ast.ClassDef) -> list[str]:
+    """What the composed part `cls` binds or changes that is not its own state."""
+    own = set(owned_by(module))
+    given = slots(cls) - own
+    found = []
+    for line, name, plainly, where in bindings(cls):
+        if name in own:
+            continue
+        if name not in given:
+            found.append(f"{module}.py:{line} binds {name} (not its own, nor given it)")
+        elif not (plainly and where == "__init__"):
+            found.append(f"{module}.py:{line} changes {name} (given it to read)")
     return found
 
 
@@ -335,15 +477,20 @@ def test_every_attribute_of_the_state_has_one_owning_part():
         f"owned, not declared: {sorted(set(owned) - declared())}; "
         f"declared, not owned: {sorted(declared() - set(owned))}"
     )
-    assert set(owned.values()) <= set(parts()), "an owner in OWNERS is not one of KB's parts"
+    assert set(_owners_table()) <= set(parts()) | set(composed()), (
+        "an owner in OWNERS is not one of KB's parts"
+    )
+    for module, (cls, _) in composed().items():
+        stray = set(owned_by(module)) - slots(_class(_tree(module), cls))
+        assert not stray, f"{module}.py's {cls} owns {sorted(stray)}, not in its __slots__"
 
 
 def test_a_part_binds_only_the_state_it_owns():
     found = trespasses()
     assert not found, (
-        "a part binds state it does not own (state.py, OWNERS): give the owner a public "
-        "method that does it, and call that, or — for a new attribute — declare it on "
-        f"State with its owner: {'; '.join(found)}"
+        "a part binds or changes state it does not own (state.py, OWNERS): give the owner "
+        "a public method that does it, and call that, or — for a new attribute — declare "
+        f"it on State (or in the composed part's __slots__) with its owner: {'; '.join(found)}"
     )
 
 
@@ -359,11 +506,46 @@ def test_only_maintenance_sets_a_nodes_belief_labels_and_links():
 def test_the_checks_see_what_they_look_for():
     """(The checks above would pass vacuously if they found nothing to check.)"""
     writes = bindings(_class(_tree("writes"), "Writes"))
-    assert {"_ledger", "_shipped"} <= {name for _, name in writes}
+    assert {"_ledger", "_shipped"} <= {name for _, name, _, _ in writes}
     engine = bindings(_class(_tree("engine"), "KB"))  # `self._commit_listeners[token] = …`
-    assert "_commit_listeners" in {name for _, name in engine}
-    maintenance = {name for _, name in bindings(_class(_tree("maintenance"), "Maintenance"))}
-    assert {"_referrers", "_masks", "_triggers"} <= maintenance  # setdefault(…).add, pop
+    assert "_commit_listeners" in {name for _, name, _, _ in engine}
+    assert {"_search", "_clashes", "_watching"} <= {name for _, name, _, _ in engine}
+    maintenance = bindings(_class(_tree("maintenance"), "Maintenance"))
+    assert {"_referrers", "_masks", "_triggers"} <= {name for _, name, _, _ in maintenance}
+    search = bindings(_class(_tree("search"), "Search"))
+    assert {"last_examined", "_words_indexed", "_index"} <= {name for _, name, _, _ in search}
     labels = _LabelWrites("maintenance.py")
     labels.visit(_tree("maintenance"))
     assert any("believed" in place for place in labels.found)
+
+
+def test_a_composed_part_that_changes_what_it_reads_is_a_trespass():
+    """Each way a composed part could change what it was given to read is found (the
+    search given maintenance's index and writes' ledger)."""
+    part = ast.parse(
+        """
+class Search:
+    __slots__ = ("_index", "_ledger", "last_examined")
+
+    def __init__(self, index, ledger):
+        self._index = index
+        self._ledger = ledger
+        self.last_examined = 0
+
+    def search(self, other):
+        self.last_examined += 1
+        self._index.by_handle[1] = None
+        self._ledger.seq = 7
+        self._index.by_functor.pop(other)
+        self._index = other
+        self.mine = 1
+"""
+    )
+    found = composed_trespasses("search", _class(part, "Search"))
+    assert sorted(found, key=lambda place: int(place.split(":")[1].split(" ")[0])) == [
+        "search.py:12 changes _index (given it to read)",  # an item of it set
+        "search.py:13 changes _ledger (given it to read)",  # an attribute of it set
+        "search.py:14 changes _index (given it to read)",  # changed in place
+        "search.py:15 changes _index (given it to read)",  # bound again, past __init__
+        "search.py:16 binds mine (not its own, nor given it)",
+    ]

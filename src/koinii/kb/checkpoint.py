@@ -151,7 +151,7 @@ class Checkpoints(State):
                 return None
             if wait:
                 started = time.perf_counter()
-                size = _write(path, header, self._checkpoint_state(), self._search_vectors)
+                size = _write(path, header, self._checkpoint_state(), self._search.vectors)
                 self._taken()
                 return {
                     "path": path,
@@ -162,7 +162,7 @@ class Checkpoints(State):
             if not hasattr(os, "fork"):
                 self.checkpoint(wait=True)
                 return None
-            state, vectors = self._checkpoint_state, self._search_vectors
+            state, vectors = self._checkpoint_state, self._search.vectors
             _in_grandchild(lambda: _write(path, header, state(), vectors))
             self._taken()
             self._checkpoint_at = time.monotonic()
@@ -263,10 +263,11 @@ class Checkpoints(State):
 
     # --- opening ---------------------------------------------------------------------
 
-    def open_from_checkpoint(self) -> dict[str, Any] | None:
+    def open_from_checkpoint(self) -> tuple[dict[str, Any], semantic.Vectors | None] | None:
         """Take the state from the checkpoint and the rows written after it; how it was
-        opened (`KB.opened`), or None (and nothing changed) when there is no usable
-        checkpoint."""
+        opened (`KB.opened`) and the search's vectors it kept (for the search the KB then
+        makes: what was written since is embedded as it is searched), or None (and
+        nothing changed) when there is no usable checkpoint."""
         path = self._store.checkpoint_path
         if path is None or not self._checkpoints:
             return None
@@ -290,11 +291,10 @@ class Checkpoints(State):
             log.warning("checkpoint %s could not be applied (%s): rebuilding", path, exc)
             self.fresh_state()
             return None
-        self.adopt_vectors(vectors)  # what was written since is embedded as it is searched
         self._checkpoint_seq = header["seq"]
         # the tail applied counts as changed since it (the ledger counts from this open)
         self._checkpoint_rows = self._ledger.rows_written - (tail[0] + tail[1])
-        return {
+        opened = {
             "from": "checkpoint",
             "seconds": round(time.perf_counter() - started, 3),
             "seq": header["seq"],
@@ -302,6 +302,7 @@ class Checkpoints(State):
             "tail_justifications": tail[1],
             "vectors": 0 if vectors is None else len(vectors.arrays()[0]),
         }
+        return opened, vectors
 
     def _unusable(self, header: dict[str, Any]) -> str | None:
         """Why this checkpoint cannot serve this store, or None."""

@@ -25,38 +25,65 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from koinii.kb import checks
 from koinii.kb.contexts import EVERYTHING
 from koinii.kb.sentex import Node, text_of_key
-from koinii.kb.state import State
 from koinii.terms import Sym, show
+
+if TYPE_CHECKING:
+    import threading
+
+    from koinii.kb.contexts import Hierarchy
+    from koinii.kb.index import Index
 
 FUNCTIONAL = Sym("functional")
 SINGLE_VALUED = checks.SINGLE_VALUED
 LAST = 0  # the argument `(functional P)` declares: the last, whatever the arity
 
 
-class Clashes(State):
-    """Contradictions and conflicts (see the module docstring)."""
+class Sight(Protocol):
+    """What clashes read of the KB around them, asked at each use: what a reader at a
+    context sees (`Reads.acceptor`), and the running operation's budget (`spend`)."""
+
+    def acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]: ...
+
+    def spend(self) -> None: ...
+
+
+class Clashes:
+    """Contradictions and conflicts (see the module docstring): an object of its own,
+    which `KB` holds and delegates to (engine.py). It keeps no state: it reads the KB's
+    lock, the stored nodes' index and the hierarchy (maintenance's), and the KB for what
+    a reader sees and the budget (`Sight`); it changes none of them."""
+
+    __slots__ = ("_kb", "_lock", "_index", "_hierarchy")
+
+    def __init__(
+        self, kb: Sight, *, lock: threading.RLock, index: Index, hierarchy: Hierarchy
+    ) -> None:
+        self._kb = kb
+        self._lock = lock
+        self._index = index
+        self._hierarchy = hierarchy
 
     def contradictions(self, ctx: Any = None) -> list[dict[str, Any]]:
         """Dilemmas (default vs default) a reader at `ctx` can see (None: all)."""
-        return self._clashes(ctx, monotonic=False)
+        return self._listed(ctx, monotonic=False)
 
     def conflicts(self, ctx: Any = None) -> list[dict[str, Any]]:
         """Clashes between monotonic sentexes a reader at `ctx` can see (None: all)."""
-        return self._clashes(ctx, monotonic=True)
+        return self._listed(ctx, monotonic=True)
 
-    def _clashes(self, ctx: Any, monotonic: bool) -> list[dict[str, Any]]:
+    def _listed(self, ctx: Any, monotonic: bool) -> list[dict[str, Any]]:
         ctx_name = None if ctx is None else checks.context_name(ctx, query=True)
         with self._lock:
-            visible = None if ctx_name is None else self.acceptor(ctx_name)
+            visible = None if ctx_name is None else self._kb.acceptor(ctx_name)
             groups: list[list[Node]] = []
             two_sided = self._index.two_sided
             for key in sorted(two_sided, key=text_of_key):
-                self.spend()
+                self._kb.spend()
                 nodes = [
                     n
                     for n in self._index.same_atom(two_sided[key], key)
@@ -90,7 +117,7 @@ class Clashes(State):
         only the largest such sets (what one reader sees together is one clash)."""
         seen: set[frozenset[Node]] = set()
         for ctx in set().union(*(self._hierarchy.down(n.context) for n in nodes)):
-            at = self.acceptor(ctx)
+            at = self._kb.acceptor(ctx)
             group = frozenset(n for n in nodes if at(n, {}) is not None)
             if {n.positive for n in group} == {True, False}:
                 seen.add(group)
@@ -163,7 +190,7 @@ class Clashes(State):
                 by_others.setdefault(show(others), []).append(n)
         groups = []
         for others in sorted(by_others):
-            self.spend()
+            self._kb.spend()
             nodes = by_others[others]
             if len(nodes) < 2:
                 continue
@@ -172,11 +199,11 @@ class Clashes(State):
             else:
                 members_ = set()
                 for ctx in sorted(set().union(*(hierarchy.down(n.context) for n in nodes))):
-                    self.spend()
+                    self._kb.spend()
                     seen_there = where & hierarchy.up(ctx)
                     if not seen_there:
                         continue
-                    at = self.acceptor(ctx)
+                    at = self._kb.acceptor(ctx)
                     members_ |= _clashing(
                         [
                             n

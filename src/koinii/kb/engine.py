@@ -7,20 +7,31 @@ them — `KB`, assembled from the parts that each own one concern and its state:
 | `maintenance` | truth maintenance: linking nodes, justifications, deletion, belief labels |
 | `firing` | forward chaining: rules, carried claims, what no rule may derive |
 | `reads` | reads and queries: sentexes, `query`, `why`, the change log |
-| `search` | ranked full-text `search` and the `vocabulary` in use |
-| `clashes` | contradictions, conflicts and functional clashes |
-| `watching` | the feed as the KB offers it: watch, replay, unwatch |
 | `checkpoint` | the state kept in a file beside the store, and opening from it |
+| `search` | ranked full-text `search` and the `vocabulary` in use (composed) |
+| `clashes` | contradictions, conflicts and functional clashes (composed) |
+| `watching` | the feed as the KB offers it: watch, replay, unwatch (composed) |
 
-Their state: writes holds the ledger (ledger.py: the write in progress, the open group,
-the seq and the handle and justification counters); maintenance the index, every
-structure over the stored nodes, and each node's labels and links; search the words'
-counts and the vectors; watching the feed; checkpoint where the last one stands.
-`state.State` declares that state, and `state.OWNERS` its owner: each part makes its own
-in its `__init__` (run through `super` from `KB.__init__`) and no other binds it. This
-module keeps the lifecycle (open — from a checkpoint, or by a rebuild — and close), the
-budgets and the writer's health, the commit listeners, the domain record tables, and
-attribution.
+The first five are mixins of `KB`, over the state `state.State` declares: they share the
+write path (a write settles belief, which fires rules, which link and justify through
+maintenance, per derivation), so a call between them is on the hot path; composing them
+is the rest of issue 43 (docs/architecture.md, "The engine's parts"). Their state:
+writes holds the ledger (ledger.py: the write in progress, the open group, the seq and
+the handle and justification counters); maintenance the index, every structure over
+the stored nodes, and each node's labels and links; checkpoint where the last one
+stands. `state.OWNERS` names each attribute's owner: each mixin makes its own in its
+`__init__` (run through `super` from `KB.__init__`) and no other binds it.
+
+The last three are objects of their own, which `KB` makes once it is open (an open from
+a checkpoint replaces the index and hierarchy they read) and delegates to: each is
+given in its constructor what it reads — the lock, the store, the index, the hierarchy,
+the ledger, and this KB only through a Protocol naming what it asks — and keeps its
+own state (search: the words' counts and the vectors; watching: the feed). The
+delegating methods below keep the signatures the KB always had.
+
+This module keeps the lifecycle (open — from a checkpoint, or by a rebuild — and
+close), the budgets and the writer's health, the commit listeners, the domain record
+tables, attribution, and the composed parts.
 
 Invariants kept here:
 - One `RLock` serialises everything, so a KB may be shared between threads; callbacks
@@ -46,10 +57,12 @@ from koinii.kb import collector
 from koinii.kb.budget import Budget
 from koinii.kb.checkpoint import Checkpoints
 from koinii.kb.clashes import Clashes
+from koinii.kb.feed import Event
 from koinii.kb.firing import Firing
 from koinii.kb.maintenance import Maintenance
 from koinii.kb.reads import Reads
-from koinii.kb.search import Search
+from koinii.kb.search import DEFAULT_HITS, Hit, Search, Steps
+from koinii.kb.semantic import Vectors
 from koinii.kb.sentex import justification_of, node_of
 from koinii.kb.store import Store, open_store
 from koinii.kb.watching import Watching
@@ -59,7 +72,7 @@ from koinii.kb.writes import _PRINCIPAL, Writes
 _OWN_RECORDS: ContextVar[tuple[Any, Any] | None] = ContextVar("own_records", default=None)
 
 
-class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoints):
+class KB(Writes, Maintenance, Firing, Reads, Checkpoints):
     """A knowledge base over one store. Open one with `koinii.open_kb`."""
 
     def __init__(
@@ -84,8 +97,25 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         self.query_budget_s = query_budget_s
         self.write_budget_s = write_budget_s
         self._budget: Budget | None = None  # the running operation's (see `budget`)
-        super().__init__(checkpoints=checkpoints)  # each part makes its own state
-        self._open()
+        super().__init__(checkpoints=checkpoints)  # each mixin part makes its own state
+        vectors = self._open()
+        # The composed parts, made once the index and hierarchy they read are the opened
+        # ones (an open from a checkpoint replaces maintenance's whole), each given what
+        # it reads: the KB itself only through the narrow view its module names.
+        self._search = Search(
+            self,
+            lock=self._lock,
+            store=self._store,
+            index=self._index,
+            ledger=self._ledger,
+            shipped=lambda: self._shipped,
+            clock=self._clock,
+            vectors=vectors,
+        )
+        self._clashes = Clashes(self, lock=self._lock, index=self._index, hierarchy=self._hierarchy)
+        self._watching = Watching(
+            self, lock=self._lock, store=self._store, ledger=self._ledger, hierarchy=self._hierarchy
+        )
 
     @property
     def location(self) -> str:
@@ -97,16 +127,19 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         as the store read it back from its connection (e.g. SQLite's PRAGMA synchronous)."""
         return dict(self._store.durability)
 
-    def _open(self) -> None:
+    def _open(self) -> Vectors | None:
         """Take the state from the store's checkpoint and the rows written since, or else
-        build it from the rows (checkpoint.py)."""
+        build it from the rows (checkpoint.py); the search's vectors the checkpoint kept."""
         with collector.paused():
-            opened = self.open_from_checkpoint()
-            if opened is None:
+            from_checkpoint = self.open_from_checkpoint()
+            if from_checkpoint is None:
                 started = time.perf_counter()
                 self._rebuild_from(self._store.load())
-                opened = {"from": "rows", "seconds": round(time.perf_counter() - started, 3)}
-            self._opened = opened
+                seconds = round(time.perf_counter() - started, 3)
+                self._opened, vectors = {"from": "rows", "seconds": seconds}, None
+            else:
+                self._opened, vectors = from_checkpoint
+        return vectors
 
     @property
     def opened(self) -> dict[str, Any]:
@@ -135,6 +168,7 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
                     self.checkpoint_at_close()
                 finally:
                     self._closed = True
+                    self._search.close()
                     self._store.close()
                     collector.release()  # what its writes froze is the collector's again
 
@@ -257,6 +291,89 @@ class KB(Writes, Maintenance, Firing, Reads, Search, Clashes, Watching, Checkpoi
         """The principal the writes now running are attributed to (`attributed_to`), if
         any: a domain that keeps its own records (sessions) records it as their owner."""
         return _PRINCIPAL.get()
+
+    # --- the composed parts' operations, delegated ------------------------------------
+
+    def search(
+        self, text: Any, ctx: Any, *, limit: int = DEFAULT_HITS, ranking: str | None = None
+    ) -> list[Hit]:
+        """The sentexes visible at `ctx` whose words — or, ranked hybrid, whose meaning —
+        match `text`, best first (search.py: `Search.search`; docs/search.md)."""
+        return self._search.search(text, ctx, limit=limit, ranking=ranking)
+
+    def search_steps(
+        self,
+        text: Any,
+        ctx: Any,
+        *,
+        limit: int = DEFAULT_HITS,
+        ranking: str | None = None,
+        catch_up: bool = False,
+    ) -> Steps:
+        """`search` as steps, each ask of the store's word index yielded, for a server that
+        answers them off its event loop (`Search.search_steps`)."""
+        return self._search.search_steps(text, ctx, limit=limit, ranking=ranking, catch_up=catch_up)
+
+    def answer(self, steps: Steps) -> list[Hit]:
+        """Run a search's steps to its hits, each ask answered by the store, here."""
+        return self._search.answer(steps)
+
+    def index_reader(self) -> Any:
+        """A reader of the store's word index for another thread (`Search.index_reader`)."""
+        return self._search.index_reader()
+
+    def index_for_search(self, limit: int | None = None) -> int:
+        """Index for search, now, up to `limit` of the sentexes written since the last
+        search; how many (`Search.index_for_search`: after a bulk load)."""
+        return self._search.index_for_search(limit)
+
+    def index_words(self, limit: int) -> tuple[int, int]:
+        """Index by their words up to `limit` sentexes not indexed yet: (indexed, written)
+        (`Search.index_words`: a server's keeper)."""
+        return self._search.index_words(limit)
+
+    def index_meaning(self, limit: int) -> int:
+        """Embed up to `limit` sentences not embedded yet; how many (`Search.index_meaning`)."""
+        return self._search.index_meaning(limit)
+
+    def vocabulary(self, ctx: Any) -> list[dict[str, Any]]:
+        """The predicates of the sentexes visible at `ctx`, most used first, each with its
+        count and oldest example (`Search.vocabulary`)."""
+        return self._search.vocabulary(ctx)
+
+    @property
+    def last_examined(self) -> int:
+        """How many matches (by words and by meaning) the last search looked at."""
+        return self._search.last_examined
+
+    def contradictions(self, ctx: Any = None) -> list[dict[str, Any]]:
+        """Dilemmas (default vs default) a reader at `ctx` can see (None: all; clashes.py)."""
+        return self._clashes.contradictions(ctx)
+
+    def conflicts(self, ctx: Any = None) -> list[dict[str, Any]]:
+        """Clashes between monotonic sentexes a reader at `ctx` can see (None: all)."""
+        return self._clashes.conflicts(ctx)
+
+    def watch(
+        self,
+        callback: Callable[[Event], Any],
+        goal: Any = None,
+        ctx: Any = None,
+        *,
+        since: int | None = None,
+    ) -> int:
+        """Call `callback(event)` after each durable write that changes belief (with a
+        goal, only matching changes; with a context, only those it sees; with `since`,
+        first the writes after it, replayed); a token for `unwatch` (`Watching.watch`)."""
+        return self._watching.watch(callback, goal, ctx, since=since)
+
+    def unwatch(self, token: Any) -> bool:
+        """Stop the watch `token`; whether it was one."""
+        return self._watching.unwatch(token)
+
+    def watchers(self) -> list[dict[str, Any]]:
+        """The watches registered: each one's token, goal and context."""
+        return self._watching.watchers()
 
 
 def _now() -> int:

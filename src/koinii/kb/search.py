@@ -1,6 +1,11 @@
 """Finding what is stored without knowing its predicate: ranked full-text `search`, and
 the `vocabulary` in use (docs/search.md).
 
+One concept: the search, as one object the KB holds (`Search`) — its steps, the two
+rankings it fuses, the thread rule over the ranked list, and the word counts and vectors
+it keeps caught up; what it draws on (word forms, dates, entities, the model) are modules
+of their own.
+
 Invariant: what a search or a vocabulary read returns is visible at its context exactly
 as a `query` there would see it — the same acceptor (`Reads.acceptor`): believed,
 stored in a context the given one sees (inheritance respected), not masked there;
@@ -40,18 +45,25 @@ is seen by every step (the server indexes what was written before it asks: `inde
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from koinii.errors import Refused
 from koinii.kb import checks, entities_of_search, semantic, terms_of_search
 from koinii.kb.rules import CARRIES_CLAIM
 from koinii.kb.sentex import Node, Sentex
-from koinii.kb.state import State
 from koinii.kb.store import fulltext
 from koinii.kb.store.fulltext import MAX_SEARCH_TEXT, MAX_WORDS, query_words, text_words
 from koinii.terms import Sym, Var
+
+if TYPE_CHECKING:
+    import threading
+
+    from koinii.kb.index import Index
+    from koinii.kb.ledger import Ledger
+    from koinii.kb.store import Store
 
 MAX_HITS = 100  # hits a search returns, at most
 MAX_TERMS = 64  # terms a search asks the store for (its words, forms, compounds, typos)
@@ -79,6 +91,9 @@ EMBED_PER_SEARCH = 2_000
 EMBED_BATCH = 500  # sentences embedded at a time (between budget ticks)
 
 
+# Whether a search's reader sees a node (a handle no longer stored has none: not seen).
+Visible = Callable[[Node | None], TypeGuard[Node]]
+
 # An ask of the store's word index, as a search's steps yield it: ("search", words, n)
 # or ("snippets", words, handles) — answered by `Store.search` / `Store.snippets`.
 Ask = tuple[str, list[str], Any]
@@ -97,23 +112,85 @@ class Hit:
     matched: str = "words"
 
 
-class Search(State):
-    """`search` and `vocabulary` (see the module docstring); beside `Reads` in `KB`,
-    whose acceptor (`acceptor`) decides what a context sees."""
+class Searched(Protocol):
+    """What a search reads of the KB around it, asked at each use: what a reader at a
+    context sees (`Reads.acceptor`), and the running operation's budget (`spend` once per
+    match looked at; `bounded`, with the KB's `query_budget_s`, for a search or a
+    vocabulary read that runs outside one)."""
 
-    acceptor: Any  # Reads.acceptor
-    _words_indexed = 0  # every sentex below this handle is indexed by its words
+    query_budget_s: float | None
 
-    def __init__(self, **parts: Any) -> None:
-        self._search_vectors: semantic.Vectors | None = None  # made at the first hybrid search
-        self._search_terms: terms_of_search.Terms | None = None  # made at the first search
-        self.last_examined = 0  # matches the last search looked at
-        super().__init__(**parts)
+    def acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]: ...
 
-    def adopt_vectors(self, vectors: semantic.Vectors | None) -> None:
-        """Take the vectors a checkpoint kept (checkpoint.py) as the search's; what was
-        written since it is embedded as it is searched (None: all of it)."""
-        self._search_vectors = vectors
+    def spend(self) -> None: ...
+
+    def bounded(self, seconds: float | None, what: str) -> AbstractContextManager[Any]: ...
+
+
+class Search:
+    """`search` and `vocabulary` (see the module docstring): an object of its own, which
+    `KB` holds and delegates to (engine.py).
+
+    Its state is its own: the stored words' counts and the sentences' vectors (each made
+    at the first search that needs it, or the vectors a checkpoint kept), how far the
+    words are indexed, and how many matches the last search looked at. What it reads is
+    given to it, and it changes none of it: the KB's lock, the store (its word index),
+    the stored nodes' index (maintenance's), the ledger (the last handle given out:
+    writes'), the shipped vocabulary's handles (writes': replaced whole by
+    `mark_shipped`, so asked for at each use), the clock (a search's dates are relative
+    to it) and the KB itself for what a reader sees and the budget (`Searched`)."""
+
+    __slots__ = (
+        "_kb",
+        "_lock",
+        "_store",
+        "_index",
+        "_ledger",
+        "_shipped",
+        "_clock",
+        "_vectors_kept",
+        "_terms_counted",
+        "_words_indexed",
+        "last_examined",
+        "_closed",
+    )
+
+    def __init__(
+        self,
+        kb: Searched,
+        *,
+        lock: threading.RLock,
+        store: Store,
+        index: Index,
+        ledger: Ledger,
+        shipped: Callable[[], frozenset[int]],
+        clock: Callable[[], int],
+        vectors: semantic.Vectors | None = None,
+    ) -> None:
+        self._kb = kb
+        self._lock = lock
+        self._store = store
+        self._index = index
+        self._ledger = ledger
+        self._shipped = shipped
+        self._clock = clock
+        # the stored sentences' vectors: a checkpoint's (what was written since it is
+        # embedded as it is searched), else made at the first hybrid search
+        self._vectors_kept = vectors
+        self._terms_counted: terms_of_search.Terms | None = None  # made at the first search
+        self._words_indexed = 0  # every sentex below this handle is indexed by its words
+        self.last_examined = 0  # matches (by words and by meaning) the last search looked at
+        self._closed = False  # the KB closed its store: nothing more is indexed (`close`)
+
+    def close(self) -> None:
+        """The KB has closed (its store with it): from now on the indexing calls a
+        server's keeper may still make (`index_words`, …) index nothing."""
+        self._closed = True
+
+    @property
+    def vectors(self) -> semantic.Vectors | None:
+        """The stored sentences' vectors, if any were made: what a checkpoint keeps."""
+        return self._vectors_kept
 
     def search(
         self, text: Any, ctx: Any, *, limit: int = DEFAULT_HITS, ranking: str | None = None
@@ -133,7 +210,8 @@ class Search(State):
         entity the best hit names follow it. The shipped vocabulary's own sentences are
         not searched: what the team stored is.
         """
-        with self._lock, self.bounded(self.query_budget_s, "the search"):
+        kb = self._kb
+        with self._lock, kb.bounded(kb.query_budget_s, "the search"):
             steps = self.search_steps(text, ctx, limit=limit, ranking=ranking, catch_up=True)
             self._store.catch_up()
             return self.answer(steps)
@@ -180,11 +258,11 @@ class Search(State):
         query = self._query_of(text, catch_up)
         if not query.words and ranking == "lexical":
             return []
-        accept = self.acceptor(ctx_name)
-        shipped = self._shipped
+        accept, spend = self._kb.acceptor(ctx_name), self._kb.spend
+        shipped = self._shipped()
 
-        def visible(node: Node | None) -> bool:
-            self.spend()
+        def visible(node: Node | None) -> TypeGuard[Node]:
+            spend()
             return node is not None and node.handle not in shipped and accept(node, {}) is not None
 
         depth = max(limit, semantic.DEPTH)  # each side's hits brought to the ranking
@@ -233,16 +311,16 @@ class Search(State):
         return query
 
     def _terms(self) -> terms_of_search.Terms:
-        if self._search_terms is None:
-            self._search_terms = terms_of_search.Terms()
-        return self._search_terms
+        if self._terms_counted is None:
+            self._terms_counted = terms_of_search.Terms()
+        return self._terms_counted
 
     def _count_terms(self, limit: int | None) -> int:
         """Count the words of up to `limit` stored sentexes not counted yet, oldest
         first (its slices tick the budget); how many."""
         terms = self._terms()
         by_handle = self._index.by_handle
-        shipped = self._shipped
+        shipped = self._shipped()
         counted = 0
         handle = terms.top
         last = self._ledger.next_handle - 1  # the last handle given out
@@ -256,7 +334,7 @@ class Search(State):
                 if len(texts) == EMBED_BATCH:  # counted with its mark: a stop loses none
                     terms.add(texts)
                     terms.top, texts = handle, []
-                    self.spend()
+                    self._kb.spend()
         terms.add(texts)
         terms.top = handle
         return counted
@@ -271,7 +349,7 @@ class Search(State):
         return terms_of_search.held_by(query, lexical[0][0])
 
     def _by_words(
-        self, words: list[str], limit: int, visible: Any
+        self, words: list[str], limit: int, visible: Visible
     ) -> Generator[Ask, Any, list[tuple[Node, float, str | None]]]:
         """The store's best `limit` visible matches of `words`: (node, score, snippet).
 
@@ -299,7 +377,7 @@ class Search(State):
             asked = min(asked * 8, MAX_EXAMINED)
 
     def _threads(
-        self, ranked: list[tuple[Node, float]], visible: Any, matched: dict[int, str]
+        self, ranked: list[tuple[Node, float]], visible: Visible, matched: dict[int, str]
     ) -> list[tuple[Node, float]]:
         """The ranking with each question-answer thread as one: an answer and the claim
         it carries are one hit, the answer (where the claim ranked, if higher); a
@@ -321,7 +399,7 @@ class Search(State):
                 out.append((unit, score))
         return out
 
-    def _carrier(self, node: Node, visible: Any) -> Node | None:
+    def _carrier(self, node: Node, visible: Visible) -> Node | None:
         """The visible answer whose carried claim `node` is (and nothing else holds it
         up: a claim also asserted by itself stays its own hit)."""
         if node.premise or not node.justs:
@@ -334,7 +412,7 @@ class Search(State):
                     return answer
         return None
 
-    def _answers(self, question: Node, visible: Any) -> list[Node]:
+    def _answers(self, question: Node, visible: Visible) -> list[Node]:
         """The visible standing answers to `question`, oldest first (at most 3)."""
         target = (HANDLE, question.handle)
         pattern = (ANSWERS, Var("who"), Var("what"), target)
@@ -345,7 +423,9 @@ class Search(State):
         ]
         return sorted(found, key=lambda n: n.handle)[:ANSWERS_PER_QUESTION]
 
-    def _by_meaning(self, text: str, depth: int, visible: Any, catch_up: bool) -> dict[int, Node]:
+    def _by_meaning(
+        self, text: str, depth: int, visible: Visible, catch_up: bool
+    ) -> dict[int, Node]:
         """The visible sentexes closest in meaning to `text` (at least
         `semantic.MIN_SIMILARITY`), nearest first, at most `depth`: handle → node.
         `catch_up`: embeds first what was written since the last search (at most
@@ -367,16 +447,16 @@ class Search(State):
         return near
 
     def _vectors(self) -> semantic.Vectors:
-        if self._search_vectors is None:
-            self._search_vectors = semantic.Vectors()
-        return self._search_vectors
+        if self._vectors_kept is None:
+            self._vectors_kept = semantic.Vectors()
+        return self._vectors_kept
 
     def _embed_written(self, limit: int | None) -> int:
         """Embed up to `limit` of the stored sentexes not embedded yet, oldest first;
         how many. Its slices tick the budget, so a search's catch-up is bounded too."""
         vectors = self._vectors()
         by_handle = self._index.by_handle
-        shipped = self._shipped
+        shipped = self._shipped()
         added = 0
         batch: list[tuple[int, str]] = []
         handle = vectors.top
@@ -387,7 +467,7 @@ class Search(State):
             if node is not None and handle not in shipped:
                 batch.append((handle, fulltext.document(node.atom)[0]))
                 if len(batch) == EMBED_BATCH:
-                    self.spend()
+                    self._kb.spend()
                     added += vectors.add(batch, handle)
                     batch = []
         return added + vectors.add(batch, handle)
@@ -459,15 +539,16 @@ class Search(State):
         this is what the team uses, not what Koinii ships.
         """
         ctx_name = _one_context(ctx, "vocabulary")
-        with self._lock, self.bounded(self.query_budget_s, "the vocabulary"):
-            accept = self.acceptor(ctx_name)
-            shipped = self._shipped
+        kb = self._kb
+        with self._lock, kb.bounded(kb.query_budget_s, "the vocabulary"):
+            accept, spend = kb.acceptor(ctx_name), kb.spend
+            shipped = self._shipped()
             counts: Counter[str] = Counter()
             example: dict[str, Node] = {}
             for functor, findex in self._index.by_functor.items():
                 name = functor.name
                 for node in findex.every():
-                    self.spend()
+                    spend()
                     if node.handle in shipped or accept(node, {}) is None:
                         continue
                     counts[name] += 1

@@ -1,27 +1,36 @@
 """The knowledge base's in-memory state: every structure the engine's parts share, and
 which part owns each.
 
-`KB` is one object assembled from parts — `writes` (transactions and commit),
-`maintenance` (truth maintenance: linking, justifications, belief), `firing` (rules and
-carried claims), `reads`, `search`, `clashes`, `watching` (the feed) and `checkpoint` —
-each a class over this state, and `engine` (the facade: the lifecycle, budgets, the
-store's record tables). The state is declared once, here, with its owner in `OWNERS`:
-the owner makes it (in its part's `__init__`, which `KB.__init__` runs through `super`)
-and is the only part that binds it again; the others read it, and change it only by
-asking the owner (a public method on the owner's part or on the object it holds).
-tests/test_engine_parts.py holds every part to that, and holds a node's belief labels
-(`believed`, `mono`, `defeated`) and its `justs` / `uses` to maintenance alone.
+`KB` is one object assembled from parts. Five are mixins of it, sharing this state and
+the write path — `writes` (transactions and commit), `maintenance` (truth maintenance:
+linking, justifications, belief), `firing` (rules and carried claims), `reads` and
+`checkpoint` —, beside `engine` (the facade: the lifecycle, budgets, the store's record
+tables). Three are objects of their own that the engine makes once the KB is open and
+delegates to — `search`, `clashes` and `watching` (the feed) —, each given in its
+constructor what it reads (the lock, the store, maintenance's index and hierarchy,
+writes' ledger, the KB through a Protocol naming just what it asks).
+
+The state is declared once, here, with its owner in `OWNERS`: the owner makes it (a
+mixin in its part's `__init__`, which `KB.__init__` runs through `super`; a composed
+part in its own object) and is the only part that binds it again; the others read it,
+and change it only by asking the owner (a public method on the owner's part or on the
+object it holds). A composed part's state is its own object's (its `__slots__`, named in
+`OWNERS` under its module): no other part binds it or reaches into it, and it changes
+none of what it is given. tests/test_engine_parts.py holds every part to that, and holds
+a node's belief labels (`believed`, `mono`, `defeated`) and its `justs` / `uses` to
+maintenance alone.
 
 Invariants (each kept by the owner):
 - `_index` holds a Node exactly while it is stored (maintenance: `link` / `unlink_quiet`).
 - `_hierarchy`, `_rules`, `_rules_by_literal`, `_masks`, `_carriers` and `_referrers`
   are functions of the stored nodes (maintenance, in `link_quiet` / `unlink_quiet`; a
-  checkpoint's are taken whole by `take_structures`).
+  checkpoint's are taken whole by `take_structures`). `_index` and `_hierarchy` are
+  bound again only while the KB opens: the composed parts, made after, hold them.
 - `_ledger` holds the write in progress, the open group commit, the seq of the last
   durable write, and the next handle and justification id, never reused (writes;
   ledger.py).
-- `_search_vectors` holds a vector for stored handles up to its `top` (search: caught
-  up lazily; a handle no longer stored is skipped, never returned).
+- The search's vectors hold a vector for stored handles up to their `top` (search:
+  caught up lazily; a handle no longer stored is skipped, never returned).
 - A node's `justs` and `uses` (sentex.py) and its labels are maintenance's: firing makes
   and drops a justification only through `Maintenance.justify` / `drop_justification`,
   writes puts a write's old labels back through `restore_belief`, and a rule's firings
@@ -36,20 +45,22 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from koinii.kb.budget import Budget
+    from koinii.kb.clashes import Clashes
     from koinii.kb.contexts import Hierarchy
-    from koinii.kb.feed import Feed
     from koinii.kb.index import Index
     from koinii.kb.joins import Triggers
     from koinii.kb.ledger import Ledger
     from koinii.kb.rules import Rule
-    from koinii.kb.semantic import Vectors
+    from koinii.kb.search import Search
     from koinii.kb.sentex import Node
     from koinii.kb.store import Store
-    from koinii.kb.terms_of_search import Terms
+    from koinii.kb.watching import Watching
     from koinii.terms import Sym
 
 # Which part (its module in kb/) owns each attribute of the state: the only one that
-# binds it. Every attribute a part binds is declared on `State` and named here.
+# binds it. Every attribute a mixin part binds is declared on `State` and named here; a
+# composed part's (search, clashes, watching) are its own object's, named here too, and
+# the rest of its `__slots__` are what its constructor is given, bound there only.
 OWNERS: dict[str, tuple[str, ...]] = {
     "engine": (
         "_store",
@@ -64,6 +75,9 @@ OWNERS: dict[str, tuple[str, ...]] = {
         "max_derivations",
         "query_budget_s",
         "write_budget_s",
+        "_search",
+        "_clashes",
+        "_watching",
     ),
     "writes": ("_ledger", "_shipped"),
     "maintenance": (
@@ -76,14 +90,16 @@ OWNERS: dict[str, tuple[str, ...]] = {
         "_carriers",
         "_referrers",
     ),
-    "search": ("_search_vectors", "_search_terms", "_words_indexed", "last_examined"),
-    "watching": ("_feed",),
     "checkpoint": ("_checkpoints", "_checkpoint_seq", "_checkpoint_at", "_checkpoint_rows"),
+    # the composed parts: each its own object's state
+    "search": ("_vectors_kept", "_terms_counted", "_words_indexed", "last_examined", "_closed"),
+    "clashes": (),
+    "watching": ("_feed",),
 }
 
 
 class State:
-    """The attributes every part reads (each made by its owner: `OWNERS`)."""
+    """The attributes the mixin parts share (each made by its owner: `OWNERS`)."""
 
     # engine: the lifecycle, the budgets, the commit listeners
     _store: Store
@@ -98,6 +114,10 @@ class State:
     max_derivations: int
     query_budget_s: float | None
     write_budget_s: float | None
+    # the composed parts, made by the engine once the KB is open
+    _search: Search
+    _clashes: Clashes
+    _watching: Watching
     # writes: the ledger (the write in progress, the group, the counters: ledger.py)
     _ledger: Ledger
     _shipped: frozenset[int]  # the shipped vocabulary's handles (see `mark_shipped`)
@@ -112,13 +132,6 @@ class State:
     _masks: dict[int, list[Node]]  # masked handle -> its mask nodes
     _carriers: dict[Sym, list[Node]]  # functor -> its carriesClaim declarations
     _referrers: dict[int, set[Node]]  # handle -> nodes naming it
-    # search
-    _search_vectors: Vectors | None  # the stored sentences' vectors (semantic.py)
-    _search_terms: Terms | None  # the stored words' counts (terms_of_search.py)
-    _words_indexed: int  # every sentex below this handle is indexed by its words
-    last_examined: int  # matches (by words and by meaning) the last search looked at
-    # watching
-    _feed: Feed
     # checkpoint
     _checkpoints: bool  # read and write checkpoints at all (open_kb's `checkpoints`)
     _checkpoint_seq: int | None  # the seq of the checkpoint on disk, as far as we know

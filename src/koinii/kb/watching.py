@@ -8,29 +8,74 @@ any later write can come between; live events follow in seq order (`feed.Feed`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from koinii.errors import Refused
 from koinii.kb import checks
 from koinii.kb.contexts import EVERYTHING
-from koinii.kb.feed import Event, Feed
+from koinii.kb.feed import Change, Event, Feed, Routed
 from koinii.kb.reads import goal_literals
-from koinii.kb.sentex import (
-    NOT,
-)
-from koinii.kb.state import State
+from koinii.kb.sentex import NOT
 from koinii.kb.store import LogEntry
 from koinii.terms import show
+
+if TYPE_CHECKING:
+    import threading
+
+    from koinii.kb.contexts import Hierarchy
+    from koinii.kb.ledger import Ledger
+    from koinii.kb.store import Store
 
 MAX_REPLAY = 10_000  # change-log entries a resuming watch replays, at most
 
 
-class Watching(State):
-    """watch, unwatch and watchers (see the module docstring)."""
+class Goals(Protocol):
+    """What watching asks of the KB around it: whether a goal is held to the arity
+    declared where it is watched (maintenance's `check_goal_arity`, as a query's is)."""
 
-    def __init__(self, **parts: Any) -> None:
-        self._feed = Feed()  # writes routes and delivers each write's events through it
-        super().__init__(**parts)
+    def check_goal_arity(self, literals: list[tuple[bool, tuple]], ctx: str | None) -> None: ...
+
+
+class Watching:
+    """watch, unwatch and watchers (see the module docstring): an object of its own, which
+    `KB` holds and delegates to (engine.py).
+
+    Its state is its own: the feed, the watchers registered and the delivery loop, which
+    writes hands each durable write's changes to (`route`, then `deliver` once the write
+    is durable). What it reads is given to it, and it changes none of it: the KB's lock,
+    the store (its change log, for a replay), the ledger (the seq, and whether a group is
+    open: writes'), the hierarchy a change is filtered against (maintenance's), and the
+    KB for a goal's declared arity (`Goals`)."""
+
+    __slots__ = ("_kb", "_lock", "_store", "_ledger", "_hierarchy", "_feed")
+
+    def __init__(
+        self,
+        kb: Goals,
+        *,
+        lock: threading.RLock,
+        store: Store,
+        ledger: Ledger,
+        hierarchy: Hierarchy,
+    ) -> None:
+        self._kb = kb
+        self._lock = lock
+        self._store = store
+        self._ledger = ledger
+        self._hierarchy = hierarchy
+        self._feed = Feed()
+
+    def route(self, seq: int, added: list[Change], removed: list[Change]) -> Routed | None:
+        """Each watcher's event for the durable write `seq`, filtered against the
+        hierarchy as it is now (`Feed.route`), or None while nobody watches: writes
+        routes a write when it is made and delivers it once durable (a group commit's,
+        at `commit_group`)."""
+        feed = self._feed
+        return feed.route(seq, added, removed, self._hierarchy.up) if feed else None
+
+    def deliver(self, routed: Routed) -> None:
+        """Call each routed watcher still registered, in order (`Feed.deliver`)."""
+        self._feed.deliver(routed)
 
     def watch(
         self,
@@ -69,7 +114,7 @@ class Watching(State):
                 raise Refused("not-watchable", "CxEverything is not watchable", {})
         with self._lock:
             if literal_ is not None:
-                self.check_goal_arity([literal_], ctx_name)
+                self._kb.check_goal_arity([literal_], ctx_name)
             entries = [] if since is None else self._replayable(since)
             token = self._feed.add(callback, literal_, ctx_name, goal_text)
             if entries:

@@ -459,9 +459,7 @@ class Writes(State):
         ledger.end(tx)
         if seq is not None:
             added, removed = tx.changes
-            routed = None
-            if self._feed and (added or removed):
-                routed = self._feed.route(seq, added, removed, self._hierarchy.up)
+            routed = self._watching.route(seq, added, removed) if added or removed else None
             if not ledger.in_group:
                 self._publish(seq, tx.op, routed)
                 self.checkpoint_after_write(ledger.rows_written - rows)
@@ -472,7 +470,7 @@ class Writes(State):
     def _publish(self, seq: int, op: str, routed: Routed | None) -> None:
         """Tell the watchers and the commit listeners about one durable write."""
         if routed:
-            self._feed.deliver(routed)
+            self._watching.deliver(routed)
         for listener in list(self._commit_listeners.values()):
             try:
                 listener(seq, op)
