@@ -11,7 +11,8 @@ import functools
 import gc
 import threading
 from collections.abc import Callable
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from koinii.errors import Refused
 from koinii.kb import checks, collector
@@ -19,25 +20,89 @@ from koinii.kb.contexts import EVERYTHING
 from koinii.kb.index import accept_all, key, match, same, solve
 from koinii.kb.rules import AND, literal
 from koinii.kb.sentex import MAX_HANDLE, Node, Sentex, key_of
-from koinii.kb.state import State
 from koinii.kb.store import LogEntry
 from koinii.results import WhyTree
 from koinii.terms import Sym, Var, brief, is_ground, parse, show, variables
+
+if TYPE_CHECKING:
+    from koinii.kb.budget import Budget
+    from koinii.kb.contexts import Hierarchy
+    from koinii.kb.index import Index
+    from koinii.kb.ledger import Ledger
+    from koinii.kb.rules import Rule
+    from koinii.kb.store import Store
 
 _SQL_MAX = 2**63 - 1  # the largest integer a store column holds
 MAX_GOAL_LITERALS = 64  # literals a goal list joins, at most
 
 
-class Reads(State):
-    """Every read of the KB (see the module docstring)."""
+class Read(Protocol):
+    """What reads ask of the KB around them, at each use: whether a node is masked at a
+    context and whether a goal keeps the arity declared there (maintenance's
+    `masked_at`, `check_goal_arity`), the running operation's budget (`spend` per turn of
+    a loop the input decides; `bounded`, with the KB's `query_budget_s`, yields the
+    budget a query's join ticks), and a commit's wake-up (`on_commit` / `off_commit`,
+    for a change-log read that waits)."""
+
+    query_budget_s: float | None
+
+    def masked_at(self, node: Node, ctx: str) -> bool: ...
+
+    def check_goal_arity(self, literals: list[tuple[bool, tuple]], ctx: str | None) -> None: ...
+
+    def spend(self) -> None: ...
+
+    def bounded(
+        self, seconds: float | None, what: str
+    ) -> AbstractContextManager[Budget | None]: ...
+
+    def on_commit(self, listener: Callable[[int, str], Any]) -> int: ...
+
+    def off_commit(self, token: int) -> bool: ...
+
+
+class Reads:
+    """Every read of the KB (see the module docstring): an object of its own, which `KB`
+    holds and delegates to (engine.py).
+
+    It keeps no state. What it reads is given to it, and it changes none of it: the KB's
+    lock, the store (its change log), the stored nodes' index, the hierarchy, the masks
+    and the rules (maintenance's, bound again only while the KB opens: this object is
+    made after), the ledger (the seq, the next handle, whether a group is open: writes'),
+    and the KB itself for what only it answers (`Read`)."""
+
+    __slots__ = ("_kb", "_lock", "_store", "_index", "_hierarchy", "_masks", "_rules", "_ledger")
+
+    def __init__(
+        self,
+        kb: Read,
+        *,
+        lock: threading.RLock,
+        store: Store,
+        index: Index,
+        hierarchy: Hierarchy,
+        masks: dict[int, list[Node]],
+        rules: dict[Node, Rule],
+        ledger: Ledger,
+    ) -> None:
+        self._kb = kb
+        self._lock = lock
+        self._store = store
+        self._index = index
+        self._hierarchy = hierarchy
+        self._masks = masks
+        self._rules = rules
+        self._ledger = ledger
 
     def sentex(self, handle: Any) -> Sentex | None:
+        """The sentex stored under `handle`, as a snapshot; None when none is stored."""
         handle = checked_handle(handle)
         with self._lock:
             node = self._index.by_handle.get(handle)
             return None if node is None else Sentex.of(node)
 
     def provenance(self, handle: Any) -> dict[str, Any] | None:
+        """The provenance the sentex `handle` was stored with; None when none is stored."""
         handle = checked_handle(handle)
         with self._lock:
             node = self._index.by_handle.get(handle)
@@ -53,7 +118,7 @@ class Reads(State):
             if ctx is None:
                 return True
             ctx = checks.context_name(ctx, query=True)
-            return node.context in self._hierarchy.up(ctx) and not self.masked_at(node, ctx)
+            return node.context in self._hierarchy.up(ctx) and not self._kb.masked_at(node, ctx)
 
     def why(self, handle: Any) -> WhyTree | None:
         """The justification tree: premises at the leaves, rules and antecedents above."""
@@ -63,7 +128,7 @@ class Reads(State):
             return None if node is None else self._why(node, frozenset())
 
     def _why(self, node: Node, path: frozenset[Node]) -> dict[str, Any]:
-        self.spend()
+        self._kb.spend()
         tree: dict[str, Any] = {
             "handle": node.handle,
             "sentence": node.full_text,
@@ -101,7 +166,7 @@ class Reads(State):
                 return "excepted" if self._masks.get(handle) else None
             if node.context not in self._hierarchy.up(ctx):
                 return "not-visible"
-            return "excepted" if self.masked_at(node, ctx) else None
+            return "excepted" if self._kb.masked_at(node, ctx) else None
 
     def sentexes_matching(self, pattern: Any, ctx: Any) -> list[Sentex]:
         """Believed sentexes stored in exactly `ctx` (a variable: any) unifying with
@@ -112,12 +177,12 @@ class Reads(State):
         positive, atom = literals[0]
         ctx_name = checks.context_name(ctx, query=True)
         with self._lock:
-            self.check_goal_arity(literals, ctx_name)
+            self._kb.check_goal_arity(literals, ctx_name)
             out = []
             everything = ctx_name == EVERYTHING
             anywhere = ctx_name.startswith("?")
             for node in self._index.candidates(atom, {}):
-                self.spend()
+                self._kb.spend()
                 if node.positive is not positive or match(atom, node.atom, {}) is None:
                     continue
                 if not everything:
@@ -125,7 +190,7 @@ class Reads(State):
                         continue
                     if not anywhere and node.context != ctx_name:
                         continue
-                    if self._masks and self.masked_at(node, node.context):
+                    if self._masks and self._kb.masked_at(node, node.context):
                         continue
                 out.append(Sentex.of(node))
             out.sort(key=lambda s: (s.text, s.context))
@@ -151,12 +216,13 @@ class Reads(State):
             return []
         paused = False  # the collector, once the answer is big (collector.READ_PAUSE_FROM)
         try:
-            with self._lock, self.bounded(self.query_budget_s, "the query"):
-                self.check_goal_arity(literals, ctx_name)
+            kb = self._kb
+            with self._lock, kb.bounded(kb.query_budget_s, "the query") as budget:
+                kb.check_goal_arity(literals, ctx_name)
                 admit, accept = self._sight(ctx_name)
                 seen: dict[tuple, dict[str, Any]] = {}
                 bound: list[Var] | None = None
-                for binding, _ in solve(self._index, literals, {}, accept, self._budget, admit):
+                for binding, _ in solve(self._index, literals, {}, accept, budget, admit):
                     if bound is None:  # every solution binds the same variables: key by them
                         bound = list(binding)
                     k = tuple([key(binding[v]) for v in bound])
@@ -199,12 +265,12 @@ class Reads(State):
         variable context to the node's (`accept_all` for a named one)."""
         if ctx == EVERYTHING:
             return None, accept_all
-        masks = self._masks
+        masks, masked_at = self._masks, self._kb.masked_at
         if ctx.startswith("?"):
             var = Var(ctx)
 
             def believed_unmasked(node: Node) -> bool:
-                return node.believed and not (masks and self.masked_at(node, node.context))
+                return node.believed and not (masks and masked_at(node, node.context))
 
             def witnessed(node: Node, binding: dict) -> dict | None:
                 witness = Sym(node.context)
@@ -219,9 +285,7 @@ class Reads(State):
         up = self._hierarchy.up(ctx)
 
         def at_context(node: Node) -> bool:
-            return (
-                node.believed and node.context in up and not (masks and self.masked_at(node, ctx))
-            )
+            return node.believed and node.context in up and not (masks and masked_at(node, ctx))
 
         return at_context, accept_all
 
@@ -255,6 +319,7 @@ class Reads(State):
             return self._hierarchy.down(name)
 
     def sees(self, ctx: Any, other: Any) -> bool:
+        """Whether `ctx` sees `other`: it is among `context_up(ctx)`."""
         return checks.context_name(other) in self.context_up(ctx)
 
     def context_counts(self) -> dict[str, int]:
@@ -276,6 +341,8 @@ class Reads(State):
             return [Sentex.of(self._index.by_handle[h]) for h in found[:limit]]
 
     def stats(self) -> dict[str, Any]:
+        """How many sentexes (believed, premises, derived), rules, justifications and
+        contexts the KB holds, and the seq of its last durable write."""
         with self._lock:
             nodes = self._index.by_handle.values()
             believed = sum(1 for n in nodes if n.believed)
@@ -312,14 +379,14 @@ class Reads(State):
         if not wait_ms:
             return self._changes_after(since, limit)
         arrived = threading.Event()
-        token = self.on_commit(lambda seq, op: arrived.set())  # before looking: no lost wake
+        token = self._kb.on_commit(lambda seq, op: arrived.set())  # before looking: no lost wake
         try:
             reply = self._changes_after(since, limit)
             if reply["entries"] or reply["too_old"] or not arrived.wait(wait_ms / 1000):
                 return reply
             return self._changes_after(since, limit)
         finally:
-            self.off_commit(token)
+            self._kb.off_commit(token)
 
     def _changes_after(self, since: int, limit: int) -> dict[str, Any]:
         if type(since) is not int or since < 0:
