@@ -388,8 +388,8 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
 
     @property
     def seq(self) -> int:
-        """The global log sequence number of the last durable write."""
-        return self._reads.seq
+        """The global log sequence number of the last durable write (the ledger's)."""
+        return self._ledger.seq
 
     def changes(self, since: int = 0, limit: int = 1000, wait_ms: int = 0) -> dict[str, Any]:
         """The durable change log after global seq `since`: `{entries, seq, too_old}`.

@@ -197,17 +197,10 @@ class Reads:
             return out
 
     def query(self, goal: Any, ctx: Any, *, limit: int | None = None) -> list[dict[str, Any]]:
-        """Solutions of `goal` (a literal or a list of them, joined on shared variables)
-        read at `ctx` through its ancestor set, as binding maps keyed by "?var".
-
-        A variable `ctx` reads everywhere and binds the witness context; `CxEverything`
-        reads every stored sentex, believed or not. Results are ordered by content.
-
-        `limit` bounds the work as well as the answer: the search stops at the `limit`-th
-        distinct solution, so the answer is the first `limit` solutions the search finds
-        (in the order of the index, which is not the order of content), sorted by content
-        — not the `limit` smallest. Without a limit every solution is found and sorted.
-        """
+        """The solutions of `goal` at `ctx`, as binding maps keyed by "?var", ordered by
+        content (`KB.query` says the rest): a variable `ctx` binds each solution's
+        witness context, and the search stops at the `limit`-th distinct solution, so
+        a limited answer is the first ones the index order finds, not the smallest."""
         literals = goal_literals(goal)
         ctx_name = checks.context_name(ctx, query=True)
         if limit is not None and (type(limit) is not int or limit < 0):
@@ -360,18 +353,10 @@ class Reads:
                 "seq": self._ledger.seq,
             }
 
-    @property
-    def seq(self) -> int:
-        """The global log sequence number of the last durable write."""
-        return self._ledger.seq
-
     def changes(self, since: int = 0, limit: int = 1000, wait_ms: int = 0) -> dict[str, Any]:
-        """The durable change log after global seq `since`: `{entries, seq, too_old}`.
-
-        `too_old` is True when the log was compacted past `since`: resnapshot. With
-        `wait_ms`, waits up to that long for a write when there is nothing yet (from
-        another thread: this one holds no lock while it waits).
-        """
+        """The change log after `since` (`KB.changes` says the reply); with `wait_ms`, a
+        commit listener wakes the wait, made before the log is looked at, so a write
+        between the two is not missed, and no lock is held while it waits."""
         if type(wait_ms) is not int or not 0 <= wait_ms <= 30_000:
             raise Refused(
                 "bad-option", "wait_ms is an integer from 0 to 30000", {"option": "wait_ms"}
