@@ -7,6 +7,7 @@ atomic on disk; the change log is durable and can be tailed from a seq.
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import signal
@@ -178,6 +179,24 @@ def play(kb, seed: int, steps: int = 60) -> set[int]:
 
 
 # --- reopen -------------------------------------------------------------------------------
+
+
+def test_a_kb_let_go_without_close_frees_its_store_at_once(tmp_path):
+    """Nothing inside a KB holds the KB (its composed parts see it through a weak
+    proxy), so one dropped without `close` — a command that forgot to — releases its
+    store and its writer's lock with its last reference, not whenever the cyclic
+    collector next runs: `koinii tail --db` twice in one process was refused
+    `store-locked` the second time."""
+    path = str(tmp_path / "dropped.db")
+    gc.disable()
+    try:
+        kb = koinii.open_kb(path)
+        kb.assert_("(ready Release)", "CxA")
+        del kb
+        with koinii.open_kb(path) as again:
+            assert again.query("(ready ?x)", "CxA") == [{"?x": koinii.Sym("Release")}]
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])

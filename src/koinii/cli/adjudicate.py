@@ -36,19 +36,18 @@ def command(channel, quorum, deadline, cursor_path, once, url, token, db) -> Non
     from koinii.channel.catchup import FileCursorStore
     from koinii.client.adjudicator import Adjudicator, Policy
 
-    store = open_source(db, url, token)
-
     def say(line: str) -> None:
         echo(f"{time.strftime('%H:%M:%S')} {line}", err=False)
 
     cursor = FileCursorStore(cursor_path) if cursor_path else None
-    service = Adjudicator(
-        store, channel, Policy(quorum=quorum, deadline_s=deadline), cursor=cursor, say=say
-    )
-    if once:
-        service.settle()
-        return
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with contextlib.suppress(KeyboardInterrupt):
-        service.run(stop, wait_ms=1000)
+    with open_source(db, url, token) as store:
+        service = Adjudicator(
+            store, channel, Policy(quorum=quorum, deadline_s=deadline), cursor=cursor, say=say
+        )
+        if once:
+            service.settle()
+            return
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        with contextlib.suppress(KeyboardInterrupt):
+            service.run(stop, wait_ms=1000)

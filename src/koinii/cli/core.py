@@ -253,34 +253,34 @@ def tail_command(goal, context, since, follow, raw, structure, as_json, url, tok
     def outage(exc: BaseException) -> None:
         echo(f"koinii: the daemon is unreachable ({exc}); waiting for it", err=True)
 
-    store = open_source(db, url, token)
-    narrator = Narrator(store)
-    console = terminal()
-    follow = follow and not isinstance(store, KB)  # a store in-process has no news
-    for entry in entries(
-        store, since=since, goal=goal, ctx=context, follow=follow, on_outage=outage
-    ):
-        stamp = time.strftime("%H:%M:%S", time.localtime(entry["at"] / 1000))
-        for told in narrator.entry(entry, structure=structure or raw):
-            if as_json:
-                echo(json.dumps({**told.to_dict(), "at": entry["at"]}))
-                continue
-            prefix = (f"{stamp} seq {entry['seq']:>6}", "dim")
-            if raw:
-                console.print(
-                    Text.assemble(
-                        prefix,
-                        " ",
-                        ("+", "green") if told.added else ("-", "red"),
-                        f" {told.sentence}  ",
-                        (told.context, "cyan"),
-                        *([" ", (told.speaker, "bold")] if told.speaker else []),
-                        *([" ", (f"({told.reason})", "dim")] if told.reason else []),
+    with open_source(db, url, token) as store:
+        narrator = Narrator(store)
+        console = terminal()
+        follow = follow and not isinstance(store, KB)  # a store in-process has no news
+        for entry in entries(
+            store, since=since, goal=goal, ctx=context, follow=follow, on_outage=outage
+        ):
+            stamp = time.strftime("%H:%M:%S", time.localtime(entry["at"] / 1000))
+            for told in narrator.entry(entry, structure=structure or raw):
+                if as_json:
+                    echo(json.dumps({**told.to_dict(), "at": entry["at"]}))
+                    continue
+                prefix = (f"{stamp} seq {entry['seq']:>6}", "dim")
+                if raw:
+                    console.print(
+                        Text.assemble(
+                            prefix,
+                            " ",
+                            ("+", "green") if told.added else ("-", "red"),
+                            f" {told.sentence}  ",
+                            (told.context, "cyan"),
+                            *([" ", (told.speaker, "bold")] if told.speaker else []),
+                            *([" ", (f"({told.reason})", "dim")] if told.reason else []),
+                        )
                     )
-                )
-            else:
-                handle = ("", "") if not told.handle else (f"  #{told.handle}", "dim")
-                console.print(Text.assemble(prefix, " ", told.text, handle))
+                else:
+                    handle = ("", "") if not told.handle else (f"  #{told.handle}", "dim")
+                    console.print(Text.assemble(prefix, " ", told.text, handle))
 
 
 @click.command("mcp", short_help="An MCP server (stdio) for one LLM agent.")

@@ -49,6 +49,7 @@ import contextlib
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -103,19 +104,22 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
         vectors = self._open()
         # The composed parts, made once the index and hierarchy they read are the opened
         # ones (an open from a checkpoint replaces maintenance's whole), each given what
-        # it reads: the KB itself only through the narrow view its module names.
+        # it reads: the KB itself only through the narrow view its module names, and
+        # weakly — a part holding the KB would make a cycle, and a KB let go without
+        # `close` kept its store, and its writer's lock, until the cyclic collector ran.
+        view = weakref.proxy(self)
         self._search = Search(
-            self,
+            view,
             lock=self._lock,
             store=self._store,
             index=self._index,
             ledger=self._ledger,
-            shipped=lambda: self._shipped,
+            shipped=lambda: view._shipped,
             clock=self._clock,
             vectors=vectors,
         )
         self._reads = Reads(
-            self,
+            view,
             lock=self._lock,
             store=self._store,
             index=self._index,
@@ -124,9 +128,9 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
             rules=self._rules,
             ledger=self._ledger,
         )
-        self._clashes = Clashes(self, lock=self._lock, index=self._index, hierarchy=self._hierarchy)
+        self._clashes = Clashes(view, lock=self._lock, index=self._index, hierarchy=self._hierarchy)
         self._watching = Watching(
-            self, lock=self._lock, store=self._store, ledger=self._ledger, hierarchy=self._hierarchy
+            view, lock=self._lock, store=self._store, ledger=self._ledger, hierarchy=self._hierarchy
         )
 
     @property

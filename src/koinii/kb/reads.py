@@ -258,12 +258,12 @@ class Reads:
         variable context to the node's (`accept_all` for a named one)."""
         if ctx == EVERYTHING:
             return None, accept_all
-        masks, kb = self._masks, self._kb
+        masks, masked_at = self._masks, self._kb.masked_at  # (the KB is a weak proxy)
         if ctx.startswith("?"):
             var = Var(ctx)
 
             def believed_unmasked(node: Node) -> bool:
-                return node.believed and not (masks and kb.masked_at(node, node.context))
+                return node.believed and not (masks and masked_at(node, node.context))
 
             def witnessed(node: Node, binding: dict) -> dict | None:
                 witness = Sym(node.context)
@@ -278,7 +278,7 @@ class Reads:
         up = self._hierarchy.up(ctx)
 
         def at_context(node: Node) -> bool:
-            return node.believed and node.context in up and not (masks and kb.masked_at(node, ctx))
+            return node.believed and node.context in up and not (masks and masked_at(node, ctx))
 
         return at_context, accept_all
 
