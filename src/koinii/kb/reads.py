@@ -18,6 +18,7 @@ from koinii.errors import Refused
 from koinii.kb import checks, collector
 from koinii.kb.contexts import EVERYTHING
 from koinii.kb.index import accept_all, key, match, same, solve
+from koinii.kb.maintenance import masked
 from koinii.kb.rules import AND, literal
 from koinii.kb.sentex import MAX_HANDLE, Node, Sentex, key_of
 from koinii.kb.store import LogEntry
@@ -37,16 +38,15 @@ MAX_GOAL_LITERALS = 64  # literals a goal list joins, at most
 
 
 class Read(Protocol):
-    """What reads ask of the KB around them, at each use: whether a node is masked at a
-    context and whether a goal keeps the arity declared there (maintenance's
-    `masked_at`, `check_goal_arity`), the running operation's budget (`spend` per turn of
-    a loop the input decides; `bounded`, with the KB's `query_budget_s`, yields the
-    budget a query's join ticks), and a commit's wake-up (`on_commit` / `off_commit`,
-    for a change-log read that waits)."""
+    """What reads ask of the KB around them, at each use: whether a goal keeps the arity
+    declared where it is read (maintenance's `check_goal_arity`), the running operation's
+    budget (`spend` per turn of a loop the input decides; `bounded`, with the KB's
+    `query_budget_s`, yields the budget a query's join ticks), and a commit's wake-up
+    (`on_commit` / `off_commit`, for a change-log read that waits). Whether a node is
+    masked reads need not ask: given the masks and the hierarchy, they ask
+    `maintenance.masked` directly, as maintenance's `masked_at` does."""
 
     query_budget_s: float | None
-
-    def masked_at(self, node: Node, ctx: str) -> bool: ...
 
     def check_goal_arity(self, literals: list[tuple[bool, tuple]], ctx: str | None) -> None: ...
 
@@ -118,7 +118,7 @@ class Reads:
             if ctx is None:
                 return True
             ctx = checks.context_name(ctx, query=True)
-            return node.context in self._hierarchy.up(ctx) and not self._kb.masked_at(node, ctx)
+            return node.context in self._hierarchy.up(ctx) and not self._masked(node, ctx)
 
     def why(self, handle: Any) -> WhyTree | None:
         """The justification tree: premises at the leaves, rules and antecedents above."""
@@ -166,7 +166,7 @@ class Reads:
                 return "excepted" if self._masks.get(handle) else None
             if node.context not in self._hierarchy.up(ctx):
                 return "not-visible"
-            return "excepted" if self._kb.masked_at(node, ctx) else None
+            return "excepted" if self._masked(node, ctx) else None
 
     def sentexes_matching(self, pattern: Any, ctx: Any) -> list[Sentex]:
         """Believed sentexes stored in exactly `ctx` (a variable: any) unifying with
@@ -190,7 +190,7 @@ class Reads:
                         continue
                     if not anywhere and node.context != ctx_name:
                         continue
-                    if self._masks and self._kb.masked_at(node, node.context):
+                    if self._masks and self._masked(node, node.context):
                         continue
                 out.append(Sentex.of(node))
             out.sort(key=lambda s: (s.text, s.context))
@@ -238,6 +238,10 @@ class Reads:
                 gc.enable()
         return results
 
+    def _masked(self, node: Node, ctx: str) -> bool:
+        """Is `node` hidden at `ctx` by a mask (maintenance's `masked`, over its masks)?"""
+        return masked(self._masks, self._hierarchy, node, ctx)
+
     def acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
         """What a read at `ctx` sees, as one test: `accept(node, binding)` returns the
         binding to go on with (a variable context bound to its witness), or None."""
@@ -258,12 +262,14 @@ class Reads:
         variable context to the node's (`accept_all` for a named one)."""
         if ctx == EVERYTHING:
             return None, accept_all
-        masks, masked_at = self._masks, self._kb.masked_at  # (the KB is a weak proxy)
+        masks, hierarchy = self._masks, self._hierarchy
         if ctx.startswith("?"):
             var = Var(ctx)
 
             def believed_unmasked(node: Node) -> bool:
-                return node.believed and not (masks and masked_at(node, node.context))
+                return node.believed and not (
+                    masks and masked(masks, hierarchy, node, node.context)
+                )
 
             def witnessed(node: Node, binding: dict) -> dict | None:
                 witness = Sym(node.context)
@@ -278,7 +284,11 @@ class Reads:
         up = self._hierarchy.up(ctx)
 
         def at_context(node: Node) -> bool:
-            return node.believed and node.context in up and not (masks and masked_at(node, ctx))
+            return (
+                node.believed
+                and node.context in up
+                and not (masks and masked(masks, hierarchy, node, ctx))
+            )
 
         return at_context, accept_all
 
