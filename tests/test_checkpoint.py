@@ -464,3 +464,28 @@ def test_search_clashes_and_watches_read_the_state_a_checkpoint_brought(tmp_path
         kb.watch(events.append, ctx="CxTeam")  # sees CxShared through the hierarchy
         kb.assert_("(owner Release Dana)", "CxShared")
         assert [c["sentence"] for e in events for c in e.added] == ["(owner Release Dana)"]
+
+
+def test_reads_see_the_masks_and_rules_a_checkpoint_brought(tmp_path):
+    """Reads, a composed part too, is made once the KB is open: opened from a checkpoint,
+    a query, `why_not` and `stats` read the masks and rules it brought (taken whole, as
+    the index and hierarchy are), not the empty ones a KB starts from."""
+    path = str(tmp_path / "team.db")
+    with koinii.open_kb(path) as kb:
+        kb.assert_("(genlCx CxTeam CxShared)", "CxUniverse")
+        hidden = kb.assert_("(cacheBackend Staging Redis6)", "CxShared")
+        kb.assert_("(cacheBackend Staging Redis7)", "CxShared")
+        kb.assert_(f"(except (sentexHandle {hidden}))", "CxTeam")
+        kb.assert_("(implies (cacheBackend ?s ?b) (usesCache ?s))", "CxShared")
+        before = kb.stats()
+        kb.checkpoint()
+    with koinii.open_kb(path) as kb:
+        assert kb.opened["from"] == "checkpoint"
+        assert kb.query("(cacheBackend Staging ?b)", "CxTeam") == [{"?b": koinii.Sym("Redis7")}]
+        assert kb.why_not(hidden, "CxTeam") == "excepted"
+        assert kb.why_not(hidden) == "excepted"
+        assert kb.query("(cacheBackend Staging ?b)", "CxShared") == [
+            {"?b": koinii.Sym("Redis6")},
+            {"?b": koinii.Sym("Redis7")},
+        ]
+        assert kb.stats() == before and before["rules"] >= 2

@@ -3,7 +3,7 @@ and each binds and changes only the state it owns (issue 43; docs/architecture.m
 engine's parts").
 
 `KB` (kb/engine.py) is assembled from parts, one class per module, of two kinds. The
-mixins — `Writes` in writes.py, `Maintenance` in maintenance.py, `Firing`, `Reads`,
+mixins — `Writes` in writes.py, `Maintenance` in maintenance.py, `Firing`,
 `Checkpoints` — are bases of `KB` over the shared `State`: Python lets any of them call
 any other's `self._x`, and this test is what keeps the boundary. Each mixin's class is
 parsed; a `self._name` in it (a call or a reference) that names a method which another
@@ -11,8 +11,8 @@ part's class defines, and its own does not, is a reach into that part's privates
 (Other classes in a part's module — `Transaction` in writes.py — are not parts; their
 `self` is not the KB.) The owner gives the method a public name (no underscore, a
 docstring saying what the other parts may rely on), or the method moves to the part
-that is its only caller. The composed parts — `Search` in search.py, `Clashes`,
-`Watching` — are objects of their own that `KB.__init__` makes and binds
+that is its only caller. The composed parts — `Reads` in reads.py, `Search` in
+search.py, `Clashes`, `Watching` — are objects of their own that `KB.__init__` makes and binds
 (`self._search = Search(…)`); no other part reaches into one's privates
 (`self._search._x`).
 
@@ -181,9 +181,9 @@ def reaches_into_composed() -> list[str]:
 def test_the_parts_are_found():
     """(The checks below would pass vacuously if the parts were not found.)"""
     found = parts()
-    assert {"engine", "writes", "maintenance", "firing", "reads", "checkpoint"} <= set(found)
+    assert {"engine", "writes", "maintenance", "firing", "checkpoint"} <= set(found)
     assert all(methods_by_part().values()), "a part with no methods: is its class found?"
-    assert set(composed()) == {"search", "clashes", "watching"}
+    assert set(composed()) == {"reads", "search", "clashes", "watching"}
     assert not set(found) & set(composed()), "a part both a mixin and composed"
 
 
@@ -509,7 +509,7 @@ def test_the_checks_see_what_they_look_for():
     assert {"_ledger", "_shipped"} <= {name for _, name, _, _ in writes}
     engine = bindings(_class(_tree("engine"), "KB"))  # `self._commit_listeners[token] = …`
     assert "_commit_listeners" in {name for _, name, _, _ in engine}
-    assert {"_search", "_clashes", "_watching"} <= {name for _, name, _, _ in engine}
+    assert {"_reads", "_search", "_clashes", "_watching"} <= {name for _, name, _, _ in engine}
     maintenance = bindings(_class(_tree("maintenance"), "Maintenance"))
     assert {"_referrers", "_masks", "_triggers"} <= {name for _, name, _, _ in maintenance}
     search = bindings(_class(_tree("search"), "Search"))

@@ -6,13 +6,13 @@ them — `KB`, assembled from the parts that each own one concern and its state:
 | `writes` | transactions and commit: checks, the undo log, group commit, durable records |
 | `maintenance` | truth maintenance: linking nodes, justifications, deletion, belief labels |
 | `firing` | forward chaining: rules, carried claims, what no rule may derive |
-| `reads` | reads and queries: sentexes, `query`, `why`, the change log |
 | `checkpoint` | the state kept in a file beside the store, and opening from it |
+| `reads` | reads and queries: sentexes, `query`, `why`, the change log (composed) |
 | `search` | ranked full-text `search` and the `vocabulary` in use (composed) |
 | `clashes` | contradictions, conflicts and functional clashes (composed) |
 | `watching` | the feed as the KB offers it: watch, replay, unwatch (composed) |
 
-The first five are mixins of `KB`, over the state `state.State` declares: they share the
+The first four are mixins of `KB`, over the state `state.State` declares: they share the
 write path (a write settles belief, which fires rules, which link and justify through
 maintenance, per derivation), so a call between them is on the hot path; composing them
 is the rest of issue 43 (docs/architecture.md, "The engine's parts"). Their state:
@@ -22,12 +22,13 @@ the stored nodes, and each node's labels and links; checkpoint where the last on
 stands. `state.OWNERS` names each attribute's owner: each mixin makes its own in its
 `__init__` (run through `super` from `KB.__init__`) and no other binds it.
 
-The last three are objects of their own, which `KB` makes once it is open (an open from
-a checkpoint replaces the index and hierarchy they read) and delegates to: each is
-given in its constructor what it reads — the lock, the store, the index, the hierarchy,
-the ledger, and this KB only through a Protocol naming what it asks — and keeps its
-own state (search: the words' counts and the vectors; watching: the feed). The
-delegating methods below keep the signatures the KB always had.
+The last four are objects of their own, which `KB` makes once it is open (an open from
+a checkpoint replaces the index, hierarchy, masks and rules they read) and delegates
+to: each is given in its constructor what it reads — the lock, the store, the index,
+the hierarchy, the ledger, and this KB only through a Protocol naming what it asks —
+and keeps its own state (search: the words' counts and the vectors; watching: the
+feed; reads and clashes keep none). The delegating methods below keep the signatures
+and docstrings the KB always had, written out so that mypy and the docs read them.
 
 This module keeps the lifecycle (open — from a checkpoint, or by a rebuild — and
 close), the budgets and the writer's health, the commit listeners, the domain record
@@ -64,16 +65,17 @@ from koinii.kb.maintenance import Maintenance
 from koinii.kb.reads import Reads
 from koinii.kb.search import DEFAULT_HITS, Hit, Search, Steps
 from koinii.kb.semantic import Vectors
-from koinii.kb.sentex import justification_of, node_of
+from koinii.kb.sentex import Node, Sentex, justification_of, node_of
 from koinii.kb.store import Store, open_store
 from koinii.kb.watching import Watching
 from koinii.kb.writes import _PRINCIPAL, Writes
+from koinii.results import WhyTree
 
 # The record tables' own connection a `reading_records_through` block reads through.
 _OWN_RECORDS: ContextVar[tuple[Any, Any] | None] = ContextVar("own_records", default=None)
 
 
-class KB(Writes, Maintenance, Firing, Reads, Checkpoints):
+class KB(Writes, Maintenance, Firing, Checkpoints):
     """A knowledge base over one store. Open one with `koinii.open_kb`."""
 
     def __init__(
@@ -115,6 +117,16 @@ class KB(Writes, Maintenance, Firing, Reads, Checkpoints):
             shipped=lambda: view._shipped,
             clock=self._clock,
             vectors=vectors,
+        )
+        self._reads = Reads(
+            view,
+            lock=self._lock,
+            store=self._store,
+            index=self._index,
+            hierarchy=self._hierarchy,
+            masks=self._masks,
+            rules=self._rules,
+            ledger=self._ledger,
         )
         self._clashes = Clashes(view, lock=self._lock, index=self._index, hierarchy=self._hierarchy)
         self._watching = Watching(
@@ -195,10 +207,14 @@ class KB(Writes, Maintenance, Firing, Reads, Checkpoints):
         finally:
             self._budget = outer
 
-    def bounded(self, seconds: float | None, what: str):
-        """This operation's budget: the one in force, else `seconds` (None: unbounded)."""
+    def bounded(
+        self, seconds: float | None, what: str
+    ) -> contextlib.AbstractContextManager[Budget | None]:
+        """This operation's budget: the one in force, else `seconds` (None: unbounded).
+        The block is given the Budget that bounds it (None: nothing does): a read's
+        join ticks it (`Reads.query`)."""
         if self._budget is not None or seconds is None:
-            return contextlib.nullcontext()
+            return contextlib.nullcontext(self._budget)
         return self.budget(seconds, what)
 
     def spend(self) -> None:
@@ -295,6 +311,108 @@ class KB(Writes, Maintenance, Firing, Reads, Checkpoints):
         """The principal the writes now running are attributed to (`attributed_to`), if
         any: a domain that keeps its own records (sessions) records it as their owner."""
         return _PRINCIPAL.get()
+
+    # --- reads, delegated (reads.py: `Reads`) ----------------------------------------
+
+    def sentex(self, handle: Any) -> Sentex | None:
+        """The sentex stored under `handle`, as a snapshot; None when none is stored."""
+        return self._reads.sentex(handle)
+
+    def provenance(self, handle: Any) -> dict[str, Any] | None:
+        """The provenance the sentex `handle` was stored with; None when none is stored."""
+        return self._reads.provenance(handle)
+
+    def believed(self, handle: Any, ctx: Any = None) -> bool:
+        """Is the sentex believed (and, given `ctx`, visible and unmasked there)?"""
+        return self._reads.believed(handle, ctx)
+
+    def why(self, handle: Any) -> WhyTree | None:
+        """The justification tree: premises at the leaves, rules and antecedents above."""
+        return self._reads.why(handle)
+
+    def why_not(self, handle: Any, ctx: Any = None) -> str | None:
+        """Why a sentex is not believed: retracted, defeated, unsupported, excepted,
+        not-visible (at `ctx`) or not-stored; None when it is believed."""
+        return self._reads.why_not(handle, ctx)
+
+    def sentexes_matching(self, pattern: Any, ctx: Any) -> list[Sentex]:
+        """Believed sentexes stored in exactly `ctx` (a variable: any) unifying with
+        `pattern`. No inheritance; `CxEverything` reads every stored one."""
+        return self._reads.sentexes_matching(pattern, ctx)
+
+    def query(self, goal: Any, ctx: Any, *, limit: int | None = None) -> list[dict[str, Any]]:
+        """Solutions of `goal` (a literal or a list of them, joined on shared variables)
+        read at `ctx` through its ancestor set, as binding maps keyed by "?var".
+
+        A variable `ctx` reads everywhere and binds the witness context; `CxEverything`
+        reads every stored sentex, believed or not. Results are ordered by content.
+
+        `limit` bounds the work as well as the answer: the search stops at the `limit`-th
+        distinct solution, so the answer is the first `limit` solutions the search finds
+        (in the order of the index, which is not the order of content), sorted by content
+        — not the `limit` smallest. Without a limit every solution is found and sorted.
+        """
+        return self._reads.query(goal, ctx, limit=limit)
+
+    def acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
+        """What a read at `ctx` sees, as one test: `accept(node, binding)` returns the
+        binding to go on with (a variable context bound to its witness), or None."""
+        return self._reads.acceptor(ctx)
+
+    def argue(self, sentence: Any, ctx: Any) -> str:
+        """ "true", "false", "contradiction" (both believed) or "unknown" at `ctx`."""
+        return self._reads.argue(sentence, ctx)
+
+    def context_up(self, ctx: Any) -> frozenset[str]:
+        """`ctx` and every context it sees, CxUniverse included."""
+        return self._reads.context_up(ctx)
+
+    def context_down(self, ctx: Any) -> frozenset[str]:
+        """`ctx` and every context that sees it."""
+        return self._reads.context_down(ctx)
+
+    def sees(self, ctx: Any, other: Any) -> bool:
+        """Whether `ctx` sees `other`: it is among `context_up(ctx)`."""
+        return self._reads.sees(ctx, other)
+
+    def context_counts(self) -> dict[str, int]:
+        """Every context the KB knows (stored in, or named by the hierarchy), with how
+        many sentexes are stored in exactly it, believed or not."""
+        return self._reads.context_counts()
+
+    def sentexes_in(self, ctx: Any, *, after: int = 0, limit: int = 100) -> list[Sentex]:
+        """The sentexes stored in exactly `ctx`, believed or not, by handle: the first
+        `limit` after the handle `after` (a page; the next starts after its last)."""
+        return self._reads.sentexes_in(ctx, after=after, limit=limit)
+
+    def stats(self) -> dict[str, Any]:
+        """How many sentexes (believed, premises, derived), rules, justifications and
+        contexts the KB holds, and the seq of its last durable write."""
+        return self._reads.stats()
+
+    @property
+    def seq(self) -> int:
+        """The global log sequence number of the last durable write (the ledger's)."""
+        return self._ledger.seq
+
+    def changes(self, since: int = 0, limit: int = 1000, wait_ms: int = 0) -> dict[str, Any]:
+        """The durable change log after global seq `since`: `{entries, seq, too_old}`.
+
+        `too_old` is True when the log was compacted past `since`: resnapshot. With
+        `wait_ms`, waits up to that long for a write when there is nothing yet (from
+        another thread: this one holds no lock while it waits).
+        """
+        return self._reads.changes(since, limit, wait_ms)
+
+    def log_point(self, seq: int | None = None, at: int | None = None) -> dict[str, int] | None:
+        """`{seq, at, next_handle}` of the write at `seq`, or of the last one made at or
+        before epoch-ms `at` (Store.log_point); seq 0, before any write, while the log
+        starts there. None when the log does not hold it (compacted, or not yet written)."""
+        return self._reads.log_point(seq, at)
+
+    def compact_log(self, keep: int) -> int:
+        """Keep only the newest `keep` change-log entries; returns how many were dropped."""
+        return self._reads.compact_log(keep)
 
     # --- the composed parts' operations, delegated ------------------------------------
 

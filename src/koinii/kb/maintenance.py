@@ -729,11 +729,7 @@ class Maintenance(State):
 
     def masked_at(self, node: Node, ctx: str) -> bool:
         """Is `node` hidden at `ctx` by a mask stored in a context `ctx` sees?"""
-        masks = self._masks.get(node.handle)
-        if not masks:
-            return False
-        up = self._hierarchy.up(ctx)
-        return any(m.context in up for m in masks)
+        return masked(self._masks, self._hierarchy, node, ctx)
 
     def _clash_visible(self, a: Node, b: Node) -> bool:
         """Does some context see both `a` and `b`, with neither masked there?"""
@@ -745,6 +741,17 @@ class Maintenance(State):
         if plain:
             return bool(common)
         return any(not self.masked_at(a, c) and not self.masked_at(b, c) for c in common)
+
+
+def masked(masks: dict[int, list[Node]], hierarchy: Hierarchy, node: Node, ctx: str) -> bool:
+    """Is `node` hidden at `ctx` by one of `masks` (masked handle -> its mask nodes)
+    stored in a context `ctx` sees? `Maintenance.masked_at` over its own masks; reads,
+    given them, asks this directly (a read checks it per node it looks at)."""
+    found = masks.get(node.handle)
+    if not found:
+        return False
+    up = hierarchy.up(ctx)
+    return any(m.context in up for m in found)
 
 
 def linked_supports(j: Justification) -> tuple[Node, ...]:

@@ -11,33 +11,98 @@ import functools
 import gc
 import threading
 from collections.abc import Callable
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from koinii.errors import Refused
 from koinii.kb import checks, collector
 from koinii.kb.contexts import EVERYTHING
 from koinii.kb.index import accept_all, key, match, same, solve
+from koinii.kb.maintenance import masked
 from koinii.kb.rules import AND, literal
 from koinii.kb.sentex import MAX_HANDLE, Node, Sentex, key_of
-from koinii.kb.state import State
 from koinii.kb.store import LogEntry
 from koinii.results import WhyTree
 from koinii.terms import Sym, Var, brief, is_ground, parse, show, variables
+
+if TYPE_CHECKING:
+    from koinii.kb.budget import Budget
+    from koinii.kb.contexts import Hierarchy
+    from koinii.kb.index import Index
+    from koinii.kb.ledger import Ledger
+    from koinii.kb.rules import Rule
+    from koinii.kb.store import Store
 
 _SQL_MAX = 2**63 - 1  # the largest integer a store column holds
 MAX_GOAL_LITERALS = 64  # literals a goal list joins, at most
 
 
-class Reads(State):
-    """Every read of the KB (see the module docstring)."""
+class Read(Protocol):
+    """What reads ask of the KB around them, at each use: whether a goal keeps the arity
+    declared where it is read (maintenance's `check_goal_arity`), the running operation's
+    budget (`spend` per turn of a loop the input decides; `bounded`, with the KB's
+    `query_budget_s`, yields the budget a query's join ticks), and a commit's wake-up
+    (`on_commit` / `off_commit`, for a change-log read that waits). Whether a node is
+    masked reads need not ask: given the masks and the hierarchy, they ask
+    `maintenance.masked` directly, as maintenance's `masked_at` does."""
+
+    query_budget_s: float | None
+
+    def check_goal_arity(self, literals: list[tuple[bool, tuple]], ctx: str | None) -> None: ...
+
+    def spend(self) -> None: ...
+
+    def bounded(
+        self, seconds: float | None, what: str
+    ) -> AbstractContextManager[Budget | None]: ...
+
+    def on_commit(self, listener: Callable[[int, str], Any]) -> int: ...
+
+    def off_commit(self, token: int) -> bool: ...
+
+
+class Reads:
+    """Every read of the KB (see the module docstring): an object of its own, which `KB`
+    holds and delegates to (engine.py).
+
+    It keeps no state. What it reads is given to it, and it changes none of it: the KB's
+    lock, the store (its change log), the stored nodes' index, the hierarchy, the masks
+    and the rules (maintenance's, bound again only while the KB opens: this object is
+    made after), the ledger (the seq, the next handle, whether a group is open: writes'),
+    and the KB itself for what only it answers (`Read`)."""
+
+    __slots__ = ("_kb", "_lock", "_store", "_index", "_hierarchy", "_masks", "_rules", "_ledger")
+
+    def __init__(
+        self,
+        kb: Read,
+        *,
+        lock: threading.RLock,
+        store: Store,
+        index: Index,
+        hierarchy: Hierarchy,
+        masks: dict[int, list[Node]],
+        rules: dict[Node, Rule],
+        ledger: Ledger,
+    ) -> None:
+        self._kb = kb
+        self._lock = lock
+        self._store = store
+        self._index = index
+        self._hierarchy = hierarchy
+        self._masks = masks
+        self._rules = rules
+        self._ledger = ledger
 
     def sentex(self, handle: Any) -> Sentex | None:
+        """The sentex stored under `handle`, as a snapshot; None when none is stored."""
         handle = checked_handle(handle)
         with self._lock:
             node = self._index.by_handle.get(handle)
             return None if node is None else Sentex.of(node)
 
     def provenance(self, handle: Any) -> dict[str, Any] | None:
+        """The provenance the sentex `handle` was stored with; None when none is stored."""
         handle = checked_handle(handle)
         with self._lock:
             node = self._index.by_handle.get(handle)
@@ -53,7 +118,7 @@ class Reads(State):
             if ctx is None:
                 return True
             ctx = checks.context_name(ctx, query=True)
-            return node.context in self._hierarchy.up(ctx) and not self.masked_at(node, ctx)
+            return node.context in self._hierarchy.up(ctx) and not self._masked(node, ctx)
 
     def why(self, handle: Any) -> WhyTree | None:
         """The justification tree: premises at the leaves, rules and antecedents above."""
@@ -63,7 +128,7 @@ class Reads(State):
             return None if node is None else self._why(node, frozenset())
 
     def _why(self, node: Node, path: frozenset[Node]) -> dict[str, Any]:
-        self.spend()
+        self._kb.spend()
         tree: dict[str, Any] = {
             "handle": node.handle,
             "sentence": node.full_text,
@@ -101,7 +166,7 @@ class Reads(State):
                 return "excepted" if self._masks.get(handle) else None
             if node.context not in self._hierarchy.up(ctx):
                 return "not-visible"
-            return "excepted" if self.masked_at(node, ctx) else None
+            return "excepted" if self._masked(node, ctx) else None
 
     def sentexes_matching(self, pattern: Any, ctx: Any) -> list[Sentex]:
         """Believed sentexes stored in exactly `ctx` (a variable: any) unifying with
@@ -112,12 +177,12 @@ class Reads(State):
         positive, atom = literals[0]
         ctx_name = checks.context_name(ctx, query=True)
         with self._lock:
-            self.check_goal_arity(literals, ctx_name)
+            self._kb.check_goal_arity(literals, ctx_name)
             out = []
             everything = ctx_name == EVERYTHING
             anywhere = ctx_name.startswith("?")
             for node in self._index.candidates(atom, {}):
-                self.spend()
+                self._kb.spend()
                 if node.positive is not positive or match(atom, node.atom, {}) is None:
                     continue
                 if not everything:
@@ -125,24 +190,17 @@ class Reads(State):
                         continue
                     if not anywhere and node.context != ctx_name:
                         continue
-                    if self._masks and self.masked_at(node, node.context):
+                    if self._masks and self._masked(node, node.context):
                         continue
                 out.append(Sentex.of(node))
             out.sort(key=lambda s: (s.text, s.context))
             return out
 
     def query(self, goal: Any, ctx: Any, *, limit: int | None = None) -> list[dict[str, Any]]:
-        """Solutions of `goal` (a literal or a list of them, joined on shared variables)
-        read at `ctx` through its ancestor set, as binding maps keyed by "?var".
-
-        A variable `ctx` reads everywhere and binds the witness context; `CxEverything`
-        reads every stored sentex, believed or not. Results are ordered by content.
-
-        `limit` bounds the work as well as the answer: the search stops at the `limit`-th
-        distinct solution, so the answer is the first `limit` solutions the search finds
-        (in the order of the index, which is not the order of content), sorted by content
-        — not the `limit` smallest. Without a limit every solution is found and sorted.
-        """
+        """The solutions of `goal` at `ctx`, as binding maps keyed by "?var", ordered by
+        content (`KB.query` says the rest): a variable `ctx` binds each solution's
+        witness context, and the search stops at the `limit`-th distinct solution, so
+        a limited answer is the first ones the index order finds, not the smallest."""
         literals = goal_literals(goal)
         ctx_name = checks.context_name(ctx, query=True)
         if limit is not None and (type(limit) is not int or limit < 0):
@@ -151,12 +209,13 @@ class Reads(State):
             return []
         paused = False  # the collector, once the answer is big (collector.READ_PAUSE_FROM)
         try:
-            with self._lock, self.bounded(self.query_budget_s, "the query"):
-                self.check_goal_arity(literals, ctx_name)
+            kb = self._kb
+            with self._lock, kb.bounded(kb.query_budget_s, "the query") as budget:
+                kb.check_goal_arity(literals, ctx_name)
                 admit, accept = self._sight(ctx_name)
                 seen: dict[tuple, dict[str, Any]] = {}
                 bound: list[Var] | None = None
-                for binding, _ in solve(self._index, literals, {}, accept, self._budget, admit):
+                for binding, _ in solve(self._index, literals, {}, accept, budget, admit):
                     if bound is None:  # every solution binds the same variables: key by them
                         bound = list(binding)
                     k = tuple([key(binding[v]) for v in bound])
@@ -179,6 +238,10 @@ class Reads(State):
                 gc.enable()
         return results
 
+    def _masked(self, node: Node, ctx: str) -> bool:
+        """Is `node` hidden at `ctx` by a mask (maintenance's `masked`, over its masks)?"""
+        return masked(self._masks, self._hierarchy, node, ctx)
+
     def acceptor(self, ctx: str) -> Callable[[Node, dict], dict | None]:
         """What a read at `ctx` sees, as one test: `accept(node, binding)` returns the
         binding to go on with (a variable context bound to its witness), or None."""
@@ -199,12 +262,14 @@ class Reads(State):
         variable context to the node's (`accept_all` for a named one)."""
         if ctx == EVERYTHING:
             return None, accept_all
-        masks = self._masks
+        masks, hierarchy = self._masks, self._hierarchy
         if ctx.startswith("?"):
             var = Var(ctx)
 
             def believed_unmasked(node: Node) -> bool:
-                return node.believed and not (masks and self.masked_at(node, node.context))
+                return node.believed and not (
+                    masks and masked(masks, hierarchy, node, node.context)
+                )
 
             def witnessed(node: Node, binding: dict) -> dict | None:
                 witness = Sym(node.context)
@@ -220,7 +285,9 @@ class Reads(State):
 
         def at_context(node: Node) -> bool:
             return (
-                node.believed and node.context in up and not (masks and self.masked_at(node, ctx))
+                node.believed
+                and node.context in up
+                and not (masks and masked(masks, hierarchy, node, ctx))
             )
 
         return at_context, accept_all
@@ -255,6 +322,7 @@ class Reads(State):
             return self._hierarchy.down(name)
 
     def sees(self, ctx: Any, other: Any) -> bool:
+        """Whether `ctx` sees `other`: it is among `context_up(ctx)`."""
         return checks.context_name(other) in self.context_up(ctx)
 
     def context_counts(self) -> dict[str, int]:
@@ -276,6 +344,8 @@ class Reads(State):
             return [Sentex.of(self._index.by_handle[h]) for h in found[:limit]]
 
     def stats(self) -> dict[str, Any]:
+        """How many sentexes (believed, premises, derived), rules, justifications and
+        contexts the KB holds, and the seq of its last durable write."""
         with self._lock:
             nodes = self._index.by_handle.values()
             believed = sum(1 for n in nodes if n.believed)
@@ -293,18 +363,10 @@ class Reads(State):
                 "seq": self._ledger.seq,
             }
 
-    @property
-    def seq(self) -> int:
-        """The global log sequence number of the last durable write."""
-        return self._ledger.seq
-
     def changes(self, since: int = 0, limit: int = 1000, wait_ms: int = 0) -> dict[str, Any]:
-        """The durable change log after global seq `since`: `{entries, seq, too_old}`.
-
-        `too_old` is True when the log was compacted past `since`: resnapshot. With
-        `wait_ms`, waits up to that long for a write when there is nothing yet (from
-        another thread: this one holds no lock while it waits).
-        """
+        """The change log after `since` (`KB.changes` says the reply); with `wait_ms`, a
+        commit listener wakes the wait, made before the log is looked at, so a write
+        between the two is not missed, and no lock is held while it waits."""
         if type(wait_ms) is not int or not 0 <= wait_ms <= 30_000:
             raise Refused(
                 "bad-option", "wait_ms is an integer from 0 to 30000", {"option": "wait_ms"}
@@ -312,14 +374,14 @@ class Reads(State):
         if not wait_ms:
             return self._changes_after(since, limit)
         arrived = threading.Event()
-        token = self.on_commit(lambda seq, op: arrived.set())  # before looking: no lost wake
+        token = self._kb.on_commit(lambda seq, op: arrived.set())  # before looking: no lost wake
         try:
             reply = self._changes_after(since, limit)
             if reply["entries"] or reply["too_old"] or not arrived.wait(wait_ms / 1000):
                 return reply
             return self._changes_after(since, limit)
         finally:
-            self.off_commit(token)
+            self._kb.off_commit(token)
 
     def _changes_after(self, since: int, limit: int) -> dict[str, Any]:
         if type(since) is not int or since < 0:

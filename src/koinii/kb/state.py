@@ -1,14 +1,15 @@
 """The knowledge base's in-memory state: every structure the engine's parts share, and
 which part owns each.
 
-`KB` is one object assembled from parts. Five are mixins of it, sharing this state and
+`KB` is one object assembled from parts. Four are mixins of it, sharing this state and
 the write path — `writes` (transactions and commit), `maintenance` (truth maintenance:
-linking, justifications, belief), `firing` (rules and carried claims), `reads` and
-`checkpoint` —, beside `engine` (the facade: the lifecycle, budgets, the store's record
-tables). Three are objects of their own that the engine makes once the KB is open and
-delegates to — `search`, `clashes` and `watching` (the feed) —, each given in its
-constructor what it reads (the lock, the store, maintenance's index and hierarchy,
-writes' ledger, the KB through a Protocol naming just what it asks).
+linking, justifications, belief), `firing` (rules and carried claims) and `checkpoint`
+—, beside `engine` (the facade: the lifecycle, budgets, the store's record tables).
+Four are objects of their own that the engine makes once the KB is open and delegates
+to — `reads` (sentexes, `query`, `why`, the change log), `search`, `clashes` and
+`watching` (the feed) —, each given in its constructor what it reads (the lock, the
+store, maintenance's index, hierarchy, masks and rules, writes' ledger, the KB through
+a Protocol naming just what it asks).
 
 The state is declared once, here, with its owner in `OWNERS`: the owner makes it (a
 mixin in its part's `__init__`, which `KB.__init__` runs through `super`; a composed
@@ -24,8 +25,9 @@ Invariants (each kept by the owner):
 - `_index` holds a Node exactly while it is stored (maintenance: `link` / `unlink_quiet`).
 - `_hierarchy`, `_rules`, `_rules_by_literal`, `_masks`, `_carriers` and `_referrers`
   are functions of the stored nodes (maintenance, in `link_quiet` / `unlink_quiet`; a
-  checkpoint's are taken whole by `take_structures`). `_index` and `_hierarchy` are
-  bound again only while the KB opens: the composed parts, made after, hold them.
+  checkpoint's are taken whole by `take_structures`). These and `_index` are bound
+  again only while the KB opens: the composed parts, made after, hold `_index`,
+  `_hierarchy`, `_masks` and `_rules`.
 - `_ledger` holds the write in progress, the open group commit, the seq of the last
   durable write, and the next handle and justification id, never reused (writes;
   ledger.py).
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from koinii.kb.index import Index
     from koinii.kb.joins import Triggers
     from koinii.kb.ledger import Ledger
+    from koinii.kb.reads import Reads
     from koinii.kb.rules import Rule
     from koinii.kb.search import Search
     from koinii.kb.sentex import Node
@@ -59,7 +62,7 @@ if TYPE_CHECKING:
 
 # Which part (its module in kb/) owns each attribute of the state: the only one that
 # binds it. Every attribute a mixin part binds is declared on `State` and named here; a
-# composed part's (search, clashes, watching) are its own object's, named here too, and
+# composed part's (reads, search, clashes, watching) are its own object's, named here too, and
 # the rest of its `__slots__` are what its constructor is given, bound there only.
 OWNERS: dict[str, tuple[str, ...]] = {
     "engine": (
@@ -75,6 +78,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
         "max_derivations",
         "query_budget_s",
         "write_budget_s",
+        "_reads",
         "_search",
         "_clashes",
         "_watching",
@@ -92,6 +96,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     ),
     "checkpoint": ("_checkpoints", "_checkpoint_seq", "_checkpoint_at", "_checkpoint_rows"),
     # the composed parts: each its own object's state
+    "reads": (),
     "search": ("_vectors_kept", "_terms_counted", "_words_indexed", "last_examined", "_closed"),
     "clashes": (),
     "watching": ("_feed",),
@@ -115,6 +120,7 @@ class State:
     query_budget_s: float | None
     write_budget_s: float | None
     # the composed parts, made by the engine once the KB is open
+    _reads: Reads
     _search: Search
     _clashes: Clashes
     _watching: Watching
