@@ -63,6 +63,11 @@ class Refused(KoiniiError):
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "message": self.message, "data": self.data}
 
+    def as_problem(self, where: str, index: int) -> dict[str, Any]:
+        """This refusal as one problem of a dry run (`check_edit`): which list of the
+        batch (`where`: "add" or "remove") and which entry of it."""
+        return {"kind": self.kind, "message": self.message, "in": where, "index": index}
+
     def __reduce__(self):  # keep kind/message/data when pickled across processes
         return (type(self), (self.kind, self.message, self.data))
 

@@ -263,14 +263,14 @@ class Writes(State):
                             else:
                                 self._remove(tx, checked_handle(item), top=True)
                         except Refused as refusal:
-                            problems.append(_problem(refusal, where, i))
+                            problems.append(refusal.as_problem(where, i))
                             if refusal.kind == "budget-exhausted":  # the rest is not judged
                                 return problems
                 if not problems:
                     try:
                         self.settle(tx)
                     except Refused as refusal:
-                        problems.append(_problem(refusal, "add", len(add) - 1))
+                        problems.append(refusal.as_problem("add", len(add) - 1))
             finally:
                 self._undo(tx)
                 self._ledger.end(tx, keep_ids=False)  # a dry run hands its ids back
@@ -901,10 +901,6 @@ def _provenance(fields: Any) -> dict[str, Any] | None:
             "bad-option", "provenance values must be JSON values", {"option": "provenance"}
         ) from None
     return dict(fields) or None
-
-
-def _problem(refusal: Refused, where: str, index: int) -> dict[str, Any]:
-    return {"kind": refusal.kind, "message": refusal.message, "in": where, "index": index}
 
 
 def _by_handle(change: Change | Node) -> int:

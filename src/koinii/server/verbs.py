@@ -174,17 +174,13 @@ def _dry_run(daemon: Daemon, caller: Caller, entries: list[tuple], removes: list
                     else:
                         access.check_remove(kb, caller, item)
                 except Refused as refusal:
-                    problems.append(_problem(refusal, where, i))
+                    problems.append(refusal.as_problem(where, i))
     seen = {(p["in"], p["index"], p["kind"]) for p in problems}
     adds = [(s, c, _attributed(caller, o)) for s, c, o in entries]
     for problem in kb.check_edit(add=adds, remove=removes):
         if (problem["in"], problem["index"], problem["kind"]) not in seen:
             problems.append(problem)
     return sorted(problems, key=lambda p: (p["in"] != "add", p["index"]))
-
-
-def _problem(refusal: Refused, where: str, index: int) -> dict[str, Any]:
-    return {"kind": refusal.kind, "message": refusal.message, "in": where, "index": index}
 
 
 def _attributed(caller: Caller, opts: dict[str, Any]) -> dict[str, Any]:
