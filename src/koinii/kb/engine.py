@@ -6,29 +6,32 @@ them — `KB`, assembled from the parts that each own one concern and its state:
 | `writes` | transactions and commit: checks, the undo log, group commit, durable records |
 | `maintenance` | truth maintenance: linking nodes, justifications, deletion, belief labels |
 | `firing` | forward chaining: rules, carried claims, what no rule may derive |
-| `checkpoint` | the state kept in a file beside the store, and opening from it |
+| `checkpoint` | the state kept in a file beside the store, and opening from it (composed) |
 | `reads` | reads and queries: sentexes, `query`, `why`, the change log (composed) |
 | `search` | ranked full-text `search` and the `vocabulary` in use (composed) |
 | `clashes` | contradictions, conflicts and functional clashes (composed) |
 | `watching` | the feed as the KB offers it: watch, replay, unwatch (composed) |
 
-The first four are mixins of `KB`, over the state `state.State` declares: they share the
-write path (a write settles belief, which fires rules, which link and justify through
-maintenance, per derivation), so a call between them is on the hot path; composing them
-is the rest of issue 43 (docs/architecture.md, "The engine's parts"). Their state:
-writes holds the ledger (ledger.py: the write in progress, the open group, the seq and
-the handle and justification counters); maintenance the index, every structure over
-the stored nodes, and each node's labels and links; checkpoint where the last one
-stands. `state.OWNERS` names each attribute's owner: each mixin makes its own in its
+The first three are mixins of `KB`, over the state `state.State` declares: they share
+the write path (a write settles belief, which fires rules, which link and justify
+through maintenance, per derivation), so a call between them is on the hot path;
+composing them is the rest of issue 43 (docs/architecture.md, "The engine's parts").
+Their state: writes holds the ledger (ledger.py: the write in progress, the open
+group, the seq and the handle and justification counters); maintenance the index,
+every structure over the stored nodes, and each node's labels and links.
+`state.OWNERS` names each attribute's owner: each mixin makes its own in its
 `__init__` (run through `super` from `KB.__init__`) and no other binds it.
 
-The last four are objects of their own, which `KB` makes once it is open (an open from
-a checkpoint replaces the index, hierarchy, masks and rules they read) and delegates
-to: each is given in its constructor what it reads — the lock, the store, the index,
-the hierarchy, the ledger, and this KB only through a Protocol naming what it asks —
-and keeps its own state (search: the words' counts and the vectors; watching: the
-feed; reads and clashes keep none). The delegating methods below keep the signatures
-and docstrings the KB always had, written out so that mypy and the docs read them.
+The last five are objects of their own, which `KB` makes and delegates to: each is
+given in its constructor what it reads — the lock, the store, the index, the
+hierarchy, the ledger, and this KB only through a Protocol naming what it asks — and
+keeps its own state (checkpoint: where the last one stands; search: the words' counts
+and the vectors; watching: the feed; reads and clashes keep none). The checkpoint part
+is made before the open, which reads through it, and asks maintenance for its
+structures at each use (an open from a checkpoint replaces the index, hierarchy, masks
+and rules); the other four are made once the KB is open, given the opened ones. The
+delegating methods below keep the signatures and docstrings the KB always had, written
+out so that mypy and the docs read them.
 
 This module keeps the lifecycle (open — from a checkpoint, or by a rebuild — and
 close), the budgets and the writer's health, the commit listeners, the domain record
@@ -75,7 +78,7 @@ from koinii.results import WhyTree
 _OWN_RECORDS: ContextVar[tuple[Any, Any] | None] = ContextVar("own_records", default=None)
 
 
-class KB(Writes, Maintenance, Firing, Checkpoints):
+class KB(Writes, Maintenance, Firing):
     """A knowledge base over one store. Open one with `koinii.open_kb`."""
 
     def __init__(
@@ -100,14 +103,24 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
         self.query_budget_s = query_budget_s
         self.write_budget_s = write_budget_s
         self._budget: Budget | None = None  # the running operation's (see `budget`)
-        super().__init__(checkpoints=checkpoints)  # each mixin part makes its own state
-        vectors = self._open()
-        # The composed parts, made once the index and hierarchy they read are the opened
-        # ones (an open from a checkpoint replaces maintenance's whole), each given what
-        # it reads: the KB itself only through the narrow view its module names, and
-        # weakly — a part holding the KB would make a cycle, and a KB let go without
-        # `close` kept its store, and its writer's lock, until the cyclic collector ran.
+        super().__init__()  # each mixin part makes its own state
+        # The composed parts, each given what it reads: the KB itself only through the
+        # narrow view its module names, and weakly — a part holding the KB would make a
+        # cycle, and a KB let go without `close` kept its store, and its writer's lock,
+        # until the cyclic collector ran. The checkpoints first: the open reads through
+        # them (and asks maintenance for its structures at each use, as they are replaced).
         view = weakref.proxy(self)
+        self._checkpoints = Checkpoints(
+            view,
+            lock=self._lock,
+            store=self._store,
+            ledger=self._ledger,
+            vectors=lambda: view._search.vectors,
+            enabled=checkpoints,
+        )
+        vectors = self._open()
+        # The others, made once the index and hierarchy they read are the opened ones (an
+        # open from a checkpoint replaces maintenance's whole).
         self._search = Search(
             view,
             lock=self._lock,
@@ -147,7 +160,7 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
         """Take the state from the store's checkpoint and the rows written since, or else
         build it from the rows (checkpoint.py); the search's vectors the checkpoint kept."""
         with collector.paused():
-            from_checkpoint = self.open_from_checkpoint()
+            from_checkpoint = self._checkpoints.open_from_checkpoint()
             if from_checkpoint is None:
                 started = time.perf_counter()
                 self._rebuild_from(self._store.load())
@@ -181,7 +194,7 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
             if not self._closed:
                 try:
                     self.commit_group()
-                    self.checkpoint_at_close()
+                    self._checkpoints.checkpoint_at_close()
                 finally:
                     self._closed = True
                     self._search.close()
@@ -415,6 +428,24 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
         return self._reads.compact_log(keep)
 
     # --- the composed parts' operations, delegated ------------------------------------
+
+    def checkpoint(self, *, wait: bool = True) -> dict[str, Any] | None:
+        """Write this store's checkpoint now, so the next open reads it instead of
+        rebuilding from the rows. With `wait=False` a forked child writes it and this
+        returns at once (None); else `{path, seq, bytes, seconds}` (None: nothing to keep
+        yet, or the change log compacted past the last write). Kept beside an SQLite
+        file, or for a PostgreSQL store in this machine's cache (`checkpoint-unsupported`
+        in memory), between writes (`group-open` inside a group commit). The KB also
+        writes one at close, on a store big enough to gain from it, and the daemon keeps
+        it up as the store changes (checkpoint.py: `Checkpoints.checkpoint`)."""
+        return self._checkpoints.checkpoint(wait=wait)
+
+    def keep_checkpoint(self) -> bool:
+        """Write the checkpoint in the background if it is due: a store big enough to
+        gain from one, enough of it changed since the last one, and long enough since the
+        last one in the background. For a long-running writer's idle moments (the
+        daemon's housekeeping); whether one was started (`Checkpoints.keep_checkpoint`)."""
+        return self._checkpoints.keep_checkpoint()
 
     def search(
         self, text: Any, ctx: Any, *, limit: int = DEFAULT_HITS, ranking: str | None = None

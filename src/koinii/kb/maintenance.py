@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from koinii.errors import Refused
 from koinii.kb.contexts import EVERYTHING, Hierarchy
@@ -54,6 +54,19 @@ ARITY = Sym("arity")
 TARGET_FOLLOWING = Sym("target_following_predicate")
 
 
+class Structures(NamedTuple):
+    """Every structure over the stored nodes (`Maintenance.structures`), in the order
+    `take_structures` takes them back: what a checkpoint keeps of them."""
+
+    index: Index
+    hierarchy: Hierarchy
+    rules: dict[Node, Rule]
+    rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]]
+    masks: dict[int, list[Node]]
+    carriers: dict[Sym, list[Node]]
+    referrers: dict[int, set[Node]]
+
+
 class Maintenance(State):
     """Linking, justifications, deletion and belief (see the module docstring)."""
 
@@ -72,6 +85,19 @@ class Maintenance(State):
         self._masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
         self._carriers: dict[Sym, list[Node]] = {}  # functor -> its carriesClaim declarations
         self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it
+
+    def structures(self) -> Structures:
+        """The structures over the stored nodes as they are now, for a checkpoint to keep
+        (checkpoint.py); the caller reads them and changes none of them."""
+        return Structures(
+            self._index,
+            self._hierarchy,
+            self._rules,
+            self._rules_by_literal,
+            self._masks,
+            self._carriers,
+            self._referrers,
+        )
 
     def take_structures(
         self,

@@ -1,15 +1,16 @@
 """The knowledge base's in-memory state: every structure the engine's parts share, and
 which part owns each.
 
-`KB` is one object assembled from parts. Four are mixins of it, sharing this state and
-the write path — `writes` (transactions and commit), `maintenance` (truth maintenance:
-linking, justifications, belief), `firing` (rules and carried claims) and `checkpoint`
+`KB` is one object assembled from parts. Three are mixins of it, sharing this state
+and the write path — `writes` (transactions and commit), `maintenance` (truth
+maintenance: linking, justifications, belief) and `firing` (rules and carried claims)
 —, beside `engine` (the facade: the lifecycle, budgets, the store's record tables).
-Four are objects of their own that the engine makes once the KB is open and delegates
-to — `reads` (sentexes, `query`, `why`, the change log), `search`, `clashes` and
-`watching` (the feed) —, each given in its constructor what it reads (the lock, the
-store, maintenance's index, hierarchy, masks and rules, writes' ledger, the KB through
-a Protocol naming just what it asks).
+Five are objects of their own that the engine makes and delegates to — `checkpoint`
+(made before the open, which reads through it), `reads` (sentexes, `query`, `why`, the
+change log), `search`, `clashes` and `watching` (the feed), made once the KB is open —,
+each given in its constructor what it reads (the lock, the store, maintenance's index,
+hierarchy, masks and rules, writes' ledger, the KB through a Protocol naming just what
+it asks).
 
 The state is declared once, here, with its owner in `OWNERS`: the owner makes it (a
 mixin in its part's `__init__`, which `KB.__init__` runs through `super`; a composed
@@ -26,8 +27,9 @@ Invariants (each kept by the owner):
 - `_hierarchy`, `_rules`, `_rules_by_literal`, `_masks`, `_carriers` and `_referrers`
   are functions of the stored nodes (maintenance, in `link_quiet` / `unlink_quiet`; a
   checkpoint's are taken whole by `take_structures`). These and `_index` are bound
-  again only while the KB opens: the composed parts, made after, hold `_index`,
-  `_hierarchy`, `_masks` and `_rules`.
+  again only while the KB opens: the composed parts made after it hold `_index`,
+  `_hierarchy`, `_masks` and `_rules`; the checkpoints, made before, hold none of
+  them (they ask `structures` at each use).
 - `_ledger` holds the write in progress, the open group commit, the seq of the last
   durable write, and the next handle and justification id, never reused (writes;
   ledger.py).
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from koinii.kb.budget import Budget
+    from koinii.kb.checkpoint import Checkpoints
     from koinii.kb.clashes import Clashes
     from koinii.kb.contexts import Hierarchy
     from koinii.kb.index import Index
@@ -62,8 +65,9 @@ if TYPE_CHECKING:
 
 # Which part (its module in kb/) owns each attribute of the state: the only one that
 # binds it. Every attribute a mixin part binds is declared on `State` and named here; a
-# composed part's (reads, search, clashes, watching) are its own object's, named here too, and
-# the rest of its `__slots__` are what its constructor is given, bound there only.
+# composed part's (checkpoint, reads, search, clashes, watching) are its own object's,
+# named here too, and the rest of its `__slots__` are what its constructor is given,
+# bound there only.
 OWNERS: dict[str, tuple[str, ...]] = {
     "engine": (
         "_store",
@@ -82,6 +86,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
         "_search",
         "_clashes",
         "_watching",
+        "_checkpoints",
     ),
     "writes": ("_ledger", "_shipped"),
     "maintenance": (
@@ -94,8 +99,8 @@ OWNERS: dict[str, tuple[str, ...]] = {
         "_carriers",
         "_referrers",
     ),
-    "checkpoint": ("_checkpoints", "_checkpoint_seq", "_checkpoint_at", "_checkpoint_rows"),
     # the composed parts: each its own object's state
+    "checkpoint": ("_enabled", "_seq", "_at", "_rows"),
     "reads": (),
     "search": ("_vectors_kept", "_terms_counted", "_words_indexed", "last_examined", "_closed"),
     "clashes": (),
@@ -124,6 +129,7 @@ class State:
     _search: Search
     _clashes: Clashes
     _watching: Watching
+    _checkpoints: Checkpoints
     # writes: the ledger (the write in progress, the group, the counters: ledger.py)
     _ledger: Ledger
     _shipped: frozenset[int]  # the shipped vocabulary's handles (see `mark_shipped`)
@@ -138,8 +144,3 @@ class State:
     _masks: dict[int, list[Node]]  # masked handle -> its mask nodes
     _carriers: dict[Sym, list[Node]]  # functor -> its carriesClaim declarations
     _referrers: dict[int, set[Node]]  # handle -> nodes naming it
-    # checkpoint
-    _checkpoints: bool  # read and write checkpoints at all (open_kb's `checkpoints`)
-    _checkpoint_seq: int | None  # the seq of the checkpoint on disk, as far as we know
-    _checkpoint_at: float  # monotonic time of the last one written in the background
-    _checkpoint_rows: int  # the ledger's `rows_written` when it was taken

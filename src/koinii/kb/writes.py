@@ -462,7 +462,7 @@ class Writes(State):
             routed = self._watching.route(seq, added, removed) if added or removed else None
             if not ledger.in_group:
                 self._publish(seq, tx.op, routed)
-                self.checkpoint_after_write(ledger.rows_written - rows)
+                self._checkpoints.checkpoint_after_write(ledger.rows_written - rows)
             else:
                 ledger.hold(tx, seq, routed)
         return seq if want_seq else result
