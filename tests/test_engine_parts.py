@@ -3,21 +3,23 @@ and each binds and changes only the state it owns (issue 43; docs/architecture.m
 engine's parts").
 
 `KB` (kb/engine.py) is assembled from parts, one class per module, of two kinds. The
-mixins — `Writes` in writes.py, `Maintenance` in maintenance.py, `Firing` — are bases
-of `KB` over the shared `State`: Python lets any of them call
-any other's `self._x`, and this test is what keeps the boundary. Each mixin's class is
-parsed; a `self._name` in it (a call or a reference) that names a method which another
-part's class defines, and its own does not, is a reach into that part's privates.
-(Other classes in a part's module — `Transaction` in writes.py — are not parts; their
-`self` is not the KB.) The owner gives the method a public name (no underscore, a
-docstring saying what the other parts may rely on), or the method moves to the part
-that is its only caller. The composed parts — `Reads` in reads.py, `Search` in
-search.py, `Clashes`, `Watching`, `Checkpoints` in checkpoint.py — are objects of their
-own that `KB.__init__` makes and binds (`self._search = Search(…)`); no other part
-reaches into one's privates (`self._search._x`).
+mixins — `Writes` in writes.py — are bases of `KB` over the shared `State`: Python
+lets any of them call any other's (and the engine's) `self._x`, and this test is what
+keeps the boundary. Each mixin's class is parsed; a `self._name` in it (a call or a
+reference) that names a method which another part's class defines, and its own does
+not, is a reach into that part's privates. (Other classes in a part's module —
+`Transaction` in writes.py — are not parts; their `self` is not the KB.) The owner
+gives the method a public name (no underscore, a docstring saying what the other parts
+may rely on), or the method moves to the part that is its only caller. The composed
+parts — `Maintenance` in maintenance.py (with `Firing`, its base in firing.py: one
+object), `Checkpoints` in checkpoint.py, `Reads` in reads.py, `Search` in search.py,
+`Clashes`, `Watching` — are objects of their own that `KB.__init__` makes and binds
+(`self._search = Search(…)`); no other part reaches into one's privates
+(`self._search._x`).
 
-The parts are found from `KB`'s own bases, the objects `KB.__init__` makes, and the
-imports that bring them, so a part added to `KB` is checked without editing this test.
+The parts are found from `KB`'s own bases, the objects `KB.__init__` makes (and their
+classes' bases in kb/), and the imports that bring them, so a part added to `KB` is
+checked without editing this test.
 
 The state each part owns is held the same way. state.py's `OWNERS` names, for every
 attribute declared on `State`, the one mixin part that binds it. A mixin's class that
@@ -154,6 +156,40 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
+def composed_classes() -> list[tuple[str, str, str]]:
+    """(module, class, part) for each composed part's class and each of its bases that
+    a kb module defines (`Firing` in firing.py, of maintenance's object): what one
+    object's code is, wherever it is written. The part's own class holds the slots."""
+    found = []
+    for part, (cls, _) in sorted(composed().items()):
+        module, name = part, cls
+        while True:
+            found.append((module, name, part))
+            tree = _tree(module)
+            imported = {
+                alias.asname or alias.name: node.module.rpartition(".")[2]
+                for node in tree.body
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("koinii.kb.")
+                for alias in node.names
+            }
+            bases = [
+                b.id
+                for b in _class(tree, name).bases
+                if isinstance(b, ast.Name) and b.id in imported
+            ]
+            if not bases:
+                break
+            assert len(bases) == 1, f"{module}.py's {name}: one base in kb/ at most"
+            module, name = imported[bases[0]], bases[0]
+    return found
+
+
+def given(part: str) -> set[str]:
+    """What a composed part's constructor is given: its slots but its own state."""
+    cls, _ = composed()[part]
+    return slots(_class(_tree(part), cls)) - set(owned_by(part))
+
+
 def reaches_into_composed() -> list[str]:
     """`module:line self._x._name` for every reach into a composed part's privates: by a
     mixin (or the engine) through the attribute holding the part, and by a composed part
@@ -161,9 +197,7 @@ def reaches_into_composed() -> list[str]:
     through public names)."""
     holders = {attribute for _, attribute in composed().values()}
     classes = [(m, c, holders) for m, c in parts().items()]
-    classes += [
-        (m, c, slots(_class(_tree(m), c)) - set(owned_by(m))) for m, (c, _) in composed().items()
-    ]
+    classes += [(m, c, given(part)) for m, c, part in composed_classes()]
     found = []
     for module, cls, through in sorted(classes):
         for node in ast.walk(_class(_tree(module), cls)):
@@ -181,9 +215,17 @@ def reaches_into_composed() -> list[str]:
 def test_the_parts_are_found():
     """(The checks below would pass vacuously if the parts were not found.)"""
     found = parts()
-    assert {"engine", "writes", "maintenance", "firing"} <= set(found)
+    assert {"engine", "writes"} <= set(found)
     assert all(methods_by_part().values()), "a part with no methods: is its class found?"
-    assert set(composed()) == {"reads", "search", "clashes", "watching", "checkpoint"}
+    assert set(composed()) == {
+        "maintenance",
+        "checkpoint",
+        "reads",
+        "search",
+        "clashes",
+        "watching",
+    }
+    assert ("firing", "Firing", "maintenance") in composed_classes()
     assert not set(found) & set(composed()), "a part both a mixin and composed"
 
 
@@ -364,22 +406,24 @@ def trespasses() -> list[str]:
             elif owner != module:
                 whose = f"{owner}.py's" if owner else "declared on State by no part"
                 found.append(f"{module}.py:{line} binds {name} ({whose})")
-    for module, (cls, _) in sorted(composed().items()):
-        found += composed_trespasses(module, _class(_tree(module), cls))
+    for module, cls, part in composed_classes():
+        found += composed_trespasses(part, _class(_tree(module), cls), module)
     return found
 
 
-def composed_trespasses(module: str, cls: ast.ClassDef) -> list[str]:
-    """What the composed part `cls` binds or changes that is not its own state."""
-    own = set(owned_by(module))
-    given = slots(cls) - own
+def composed_trespasses(part: str, cls: ast.ClassDef, module: str | None = None) -> list[str]:
+    """What the composed part's class `cls` (or a base of it, written in `module`)
+    binds or changes that is not the part's own state."""
+    own = set(owned_by(part))
+    module = module or part
+    handed = slots(cls) - own if module == part else given(part)
     found = []
     for line, name, plainly, where in bindings(cls):
         if name in own:
             continue
-        if name not in given:
+        if name not in handed:
             found.append(f"{module}.py:{line} binds {name} (not its own, nor given it)")
-        elif not (plainly and where == "__init__"):
+        elif not (plainly and where == "__init__" and module == part):
             found.append(f"{module}.py:{line} changes {name} (given it to read)")
     return found
 
@@ -509,9 +553,11 @@ def test_the_checks_see_what_they_look_for():
     assert {"_ledger", "_shipped"} <= {name for _, name, _, _ in writes}
     engine = bindings(_class(_tree("engine"), "KB"))  # `self._commit_listeners[token] = …`
     assert "_commit_listeners" in {name for _, name, _, _ in engine}
-    assert {"_reads", "_search", "_clashes", "_watching"} <= {name for _, name, _, _ in engine}
+    assert {"_reads", "_search", "_clashes", "_watching", "_maintenance", "_checkpoints"} <= {
+        name for _, name, _, _ in engine
+    }
     maintenance = bindings(_class(_tree("maintenance"), "Maintenance"))
-    assert {"_referrers", "_masks", "_triggers"} <= {name for _, name, _, _ in maintenance}
+    assert {"_referrers", "masks", "_triggers"} <= {name for _, name, _, _ in maintenance}
     search = bindings(_class(_tree("search"), "Search"))
     assert {"last_examined", "_words_indexed", "_index"} <= {name for _, name, _, _ in search}
     labels = _LabelWrites("maintenance.py")

@@ -4,34 +4,35 @@ them — `KB`, assembled from the parts that each own one concern and its state:
 | part | owns |
 | --- | --- |
 | `writes` | transactions and commit: checks, the undo log, group commit, durable records |
-| `maintenance` | truth maintenance: linking nodes, justifications, deletion, belief labels |
-| `firing` | forward chaining: rules, carried claims, what no rule may derive |
+| `maintenance` | truth maintenance: linking, justifications, deletion, belief (composed) |
+| `firing` | its forward chaining: rules, carried claims (of maintenance's object) |
 | `checkpoint` | the state kept in a file beside the store, and opening from it (composed) |
 | `reads` | reads and queries: sentexes, `query`, `why`, the change log (composed) |
 | `search` | ranked full-text `search` and the `vocabulary` in use (composed) |
 | `clashes` | contradictions, conflicts and functional clashes (composed) |
 | `watching` | the feed as the KB offers it: watch, replay, unwatch (composed) |
 
-The first three are mixins of `KB`, over the state `state.State` declares: they share
-the write path (a write settles belief, which fires rules, which link and justify
-through maintenance, per derivation), so a call between them is on the hot path;
-composing them is the rest of issue 43 (docs/architecture.md, "The engine's parts").
-Their state: writes holds the ledger (ledger.py: the write in progress, the open
-group, the seq and the handle and justification counters); maintenance the index,
-every structure over the stored nodes, and each node's labels and links.
-`state.OWNERS` names each attribute's owner: each mixin makes its own in its
-`__init__` (run through `super` from `KB.__init__`) and no other binds it.
+The first is a mixin of `KB`, over the state `state.State` declares: writes holds the
+ledger (ledger.py: the write in progress, the open group, the seq and the handle and
+justification counters) and the shipped handles; `state.OWNERS` names each
+attribute's owner, and it makes its own in its `__init__` (run through `super` from
+`KB.__init__`). Composing it is the rest of issue 43 (docs/architecture.md, "The
+engine's parts").
 
-The last five are objects of their own, which `KB` makes and delegates to: each is
-given in its constructor what it reads — the lock, the store, the index, the
-hierarchy, the ledger, and this KB only through a Protocol naming what it asks — and
-keeps its own state (checkpoint: where the last one stands; search: the words' counts
-and the vectors; watching: the feed; reads and clashes keep none). The checkpoint part
-is made before the open, which reads through it, and asks maintenance for its
-structures at each use (an open from a checkpoint replaces the index, hierarchy, masks
-and rules); the other four are made once the KB is open, given the opened ones. The
-delegating methods below keep the signatures and docstrings the KB always had, written
-out so that mypy and the docs read them.
+The others are objects of their own, which `KB` makes and delegates to: each is given
+in its constructor what it reads — the lock, the store, the index, the hierarchy, the
+ledger, truth maintenance, and this KB only through a Protocol naming what it asks —
+and keeps its own state (maintenance: the index, every structure over the stored nodes
+and each node's labels and links; checkpoint: where the last one stands; search: the
+words' counts and the vectors; watching: the feed; reads and clashes keep none). Truth
+maintenance is one object of two classes (`Maintenance`, deriving from firing.py's
+`Firing`), so a call between its halves, once per derivation, is a plain call on
+`self`; writes calls it through its public methods (`settle`, `link`, …), once per
+entry or per write. Maintenance and the checkpoints are made before the open, which
+reads through them (an open from a checkpoint replaces the index, hierarchy, masks and
+rules: the checkpoints ask for them at each use); the other four once the KB is open,
+given the opened ones. The delegating methods below keep the signatures and
+docstrings the KB always had, written out so that mypy and the docs read them.
 
 This module keeps the lifecycle (open — from a checkpoint, or by a rebuild — and
 close), the budgets and the writer's health, the commit listeners, the domain record
@@ -63,7 +64,6 @@ from koinii.kb.budget import Budget
 from koinii.kb.checkpoint import Checkpoints
 from koinii.kb.clashes import Clashes
 from koinii.kb.feed import Event
-from koinii.kb.firing import Firing
 from koinii.kb.maintenance import Maintenance
 from koinii.kb.reads import Reads
 from koinii.kb.search import DEFAULT_HITS, Hit, Search, Steps
@@ -78,7 +78,7 @@ from koinii.results import WhyTree
 _OWN_RECORDS: ContextVar[tuple[Any, Any] | None] = ContextVar("own_records", default=None)
 
 
-class KB(Writes, Maintenance, Firing):
+class KB(Writes):
     """A knowledge base over one store. Open one with `koinii.open_kb`."""
 
     def __init__(
@@ -107,11 +107,15 @@ class KB(Writes, Maintenance, Firing):
         # The composed parts, each given what it reads: the KB itself only through the
         # narrow view its module names, and weakly — a part holding the KB would make a
         # cycle, and a KB let go without `close` kept its store, and its writer's lock,
-        # until the cyclic collector ran. The checkpoints first: the open reads through
-        # them (and asks maintenance for its structures at each use, as they are replaced).
+        # until the cyclic collector ran. Truth maintenance and the checkpoints first: the
+        # open reads through them (the checkpoints ask maintenance for its structures at
+        # each use, as an open from a checkpoint replaces them).
         view = weakref.proxy(self)
+        self._maintenance = maintenance = Maintenance(
+            view, lock=self._lock, running=lambda: view._budget
+        )
         self._checkpoints = Checkpoints(
-            view,
+            maintenance,
             lock=self._lock,
             store=self._store,
             ledger=self._ledger,
@@ -121,11 +125,12 @@ class KB(Writes, Maintenance, Firing):
         vectors = self._open()
         # The others, made once the index and hierarchy they read are the opened ones (an
         # open from a checkpoint replaces maintenance's whole).
+        index, hierarchy = maintenance.index, maintenance.hierarchy
         self._search = Search(
             view,
             lock=self._lock,
             store=self._store,
-            index=self._index,
+            index=index,
             ledger=self._ledger,
             shipped=lambda: view._shipped,
             clock=self._clock,
@@ -133,17 +138,22 @@ class KB(Writes, Maintenance, Firing):
         )
         self._reads = Reads(
             view,
+            goals=maintenance,
             lock=self._lock,
             store=self._store,
-            index=self._index,
-            hierarchy=self._hierarchy,
-            masks=self._masks,
-            rules=self._rules,
+            index=index,
+            hierarchy=hierarchy,
+            masks=maintenance.masks,
+            rules=maintenance.rules,
             ledger=self._ledger,
         )
-        self._clashes = Clashes(view, lock=self._lock, index=self._index, hierarchy=self._hierarchy)
+        self._clashes = Clashes(view, lock=self._lock, index=index, hierarchy=hierarchy)
         self._watching = Watching(
-            view, lock=self._lock, store=self._store, ledger=self._ledger, hierarchy=self._hierarchy
+            maintenance,
+            lock=self._lock,
+            store=self._store,
+            ledger=self._ledger,
+            hierarchy=hierarchy,
         )
 
     @property
@@ -178,16 +188,18 @@ class KB(Writes, Maintenance, Firing):
         return dict(self._opened)
 
     def _rebuild_from(self, loaded: Any) -> None:
-        index_link = self.link_quiet
+        maintenance = self._maintenance
+        index_link = maintenance.link_quiet
         for row in loaded.sentexes:
             index_link(node_of(row))
-        by_handle = self._index.by_handle
+        by_handle = maintenance.index.by_handle
+        attach = maintenance.attach
         top = 0
         for jrow in loaded.justifications:
-            self.attach(justification_of(jrow, by_handle))
+            attach(justification_of(jrow, by_handle))
             top = max(top, jrow.id)
         self._ledger.restart(loaded.seq, loaded.next_handle, top + 1)
-        self.relabel(list(by_handle.values()), None)
+        maintenance.relabel(list(by_handle.values()), None)
 
     def close(self) -> None:
         with self._lock:
@@ -498,6 +510,12 @@ class KB(Writes, Maintenance, Firing):
     def last_examined(self) -> int:
         """How many matches (by words and by meaning) the last search looked at."""
         return self._search.last_examined
+
+    def violations(self) -> list[dict[str, Any]]:
+        """Rule firings that derived nothing: no context to place their conclusion in
+        (`reason: no-context`), or a speech act whose speaker is not the rule's author
+        (`speaks-for-another`) (firing.py: `Firing.violations`)."""
+        return self._maintenance.violations()
 
     def contradictions(self, ctx: Any = None) -> list[dict[str, Any]]:
         """Dilemmas (default vs default) a reader at `ctx` can see (None: all; clashes.py)."""

@@ -1,35 +1,36 @@
 """The knowledge base's in-memory state: every structure the engine's parts share, and
 which part owns each.
 
-`KB` is one object assembled from parts. Three are mixins of it, sharing this state
-and the write path — `writes` (transactions and commit), `maintenance` (truth
-maintenance: linking, justifications, belief) and `firing` (rules and carried claims)
-—, beside `engine` (the facade: the lifecycle, budgets, the store's record tables).
-Five are objects of their own that the engine makes and delegates to — `checkpoint`
-(made before the open, which reads through it), `reads` (sentexes, `query`, `why`, the
-change log), `search`, `clashes` and `watching` (the feed), made once the KB is open —,
-each given in its constructor what it reads (the lock, the store, maintenance's index,
-hierarchy, masks and rules, writes' ledger, the KB through a Protocol naming just what
-it asks).
+`KB` is one object assembled from parts. One is a mixin of it, sharing this state:
+`writes` (transactions and commit), beside `engine` (the facade: the lifecycle, budgets,
+the store's record tables). Six are objects of their own that the engine makes and
+delegates to: `maintenance` (truth maintenance, one object: linking, justifications,
+belief, and its forward-chaining half from firing.py) and `checkpoint`, made before
+the open, which reads through them; `reads` (sentexes, `query`, `why`, the change
+log), `search`, `clashes` and `watching` (the feed), made once the KB is open. Each is
+given in its constructor what it reads (the lock, the store, maintenance's index,
+hierarchy, masks and rules, or maintenance itself, writes' ledger, the KB through a
+Protocol naming just what it asks).
 
-The state is declared once, here, with its owner in `OWNERS`: the owner makes it (a
+The state is declared once, here, with its owner in `OWNERS`: the owner makes it (the
 mixin in its part's `__init__`, which `KB.__init__` runs through `super`; a composed
 part in its own object) and is the only part that binds it again; the others read it,
 and change it only by asking the owner (a public method on the owner's part or on the
 object it holds). A composed part's state is its own object's (its `__slots__`, named in
-`OWNERS` under its module): no other part binds it or reaches into it, and it changes
-none of what it is given. tests/test_engine_parts.py holds every part to that, and holds
-a node's belief labels (`believed`, `mono`, `defeated`) and its `justs` / `uses` to
-maintenance alone.
+`OWNERS` under its module): no other part binds it or reaches into its privates, and it
+changes none of what it is given. tests/test_engine_parts.py holds every part to that,
+and holds a node's belief labels (`believed`, `mono`, `defeated`) and its `justs` /
+`uses` to maintenance alone.
 
 Invariants (each kept by the owner):
-- `_index` holds a Node exactly while it is stored (maintenance: `link` / `unlink_quiet`).
-- `_hierarchy`, `_rules`, `_rules_by_literal`, `_masks`, `_carriers` and `_referrers`
-  are functions of the stored nodes (maintenance, in `link_quiet` / `unlink_quiet`; a
-  checkpoint's are taken whole by `take_structures`). These and `_index` are bound
-  again only while the KB opens: the composed parts made after it hold `_index`,
-  `_hierarchy`, `_masks` and `_rules`; the checkpoints, made before, hold none of
-  them (they ask `structures` at each use).
+- Maintenance's `index` holds a Node exactly while it is stored (`link` /
+  `unlink_quiet`).
+- Its `hierarchy`, `rules`, `masks` and its other structures are functions of the
+  stored nodes (in `link_quiet` / `unlink_quiet`; a checkpoint's are taken whole by
+  `take_structures`). They are bound again only while the KB opens: the composed parts
+  made after it hold `index`, `hierarchy`, `masks` and `rules`; the checkpoints, made
+  before, hold none of them (they ask `structures` at each use), and writes reads
+  them through maintenance.
 - `_ledger` holds the write in progress, the open group commit, the seq of the last
   durable write, and the next handle and justification id, never reused (writes;
   ledger.py).
@@ -51,23 +52,18 @@ if TYPE_CHECKING:
     from koinii.kb.budget import Budget
     from koinii.kb.checkpoint import Checkpoints
     from koinii.kb.clashes import Clashes
-    from koinii.kb.contexts import Hierarchy
-    from koinii.kb.index import Index
-    from koinii.kb.joins import Triggers
     from koinii.kb.ledger import Ledger
+    from koinii.kb.maintenance import Maintenance
     from koinii.kb.reads import Reads
-    from koinii.kb.rules import Rule
     from koinii.kb.search import Search
-    from koinii.kb.sentex import Node
     from koinii.kb.store import Store
     from koinii.kb.watching import Watching
-    from koinii.terms import Sym
 
 # Which part (its module in kb/) owns each attribute of the state: the only one that
-# binds it. Every attribute a mixin part binds is declared on `State` and named here; a
-# composed part's (checkpoint, reads, search, clashes, watching) are its own object's,
-# named here too, and the rest of its `__slots__` are what its constructor is given,
-# bound there only.
+# binds it. Every attribute a mixin part binds is declared on `State` and named here;
+# a composed part's (maintenance, checkpoint, reads, search, clashes, watching) are its
+# own object's, named here too, and the rest of its `__slots__` are what its
+# constructor is given, bound there only.
 OWNERS: dict[str, tuple[str, ...]] = {
     "engine": (
         "_store",
@@ -87,19 +83,20 @@ OWNERS: dict[str, tuple[str, ...]] = {
         "_clashes",
         "_watching",
         "_checkpoints",
+        "_maintenance",
     ),
     "writes": ("_ledger", "_shipped"),
+    # the composed parts: each its own object's state
     "maintenance": (
-        "_index",
-        "_hierarchy",
-        "_rules",
+        "index",
+        "hierarchy",
+        "rules",
+        "masks",
         "_rules_by_literal",
         "_triggers",
-        "_masks",
         "_carriers",
         "_referrers",
     ),
-    # the composed parts: each its own object's state
     "checkpoint": ("_enabled", "_seq", "_at", "_rows"),
     "reads": (),
     "search": ("_vectors_kept", "_terms_counted", "_words_indexed", "last_examined", "_closed"),
@@ -109,7 +106,8 @@ OWNERS: dict[str, tuple[str, ...]] = {
 
 
 class State:
-    """The attributes the mixin parts share (each made by its owner: `OWNERS`)."""
+    """The attributes the engine and the mixin part share (each made by its owner:
+    `OWNERS`)."""
 
     # engine: the lifecycle, the budgets, the commit listeners
     _store: Store
@@ -124,23 +122,13 @@ class State:
     max_derivations: int
     query_budget_s: float | None
     write_budget_s: float | None
-    # the composed parts, made by the engine once the KB is open
+    # the composed parts, made by the engine (the first two before the open)
+    _maintenance: Maintenance
+    _checkpoints: Checkpoints
     _reads: Reads
     _search: Search
     _clashes: Clashes
     _watching: Watching
-    _checkpoints: Checkpoints
     # writes: the ledger (the write in progress, the group, the counters: ledger.py)
     _ledger: Ledger
     _shipped: frozenset[int]  # the shipped vocabulary's handles (see `mark_shipped`)
-    # maintenance: the stored nodes and every structure that knows them
-    _index: Index
-    _hierarchy: Hierarchy
-    _rules: dict[Node, Rule]
-    _rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]]
-    # `_rules_by_literal` by what a node must hold to fill each literal (joins.Triggers),
-    # made when firing first asks (`triggers_of`), dropped for a functor when its rules change
-    _triggers: dict[tuple[Sym, bool], Triggers]
-    _masks: dict[int, list[Node]]  # masked handle -> its mask nodes
-    _carriers: dict[Sym, list[Node]]  # functor -> its carriesClaim declarations
-    _referrers: dict[int, set[Node]]  # handle -> nodes naming it

@@ -268,7 +268,7 @@ class Writes(State):
                                 return problems
                 if not problems:
                     try:
-                        self.settle(tx)
+                        self._maintenance.settle(tx)
                     except Refused as refusal:
                         problems.append(refusal.as_problem("add", len(add) - 1))
             finally:
@@ -426,7 +426,7 @@ class Writes(State):
         handle = checked_handle(handle)
         extra = _provenance(fields)
         with self._lock:
-            node = self._index.by_handle.get(handle)
+            node = self._maintenance.index.by_handle.get(handle)
             if node is None:
                 return None
             tx = self._begin("provenance")
@@ -451,7 +451,7 @@ class Writes(State):
         In a group, the store holds the rows and the event waits for `commit_group`,
         routed now, against the hierarchy this write saw.
         """
-        self.settle(tx)
+        self._maintenance.settle(tx)
         tx.changes = self._changes(tx)
         ledger = self._ledger
         rows = ledger.rows_written
@@ -540,15 +540,16 @@ class Writes(State):
         node independently of the others.) The caller ends the write in the ledger."""
         for step in reversed(tx.undo):
             step[0](*step[1:])
-        by_handle = self._index.by_handle
+        maintenance = self._maintenance
+        by_handle = maintenance.index.by_handle
         for node in reversed(tx.added.values()):
             if by_handle.get(node.handle) is node:  # (not waiting in limbo: see firing.py)
-                self.unlink_quiet(node)
+                maintenance.unlink_quiet(node)
         for j in reversed(_kept(tx)):
-            self.detach(j)
+            maintenance.detach(j)
         for j in tx.dead_justs.values():
-            self.attach(j)
-        self.restore_belief(tx.old_belief)
+            maintenance.attach(j)
+        maintenance.restore_belief(tx.old_belief)
 
     def _apply_batch(self, tx: Transaction, add: Sequence[Any], remove: Sequence[Any]) -> list[Any]:
         handles = []
@@ -632,7 +633,7 @@ class Writes(State):
         if atom[0] is GENL_CX:
             strength = MONOTONIC  # genlCx edges are always held monotonic
         key = entry.key
-        node = self._index.find(atom, key, entry.context, entry.positive)
+        node = self._maintenance.index.find(atom, key, entry.context, entry.positive)
         if node is not None:
             self._strengthen(tx, node, strength)
             self._merge_provenance(tx, node, creator, extra)
@@ -651,7 +652,7 @@ class Writes(State):
             extra,
         )
         tx.next_handle += 1
-        self.link(tx, node)
+        self._maintenance.link(tx, node)
         if entry.shown is not None:  # (else shown only if the store's row asks: `Entry`)
             tx.texts[node.handle] = entry.shown
         return node.handle
@@ -659,20 +660,22 @@ class Writes(State):
     def _check_state(self, tx: Transaction, entry: Entry) -> None:
         """The checks that read the store: handles, cycles, arity declarations."""
         for handle in entry.handles:
-            if handle not in self._index.by_handle:
+            if handle not in self._maintenance.index.by_handle:
                 raise Refused(
                     "unknown-handle",
                     f"(sentexHandle {handle}) names no stored sentex",
                     {"handle": handle},
                 )
         atom = entry.atom
-        if atom[0] is GENL_CX and self._hierarchy.would_cycle(atom[1].name, atom[2].name):
+        if atom[0] is GENL_CX and self._maintenance.hierarchy.would_cycle(
+            atom[1].name, atom[2].name
+        ):
             raise Refused(
                 "not-well-formed",
                 f"{entry.text} would make a cycle: {atom[2].name} already sees {atom[1].name}",
                 {"sentence": entry.text},
             )
-        declarations = self._index.by_functor.get(ARITY)
+        declarations = self._maintenance.index.by_functor.get(ARITY)
         if declarations is None or not declarations.args:  # nothing declares an arity
             return
         declared_for = declarations.args[0]  # by predicate (a symbol's key is the symbol)
@@ -684,7 +687,7 @@ class Writes(State):
         for a in atoms:
             if a[0] not in declared_for:  # the common case: no arity declared for it
                 continue
-            declared = self.declared_arity(a[0], entry.context, tx)
+            declared = self._maintenance.declared_arity(a[0], entry.context, tx)
             if declared is not None and declared != len(a) - 1:
                 raise Refused(
                     "arity",
@@ -721,7 +724,7 @@ class Writes(State):
             tx.touched.add(node)
 
     def _remove(self, tx: Transaction, handle: int, top: bool = True) -> None:
-        node = self._index.by_handle.get(handle)
+        node = self._maintenance.index.by_handle.get(handle)
         if node is None:
             if handle in tx.deleted:  # named twice in one edit, or gone with what it rested on
                 return
@@ -753,12 +756,12 @@ class Writes(State):
             tx.seeds.add(node)
             tx.unfounded.append(node)  # its derivations may all rest on itself
         else:
-            self.delete_cascading(tx, node, "retracted")
+            self._maintenance.delete_cascading(tx, node, "retracted")
 
     def _changes(self, tx: Transaction) -> tuple[list[Change | Node], list[Change]]:
         added: list[Change | Node] = []
         removed: list[Change] = []
-        by_handle = self._index.by_handle
+        by_handle = self._maintenance.index.by_handle
         text = tx.text
         for node in tx.added.values():  # made by this write: believed now, or not at all
             if node.believed and by_handle.get(node.handle) is node:
@@ -776,12 +779,12 @@ class Writes(State):
             if tx.old_belief.get(node, (node.believed,))[0]:
                 removed.append(_change(node, text(node), why))
         for mask, was_added in tx.masks:
-            target = self._index.by_handle.get(mask.atom[1][1])
+            target = by_handle.get(mask.atom[1][1])
             if target is None or not target.believed:
                 continue
-            if was_added and mask.handle in self._index.by_handle:
+            if was_added and mask.handle in by_handle:
                 removed.append(_change(target, text(target), "excepted", mask.context))
-            elif not was_added and mask.handle not in self._index.by_handle:
+            elif not was_added and mask.handle not in by_handle:
                 added.append(_change(target, text(target), None, mask.context))
         if len(added) > 1:
             added.sort(key=_by_handle)
