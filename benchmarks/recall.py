@@ -379,7 +379,7 @@ def fts5_peer(kb: Any, key_of: dict[int, str]) -> Ranker:
         rows = [
             (node.handle, *fulltext.document(node.atom))
             for node in kb._maintenance.index.by_handle.values()
-            if node.handle not in kb._shipped and node.believed
+            if node.handle not in kb._writes.shipped and node.believed
         ]
         db.executemany("INSERT INTO t (rowid, words, extra) VALUES (?, ?, ?)", rows)
 
@@ -435,7 +435,7 @@ def minilm_peer(kb: Any, key_of: dict[int, str]) -> Ranker:
         rows = [
             (node.handle, fulltext.document(node.atom)[0])
             for node in kb._maintenance.index.by_handle.values()
-            if node.handle not in kb._shipped and node.believed
+            if node.handle not in kb._writes.shipped and node.believed
         ]
     handles = [h for h, _ in rows]
     start = time.perf_counter()

@@ -135,7 +135,7 @@ def _internals(kb: koinii.KB) -> dict:
         "masks": {h: handles(v) for h, v in kb._maintenance.masks.items()},
         "carriers": {f: handles(v) for f, v in kb._maintenance.structures().carriers.items()},
         "referrers": {h: handles(v) for h, v in kb._maintenance.structures().referrers.items()},
-        "next_handle": kb._ledger.next_handle,
+        "next_handle": kb._writes.ledger.next_handle,
         "seq": kb.seq,
     }
 

@@ -22,7 +22,7 @@ import logging
 import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from koinii.errors import Refused
 from koinii.kb import checks, collector, values
@@ -40,9 +40,17 @@ from koinii.kb.sentex import (
     Justification,
     Node,
 )
-from koinii.kb.state import State
 from koinii.kb.store import Commit, LogEntry
 from koinii.terms import Term, parse_all
+
+if TYPE_CHECKING:
+    import threading
+
+    from koinii.kb.budget import Budget
+    from koinii.kb.checkpoint import Checkpoints
+    from koinii.kb.maintenance import Maintenance
+    from koinii.kb.store import Store
+    from koinii.kb.watching import Watching
 
 _PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "koinii_principal", default=None
@@ -162,13 +170,98 @@ class Transaction:
         return text
 
 
-class Writes(State):
-    """Every write the KB makes, each one transaction (see the module docstring)."""
+class Writer(Protocol):
+    """What writes ask of the KB around them, at each write: the budget it runs under
+    (`bounded`, with the KB's `write_budget_s`: a caller may change it on an open KB),
+    and whether the store is still this KB's to write (`refuse_if_lost`)."""
 
-    def __init__(self, **parts: Any) -> None:
-        self._ledger = Ledger()  # the write in progress, the group, the counters
-        self._shipped: frozenset[int] = frozenset()  # see `mark_shipped`
-        super().__init__(**parts)
+    write_budget_s: float | None
+
+    def bounded(
+        self, seconds: float | None, what: str
+    ) -> contextlib.AbstractContextManager[Budget | None]: ...
+
+    def refuse_if_lost(self) -> None: ...
+
+
+class Writes:
+    """Every write the KB makes, each one transaction (see the module docstring): an
+    object of its own, which `KB` makes before it opens (the open sets its ledger's
+    counters) and delegates to (engine.py).
+
+    Its state is its own: the ledger (ledger.py: the write in progress, the open group,
+    the seq, the handle and justification counters; public, for the others to read and
+    to ask — an open sets the counters through `restart` and `issued` —, never to
+    bind), the shipped handles (`shipped`, which the search reads), the commit
+    listeners, and whether the KB is closed (`close`). What it reads is given to it,
+    and it changes none of it but through its owner's public methods: the KB's lock,
+    the store, the clock, truth maintenance (each entry linked, each write settled),
+    the running operation's budget (`running`), the watching and the checkpoints —
+    asked for at each write (`watching`, `checkpoints`: made after it, as they read its
+    ledger) —, and the KB through `Writer`."""
+
+    __slots__ = (
+        "_kb",
+        "_lock",
+        "_store",
+        "_clock",
+        "_maintenance",
+        "_running",
+        "_watching",
+        "_checkpoints",
+        "ledger",
+        "shipped",
+        "_commit_listeners",
+        "_next_listener",
+        "_closed",
+    )
+
+    def __init__(
+        self,
+        kb: Writer,
+        *,
+        lock: threading.RLock,
+        store: Store,
+        clock: Callable[[], int],
+        maintenance: Maintenance,
+        running: Callable[[], Budget | None],
+        watching: Callable[[], Watching],
+        checkpoints: Callable[[], Checkpoints],
+    ) -> None:
+        self._kb = kb
+        self._lock = lock
+        self._store = store
+        self._clock = clock  # epoch ms for `created` stamps and the change log
+        self._maintenance = maintenance
+        self._running = running  # the running operation's budget, or None
+        self._watching = watching
+        self._checkpoints = checkpoints
+        self.ledger = Ledger()  # the write in progress, the group, the counters
+        self.shipped: frozenset[int] = frozenset()  # see `mark_shipped`
+        self._commit_listeners: dict[int, Callable[[int, str], Any]] = {}
+        self._next_listener = 0  # the last token `on_commit` gave
+        self._closed = False
+
+    def close(self) -> None:
+        """Refuse every write from now on (`closed`): the KB is closing (engine.py),
+        after its last group was committed."""
+        self._closed = True
+
+    def _bounded(self, what: str) -> contextlib.AbstractContextManager[Budget | None]:
+        """The budget a write runs under: the one in force, or the KB's `write_budget_s`."""
+        return self._kb.bounded(self._kb.write_budget_s, what)
+
+    def on_commit(self, listener: Callable[[int, str], Any]) -> int:
+        """Call `listener(seq, op)` after every durable write (belief changed or not)."""
+        with self._lock:
+            token = self._next_listener = self._next_listener + 1
+            self._commit_listeners[token] = listener
+            return token
+
+    def off_commit(self, token: int) -> bool:
+        """Stop the listener `token`; whether it was one."""
+        with self._lock:
+            return self._commit_listeners.pop(token, None) is not None
 
     def assert_(
         self,
@@ -188,7 +281,7 @@ class Writes(State):
             opts = {}  # the common write: nothing to check
         else:
             opts = {"strength": strength, "creator": creator, "provenance": provenance}
-        with self._lock, self.bounded(self.write_budget_s, "the write"), collector.paused():
+        with self._lock, self._bounded("the write"), collector.paused():
             tx = self._begin("assert")
             try:
                 handles = self._add(tx, sentence, context, opts)
@@ -206,7 +299,7 @@ class Writes(State):
         was stored once — a retract sent again after it landed — from a typo).
         """
         handle = checked_handle(handle)
-        with self._lock, self.bounded(self.write_budget_s, "the write"), collector.paused():
+        with self._lock, self._bounded("the write"), collector.paused():
             tx = self._begin("retract")
             try:
                 self._remove(tx, handle)
@@ -224,7 +317,7 @@ class Writes(State):
         """
         with (
             self._lock,
-            self.bounded(self.write_budget_s, "the write"),
+            self._bounded("the write"),
             collector.paused(),
         ):
             tx = self._begin("edit")
@@ -249,9 +342,9 @@ class Writes(State):
     ) -> list[dict[str, Any]]:
         """Dry run of `edit`: every problem of the batch, judged against the KB as it is."""
         problems: list[dict[str, Any]] = []
-        with self._lock, self.bounded(self.write_budget_s, "the dry run"), collector.paused():
+        with self._lock, self._bounded("the dry run"), collector.paused():
             tx = self._begin("check")
-            budget = self._budget
+            budget = self._running()
             try:
                 for where, items in (("add", add), ("remove", remove)):
                     for i, item in enumerate(_listed(items, where)):
@@ -273,7 +366,7 @@ class Writes(State):
                         problems.append(refusal.as_problem("add", len(add) - 1))
             finally:
                 self._undo(tx)
-                self._ledger.end(tx, keep_ids=False)  # a dry run hands its ids back
+                self.ledger.end(tx, keep_ids=False)  # a dry run hands its ids back
         return problems
 
     def load_text(
@@ -344,7 +437,7 @@ class Writes(State):
         so a rule that cannot finish is reported by its line and the rest still load."""
         with (
             self._lock,
-            self.bounded(self.write_budget_s, "the write"),
+            self._bounded("the write"),
             collector.paused(),
         ):
             tx = self._begin("edit")
@@ -352,7 +445,7 @@ class Writes(State):
             settling = False
             try:
                 handles = []
-                budget = self._budget
+                budget = self._running()
                 for line, column, term in read:
                     if budget is not None:
                         budget.tick()
@@ -419,7 +512,7 @@ class Writes(State):
         a retraction of one would be acknowledged and then undone by the next open's
         install, so it is refused (`vocabulary-read-only`) instead."""
         with self._lock:
-            self._shipped = frozenset(handles)
+            self.shipped = frozenset(handles)
 
     def add_provenance(self, handle: Any, fields: dict[str, Any]) -> dict[str, Any] | None:
         """Add provenance fields to a stored sentex (fields it has already are kept)."""
@@ -441,8 +534,8 @@ class Writes(State):
     def _begin(self, op: str) -> Transaction:
         if self._closed:
             raise Refused("closed", "this knowledge base is closed", {})
-        self.refuse_if_lost()
-        ledger = self._ledger  # (a second write in progress is refused there)
+        self._kb.refuse_if_lost()
+        ledger = self.ledger  # (a second write in progress is refused there)
         return ledger.begin(Transaction(op, self._clock(), ledger.next_handle, ledger.next_just))
 
     def _finish(self, tx: Transaction, result: Any, want_seq: bool = False) -> Any:
@@ -453,16 +546,16 @@ class Writes(State):
         """
         self._maintenance.settle(tx)
         tx.changes = self._changes(tx)
-        ledger = self._ledger
+        ledger = self.ledger
         rows = ledger.rows_written
         seq = self._commit(tx)
         ledger.end(tx)
         if seq is not None:
             added, removed = tx.changes
-            routed = self._watching.route(seq, added, removed) if added or removed else None
+            routed = self._watching().route(seq, added, removed) if added or removed else None
             if not ledger.in_group:
                 self._publish(seq, tx.op, routed)
-                self._checkpoints.checkpoint_after_write(ledger.rows_written - rows)
+                self._checkpoints().checkpoint_after_write(ledger.rows_written - rows)
             else:
                 ledger.hold(tx, seq, routed)
         return seq if want_seq else result
@@ -470,7 +563,7 @@ class Writes(State):
     def _publish(self, seq: int, op: str, routed: Routed | None) -> None:
         """Tell the watchers and the commit listeners about one durable write."""
         if routed:
-            self._watching.deliver(routed)
+            self._watching().deliver(routed)
         for listener in list(self._commit_listeners.values()):
             try:
                 listener(seq, op)
@@ -492,11 +585,11 @@ class Writes(State):
         with self._lock:
             if self._closed:
                 raise Refused("closed", "this knowledge base is closed", {})
-            if self._ledger.in_group:
+            if self.ledger.in_group:
                 raise Refused("group-open", "a group commit is already open", {})
-            self.refuse_if_lost()
+            self._kb.refuse_if_lost()
             self._store.begin_group()
-            self._ledger.open_group()
+            self.ledger.open_group()
 
     def commit_group(self) -> int:
         """Make the open group durable, then publish its writes in seq order; returns
@@ -506,7 +599,7 @@ class Writes(State):
         the store, last first — and the store's refusal is raised: none of them happened.
         """
         with self._lock:
-            ledger = self._ledger
+            ledger = self.ledger
             held = ledger.close_group()
             if held is None:
                 return 0
@@ -526,11 +619,11 @@ class Writes(State):
     def _abort(self, tx: Transaction) -> None:
         consumed = bool(tx.added) or bool(tx.limbo)
         self._undo(tx)
-        self._ledger.end(tx)  # (what it consumed stays consumed)
+        self.ledger.end(tx)  # (what it consumed stays consumed)
         if consumed:
             # the refusal being raised matters more than a failure to record the mark
             with contextlib.suppress(Exception):
-                self._store.save_next_handle(self._ledger.next_handle)
+                self._store.save_next_handle(self.ledger.next_handle)
 
     def _undo(self, tx: Transaction) -> None:
         """Undo a write: its steps, last first; then the nodes it made and still holds
@@ -554,7 +647,7 @@ class Writes(State):
     def _apply_batch(self, tx: Transaction, add: Sequence[Any], remove: Sequence[Any]) -> list[Any]:
         handles = []
         for where, items in (("add", add), ("remove", remove)):
-            budget = self._budget
+            budget = self._running()
             for i, item in enumerate(_listed(items, where)):
                 if budget is not None:
                     budget.tick()
@@ -737,7 +830,7 @@ class Writes(State):
                 f"no sentex {handle} is stored ({hint}); nothing to retract",
                 {"handle": handle, "issued": handle < tx.next_handle},
             )
-        if handle in self._shipped:
+        if handle in self.shipped:
             raise Refused(
                 "vocabulary-read-only",
                 f"sentex {handle} is shipped vocabulary ({node.context}), reinstalled on every "
@@ -804,7 +897,7 @@ class Writes(State):
         changed = upserts or tx.deleted or new_justs or tx.dead_justs or added or removed
         if not changed and tx.records is None:
             return None
-        seq = self._ledger.seq + 1
+        seq = self.ledger.seq + 1
         entry = LogEntry(
             seq,
             tx.op,
@@ -827,7 +920,7 @@ class Writes(State):
         )
         # the rows it changed: what a restart from the last checkpoint would replay
         rows = len(upserts) + len(tx.deleted) + len(new_justs) + len(tx.dead_justs)
-        self._ledger.committed(seq, rows)
+        self.ledger.committed(seq, rows)
         return seq
 
     def transact(
@@ -846,8 +939,8 @@ class Writes(State):
         entry, or none of it does), and returns `(records' result, Edited)`. The write
         always takes a seq; `summary` is what the change log says it changed.
         """
-        with self._lock, self.bounded(self.write_budget_s, "the write"), collector.paused():
-            self._ledger.refuse_inside_group("a domain write")
+        with self._lock, self._bounded("the write"), collector.paused():
+            self.ledger.refuse_inside_group("a domain write")
             tx = self._begin(op)
             try:
                 handles = self._apply_batch(tx, add, remove)
