@@ -14,7 +14,8 @@ Every move acts as `agent`, which over the daemon must be the caller's own id (a
 operator may act for any agent); it writes only in the agent's own context, with the
 agent as creator. The speech acts themselves (`speech.ACTS`) are the moves' alone: a
 daemon refuses an agent's plain write or removal of one (`koinii/use-the-move`, naming
-the move to call), and `claim` refuses one written out as a claim — so one standing
+the move to call), `claim` refuses one written out as a claim, and neither takes a rule
+that concludes one (an agent's rule would make the move once per firing) — so one standing
 answer per agent per question, one ballot per agent per target, only the asker accepts
 or closes, and every dispute with its rebuttal hold for every entry, not only for
 clients that behave.
@@ -57,6 +58,7 @@ from koinii.identity import (
 )
 from koinii.kb import KB, Sentex
 from koinii.kb.checks import context_name
+from koinii.kb.rules import AND, IMPLIES
 from koinii.operations import Caller, operation
 from koinii.speech import (
     ACCEPTS,
@@ -95,23 +97,39 @@ MOVE_OF_KIND = {
 
 
 def use_the_move(kind: str, what: str = "written") -> Refused:
-    """The refusal of a speech act written (or removed) outside its move."""
-    call = MOVE_OF_KIND[kind] if what == "written" else "withdraw(handle=…)"
+    """The refusal of a speech act written, removed or concluded by a rule outside its
+    move (`what`: "written", "withdrawn" or "concluded")."""
+    call = "withdraw(handle=…)" if what == "withdrawn" else MOVE_OF_KIND[kind]
     article = "an" if kind[0] in "aeiou" else "a"
-    return Refused(
-        "koinii/use-the-move",
-        f"{article} {kind} is {what} only by its move, which keeps its rules (one answer "
-        f"and one ballot per agent, only the asker accepts or closes, a dispute with its "
-        f"rebuttal): call {call} (POST /v1/moves/{call.split('(')[0]})",
-        {"move": call.split("(")[0], "kind": kind},
+    rules = (
+        "which keeps its rules (one answer and one ballot per agent, only the asker accepts "
+        "or closes, a dispute with its rebuttal)"
     )
+    how = f"call {call} (POST /v1/moves/{call.split('(')[0]})"
+    if what == "concluded":
+        said = (
+            f"a rule cannot conclude {article} {kind}: {article} {kind} is made only by its "
+            f"move, {rules}; conclude a claim of your own, and {how} yourself"
+        )
+    else:
+        said = f"{article} {kind} is {what} only by its move, {rules}: {how}"
+    return Refused("koinii/use-the-move", said, {"move": call.split("(")[0], "kind": kind})
 
 
 def check_not_a_move(sentence: Any) -> None:
-    """Refuse a speech act stated as a plain sentence (see the module's docstring)."""
+    """Refuse a speech act stated as a plain sentence, or concluded by a rule (see the
+    module's docstring): a rule's firings would make the move without its rules — an
+    agent's rule concluding its own answers gave it one per firing."""
     kind = speech.move_kind(sentence)
     if kind != "claim":
         raise use_the_move(kind)
+    if type(sentence) is tuple and len(sentence) == 3 and sentence[0] is IMPLIES:
+        consequent = sentence[2]
+        conjunction = type(consequent) is tuple and consequent[:1] == (AND,)
+        for literal in consequent[1:] if conjunction else (consequent,):
+            kind = speech.move_kind(literal)
+            if kind != "claim":
+                raise use_the_move(kind, "concluded")
 
 
 def check_system_fields(provenance: Any) -> None:
