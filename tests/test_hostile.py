@@ -333,9 +333,10 @@ def test_an_agent_cannot_silently_override_another_with_a_monotonic_rebuttal(mem
 def test_an_agents_rule_concludes_no_move_its_own_or_anothers(members):
     """A move is made by its move, which keeps the conversation's rules: an agent's rule
     concluding `(answers AgentAtlas …)` gave Atlas as many answers to one question as the
-    rule had firings, where `answer` allows one. So no rule of an agent's concludes a
-    speech act, in its own name or another's (in one process the engine still derives
-    none in another's name: test_adjudication)."""
+    rule had firings, where `answer` allows one, and an answer to "(endorses AgentAtlas
+    ?x)" carried an endorsement no `endorse` made. So no rule of an agent's concludes a
+    speech act, in its own name or another's, and no answer carries one (in one process
+    the engine still derives none in another's name: test_adjudication)."""
     agents, store = members
     atlas = agents["AgentAtlas"]
     question = agents["AgentBoreas"].ask("(quote (usesDb Staging ?db))")
@@ -353,7 +354,15 @@ def test_an_agents_rule_concludes_no_move_its_own_or_anothers(members):
         refusal = refused(lambda r=rule: atlas.assert_(r))
         assert refusal.kind == "koinii/use-the-move", rule
         assert refusal.data["kind"] == kind and "rule" in refusal.message, rule
-    assert store.seq == seq  # nothing written
+    # nor as the claim its answer carries: (endorses AgentAtlas …) made by no endorse
+    claim = agents["AgentBoreas"].assert_(CLAIM)
+    asked = atlas.ask("(quote (endorses AgentAtlas ?x))")
+    seq = store.seq
+    refusal = refused(lambda: atlas.answer(asked, f"(endorses AgentAtlas (sentexHandle {claim}))"))
+    assert refusal.kind == "koinii/use-the-move" and refusal.data["move"] == "endorse"
+    assert "answer" in refusal.message
+    assert store.seq == seq
+    assert store.sentexes_matching("(endorses ?who ?what)", "?ctx") == []
     atlas.assert_("(implies (trigger ?x) (seen ?x))")  # a rule of claims: fine
     atlas.answer(question, "(usesDb Staging Pg)")  # the move itself: fine
 
