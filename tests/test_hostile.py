@@ -330,22 +330,41 @@ def test_an_agent_cannot_silently_override_another_with_a_monotonic_rebuttal(mem
     assert claim in clash["handles"]
 
 
-def test_a_rule_cannot_put_words_in_another_agents_mouth(members):
+def test_an_agents_rule_concludes_no_move_its_own_or_anothers(members):
+    """A move is made by its move, which keeps the conversation's rules: an agent's rule
+    concluding `(answers AgentAtlas …)` gave Atlas as many answers to one question as the
+    rule had firings, where `answer` allows one, and an answer to "(endorses AgentAtlas
+    ?x)" carried an endorsement no `endorse` made. So no rule of an agent's concludes a
+    speech act, in its own name or another's, and no answer carries one (in one process
+    the engine still derives none in another's name: test_adjudication)."""
     agents, store = members
-    claim = agents["AgentBoreas"].assert_(CLAIM)
     atlas = agents["AgentAtlas"]
-    atlas.assert_("(implies (trigger ?x) (endorses AgentBoreas ?x))")
-    atlas.assert_("(implies (trigger ?x) (votesAgainst AgentCharlie ?x))")
-    atlas.assert_("(implies (trigger ?x) (endorses AgentAtlas ?x))")  # its own: fine
-    atlas.assert_(f"(trigger (sentexHandle {claim}))")
-    endorsers = {
-        s.sentence[1].name
-        for s in store.sentexes_matching(f"(endorses ?who (sentexHandle {claim}))", "?ctx")
-    }
-    assert endorsers == {"AgentAtlas"}  # Boreas never endorsed it, and is not said to
-    assert store.sentexes_matching(f"(votesAgainst ?who (sentexHandle {claim}))", "?ctx") == []
-    assert {v["reason"] for v in store.violations()} == {"speaks-for-another"}
-    assert majority.tally(store, claim) == {"for": 0, "against": 0}
+    question = agents["AgentBoreas"].ask("(quote (usesDb Staging ?db))")
+    seq = store.seq
+    for rule, kind in (
+        (
+            f"(implies (pick ?db) (answers AgentAtlas (quote (usesDb Staging ?db)) "
+            f"(sentexHandle {question})))",
+            "answer",
+        ),
+        ("(implies (trigger ?x) (endorses AgentAtlas ?x))", "endorsement"),
+        ("(implies (trigger ?x) (endorses AgentBoreas ?x))", "endorsement"),
+        ("(implies (trigger ?x) (and (seen ?x) (votesAgainst AgentCharlie ?x)))", "ballot"),
+    ):
+        refusal = refused(lambda r=rule: atlas.assert_(r))
+        assert refusal.kind == "koinii/use-the-move", rule
+        assert refusal.data["kind"] == kind and "rule" in refusal.message, rule
+    # nor as the claim its answer carries: (endorses AgentAtlas …) made by no endorse
+    claim = agents["AgentBoreas"].assert_(CLAIM)
+    asked = atlas.ask("(quote (endorses AgentAtlas ?x))")
+    seq = store.seq
+    refusal = refused(lambda: atlas.answer(asked, f"(endorses AgentAtlas (sentexHandle {claim}))"))
+    assert refusal.kind == "koinii/use-the-move" and refusal.data["move"] == "endorse"
+    assert "answer" in refusal.message
+    assert store.seq == seq
+    assert store.sentexes_matching("(endorses ?who ?what)", "?ctx") == []
+    atlas.assert_("(implies (trigger ?x) (seen ?x))")  # a rule of claims: fine
+    atlas.answer(question, "(usesDb Staging Pg)")  # the move itself: fine
 
 
 def test_a_plain_retract_keeps_the_record_of_the_replies_to_a_claim(team):
@@ -380,11 +399,16 @@ def test_a_plain_retract_keeps_the_record_of_the_replies_to_a_claim(team):
 
 
 def test_a_forged_ballot_neither_counts_nor_vetoes_a_majority(members):
+    """A ballot in another's name is nobody's: an agent's rule concluding one is refused,
+    and one an operator wrote is not derived (the engine's own guard)."""
     agents, store = members
     claim = agents["AgentBoreas"].assert_(CLAIM)
     agents["AgentCharlie"].dispute(claim)
-    agents["AgentAtlas"].assert_("(implies (trigger ?x) (votesAgainst AgentCharlie ?x))")
+    forged = "(implies (trigger ?x) (votesAgainst AgentCharlie ?x))"
+    assert refused(lambda: agents["AgentAtlas"].assert_(forged)).kind == "koinii/use-the-move"
+    store.assert_(forged, "CxAtlas")
     agents["AgentAtlas"].assert_(f"(trigger (sentexHandle {claim}))")
+    assert {v["reason"] for v in store.violations()} == {"speaks-for-another"}
     for voter, stance in (("AgentAtlas", "for"), ("AgentBoreas", "for")):
         agents[voter].vote(stance, claim)
     [dispute] = agents["AgentAtlas"].disputes()

@@ -14,7 +14,9 @@ Every move acts as `agent`, which over the daemon must be the caller's own id (a
 operator may act for any agent); it writes only in the agent's own context, with the
 agent as creator. The speech acts themselves (`speech.ACTS`) are the moves' alone: a
 daemon refuses an agent's plain write or removal of one (`koinii/use-the-move`, naming
-the move to call), and `claim` refuses one written out as a claim — so one standing
+the move to call), `claim` refuses one written out as a claim, neither takes a rule
+that concludes one (an agent's rule would make the move once per firing), and no answer
+carries one as its claim — so one standing
 answer per agent per question, one ballot per agent per target, only the asker accepts
 or closes, and every dispute with its rebuttal hold for every entry, not only for
 clients that behave.
@@ -57,6 +59,7 @@ from koinii.identity import (
 )
 from koinii.kb import KB, Sentex
 from koinii.kb.checks import context_name
+from koinii.kb.rules import AND, IMPLIES
 from koinii.operations import Caller, operation
 from koinii.speech import (
     ACCEPTS,
@@ -95,23 +98,41 @@ MOVE_OF_KIND = {
 
 
 def use_the_move(kind: str, what: str = "written") -> Refused:
-    """The refusal of a speech act written (or removed) outside its move."""
-    call = MOVE_OF_KIND[kind] if what == "written" else "withdraw(handle=…)"
+    """The refusal of a speech act made outside its move: written, withdrawn, concluded
+    by a rule or carried by an answer (`what`)."""
+    call = "withdraw(handle=…)" if what == "withdrawn" else MOVE_OF_KIND[kind]
     article = "an" if kind[0] in "aeiou" else "a"
-    return Refused(
-        "koinii/use-the-move",
-        f"{article} {kind} is {what} only by its move, which keeps its rules (one answer "
-        f"and one ballot per agent, only the asker accepts or closes, a dispute with its "
-        f"rebuttal): call {call} (POST /v1/moves/{call.split('(')[0]})",
-        {"move": call.split("(")[0], "kind": kind},
+    rules = (
+        "which keeps its rules (one answer and one ballot per agent, only the asker accepts "
+        "or closes, a dispute with its rebuttal)"
     )
+    how = f"call {call} (POST /v1/moves/{call.split('(')[0]})"
+    if what in ("concluded", "carried"):
+        by = "a rule cannot conclude" if what == "concluded" else "an answer cannot carry"
+        said = (
+            f"{by} {article} {kind}: {article} {kind} is made only by its move, {rules}; "
+            f"{how} yourself"
+        )
+    else:
+        said = f"{article} {kind} is {what} only by its move, {rules}: {how}"
+    return Refused("koinii/use-the-move", said, {"move": call.split("(")[0], "kind": kind})
 
 
-def check_not_a_move(sentence: Any) -> None:
-    """Refuse a speech act stated as a plain sentence (see the module's docstring)."""
+def check_not_a_move(sentence: Any, what: str = "written") -> None:
+    """Refuse a speech act stated as a plain sentence (or carried by an answer: `what`),
+    or concluded by a rule (see the module's docstring): a rule's firings would make the
+    move without its rules — an agent's rule concluding its own answers gave it one per
+    firing."""
     kind = speech.move_kind(sentence)
     if kind != "claim":
-        raise use_the_move(kind)
+        raise use_the_move(kind, what)
+    if type(sentence) is tuple and len(sentence) == 3 and sentence[0] is IMPLIES:
+        consequent = sentence[2]
+        conjunction = type(consequent) is tuple and consequent[:1] == (AND,)
+        for literal in consequent[1:] if conjunction else (consequent,):
+            kind = speech.move_kind(literal)
+            if kind != "claim":
+                raise use_the_move(kind, "concluded")
 
 
 def check_system_fields(provenance: Any) -> None:
@@ -385,6 +406,7 @@ def answer(kb: KB, agent: str, question: Any, content: Any) -> dict[str, Any]:
         )
     claim_term = speech.answer_claim(asked.sentence[2], question, content)
     check_speaker(agent, claim_term)  # an answer's claim is the agent's own claim
+    check_not_a_move(claim_term, "carried")  # (and a claim: never a move made by no move)
     act = _checked(kb, agent, (ANSWERS, Sym(agent), (QUOTE, claim_term), ref(question)))
     own = context_for(agent)
     standing = [

@@ -189,10 +189,11 @@ DELETE_WORDS = "DELETE FROM sentex_words WHERE handle = ?"
 TOP = "SELECT COALESCE(MAX(handle), 0) FROM sentex_words"
 
 
-def fresh(nodes: Sequence[Any], top: int) -> tuple[list[tuple[int, str, str]], int]:
-    """The index rows of the `nodes` not indexed yet (handles above `top`), and the new top."""
-    rows = [row(n.handle, n.atom) for n in nodes if n.handle > top]
-    return rows, max(top, max((r[0] for r in rows), default=top))
+def fresh(nodes: Sequence[Any], top: int) -> tuple[list[Any], int]:
+    """The `nodes` not indexed yet (handles above `top`), and the new top: their rows are
+    made (`row`) as the statement binds them, not held all at once."""
+    new = [n for n in nodes if n.handle > top]
+    return new, max(top, max((n.handle for n in new), default=top))
 
 
 # --- SQLite (and the in-memory store's SQLite) -------------------------------------------

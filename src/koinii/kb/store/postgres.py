@@ -43,7 +43,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from koinii.errors import Refused
@@ -329,7 +329,7 @@ class PostgresStore(SQLStore):
             raise self.lost
         return self._conn.execute(statement, params)
 
-    def _run_many(self, sql: str, rows: list[tuple]) -> None:
+    def _run_many(self, sql: str, rows: Iterable[tuple]) -> None:
         self._conn.cursor().executemany(sql.replace("?", "%s"), rows)
 
     @contextlib.contextmanager

@@ -21,7 +21,7 @@ import fcntl
 import os
 import sqlite3
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from koinii.errors import Refused
@@ -156,7 +156,7 @@ class SQLiteStore(SQLStore):
     def _run(self, sql: str, params: Any = ()) -> Any:
         return self._db.execute(sql, params)
 
-    def _run_many(self, sql: str, rows: list[tuple]) -> None:
+    def _run_many(self, sql: str, rows: Iterable[tuple]) -> None:
         self._db.executemany(sql, rows)
 
     @contextlib.contextmanager
