@@ -62,15 +62,13 @@ from koinii._version import __version__
 from koinii.errors import Refused
 from koinii.kb import semantic
 from koinii.kb.index import Index
+from koinii.kb.maintenance import Structures
 from koinii.kb.rules import CARRIES_CLAIM, EXCEPT, GENL_CX
 from koinii.kb.sentex import Justification, Node, justification_of, node_of
 from koinii.terms import Sym
 
 if TYPE_CHECKING:
-    from koinii.kb.contexts import Hierarchy
     from koinii.kb.ledger import Ledger
-    from koinii.kb.maintenance import Structures
-    from koinii.kb.rules import Rule
     from koinii.kb.store import Store
     from koinii.kb.writes import Transaction
 
@@ -131,15 +129,7 @@ class Maintained(Protocol):
     def structures(self) -> Structures: ...
 
     def take_structures(
-        self,
-        index: Index,
-        hierarchy: Hierarchy,
-        rules: dict[Node, Rule],
-        rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]],
-        masks: dict[int, list[Node]],
-        carriers: dict[Sym, list[Node]],
-        referrers: dict[int, set[Node]],
-        links: list[tuple[Node, Any, Any]],
+        self, structures: Structures, links: list[tuple[Node, Any, Any]]
     ) -> None: ...
 
     def fresh_state(self) -> None: ...
@@ -208,14 +198,8 @@ class Checkpoints:
         self._rows = 0
 
     def checkpoint(self, *, wait: bool = True) -> dict[str, Any] | None:
-        """Write this store's checkpoint now, so the next open reads it instead of
-        rebuilding from the rows. With `wait=False` a forked child writes it and this
-        returns at once (None); else `{path, seq, bytes, seconds}` (None: nothing to keep
-        yet, or the change log compacted past the last write). Kept beside an SQLite
-        file, or for a PostgreSQL store in this machine's cache (`checkpoint-unsupported`
-        in memory), between writes (`group-open` inside a group commit). The KB also
-        writes one at close, on a store big enough to gain from it, and the daemon keeps
-        it up as the store changes."""
+        """Write this store's checkpoint now: in a forked child with `wait=False`, else
+        here, returning where and how big (`KB.checkpoint` says the rest)."""
         with self._lock:
             self._ledger.refuse_inside_group("writing a checkpoint")
             path = self._store.checkpoint_path
@@ -259,10 +243,8 @@ class Checkpoints:
         self._rows = self._ledger.rows_written
 
     def keep_checkpoint(self) -> bool:
-        """Write the checkpoint in the background if it is due: a store of at least
-        KEEP_FROM sentexes, KEEP_AFTER_SHARE of its rows changed since the last one, and
-        KEEP_EVERY_S since the last background one. For a long-running writer's idle
-        moments (the daemon's housekeeping); returns whether one was started."""
+        """Write the checkpoint in the background if it is due (`KB.keep_checkpoint`:
+        KEEP_FROM, KEEP_AFTER_SHARE, KEEP_EVERY_S); whether one was started."""
         with self._lock:
             stored = self._stored()
             changed = self._ledger.rows_written - self._rows
@@ -400,13 +382,12 @@ class Checkpoints:
     def _restore(self, header: dict[str, Any], state: tuple) -> tuple[int, int]:
         """Take `state`, then apply the rows written after it; (sentexes, justifications)
         applied."""
-        (_, nodes, links, index, hierarchy, rules, by_literal, masks, carriers, referrers) = state
-        if type(index) is not Index or len(nodes) != header["sentexes"]:
+        _, nodes, links, *kept = state
+        structures = Structures(*kept)
+        if type(structures.index) is not Index or len(nodes) != header["sentexes"]:
             raise ValueError("the checkpoint's state is not the one its header describes")
-        index.by_handle = {node.handle: node for node in nodes}
-        self._maintained.take_structures(
-            index, hierarchy, rules, by_literal, masks, carriers, referrers, links
-        )
+        structures.index.by_handle = {node.handle: node for node in nodes}
+        self._maintained.take_structures(structures, links)
         next_handle, seq = self._store.head()
         self._ledger.restart(seq, max(next_handle, header["next_handle"]), header["next_just"])
         if seq == header["seq"]:

@@ -145,25 +145,16 @@ class Maintenance(Firing):
             self._referrers,
         )
 
-    def take_structures(
-        self,
-        index: Index,
-        hierarchy: Hierarchy,
-        rules: dict[Node, Rule],
-        rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]],
-        masks: dict[int, list[Node]],
-        carriers: dict[Sym, list[Node]],
-        referrers: dict[int, set[Node]],
-        links: list[tuple[Node, Any, Any]],
-    ) -> None:
+    def take_structures(self, structures: Structures, links: list[tuple[Node, Any, Any]]) -> None:
         """Take the structures a checkpoint kept (checkpoint.py), and give each node of
         `links` back its `justs` and `uses` — as they were when it was written, so the
         labels it kept still hold. (The rows written since are applied after.)"""
         for node, justs, uses in links:
             node.justs, node.uses = justs, uses
-        self.index, self.hierarchy = index, hierarchy
-        self.rules, self._rules_by_literal, self._triggers = rules, rules_by_literal, {}
-        self.masks, self._carriers, self._referrers = masks, carriers, referrers
+        self.index, self.hierarchy = structures.index, structures.hierarchy
+        self.rules, self._rules_by_literal = structures.rules, structures.rules_by_literal
+        self.masks, self._carriers = structures.masks, structures.carriers
+        self._referrers, self._triggers = structures.referrers, {}
 
     def delete_cascading(self, tx: Transaction, first: Node, reason: str) -> None:
         """Remove `first` and, transitively, what rested only on it or follows it."""

@@ -272,11 +272,7 @@ class Writes:
         creator: str | None = None,
         provenance: dict[str, Any] | None = None,
     ) -> int | list[int]:
-        """Store `sentence` in `context`; returns its handle (a list for a split rule).
-
-        Idempotent: a canonically equal sentence in the same context returns the existing
-        handle, keeping the stronger strength and merging new provenance fields.
-        """
+        """Store `sentence` in `context`; its handle (`KB.assert_` says the rest)."""
         if strength == "default" and creator is None and provenance is None:
             opts = {}  # the common write: nothing to check
         else:
@@ -291,13 +287,7 @@ class Writes:
                 raise
 
     def retract(self, handle: Any) -> Retracted:
-        """Remove an asserted sentex and everything that rested only on it.
-
-        Also tears down, recursively, every stored meta-sentex whose predicate is marked
-        `(target_following_predicate P)` and that names a removed sentex. A handle that
-        names no stored sentex is refused (`unknown-handle`; `data.issued` tells one that
-        was stored once — a retract sent again after it landed — from a typo).
-        """
+        """Remove an asserted sentex and what rested only on it (`KB.retract` says the rest)."""
         handle = checked_handle(handle)
         with self._lock, self._bounded("the write"), collector.paused():
             tx = self._begin("retract")
@@ -310,11 +300,7 @@ class Writes:
                 raise
 
     def edit(self, add: Sequence[Any] = (), remove: Sequence[Any] = ()) -> Edited:
-        """Adds, then removes, as ONE all-or-nothing write with one settle and one event.
-
-        `add` holds `(sentence, context)` or `(sentence, context, opts)`; a refusal rolls
-        the whole batch back and carries `{"rolled_back": True, "in", "index"}`.
-        """
+        """Adds, then removes, as one all-or-nothing write (`KB.edit` says the rest)."""
         with (
             self._lock,
             self._bounded("the write"),
@@ -378,17 +364,7 @@ class Writes:
         on_error: str = "refuse",
         format: str = "koinii",
     ) -> Edited:
-        """Load every sentence of a file or text into `context`.
-
-        `source` is the text itself (a str) or a file (a `pathlib.Path` / PathLike).
-        Loading is idempotent: sentences already stored change nothing. With
-        `on_error="refuse"` (the default) it is one all-or-nothing edit: a bad sentence
-        refuses the whole text, naming its line and column. With `on_error="report"` the
-        sentences that read and pass every check are loaded in one edit, and the others
-        are listed in the result's `problems` — `{line, column, kind, message}` each — so
-        one bad statement does not lose a 5 MB file. `format="kif"` reads SUO-KIF
-        (`=>`, `<=>`, quantifiers: koinii.kb.kif) instead of Koinii's own sentences.
-        """
+        """Load every sentence of a file or text into `context` (`KB.load_text` says the rest)."""
         if on_error not in ("refuse", "report"):
             raise Refused(
                 "bad-option",
@@ -508,9 +484,7 @@ class Writes:
         return self.edit(add=[e for i, e in enumerate(entries) if i not in refused])
 
     def mark_shipped(self, handles: Collection[int]) -> None:
-        """Make `handles` — the vocabulary that ships, installed on every open — read-only:
-        a retraction of one would be acknowledged and then undone by the next open's
-        install, so it is refused (`vocabulary-read-only`) instead."""
+        """Make `handles`, the shipped vocabulary, read-only (`KB.mark_shipped`)."""
         with self._lock:
             self.shipped = frozenset(handles)
 
@@ -571,17 +545,7 @@ class Writes:
                 log.exception("commit listener failed")
 
     def begin_group(self) -> None:
-        """Let the writes that follow share one durable commit, made by `commit_group`.
-
-        For a server with many concurrent writers (the daemon): a commit costs more than
-        the write it makes durable, so writes that arrive together commit together. Each
-        write in a group still checks, applies and returns at once, and later reads see
-        it; the store holds its rows, and its feed event and commit listeners wait, until
-        `commit_group` writes them all in one transaction. So nothing a group wrote — nor
-        any read made while the group was open — may be acknowledged before
-        `commit_group` returns. What writes the store at once (`transact`, `compact_log`,
-        `ensure_schema`) is refused inside a group (`group-open`).
-        """
+        """Let the writes that follow share one durable commit (`KB.begin_group` says the rest)."""
         with self._lock:
             if self._closed:
                 raise Refused("closed", "this knowledge base is closed", {})
@@ -592,12 +556,7 @@ class Writes:
             self.ledger.open_group()
 
     def commit_group(self) -> int:
-        """Make the open group durable, then publish its writes in seq order; returns
-        how many writes it held (0 when no group is open).
-
-        If the store cannot commit, every write of the group is undone — in memory as in
-        the store, last first — and the store's refusal is raised: none of them happened.
-        """
+        """Make the open group durable, or undo it whole (`KB.commit_group` says the rest)."""
         with self._lock:
             ledger = self.ledger
             held = ledger.close_group()
@@ -932,13 +891,7 @@ class Writes:
         remove: Sequence[Any] = (),
         summary: dict[str, Any] | None = None,
     ) -> tuple[Any, Edited]:
-        """One durable write of sentexes and domain records together, all or nothing.
-
-        Applies `add`/`remove` like `edit`, then runs `records(connection, handles)` in the
-        same store transaction (its SQL commits with the sentexes and the change-log
-        entry, or none of it does), and returns `(records' result, Edited)`. The write
-        always takes a seq; `summary` is what the change log says it changed.
-        """
+        """One durable write of sentexes and domain records (`KB.transact` says the rest)."""
         with self._lock, self._bounded("the write"), collector.paused():
             self.ledger.refuse_inside_group("a domain write")
             tx = self._begin(op)
