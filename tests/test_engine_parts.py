@@ -42,6 +42,8 @@ checkpoint's unpickler); writes' undo puts a write's old labels back through
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import pathlib
 
 KB_PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "src" / "koinii" / "kb"
@@ -596,3 +598,56 @@ class Search:
         "search.py:15 changes _index (given it to read)",  # bound again, past __init__
         "search.py:16 binds mine (not its own, nor given it)",
     ]
+
+
+# --- the facade ------------------------------------------------------------------------
+
+
+def delegations() -> list[tuple[str, str, str]]:
+    """(KB's method, the attribute holding the part, the part's method) for each method
+    of `KB` whose body, past its docstring, is one `return self._part.name(…)`."""
+    found = []
+    for function in _class(_tree("engine"), "KB").body:
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        body = [n for n in function.body if not isinstance(n, ast.Expr)]
+        if not (len(body) == 1 and isinstance(body[0], ast.Return)):
+            continue
+        call = body[0].value
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Attribute)
+            and _is_self(call.func.value.value)
+        ):
+            found.append((function.name, call.func.value.attr, call.func.attr))
+    return found
+
+
+def _parameters(method) -> list[tuple[str, object, object]]:
+    return [
+        (p.name, p.kind, p.default)
+        for p in inspect.signature(method).parameters.values()
+        if p.name != "self"
+    ]
+
+
+def test_the_kb_delegates_each_method_with_the_signature_of_the_part_that_answers_it():
+    """The facade's methods keep the signatures callers know, and the part answering
+    each takes the same parameters: a parameter added, renamed or given another default
+    on one side only is a call that breaks (or silently changes) on the other."""
+    from koinii.kb.engine import KB
+
+    classes = {
+        attribute: getattr(importlib.import_module(f"koinii.kb.{module}"), cls)
+        for module, (cls, attribute) in composed().items()
+    }
+    found = delegations()
+    assert len(found) > 40, "the delegating methods are not found"
+    differ = [
+        f"KB.{name} ~ {classes[held].__name__}.{called}"
+        for name, held, called in found
+        if held in classes
+        and _parameters(getattr(KB, name)) != _parameters(getattr(classes[held], called))
+    ]
+    assert not differ, f"a delegating method's parameters differ from its part's: {differ}"

@@ -1,5 +1,9 @@
 """Forward chaining: rules fire, claims are carried, and nothing speaks for another.
 
+One concept: forward chaining, the half of truth maintenance that derives — one object
+with maintenance.py's `Maintenance`, which derives from `Firing` and holds the state
+both halves work on; written apart because what fires is not how belief is labelled.
+
 Invariants:
 - Rules fire over every stored sentex whatever its belief, so the justifications are a
   function of the stored set (semi-naive: new rules against everything, new nodes
@@ -18,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from array import array
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from koinii.errors import Refused
@@ -33,7 +37,13 @@ from koinii.kb.sentex import DEFAULT, NOT, Justification, Node, key_of
 from koinii.terms import QUOTE, Sym, show
 
 if TYPE_CHECKING:
+    import threading
+
     from koinii.kb.budget import Budget
+    from koinii.kb.contexts import Hierarchy
+    from koinii.kb.index import Index
+    from koinii.kb.joins import Triggers
+    from koinii.kb.maintenance import Bounds
     from koinii.kb.writes import Transaction
 
 SPEECH_ACT = Sym("speechAct")
@@ -48,7 +58,20 @@ class Firing:
     `fire_waiting`, `place_again` and `rederive_all`; these call its `justify`, `link`,
     `drop_justification`, `delete_cascading`, `triggers_of`, …"""
 
-    __slots__ = ()
+    __slots__ = ()  # (the object's slots are `Maintenance`'s)
+
+    # The state this half works on, made and owned by `Maintenance` (declared, for mypy)
+    _kb: Bounds
+    _lock: threading.RLock
+    _running: Callable[[], Budget | None]
+    index: Index
+    hierarchy: Hierarchy
+    rules: dict[Node, Rule]
+    masks: dict[int, list[Node]]
+    _rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]]
+    _triggers: dict[tuple[Sym, bool], Triggers]
+    _carriers: dict[Sym, list[Node]]
+    _referrers: dict[int, set[Node]]
 
     def fire(self, tx: Transaction) -> None:
         """Semi-naive forward chaining from the new rules and the new nodes (and the

@@ -24,8 +24,9 @@ Invariants:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from koinii.errors import Refused
 from koinii.kb.contexts import EVERYTHING, Hierarchy
@@ -60,9 +61,11 @@ ARITY = Sym("arity")
 TARGET_FOLLOWING = Sym("target_following_predicate")
 
 
-class Structures(NamedTuple):
-    """Every structure over the stored nodes (`Maintenance.structures`), in the order
-    `take_structures` takes them back: what a checkpoint keeps of them."""
+@dataclass(frozen=True, slots=True)
+class Structures:
+    """Every structure over the stored nodes (`Maintenance.structures`): what a
+    checkpoint keeps of them, in this order (`tuple(structures)`), and gives back
+    (`take_structures`)."""
 
     index: Index
     hierarchy: Hierarchy
@@ -71,6 +74,11 @@ class Structures(NamedTuple):
     masks: dict[int, list[Node]]
     carriers: dict[Sym, list[Node]]
     referrers: dict[int, set[Node]]
+
+    def __iter__(self) -> Iterator[Any]:
+        """The structures in their order, as a checkpoint pickles them."""
+        yield from (self.index, self.hierarchy, self.rules, self.rules_by_literal)
+        yield from (self.masks, self.carriers, self.referrers)
 
 
 class Bounds(Protocol):
