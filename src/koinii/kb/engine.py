@@ -104,13 +104,16 @@ class KB(State):
         # The composed parts, each given what it reads: the KB itself only through the
         # narrow view its module names, and weakly — a part holding the KB would make a
         # cycle, and a KB let go without `close` kept its store, and its writer's lock,
-        # until the cyclic collector ran. Truth maintenance and the checkpoints first: the
-        # open reads through them (the checkpoints ask maintenance for its structures at
-        # each use, as an open from a checkpoint replaces them).
+        # until the cyclic collector ran. Truth maintenance, writes and the checkpoints
+        # first: the open reads through them (the checkpoints ask maintenance for its
+        # structures at each use, as an open from a checkpoint replaces them).
         view = weakref.proxy(self)
-        self._maintenance = maintenance = Maintenance(
-            view, lock=self._lock, running=lambda: view._budget
-        )
+
+        def running() -> Budget | None:
+            """The running operation's budget (`budget`), for the write path's loops."""
+            return view._budget
+
+        self._maintenance = maintenance = Maintenance(view, lock=self._lock, running=running)
         # (the watching and the checkpoints read writes' ledger, so they are made after
         # it, and it asks for them at each write)
         self._writes = writes = Writes(
@@ -119,7 +122,7 @@ class KB(State):
             store=self._store,
             clock=self._clock,
             maintenance=maintenance,
-            running=lambda: view._budget,
+            running=running,
             watching=lambda: view._watching,
             checkpoints=lambda: view._checkpoints,
         )
