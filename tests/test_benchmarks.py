@@ -67,6 +67,21 @@ def test_the_scale_benchmark_times_its_reads_alone():
     assert "feed" not in result.stdout and "daemon" not in result.stdout
 
 
+def test_the_scale_benchmark_times_its_feed_alone():
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "scale.py"), "--feed", "--watchers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "## feed: one write, heard by every watcher" in result.stdout
+    rows = [line.split() for line in result.stdout.splitlines()]
+    assert any(row[:1] == ["2"] and len(row) >= 3 for row in rows), result.stdout
+    assert "Load average" in result.stdout
+    assert "facts" not in result.stdout and "closure" not in result.stdout
+
+
 def test_the_resilience_benchmark_runs_each_agent_attack_tiny():
     """Issue 37's attacks, each a hundredth of its size: the table comes out, each attack
     answered as the daemon answers it (the timings are the real run's, not CI's)."""
