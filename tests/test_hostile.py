@@ -319,6 +319,46 @@ def test_an_agent_cannot_censor_another_agents_claim_with_a_mask(members):
     assert store.why_not(own, "CxTeam") == "excepted"
 
 
+def test_an_agent_cannot_hide_its_own_move_with_a_mask(members):
+    """A mask hides a sentex from the moves' reads too: over Atlas's own answer, `answer`
+    saw no standing answer and wrote a second, and once the mask was withdrawn both
+    stood; the same gave one ballot for and one against, and two acceptances of one
+    question; a mask over a rebuttal left its dispute standing without it (the clash gone
+    from the channel). So a mask hides no move, no claim an answer carries and no rebuttal
+    a standing dispute rests on: `withdraw` takes them back, with their rules."""
+    agents, store = members
+    atlas, boreas, charlie = (agents[a] for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie"))
+    claim = boreas.claim(CLAIM)
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    answer = atlas.answer(question, "(usesDb Staging Pg)")
+    [carried] = store.sentexes_matching("(usesDb Staging Pg)", "CxAtlas")
+    ballot = atlas.vote(claim, "for")
+    acceptance = boreas.accept(answer)
+    rebuttal = charlie.move("dispute", target=claim)["rebuttal"]
+    raw = isinstance(atlas.medium, channel.Wire)  # and the daemon's plain write
+    seq = store.seq
+    for who, target, kind in (
+        (atlas, answer, "answer"),
+        (atlas, carried.handle, "answer"),
+        (atlas, ballot, "ballot"),
+        (boreas, acceptance, "acceptance"),
+        (charlie, rebuttal, "rebuttal"),
+    ):
+        mask = f"(except (sentexHandle {target}))"
+        writes = [lambda w=who, m=mask: w.claim(m)]
+        if raw:
+            writes.append(lambda w=who, m=mask: w.medium.store.assert_(m, w.context))
+        for write in writes:
+            refusal = refused(write)
+            assert refusal.kind == "koinii/use-the-move", (kind, refusal)
+            assert refusal.data["move"] == "withdraw" and refusal.data["kind"] == kind
+            assert "withdraw(handle=" in refusal.message and "mask" in refusal.message
+    assert store.seq == seq  # nothing written
+    assert store.why_not(rebuttal, "CxTeam") is None and store.contradictions("CxTeam")
+    own = atlas.claim("(draft Idea)")  # a mask over one's own claim: one's own business
+    atlas.claim(f"(except (sentexHandle {own}))")
+
+
 def test_an_agent_cannot_silently_override_another_with_a_monotonic_rebuttal(members):
     agents, store = members
     claim = agents["AgentBoreas"].assert_(CLAIM)

@@ -15,8 +15,9 @@ operator may act for any agent); it writes only in the agent's own context, with
 agent as creator. The speech acts themselves (`speech.ACTS`) are the moves' alone: a
 daemon refuses an agent's plain write or removal of one (`koinii/use-the-move`, naming
 the move to call), `claim` refuses one written out as a claim, neither takes a rule
-that concludes one (an agent's rule would make the move once per firing), and no answer
-carries one as its claim — so one standing
+that concludes one (an agent's rule would make the move once per firing), no answer
+carries one as its claim, and no mask hides one (the move made again would not see it)
+— so one standing
 answer per agent per question, one ballot per agent per target, only the asker accepts
 or closes, and every dispute with its rebuttal hold for every entry, not only for
 clients that behave.
@@ -59,7 +60,7 @@ from koinii.identity import (
 )
 from koinii.kb import KB, Sentex
 from koinii.kb.checks import context_name
-from koinii.kb.rules import AND, IMPLIES
+from koinii.kb.rules import AND, EXCEPT, IMPLIES
 from koinii.operations import Caller, operation
 from koinii.speech import (
     ACCEPTS,
@@ -99,15 +100,22 @@ MOVE_OF_KIND = {
 
 def use_the_move(kind: str, what: str = "written") -> Refused:
     """The refusal of a speech act made outside its move: written, withdrawn, concluded
-    by a rule or carried by an answer (`what`)."""
-    call = "withdraw(handle=…)" if what == "withdrawn" else MOVE_OF_KIND[kind]
+    by a rule, carried by an answer or hidden by a mask (`what`)."""
+    call = "withdraw(handle=…)" if what in ("withdrawn", "masked") else MOVE_OF_KIND[kind]
     article = "an" if kind[0] in "aeiou" else "a"
     rules = (
         "which keeps its rules (one answer and one ballot per agent, only the asker accepts "
         "or closes, a dispute with its rebuttal)"
     )
     how = f"call {call} (POST /v1/moves/{call.split('(')[0]})"
-    if what in ("concluded", "carried"):
+    if what == "masked":
+        said = (
+            f"a mask cannot hide {article} {kind}: hidden, it would still stand where its "
+            f"move no longer sees it, and the move made again would break its rules (one "
+            f"answer and one ballot per agent, one acceptance per question); to take it "
+            f"back, {how}"
+        )
+    elif what in ("concluded", "carried"):
         by = "a rule cannot conclude" if what == "concluded" else "an answer cannot carry"
         said = (
             f"{by} {article} {kind}: {article} {kind} is made only by its move, {rules}; "
@@ -118,14 +126,19 @@ def use_the_move(kind: str, what: str = "written") -> Refused:
     return Refused("koinii/use-the-move", said, {"move": call.split("(")[0], "kind": kind})
 
 
-def check_not_a_move(sentence: Any, what: str = "written") -> None:
+def check_not_a_move(
+    sentence: Any, what: str = "written", kb: KB | None = None, agent: str | None = None
+) -> None:
     """Refuse a speech act stated as a plain sentence (or carried by an answer: `what`),
     or concluded by a rule (see the module's docstring): a rule's firings would make the
     move without its rules — an agent's rule concluding its own answers gave it one per
-    firing."""
+    firing. With the store (`kb`) and the writer (`agent`), refuse too a mask over a move
+    (`check_not_masking_a_move`)."""
     kind = speech.move_kind(sentence)
     if kind != "claim":
         raise use_the_move(kind, what)
+    if kb is not None and agent is not None:
+        check_not_masking_a_move(kb, agent, sentence)
     if type(sentence) is tuple and len(sentence) == 3 and sentence[0] is IMPLIES:
         consequent = sentence[2]
         conjunction = type(consequent) is tuple and consequent[:1] == (AND,)
@@ -133,6 +146,43 @@ def check_not_a_move(sentence: Any, what: str = "written") -> None:
             kind = speech.move_kind(literal)
             if kind != "claim":
                 raise use_the_move(kind, "concluded")
+
+
+def check_not_masking_a_move(kb: KB, agent: str, sentence: Any) -> None:
+    """Refuse the agent's mask `(except (sentexHandle T))` over a move of its own, the
+    claim its answer carries, or the rebuttal its standing dispute rests on: a mask hides
+    T from the moves' reads too, so `answer` saw no standing answer and wrote a second
+    (both stood once the mask went), `vote` a second ballot, `accept` a second acceptance,
+    and a dispute stood without its rebuttal. (A mask over another's sentex is refused
+    before: `identity.check_meaning`.)"""
+    if type(sentence) is not tuple or len(sentence) != 2 or sentence[0] is not EXCEPT:
+        return
+    target = sentence[1]
+    if type(target) is not tuple or len(target) != 2 or type(target[1]) is not int:
+        return
+    masked = kb.sentex(target[1]) if target[1] > 0 else None
+    if masked is None or masked.context != context_for(agent):
+        return
+    kind = speech.move_kind(masked.sentence)
+    if kind == "claim" and masked.derived and _carrier(kb, masked) is not None:
+        kind = "answer"  # the claim lives and dies with its answer
+    if kind != "claim":
+        raise use_the_move(kind, "masked")
+    resting = [d.handle for d in disputes_resting_on(kb, agent, masked)]
+    if resting:
+        raise rebuttal_stands(masked.handle, resting, "mask")
+
+
+def rebuttal_stands(handle: int, resting: list[int], verb: str) -> Refused:
+    """The refusal to `verb` (remove, mask) the rebuttal #`handle` the agent's standing
+    disputes `resting` rest on: a dispute never stands without its rebuttal."""
+    return Refused(
+        "koinii/use-the-move",
+        f"#{handle} is the rebuttal your dispute #{resting[0]} stands on, and a dispute "
+        f"never stands without its rebuttal, so you cannot {verb} it: withdraw(handle="
+        f"{handle}) takes both (POST /v1/moves/withdraw)",
+        {"move": "withdraw", "kind": "rebuttal", "disputes": resting},
+    )
 
 
 def check_system_fields(provenance: Any) -> None:
@@ -353,7 +403,7 @@ def claim(
     check_creator(agent, creator)
     trusted = caller is not None and caller.role in ("arbiter", "operator") and caller.id
     term = _checked(kb, agent, sentence, None if trusted else strength)
-    check_not_a_move(term)
+    check_not_a_move(term, kb=kb, agent=agent)
     check_system_fields(provenance)
     opts: dict[str, Any] = _opts(agent)
     if strength is not None:
@@ -788,7 +838,7 @@ def reply_many(kb: KB, agent: str, sentences: Sequence[Any]) -> dict[str, Any]:
                 raise
             term = sentence  # not a sentence at all: the dry run names the problem
         else:
-            check_not_a_move(term)
+            check_not_a_move(term, kb=kb, agent=agent)
         entries.append((term, own, opts))
     problems = kb.check_edit(add=entries)
     if problems:

@@ -11,8 +11,9 @@ client library may check the same rules earlier; this is where they are enforced
 
 An agent (or arbiter) writes and removes speech acts only through their moves
 (`koinii.channel.moves`, which keep the conversation's rules on the writer): a plain write or
-removal of one is refused `koinii/use-the-move`, and so is the removal of a rebuttal
-while the agent's dispute stands on it. The provenance fields that carry a meaning only
+removal of one is refused `koinii/use-the-move`, and so are the removal of a rebuttal
+while the agent's dispute stands on it and a mask over a move (it would hide the move
+from the moves' own reads). The provenance fields that carry a meaning only
 the system gives (a ruling's `adjudication` tag; the writer, which the daemon records)
 are refused to agents (`koinii/system-field`); an arbiter's rulings carry the tag.
 | admin    | CxRegistry                                                   | registry rows     |
@@ -28,6 +29,7 @@ from koinii.channel.moves import (
     check_not_a_move,
     check_system_fields,
     disputes_resting_on,
+    rebuttal_stands,
     use_the_move,
 )
 from koinii.errors import Refused
@@ -87,7 +89,7 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
         if claim is not None:  # an answer's claim is its author's claim too
             check_speaker(agent, claim[1] if claim[0] is NOT else claim)
         if entry.positive:
-            check_not_a_move(entry.atom)
+            check_not_a_move(entry.atom, kb=kb, agent=agent)
 
 
 def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
@@ -139,13 +141,7 @@ def check_remove(kb: KB, caller: Caller, handle: Any) -> None:
         raise use_the_move(kind, "withdrawn")
     resting = [d.handle for d in disputes_resting_on(kb, caller.id, sentex)]
     if resting:
-        raise Refused(
-            "koinii/use-the-move",
-            f"#{handle} is the rebuttal your dispute #{resting[0]} stands on, and a dispute "
-            f"never stands without its rebuttal: withdraw(handle={handle}) takes both "
-            "(POST /v1/moves/withdraw)",
-            {"move": "withdraw", "kind": "rebuttal", "disputes": resting},
-        )
+        raise rebuttal_stands(handle, resting, "remove")
 
 
 def check_operator(caller: Caller, what: str) -> None:
