@@ -407,6 +407,50 @@ def test_an_agents_rule_concludes_no_move_its_own_or_anothers(members):
     atlas.answer(question, "(usesDb Staging Pg)")  # the move itself: fine
 
 
+def test_an_agents_own_claim_carrier_carries_no_move(members):
+    """`(carriesClaim says 2)` is an agent's to declare for its own predicate, and made
+    argument 2 of each `says` sentence a claim: `(says AgentAtlas (quote (answers
+    AgentAtlas …)))` gave Atlas a second standing answer, and as many endorsements, ballots
+    and closings as it wrote, none by its move. So no agent's sentence — a claim, a rule's
+    conclusion, an answer's claim — quotes a move, at any depth, declared a carrier or not."""
+    agents, store = members
+    atlas, boreas = agents["AgentAtlas"], agents["AgentBoreas"]
+    claim = boreas.claim(CLAIM)
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    atlas.answer(question, "(usesDb Staging Pg)")
+    answers = f"(answers AgentAtlas (quote (usesDb Staging Oracle)) (sentexHandle {question}))"
+    endorses = f"(endorses AgentAtlas (sentexHandle {claim}))"
+    saying = "(says AgentAtlas (quote {}))".format
+    attacks = [
+        (saying(answers), "answer"),
+        (saying(endorses), "endorsement"),
+        (saying(f"(votesFor AgentAtlas (sentexHandle {claim}))"), "ballot"),
+        (saying(f"(closes AgentAtlas (sentexHandle {question}))"), "closing"),
+        (saying(saying(endorses)), "endorsement"),  # a carried claim carries in turn
+        (f"(implies (trigger ?x) {saying(endorses)})", "endorsement"),
+    ]
+    seq = store.seq
+    refusal = refused(lambda: atlas.claim(saying(endorses)))  # declared later or never
+    assert refusal.kind == "koinii/use-the-move"
+    atlas.claim("(carriesClaim says 2)")
+    seq = store.seq
+    for sentence, kind in attacks:
+        refusal = refused(lambda s=sentence: atlas.claim(s))
+        assert refusal.kind == "koinii/use-the-move", sentence
+        assert refusal.data["kind"] == kind and "quote" in refusal.message, sentence
+        assert refused(lambda s=sentence: atlas.reply_many([s])).kind == refusal.kind
+        if isinstance(atlas.medium, channel.Wire):  # the daemon's plain write
+            plain = refused(lambda s=sentence: atlas.medium.store.assert_(s, "CxAtlas"))
+            assert plain.kind == refusal.kind and plain.data == refusal.data
+    asked = boreas.ask("(quote (says AgentAtlas ?what))")  # nor as an answer's claim
+    refusal = refused(lambda: atlas.answer(asked, saying(endorses)))
+    assert refusal.kind == "koinii/use-the-move" and refusal.data["kind"] == "endorsement"
+    assert store.seq == seq + 1  # the question alone
+    assert store.sentexes_matching("(endorses ?who ?what)", "?ctx") == []
+    assert len(store.sentexes_matching("(answers AgentAtlas ?c ?q)", "CxAtlas")) == 1
+    atlas.claim(saying("(usesDb Staging Pg)"))  # a claim carried: fine
+
+
 def test_a_plain_retract_keeps_the_record_of_the_replies_to_a_claim(team):
     """Issue 37, hostile rerun: withdraw keeps the record of a claim's dispute, ballots and
     endorsements (issue 38), but a plain `retract` (or an edit's removal) of the same claim

@@ -16,7 +16,8 @@ agent as creator. The speech acts themselves (`speech.ACTS`) are the moves' alon
 daemon refuses an agent's plain write or removal of one (`koinii/use-the-move`, naming
 the move to call), `claim` refuses one written out as a claim, neither takes a rule
 that concludes one (an agent's rule would make the move once per firing), no answer
-carries one as its claim, and no mask hides one (the move made again would not see it)
+carries one as its claim, no sentence quotes one (a `carriesClaim` declaration of the
+agent's own would make it), and no mask hides one (the move made again would not see it)
 — so one standing
 answer per agent per question, one ballot per agent per target, only the asker accepts
 or closes, and every dispute with its rebuttal hold for every entry, not only for
@@ -100,7 +101,8 @@ MOVE_OF_KIND = {
 
 def use_the_move(kind: str, what: str = "written") -> Refused:
     """The refusal of a speech act made outside its move: written, withdrawn, concluded
-    by a rule, carried by an answer or hidden by a mask (`what`)."""
+    by a rule, carried by an answer, quoted where a declaration would carry it, or hidden
+    by a mask (`what`)."""
     call = "withdraw(handle=…)" if what in ("withdrawn", "masked") else MOVE_OF_KIND[kind]
     article = "an" if kind[0] in "aeiou" else "a"
     rules = (
@@ -114,6 +116,12 @@ def use_the_move(kind: str, what: str = "written") -> Refused:
             f"move no longer sees it, and the move made again would break its rules (one "
             f"answer and one ballot per agent, one acceptance per question); to take it "
             f"back, {how}"
+        )
+    elif what == "quoted":
+        said = (
+            f"a sentence cannot quote {article} {kind}: a (carriesClaim P N) declaration "
+            f"makes a quoted sentence a claim, and so {article} {kind} made by no move, "
+            f"{rules}; quote a claim, and {how} yourself"
         )
     elif what in ("concluded", "carried"):
         by = "a rule cannot conclude" if what == "concluded" else "an answer cannot carry"
@@ -146,6 +154,24 @@ def check_not_a_move(
             kind = speech.move_kind(literal)
             if kind != "claim":
                 raise use_the_move(kind, "concluded")
+            _check_quotes_no_move(literal)
+    else:
+        _check_quotes_no_move(sentence)
+
+
+def _check_quotes_no_move(sentence: Any) -> None:
+    """Refuse a move quoted as an argument, at any depth of quoting: an agent may declare
+    `(carriesClaim P N)` for a predicate of its own, and then `(P … (quote (answers A …)))`
+    carried an answer no `answer` made (a quoted claim carries its own quotes in turn).
+    Refused whether or not a declaration is seen yet: one may come after."""
+    if type(sentence) is not tuple:
+        return
+    for argument in sentence[1:]:
+        if type(argument) is tuple and len(argument) == 2 and argument[0] is QUOTE:
+            kind = speech.move_kind(argument[1])
+            if kind != "claim":
+                raise use_the_move(kind, "quoted")
+            _check_quotes_no_move(argument[1])
 
 
 def check_not_masking_a_move(kb: KB, agent: str, sentence: Any) -> None:
