@@ -442,6 +442,13 @@ def test_an_agents_own_claim_carrier_carries_no_move(members):
         if isinstance(atlas.medium, channel.Wire):  # the daemon's plain write
             plain = refused(lambda s=sentence: atlas.medium.store.assert_(s, "CxAtlas"))
             assert plain.kind == refusal.kind and plain.data == refusal.data
+    for sentence, kind in (  # nor a denial of a move or of a system sentence, carried
+        (saying(f"(not (disputes AgentCharlie (sentexHandle {claim})))"), "koinii/use-the-move"),
+        (saying("(not (agentContext CxBoreas AgentBoreas))"), "koinii/foreign-mark"),
+        (saying(saying("(not (contested Prod))")), "koinii/system-vocabulary"),
+        (f"(implies (trigger ?x) {saying('(not (contested Prod))')})", "koinii/system-vocabulary"),
+    ):
+        assert refused(lambda s=sentence: atlas.claim(s)).kind == kind, sentence
     asked = boreas.ask("(quote (says AgentAtlas ?what))")  # nor as an answer's claim
     refusal = refused(lambda: atlas.answer(asked, saying(endorses)))
     assert refusal.kind == "koinii/use-the-move" and refusal.data["kind"] == "endorsement"
