@@ -914,6 +914,21 @@ def test_a_dry_run_names_the_refusal_the_write_would_get(team):
     assert ops.seq == seq  # a dry run stores nothing
 
 
+def test_an_agent_cannot_make_its_claim_read_as_a_ruling_after_the_fact(team):
+    """A ruling's tag (`adjudication`, `adjudication#2`) is refused in an agent's write,
+    and was taken by `add_provenance` on the agent's own claim: the claim then read as a
+    ruling. The tag is a ruling's on every path that writes provenance."""
+    atlas = team.client("AgentAtlas")
+    claim = atlas.assert_(CLAIM, "CxAtlas")
+    seq = atlas.seq
+    for field in ("adjudication", "adjudication#2"):
+        refusal = refused(lambda f=field: atlas.add_provenance(claim, {f: {"ruling": "upheld"}}))
+        assert refusal.kind == "reserved-provenance" and refusal.data == {"field": field}
+        assert "ruling" in refusal.message
+    assert atlas.seq == seq and "adjudication" not in atlas.provenance(claim)
+    atlas.add_provenance(claim, {"source": "runbook"})  # a writer's own field: fine
+
+
 # --- poisoned reads: values no JSON reader takes back ----------------------------------------
 
 

@@ -144,6 +144,15 @@ def check_remove(kb: KB, caller: Caller, handle: Any) -> None:
         raise rebuttal_stands(handle, resting, "remove")
 
 
+def check_add_provenance(kb: KB, caller: Caller, handle: Any, fields: Any) -> None:
+    """Refuse provenance added where the caller may not retract (`check_remove`), or a
+    ruling's tag in it from a caller that makes no rulings: `add_provenance` on an agent's
+    own claim took `adjudication`, and the claim read as a ruling."""
+    check_remove(kb, caller, handle)
+    if caller.role not in ("operator", "arbiter"):
+        check_system_fields(fields)
+
+
 def check_operator(caller: Caller, what: str) -> None:
     if caller.role != "operator":
         raise Refused("forbidden", f"only an operator may {what}", {"principal": caller.id})
