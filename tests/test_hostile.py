@@ -489,6 +489,32 @@ def test_a_plain_retract_keeps_the_record_of_the_replies_to_a_claim(team):
     assert boreas.thread(atlas.claim("(draft Idea)"))["earlier"] == []
 
 
+def test_an_agent_cannot_erase_the_record_of_what_it_took_back(team):
+    """A record in CxHistory is written by the move (or the removal) as its agent, so the
+    daemon attributed it to Atlas, and Atlas's plain `retract` of its own record erased
+    the withdrawn answer from the question's thread — the record that keeps a move taken
+    back from standing clean. No agent removes a record, or adds provenance to one."""
+    boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    atlas = channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    answer = atlas.answer(question, "(usesDb Staging Pg)")
+    record = atlas.move("withdraw", handle=answer)["record"]
+    seq = atlas.store.seq
+    for erase in (
+        lambda: atlas.store.retract(record),
+        lambda: atlas.store.edit(remove=[record]),
+        lambda: atlas.store.add_provenance(record, {"ending": "never-said"}),
+    ):
+        refusal = refused(erase)
+        assert refusal.kind == "koinii/foreign-context", refusal
+        assert refusal.data["context"] == "CxHistory" and "withdraw" in refusal.message
+    [problem] = atlas.store.check_edit(remove=[record])  # the dry run says the same
+    assert problem["kind"] == "koinii/foreign-context"
+    assert atlas.store.seq == seq
+    [withdrawn] = boreas.thread(question)["withdrawn_answers"]
+    assert withdrawn["handle"] == answer
+
+
 def test_a_forged_ballot_neither_counts_nor_vetoes_a_majority(members):
     """A ballot in another's name is nobody's: an agent's rule concluding one is refused,
     and one an operator wrote is not derived (the engine's own guard)."""

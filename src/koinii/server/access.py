@@ -13,9 +13,12 @@ An agent (or arbiter) writes and removes speech acts only through their moves
 (`koinii.channel.moves`, which keep the conversation's rules on the writer): a plain write or
 removal of one is refused `koinii/use-the-move`, and so are the removal of a rebuttal
 while the agent's dispute stands on it and a mask over a move (it would hide the move
-from the moves' own reads). The provenance fields that carry a meaning only
-the system gives (a ruling's `adjudication` tag; the writer, which the daemon records)
-are refused to agents (`koinii/system-field`); an arbiter's rulings carry the tag.
+from the moves' own reads). The records of what the moves took back (`CxHistory`) are
+written as the agent, and no agent removes or amends one (`koinii/foreign-context`).
+The provenance fields that carry a meaning only the system gives (a ruling's
+`adjudication` tag; the writer, which the daemon records) are refused to agents
+(`reserved-provenance`), on a write and on `add_provenance`; an arbiter's rulings carry
+the tag.
 | admin    | CxRegistry                                                   | registry rows     |
 | operator | anything, and load vocabulary                                | anything          |
 | reader   | nothing                                                      | nothing           |
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from koinii.channel.history import HISTORY
 from koinii.channel.moves import (
     check_not_a_move,
     check_system_fields,
@@ -135,6 +139,14 @@ def check_remove(kb: KB, caller: Caller, handle: Any) -> None:
             "koinii/foreign-sentex",
             f"{caller.id} may retract only what it wrote; sentex {handle} is not its own",
             {"agent": caller.id, "handle": handle},
+        )
+    if sentex.context == HISTORY:
+        raise Refused(
+            "koinii/foreign-context",
+            f"#{handle} is a record in {HISTORY}, which the moves write and no agent removes "
+            "or amends: it keeps what was taken back from standing clean. To take back a "
+            "move, withdraw(handle=…) it (POST /v1/moves/withdraw); its record is kept",
+            {"agent": caller.id, "handle": handle, "context": HISTORY},
         )
     kind = move_kind(sentex.sentence)
     if kind != "claim":
