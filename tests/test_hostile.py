@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 import koinii
 from koinii.channel import agent as channel
+from koinii.channel import belief
 from koinii.cli import main
 from koinii.disputes import majority
 from koinii.server.tokens import add_token
@@ -714,6 +715,32 @@ def test_an_agent_cannot_squat_the_context_the_system_speaks_as(tmp_path):
         daemon.kill()
     add_token(table, "AgentMajority", "arbiter")  # the adjudicator, deployed later
     Daemon(db, ["--tokens", table], tokens).start().kill()  # starts: nothing squats it
+
+
+def test_an_agent_cannot_place_its_context_under_another_agents_beliefs(team):
+    """Boreas's belief context, CxAgentAgentBoreas, is what Boreas believes (`believe_own`
+    links it to CxBoreas): Atlas placed its own context under it — by `join`, or a plain
+    placement — and Boreas believed Atlas's claims. Another principal's belief context is
+    no channel, before its owner links it too (Charlie's)."""
+    boreas, atlas = team.client("AgentBoreas"), team.client("AgentAtlas")
+    belief.believe_own(boreas, "AgentBoreas")
+    channel.join(channel.wire(atlas), "CxTeam", "AgentAtlas").claim("(usesDb Prod Evil)")
+    seq = atlas.seq
+    placed = "(genlCx CxAgentAgent{} CxAtlas)".format
+    for owner, place in (
+        (
+            "AgentBoreas",
+            lambda: channel.join(channel.wire(atlas), "CxAgentAgentBoreas", "AgentAtlas"),
+        ),
+        ("AgentBoreas", lambda: atlas.assert_(placed("Boreas"), "CxUniverse")),
+        ("AgentCharlie", lambda: atlas.assert_(placed("Charlie"), "CxUniverse")),
+    ):
+        refusal = refused(place)
+        assert refusal.kind == "koinii/not-a-channel" and refusal.data["owners"] == [owner]
+        assert "belief" in refusal.message and "(genlCx CxTeam CxAtlas)" in refusal.message
+    assert atlas.seq == seq
+    assert not belief.would_believe(boreas, "AgentBoreas", "(usesDb Prod Evil)")
+    assert belief.believe_own(atlas, "AgentAtlas") == "CxAgentAgentAtlas"  # its own: fine
 
 
 def test_an_agent_cannot_pull_another_channel_into_its_own(team):
