@@ -360,6 +360,34 @@ def test_an_agent_cannot_hide_its_own_move_with_a_mask(members):
     atlas.claim(f"(except (sentexHandle {own}))")
 
 
+def test_a_mask_made_before_the_move_hides_none_of_it(members):
+    """The same hiding in the other order: Charlie claimed the rebuttal `(not S)` and
+    masked it, then disputed S — the dispute wrote the rebuttal it already held, masked,
+    and stood without it (no clash in the channel); Atlas masked a claim, then answered
+    with it, and the answer's claim was hidden. A move refuses to stand on what its own
+    speaker's mask hides: withdraw the mask first."""
+    agents, store = members
+    atlas, boreas, charlie = (agents[a] for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie"))
+    claim = boreas.claim(CLAIM)
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    rebuttal = charlie.claim(f"(not {CLAIM})")
+    hidden = charlie.claim(f"(except (sentexHandle {rebuttal}))")
+    answer_claim = atlas.claim("(usesDb Staging Pg)")
+    hiding = atlas.claim(f"(except (sentexHandle {answer_claim}))")
+    seq = store.seq
+    for move, mask in (
+        (lambda: charlie.dispute(claim), hidden),
+        (lambda: atlas.answer(question, "(usesDb Staging Pg)"), hiding),
+    ):
+        refusal = refused(move)
+        assert refusal.kind == "koinii/use-the-move" and refusal.data["move"] == "withdraw"
+        assert refusal.data["mask"] == mask and f"withdraw(handle={mask})" in refusal.message
+    assert store.seq == seq
+    charlie.withdraw(hidden)  # the mask withdrawn, the move stands on what it says
+    charlie.dispute(claim)
+    assert store.contradictions("CxTeam")
+
+
 def test_an_agent_cannot_silently_override_another_with_a_monotonic_rebuttal(members):
     agents, store = members
     claim = agents["AgentBoreas"].assert_(CLAIM)

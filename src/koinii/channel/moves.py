@@ -236,6 +236,27 @@ def _stored(kb: KB, sentence: Any, context: str) -> Sentex | None:
     return next((s for s in found if s.context == context), None)
 
 
+def _check_unmasked(kb: KB, agent: str, sentence: Term, move: str) -> None:
+    """Refuse `move` writing `sentence` (a dispute's rebuttal, an answer's claim) where
+    the agent holds it already, hidden by a mask of its own: the move would stand on what
+    its speaker hides (a dispute without its rebuttal) — the mask made before the move,
+    which `check_not_masking_a_move` refuses after it."""
+    own = context_for(agent)
+    for held in kb.sentexes_matching(sentence, "CxEverything"):
+        if held.context != own:
+            continue
+        masks = kb.sentexes_matching((EXCEPT, ref(held.handle)), own)
+        if masks:
+            mask = masks[0].handle
+            raise Refused(
+                "koinii/use-the-move",
+                f"your mask #{mask} hides {held.text} (#{held.handle}), which this {move} "
+                f"would stand on: a move never stands on what its own speaker hides. "
+                f"withdraw(handle={mask}) first (POST /v1/moves/withdraw), then {move}",
+                {"move": "withdraw", "kind": "mask", "mask": mask, "hidden": held.handle},
+            )
+
+
 def _carrier(kb: KB, claim: Sentex) -> Sentex | None:
     """The answer in the claim's context that carries it, if any."""
     pattern = (ANSWERS, Var("who"), (QUOTE, claim.sentence), Var("q"))
@@ -484,6 +505,7 @@ def answer(kb: KB, agent: str, question: Any, content: Any) -> dict[str, Any]:
     check_speaker(agent, claim_term)  # an answer's claim is the agent's own claim
     check_not_a_move(claim_term, "carried")  # (and a claim: never a move made by no move)
     act = _checked(kb, agent, (ANSWERS, Sym(agent), (QUOTE, claim_term), ref(question)))
+    _check_unmasked(kb, agent, claim_term, "answer")
     own = context_for(agent)
     standing = [
         s
@@ -552,6 +574,7 @@ def dispute(kb: KB, agent: str, target: Any) -> dict[str, Any]:
         )
     edge = _checked(kb, agent, (DISPUTES, Sym(agent), ref(on.handle)))
     rebuttal = speech.negation(on.sentence)
+    _check_unmasked(kb, agent, rebuttal, "dispute")
     own, opts = context_for(agent), _opts(agent)
     handles = kb.edit(add=[(rebuttal, own, opts), (edge, own, opts)]).handles
     return _written(kb, handles[1], rebuttal=handles[0], target=on.handle)
