@@ -440,8 +440,10 @@ def test_an_agents_own_claim_carrier_carries_no_move(members):
     """`(carriesClaim says 2)` is an agent's to declare for its own predicate, and made
     argument 2 of each `says` sentence a claim: `(says AgentAtlas (quote (answers
     AgentAtlas …)))` gave Atlas a second standing answer, and as many endorsements, ballots
-    and closings as it wrote, none by its move. So no agent's sentence — a claim, a rule's
-    conclusion, an answer's claim — quotes a move, at any depth, declared a carrier or not."""
+    and closings as it wrote, none by its move — and `(says AgentBoreas (quote (endorses
+    AgentBoreas …)))` an endorsement in Boreas's name, seen in the channel. So no agent's
+    sentence — a claim, a rule's conclusion, an answer's claim — quotes a move, at any
+    depth, declared a carrier or not."""
     agents, store = members
     atlas, boreas = agents["AgentAtlas"], agents["AgentBoreas"]
     claim = boreas.claim(CLAIM)
@@ -456,6 +458,11 @@ def test_an_agents_own_claim_carrier_carries_no_move(members):
         (saying(f"(votesFor AgentAtlas (sentexHandle {claim}))"), "ballot"),
         (saying(f"(closes AgentAtlas (sentexHandle {question}))"), "closing"),
         (saying(saying(endorses)), "endorsement"),  # a carried claim carries in turn
+        # in Boreas's name: the engine took the carrier's argument 1 for its author
+        (
+            f"(says AgentBoreas (quote (endorses AgentBoreas (sentexHandle {claim}))))",
+            "endorsement",
+        ),
         (f"(implies (trigger ?x) {saying(endorses)})", "endorsement"),
     ]
     seq = store.seq
