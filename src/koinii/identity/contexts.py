@@ -165,7 +165,7 @@ def check_channel_parent(
     elif any(owner != agent_id for owner in owners):
         why = f"{next(o for o in owners if o != agent_id)}'s own context"
     elif _believer(store, parent, agent_id, contexts.values()):
-        owners = [agent_of_belief_context(parent)]
+        owners = [parent[len(BELIEF_PREFIX) :]]
         why = (
             f"{owners[0]}'s belief context, what {owners[0]} believes: under it, your claims "
             f"would be {owners[0]}'s beliefs"
