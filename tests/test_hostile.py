@@ -277,6 +277,32 @@ def test_an_admin_records_no_sessions(team):
     )
 
 
+def test_an_admin_writes_no_speech_act_in_the_registry(team):
+    """An admin writes registry rows, and wrote `(answers AgentAtlas …)` and `(endorses
+    AgentAtlas …)` there too: read across contexts (`Agent.answers_to`,
+    `endorsements_of`), Atlas had answered and endorsed what it never did. An admin
+    makes no moves, so it writes no speech act — nor a rule concluding one, nor a denial."""
+    boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    registrar = team.client("Registrar")
+    claim = boreas.claim("(usesDb Prod Pg)")
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    seq = registrar.seq
+    for sentence, kind in (
+        (f"(answers AgentAtlas (quote (usesDb Staging X)) (sentexHandle {question}))", "answer"),
+        (f"(endorses AgentAtlas (sentexHandle {claim}))", "endorsement"),
+        ("(not (queries AgentBoreas (quote (usesDb Staging ?db))))", "question"),
+        ("(implies (registeredAgent ?a) (votesFor ?a (sentexHandle 1)))", "ballot"),
+    ):
+        refusal = refused(lambda s=sentence: registrar.assert_(s, "CxRegistry"))
+        assert refusal.kind == "forbidden" and refusal.data["kind"] == kind, sentence
+        assert "admin" in refusal.message and "agent token" in refusal.message
+        [problem] = registrar.check(sentence, "CxRegistry")  # the dry run says the same
+        assert problem["kind"] == "forbidden"
+    assert registrar.seq == seq
+    assert boreas.answers_to(question) == [] and boreas.endorsements_of(claim) == []
+    registrar.assert_("(registeredAgent AgentAtlas)", "CxRegistry")  # a registry row: fine
+
+
 # --- meaning: what an agent's claims do to the meaning of others' ---------------------------
 # Each attack is made once with raw writes over the agent's token and once by a cooperative
 # agent through koinii.channel.agent, in process: the rule holds on both.

@@ -74,6 +74,8 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
                 f"an admin writes {REGISTRY} only, not {ctx}",
                 {"principal": caller.id, "context": ctx},
             )
+        for entry in entries:
+            _check_admin_entry(caller, entry.atom)
         return
     agent = caller.id
     check_registry_write(agent, ctx)  # the order of the checks is channel.md's
@@ -94,6 +96,23 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
             check_speaker(agent, claim[1] if claim[0] is NOT else claim)
         if entry.positive:
             check_not_a_move(entry.atom, kb=kb, agent=agent)
+
+
+def _check_admin_entry(caller: Caller, atom: tuple) -> None:
+    """An admin makes no moves, so it writes no speech act in the registry — stated,
+    denied (`atom` is a denial's sentence) or concluded by a rule: `(answers AgentAtlas …)`
+    there was read as Atlas's answer by the reads across contexts."""
+    try:
+        check_not_a_move(atom)
+    except Refused as refusal:
+        kind = refusal.data["kind"]
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise Refused(
+            "forbidden",
+            f"an admin writes registry rows, not speech acts: {article} {kind} is made by an "
+            "agent's own move, with an agent token",
+            {"principal": caller.id, "kind": kind},
+        ) from None
 
 
 def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
