@@ -281,7 +281,8 @@ def test_an_admin_writes_no_speech_act_in_the_registry(team):
     """An admin writes registry rows, and wrote `(answers AgentAtlas …)` and `(endorses
     AgentAtlas …)` there too: read across contexts (`Agent.answers_to`,
     `endorsements_of`), Atlas had answered and endorsed what it never did. An admin
-    makes no moves, so it writes no speech act — nor a rule concluding one, nor a denial."""
+    makes no moves, so it writes no speech act — nor a rule concluding one, nor a denial —
+    and makes no rulings: a ruling's tag is refused it as it is an agent."""
     boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
     registrar = team.client("Registrar")
     claim = boreas.claim("(usesDb Prod Pg)")
@@ -298,7 +299,16 @@ def test_an_admin_writes_no_speech_act_in_the_registry(team):
         assert "admin" in refusal.message and "agent token" in refusal.message
         [problem] = registrar.check(sentence, "CxRegistry")  # the dry run says the same
         assert problem["kind"] == "forbidden"
-    assert registrar.seq == seq
+    # nor a ruling: a sentence anywhere with a ruling's tag is read as one (rulings_on)
+    ruling = {"adjudication": {"dispute": [[claim, claim + 1]], "at": 1}}
+    for write in (
+        lambda: registrar.assert_("(not (usesDb Prod Pg))", "CxRegistry", provenance=ruling),
+        lambda: registrar.add_provenance(
+            registrar.assert_("(registeredAgent AgentDune)", "CxRegistry"), ruling
+        ),
+    ):
+        assert refused(write).kind == "reserved-provenance"
+    assert registrar.seq == seq + 1  # the row alone
     assert boreas.answers_to(question) == [] and boreas.endorsements_of(claim) == []
     registrar.assert_("(registeredAgent AgentAtlas)", "CxRegistry")  # a registry row: fine
 

@@ -74,6 +74,7 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
                 f"an admin writes {REGISTRY} only, not {ctx}",
                 {"principal": caller.id, "context": ctx},
             )
+        check_system_fields(opts.get("provenance"))  # an admin makes no rulings either
         for entry in entries:
             _check_admin_entry(caller, entry.atom)
         return
