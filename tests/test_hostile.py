@@ -1014,12 +1014,16 @@ def test_a_dry_run_names_the_refusal_the_write_would_get(team):
     """`check` and `check_edit` judge an agent's entries by the daemon's rules as well as
     the engine's: an agent told "no problems" was then refused its write."""
     boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
-    channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    mover = channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
     claim = boreas.claim(CLAIM)
+    ballot = mover.vote(claim, "for")
     atlas, ops = team.client("AgentAtlas"), team.client("Ops")
     seq = ops.seq
+    quoted = f"(says AgentAtlas (quote (endorses AgentAtlas (sentexHandle {claim}))))"
     for sentence, opts, kind in (
         (f"(except (sentexHandle {claim}))", {}, "koinii/foreign-mask"),
+        (f"(except (sentexHandle {ballot}))", {}, "koinii/use-the-move"),  # its own move
+        (quoted, {}, "koinii/use-the-move"),
         (f"(not {CLAIM})", {"strength": "monotonic"}, "koinii/strength-forbidden"),
         ("(agentContext CxTeam AgentAtlas)", {}, "koinii/foreign-mark"),
         ("(note Mine)", {"creator": "AgentBoreas"}, "koinii/creator-mismatch"),
