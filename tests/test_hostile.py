@@ -369,6 +369,8 @@ def test_an_agent_cannot_hide_its_own_move_with_a_mask(members):
     question = boreas.ask("(quote (usesDb Staging ?db))")
     answer = atlas.answer(question, "(usesDb Staging Pg)")
     [carried] = store.sentexes_matching("(usesDb Staging Pg)", "CxAtlas")
+    said = charlie.claim("(usesDb Staging Oracle)")  # said first, then answered: the same
+    charlie.answer(question, "(usesDb Staging Oracle)")
     ballot = atlas.vote(claim, "for")
     acceptance = boreas.accept(answer)
     rebuttal = charlie.move("dispute", target=claim)["rebuttal"]
@@ -377,6 +379,7 @@ def test_an_agent_cannot_hide_its_own_move_with_a_mask(members):
     for who, target, kind in (
         (atlas, answer, "answer"),
         (atlas, carried.handle, "answer"),
+        (charlie, said, "answer"),
         (atlas, ballot, "ballot"),
         (boreas, acceptance, "acceptance"),
         (charlie, rebuttal, "rebuttal"),

@@ -190,8 +190,8 @@ def check_not_masking_a_move(kb: KB, agent: str, sentence: Any) -> None:
     if masked is None or masked.context != context_for(agent):
         return
     kind = speech.move_kind(masked.sentence)
-    if kind == "claim" and masked.derived and _carrier(kb, masked) is not None:
-        kind = "answer"  # the claim lives and dies with its answer
+    if kind == "claim" and _carrier(kb, masked) is not None:
+        kind = "answer"  # the claim an answer carries (said before the answer, or not)
     if kind != "claim":
         raise use_the_move(kind, "masked")
     resting = [d.handle for d in disputes_resting_on(kb, agent, masked)]
