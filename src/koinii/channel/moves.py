@@ -99,11 +99,12 @@ MOVE_OF_KIND = {
 }
 
 
-def use_the_move(kind: str, what: str = "written") -> Refused:
+def use_the_move(kind: str, what: str = "written", handle: int | None = None) -> Refused:
     """The refusal of a speech act made outside its move: written, withdrawn, concluded
     by a rule, carried by an answer, quoted where a declaration would carry it, or hidden
-    by a mask (`what`)."""
-    call = "withdraw(handle=…)" if what in ("withdrawn", "masked") else MOVE_OF_KIND[kind]
+    by a mask (`what`; `handle`: the move to withdraw instead, when one is known)."""
+    withdraw = f"withdraw(handle={'…' if handle is None else handle})"
+    call = withdraw if what in ("withdrawn", "masked") else MOVE_OF_KIND[kind]
     article = "an" if kind[0] in "aeiou" else "a"
     rules = (
         "which keeps its rules (one answer and one ballot per agent, only the asker accepts "
@@ -131,7 +132,10 @@ def use_the_move(kind: str, what: str = "written") -> Refused:
         )
     else:
         said = f"{article} {kind} is {what} only by its move, {rules}: {how}"
-    return Refused("koinii/use-the-move", said, {"move": call.split("(")[0], "kind": kind})
+    data: dict[str, Any] = {"move": call.split("(")[0], "kind": kind}
+    if handle is not None:
+        data["handle"] = handle
+    return Refused("koinii/use-the-move", said, data)
 
 
 def check_not_a_move(
@@ -189,11 +193,12 @@ def check_not_masking_a_move(kb: KB, agent: str, sentence: Any) -> None:
     masked = kb.sentex(target[1]) if target[1] > 0 else None
     if masked is None or masked.context != context_for(agent):
         return
-    kind = speech.move_kind(masked.sentence)
-    if kind == "claim" and _carrier(kb, masked) is not None:
-        kind = "answer"  # the claim an answer carries (said before the answer, or not)
+    kind, move = speech.move_kind(masked.sentence), masked
+    carrier = _carrier(kb, masked) if kind == "claim" else None
+    if carrier is not None:  # the claim an answer carries (said before the answer, or not)
+        kind, move = "answer", carrier
     if kind != "claim":
-        raise use_the_move(kind, "masked")
+        raise use_the_move(kind, "masked", move.handle)
     resting = [d.handle for d in disputes_resting_on(kb, agent, masked)]
     if resting:
         raise rebuttal_stands(masked.handle, resting, "mask")
