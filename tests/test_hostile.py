@@ -400,6 +400,26 @@ def test_an_agent_cannot_hide_its_own_move_with_a_mask(members):
     atlas.claim(f"(except (sentexHandle {own}))")
 
 
+def test_a_claim_taken_back_goes_with_the_answer_that_carries_it(members):
+    """Atlas claimed a value, then answered with it: the claim stood twice, said and
+    carried. `concede` (or `withdraw`) of it removed the said copy only — the record said
+    conceded, and the disputes on it ended so, while the claim stood on, carried, and
+    Boreas's dispute stayed open. Taken back, a claim goes with the answers of its
+    speaker that carry it, in the same edit."""
+    agents, store = members
+    atlas, boreas = agents["AgentAtlas"], agents["AgentBoreas"]
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    said = atlas.claim("(usesDb Staging Pg)")
+    answer = atlas.answer(question, "(usesDb Staging Pg)")
+    boreas.dispute(said)
+    conceded = atlas.concede(said, "Staging runs Oracle")
+    assert conceded["ending"] == "conceded" and answer in conceded["removed"]
+    assert store.sentexes_matching("(usesDb Staging ?db)", "CxAtlas") == []
+    assert store.contradictions("CxTeam") == []
+    thread = boreas.thread(question)
+    assert thread["answers"] == [] and thread["withdrawn_answers"][0]["handle"] == answer
+
+
 def test_a_mask_made_before_the_move_hides_none_of_it(members):
     """The same hiding in the other order: Charlie claimed the rebuttal `(not S)` and
     masked it, then disputed S — the dispute wrote the rebuttal it already held, masked,

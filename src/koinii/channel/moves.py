@@ -262,10 +262,15 @@ def _check_unmasked(kb: KB, agent: str, sentence: Term, move: str) -> None:
             )
 
 
+def _carriers(kb: KB, claim: Sentex) -> list[Sentex]:
+    """The answers in the claim's context that carry it (to one question or several)."""
+    pattern = (ANSWERS, Var("who"), (QUOTE, claim.sentence), Var("q"))
+    return [s for s in kb.sentexes_matching(pattern, claim.context) if s.context == claim.context]
+
+
 def _carrier(kb: KB, claim: Sentex) -> Sentex | None:
     """The answer in the claim's context that carries it, if any."""
-    pattern = (ANSWERS, Var("who"), (QUOTE, claim.sentence), Var("q"))
-    return _stored(kb, pattern, claim.context)
+    return next(iter(_carriers(kb, claim)), None)
 
 
 def _claim(kb: KB, handle: Any, action: str) -> Sentex:
@@ -742,12 +747,19 @@ def _own_move(kb: KB, agent: str, handle: Any, verb: str) -> Sentex:
 
 
 def _take_back(kb: KB, agent: str, moved: Sentex, ending: str, reason: str | None = None):
-    """Withdraw `moved` with its cascade and leave its record, in ONE edit."""
+    """Withdraw `moved` with its cascade and leave its record, in ONE edit: a claim its
+    speaker also answered with goes with those answers, and the record is the answer's
+    (removed alone, the claim stood on, carried, while its record said it was withdrawn
+    or conceded)."""
     remove = [moved.handle]
     if speech.move_kind(moved.sentence) == "dispute":
         remove += _rebuttal_left_alone(kb, agent, moved)
     else:
         remove += [d.handle for d in disputes_resting_on(kb, agent, moved)]
+    if speech.move_kind(moved.sentence) == "claim":  # said, then answered with: the answer
+        carriers = [a for a in _carriers(kb, moved) if _mine(a, agent)]  # is taken back
+        if carriers:
+            moved, remove = carriers[0], [a.handle for a in carriers] + remove
     record = _record(kb, agent, moved, ending, reason, also=remove[1:])
     edited = kb.edit(add=[record], remove=remove)
     return {
