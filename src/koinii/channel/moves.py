@@ -785,6 +785,8 @@ def records_of_removal(kb: KB, agent: str, handles: Sequence[Any]) -> list[tuple
         sentex = kb.sentex(handle) if handle > 0 else None
         if sentex is None or speech.move_kind(sentex.sentence) != "claim":
             continue
+        if _carrier(kb, sentex) is not None:
+            continue  # an answer carries it on: removed, it still stands (no record to keep)
         if any(r.provenance.get("principal") != agent for r in replies_to(kb, handle)):
             records.append(_record(kb, agent, sentex, "withdrawn"))
     return records
