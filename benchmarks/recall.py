@@ -378,8 +378,8 @@ def fts5_peer(kb: Any, key_of: dict[int, str]) -> Ranker:
         db.execute("CREATE VIRTUAL TABLE t USING fts5 (words, extra, tokenize='porter unicode61')")
         rows = [
             (node.handle, *fulltext.document(node.atom))
-            for node in kb._index.by_handle.values()
-            if node.handle not in kb._shipped and node.believed
+            for node in kb._maintenance.index.by_handle.values()
+            if node.handle not in kb._writes.shipped and node.believed
         ]
         db.executemany("INSERT INTO t (rowid, words, extra) VALUES (?, ?, ?)", rows)
 
@@ -434,8 +434,8 @@ def minilm_peer(kb: Any, key_of: dict[int, str]) -> Ranker:
     with Switches(True):
         rows = [
             (node.handle, fulltext.document(node.atom)[0])
-            for node in kb._index.by_handle.values()
-            if node.handle not in kb._shipped and node.believed
+            for node in kb._maintenance.index.by_handle.values()
+            if node.handle not in kb._writes.shipped and node.believed
         ]
     handles = [h for h, _ in rows]
     start = time.perf_counter()

@@ -2,31 +2,32 @@
 and each binds and changes only the state it owns (issue 43; docs/architecture.md, "The
 engine's parts").
 
-`KB` (kb/engine.py) is assembled from parts, one class per module, of two kinds. The
-mixins — `Writes` in writes.py, `Maintenance` in maintenance.py, `Firing`,
-`Checkpoints` — are bases of `KB` over the shared `State`: Python lets any of them call
-any other's `self._x`, and this test is what keeps the boundary. Each mixin's class is
-parsed; a `self._name` in it (a call or a reference) that names a method which another
-part's class defines, and its own does not, is a reach into that part's privates.
-(Other classes in a part's module — `Transaction` in writes.py — are not parts; their
-`self` is not the KB.) The owner gives the method a public name (no underscore, a
-docstring saying what the other parts may rely on), or the method moves to the part
-that is its only caller. The composed parts — `Reads` in reads.py, `Search` in
-search.py, `Clashes`, `Watching` — are objects of their own that `KB.__init__` makes and binds
-(`self._search = Search(…)`); no other part reaches into one's privates
-(`self._search._x`).
+`KB` (kb/engine.py) is a facade over parts, each an object of its own that
+`KB.__init__` makes and binds (`self._search = Search(…)`): `Maintenance` in
+maintenance.py (with `Firing`, its base in firing.py: one object), `Writes` in
+writes.py, `Checkpoints` in checkpoint.py, `Reads` in reads.py, `Search` in search.py,
+`Clashes`, `Watching`. No part reaches into another's privates (`self._search._x`),
+nor into what it was given (`self._kb._x`). The engine itself is checked as a part
+too, and so would be a mixin, were one added to `KB`'s bases (all of the engine's
+parts were once): Python lets a mixin call any other's `self._x`, so a `self._name` in
+a mixin (a call or a reference) that names a method which another part's class
+defines, and its own does not, is a reach into that part's privates. (Other classes in
+a part's module — `Transaction` in writes.py — are not parts; their `self` is not the
+KB.) The owner gives the method a public name (no underscore, a docstring saying what
+the other parts may rely on), or the method moves to the part that is its only caller.
 
-The parts are found from `KB`'s own bases, the objects `KB.__init__` makes, and the
-imports that bring them, so a part added to `KB` is checked without editing this test.
+The parts are found from the objects `KB.__init__` makes (and their classes' bases in
+kb/), `KB`'s own bases, and the imports that bring them, so a part added to `KB` is
+checked without editing this test.
 
 The state each part owns is held the same way. state.py's `OWNERS` names, for every
-attribute declared on `State`, the one mixin part that binds it. A mixin's class that
+attribute declared on `State`, the engine (or mixin) that binds it. Its class that
 binds (`self.x = …`, `+=`, `del`, a class-level default) an attribute it does not own —
 or one no part owns —, sets or deletes an item of it (`self.x[k] = …`), sets an
 attribute of it (`self.x.y = …`), or changes it in place (`self.x.append(…)`) fails,
 and the owner gives it a public method to ask instead (as writes' ledger does for the
-counters firing, maintenance, checkpoint.py and the engine once set, and maintenance's
-`take_structures` and `triggers_of` for what checkpoint.py and firing set themselves).
+counters checkpoint.py and the engine set, and maintenance's `take_structures` for
+what checkpoint.py sets).
 A composed part's state is its own object's: `OWNERS` names it under the part's module,
 among its `__slots__`; the rest of its slots are what its constructor is given (the
 lock, the store, the index, …), bound there and only there, and never changed by it
@@ -41,6 +42,8 @@ checkpoint's unpickler); writes' undo puts a write's old labels back through
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import pathlib
 
 KB_PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "src" / "koinii" / "kb"
@@ -67,12 +70,14 @@ def _imported_by_engine() -> dict[str, str]:
 
 def parts() -> dict[str, str]:
     """module -> the part's class in it: `KB` in engine.py, and each of `KB`'s bases in
-    the kb module it is imported from."""
+    the kb module it is imported from (a mixin), but `State` (state.py: the engine's
+    own attributes, declared)."""
     engine, imported = _tree("engine"), _imported_by_engine()
     found = {"engine": "KB"}
     for base in _class(engine, "KB").bases:
         assert isinstance(base, ast.Name), f"KB's base {ast.unparse(base)}: name it plainly"
-        found[imported[base.id]] = base.id
+        if base.id != "State":
+            found[imported[base.id]] = base.id
     return found
 
 
@@ -154,6 +159,40 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
+def composed_classes() -> list[tuple[str, str, str]]:
+    """(module, class, part) for each composed part's class and each of its bases that
+    a kb module defines (`Firing` in firing.py, of maintenance's object): what one
+    object's code is, wherever it is written. The part's own class holds the slots."""
+    found = []
+    for part, (cls, _) in sorted(composed().items()):
+        module, name = part, cls
+        while True:
+            found.append((module, name, part))
+            tree = _tree(module)
+            imported = {
+                alias.asname or alias.name: node.module.rpartition(".")[2]
+                for node in tree.body
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("koinii.kb.")
+                for alias in node.names
+            }
+            bases = [
+                b.id
+                for b in _class(tree, name).bases
+                if isinstance(b, ast.Name) and b.id in imported
+            ]
+            if not bases:
+                break
+            assert len(bases) == 1, f"{module}.py's {name}: one base in kb/ at most"
+            module, name = imported[bases[0]], bases[0]
+    return found
+
+
+def given(part: str) -> set[str]:
+    """What a composed part's constructor is given: its slots but its own state."""
+    cls, _ = composed()[part]
+    return slots(_class(_tree(part), cls)) - set(owned_by(part))
+
+
 def reaches_into_composed() -> list[str]:
     """`module:line self._x._name` for every reach into a composed part's privates: by a
     mixin (or the engine) through the attribute holding the part, and by a composed part
@@ -161,9 +200,7 @@ def reaches_into_composed() -> list[str]:
     through public names)."""
     holders = {attribute for _, attribute in composed().values()}
     classes = [(m, c, holders) for m, c in parts().items()]
-    classes += [
-        (m, c, slots(_class(_tree(m), c)) - set(owned_by(m))) for m, (c, _) in composed().items()
-    ]
+    classes += [(m, c, given(part)) for m, c, part in composed_classes()]
     found = []
     for module, cls, through in sorted(classes):
         for node in ast.walk(_class(_tree(module), cls)):
@@ -181,9 +218,18 @@ def reaches_into_composed() -> list[str]:
 def test_the_parts_are_found():
     """(The checks below would pass vacuously if the parts were not found.)"""
     found = parts()
-    assert {"engine", "writes", "maintenance", "firing", "checkpoint"} <= set(found)
+    assert "engine" in found
     assert all(methods_by_part().values()), "a part with no methods: is its class found?"
-    assert set(composed()) == {"reads", "search", "clashes", "watching"}
+    assert set(composed()) == {
+        "writes",
+        "maintenance",
+        "checkpoint",
+        "reads",
+        "search",
+        "clashes",
+        "watching",
+    }
+    assert ("firing", "Firing", "maintenance") in composed_classes()
     assert not set(found) & set(composed()), "a part both a mixin and composed"
 
 
@@ -364,22 +410,24 @@ def trespasses() -> list[str]:
             elif owner != module:
                 whose = f"{owner}.py's" if owner else "declared on State by no part"
                 found.append(f"{module}.py:{line} binds {name} ({whose})")
-    for module, (cls, _) in sorted(composed().items()):
-        found += composed_trespasses(module, _class(_tree(module), cls))
+    for module, cls, part in composed_classes():
+        found += composed_trespasses(part, _class(_tree(module), cls), module)
     return found
 
 
-def composed_trespasses(module: str, cls: ast.ClassDef) -> list[str]:
-    """What the composed part `cls` binds or changes that is not its own state."""
-    own = set(owned_by(module))
-    given = slots(cls) - own
+def composed_trespasses(part: str, cls: ast.ClassDef, module: str | None = None) -> list[str]:
+    """What the composed part's class `cls` (or a base of it, written in `module`)
+    binds or changes that is not the part's own state."""
+    own = set(owned_by(part))
+    module = module or part
+    handed = slots(cls) - own if module == part else given(part)
     found = []
     for line, name, plainly, where in bindings(cls):
         if name in own:
             continue
-        if name not in given:
+        if name not in handed:
             found.append(f"{module}.py:{line} binds {name} (not its own, nor given it)")
-        elif not (plainly and where == "__init__"):
+        elif not (plainly and where == "__init__" and module == part):
             found.append(f"{module}.py:{line} changes {name} (given it to read)")
     return found
 
@@ -505,13 +553,14 @@ def test_only_maintenance_sets_a_nodes_belief_labels_and_links():
 
 def test_the_checks_see_what_they_look_for():
     """(The checks above would pass vacuously if they found nothing to check.)"""
-    writes = bindings(_class(_tree("writes"), "Writes"))
-    assert {"_ledger", "_shipped"} <= {name for _, name, _, _ in writes}
-    engine = bindings(_class(_tree("engine"), "KB"))  # `self._commit_listeners[token] = …`
-    assert "_commit_listeners" in {name for _, name, _, _ in engine}
-    assert {"_reads", "_search", "_clashes", "_watching"} <= {name for _, name, _, _ in engine}
+    writes = bindings(_class(_tree("writes"), "Writes"))  # `self._commit_listeners[token] = …`
+    assert {"ledger", "shipped", "_commit_listeners"} <= {name for _, name, _, _ in writes}
+    engine = bindings(_class(_tree("engine"), "KB"))
+    assert {"_reads", "_search", "_clashes", "_watching", "_maintenance", "_writes"} <= {
+        name for _, name, _, _ in engine
+    }
     maintenance = bindings(_class(_tree("maintenance"), "Maintenance"))
-    assert {"_referrers", "_masks", "_triggers"} <= {name for _, name, _, _ in maintenance}
+    assert {"_referrers", "masks", "_triggers"} <= {name for _, name, _, _ in maintenance}
     search = bindings(_class(_tree("search"), "Search"))
     assert {"last_examined", "_words_indexed", "_index"} <= {name for _, name, _, _ in search}
     labels = _LabelWrites("maintenance.py")
@@ -549,3 +598,56 @@ class Search:
         "search.py:15 changes _index (given it to read)",  # bound again, past __init__
         "search.py:16 binds mine (not its own, nor given it)",
     ]
+
+
+# --- the facade ------------------------------------------------------------------------
+
+
+def delegations() -> list[tuple[str, str, str]]:
+    """(KB's method, the attribute holding the part, the part's method) for each method
+    of `KB` whose body, past its docstring, is one `return self._part.name(…)`."""
+    found = []
+    for function in _class(_tree("engine"), "KB").body:
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        body = [n for n in function.body if not isinstance(n, ast.Expr)]
+        if not (len(body) == 1 and isinstance(body[0], ast.Return)):
+            continue
+        call = body[0].value
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Attribute)
+            and _is_self(call.func.value.value)
+        ):
+            found.append((function.name, call.func.value.attr, call.func.attr))
+    return found
+
+
+def _parameters(method) -> list[tuple[str, object, object]]:
+    return [
+        (p.name, p.kind, p.default)
+        for p in inspect.signature(method).parameters.values()
+        if p.name != "self"
+    ]
+
+
+def test_the_kb_delegates_each_method_with_the_signature_of_the_part_that_answers_it():
+    """The facade's methods keep the signatures callers know, and the part answering
+    each takes the same parameters: a parameter added, renamed or given another default
+    on one side only is a call that breaks (or silently changes) on the other."""
+    from koinii.kb.engine import KB
+
+    classes = {
+        attribute: getattr(importlib.import_module(f"koinii.kb.{module}"), cls)
+        for module, (cls, attribute) in composed().items()
+    }
+    found = delegations()
+    assert len(found) > 40, "the delegating methods are not found"
+    differ = [
+        f"KB.{name} ~ {classes[held].__name__}.{called}"
+        for name, held, called in found
+        if held in classes
+        and _parameters(getattr(KB, name)) != _parameters(getattr(classes[held], called))
+    ]
+    assert not differ, f"a delegating method's parameters differ from its part's: {differ}"

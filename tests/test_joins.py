@@ -72,13 +72,13 @@ def _held(kb: koinii.KB) -> tuple[set, list]:
     made twice shows."""
     nodes = {
         (n.full_text, n.context, n.premise, n.believed)
-        for n in kb._index.by_handle.values()
+        for n in kb._maintenance.index.by_handle.values()
         if n.context != "CxCore"
     }
     justifications = sorted(
         (j.conclusion.full_text, j.conclusion.context, j.rule.text,
          tuple(a.full_text for a in j.antecedents))
-        for n in kb._index.by_handle.values()
+        for n in kb._maintenance.index.by_handle.values()
         for j in n.justs or ()
     )  # fmt: skip
     return nodes, justifications
@@ -109,7 +109,7 @@ def test_flat_rules_of_one_or_two_literals_are_compiled_and_others_not():
     def kinds(rule: str) -> list[str]:
         kb = koinii.open_kb()
         handle = kb.assert_(rule, "CxA")
-        [compiled] = [r for n, r in kb._rules.items() if n.handle == handle]
+        [compiled] = [r for n, r in kb._maintenance.rules.items() if n.handle == handle]
         return [type(j).__name__ for j in compiled.joins]
 
     assert kinds("(implies (and (likes ?x ?y) (owns ?y ?z)) (owns ?x ?z))") == ["_Flat"] * 2
@@ -220,11 +220,15 @@ def test_a_function_term_not_yet_ground_finds_its_candidates_by_its_shape(kb):
         koinii.Var("w"),
         (koinii.Sym("WeekFn"), koinii.Var("n"), koinii.Var("y")),
     )
-    assert len(list(kb._index.candidates(pattern, {}))) == 1
+    assert len(list(kb._maintenance.index.candidates(pattern, {}))) == 1
     bound = {koinii.Var("y"): koinii.Sym("Y2026")}
-    assert len(list(kb._index.candidates(pattern, bound))) == 1
+    assert len(list(kb._maintenance.index.candidates(pattern, bound))) == 1
     assert (
-        list(kb._index.candidates(pattern[:2] + ((koinii.Sym("YearFn"), koinii.Var("n")),), {}))
+        list(
+            kb._maintenance.index.candidates(
+                pattern[:2] + ((koinii.Sym("YearFn"), koinii.Var("n")),), {}
+            )
+        )
         == []
     )
     kb.assert_(
@@ -233,4 +237,4 @@ def test_a_function_term_not_yet_ground_finds_its_candidates_by_its_shape(kb):
     kb.assert_("(instance Now Y2026)", "CxA")
     assert kb.query("(during ?w Now)", "CxA") == [{"?w": koinii.Sym("W1")}]
     kb.retract(kb.sentexes_matching("(instance W1 ?c)", "CxA")[0].handle)
-    assert len(list(kb._index.candidates(pattern, {}))) == 0
+    assert len(list(kb._maintenance.index.candidates(pattern, {}))) == 0

@@ -67,9 +67,9 @@ def _snapshot(kb: koinii.KB, top: int) -> dict:
 def _reading(kb: koinii.KB) -> set:
     """What the KB holds and believes, by content (handles differ between two KBs)."""
     out = set()
-    for node in kb._index.by_handle.values():
+    for node in kb._maintenance.index.by_handle.values():
         if node.atom[0] is koinii.Sym("except"):
-            target = kb._index.by_handle.get(node.atom[1][1])
+            target = kb._maintenance.index.by_handle.get(node.atom[1][1])
             if target is not None and target.atom[0] is not node.atom[0]:
                 # (a mask of nothing stored, or of a mask, is left out of the comparison)
                 out.add(("except", node.context, target.full_text, target.context))
@@ -88,7 +88,7 @@ def _internals(kb: koinii.KB) -> dict:
     def ids(justifications) -> list:
         return sorted(j.id for j in justifications or ())
 
-    index = kb._index
+    index = kb._maintenance.index
     nodes = {
         h: (
             n.full_text,
@@ -126,15 +126,16 @@ def _internals(kb: koinii.KB) -> dict:
         "functors": functors,
         "per_context": index.per_context,
         "two_sided": index.two_sided,
-        "edges": kb._hierarchy._parents,
-        "rules": handles(kb._rules),
+        "edges": kb._maintenance.hierarchy._parents,
+        "rules": handles(kb._maintenance.rules),
         "by_literal": {
-            k: sorted((n.handle, i) for n, i in v) for k, v in kb._rules_by_literal.items()
+            k: sorted((n.handle, i) for n, i in v)
+            for k, v in kb._maintenance.structures().rules_by_literal.items()
         },
-        "masks": {h: handles(v) for h, v in kb._masks.items()},
-        "carriers": {f: handles(v) for f, v in kb._carriers.items()},
-        "referrers": {h: handles(v) for h, v in kb._referrers.items()},
-        "next_handle": kb._ledger.next_handle,
+        "masks": {h: handles(v) for h, v in kb._maintenance.masks.items()},
+        "carriers": {f: handles(v) for f, v in kb._maintenance.structures().carriers.items()},
+        "referrers": {h: handles(v) for h, v in kb._maintenance.structures().referrers.items()},
+        "next_handle": kb._writes.ledger.next_handle,
         "seq": kb.seq,
     }
 
@@ -144,7 +145,11 @@ def _rebuilt(kb: koinii.KB) -> koinii.KB:
     then the masks (their targets found again by content)."""
     fresh = koinii.open_kb()
     premises = sorted(
-        (n for n in kb._index.by_handle.values() if n.premise and n.context != "CxCore"),
+        (
+            n
+            for n in kb._maintenance.index.by_handle.values()
+            if n.premise and n.context != "CxCore"
+        ),
         key=lambda n: n.handle,
     )
 
@@ -161,10 +166,12 @@ def _rebuilt(kb: koinii.KB) -> koinii.KB:
         elif node.atom[0] is not koinii.Sym("genlCx"):
             fresh.assert_(node.full_text, node.context, strength=strength(node))
     for mask in masks:
-        target = kb._index.by_handle.get(mask.atom[1][1])
+        target = kb._maintenance.index.by_handle.get(mask.atom[1][1])
         if target is None or target.atom[0] is mask.atom[0]:
             continue
-        found = fresh._index.find(target.atom, target.key, target.context, target.positive)
+        found = fresh._maintenance.index.find(
+            target.atom, target.key, target.context, target.positive
+        )
         fresh.assert_(
             f"(except (sentexHandle {found.handle}))", mask.context, strength=strength(mask)
         )
@@ -320,9 +327,9 @@ class KBMachine(RuleBasedStateMachine):
     @invariant()
     def every_label_is_what_a_full_relabel_gives(self) -> None:
         # a write labels only the region it can reach, or none (`_labelled_as_grown`)
-        nodes = list(self.kb._index.by_handle.values())
+        nodes = list(self.kb._maintenance.index.by_handle.values())
         labels = [(n.believed, n.mono, n.defeated) for n in nodes]
-        self.kb.relabel(nodes, None)
+        self.kb._maintenance.relabel(nodes, None)
         assert [(n.believed, n.mono, n.defeated) for n in nodes] == labels
 
     @invariant()

@@ -22,7 +22,7 @@ INHERITANCE = "(implies (and (subclass ?x ?y) (instance ?z ?x)) (instance ?z ?y)
 
 
 def _uses_of(kb: koinii.KB, handle: int) -> list:
-    return kb._index.by_handle[handle].uses
+    return kb._maintenance.index.by_handle[handle].uses
 
 
 def _fill(kb: koinii.KB, count: int) -> tuple[int, list[int]]:
@@ -37,7 +37,7 @@ def test_what_holds_hundreds_keeps_them_in_a_list_not_a_dict_or_a_set(kb):
     uses = _uses_of(kb, subclass)
     assert len(uses) == 500
     assert sys.getsizeof(uses) < 10 * len(uses) + 200  # a dict: about 38 bytes an entry
-    dogs = kb._index.by_functor[koinii.Sym("instance")].args[1][koinii.Sym("Dog")]
+    dogs = kb._maintenance.index.by_functor[koinii.Sym("instance")].args[1][koinii.Sym("Dog")]
     assert len(dogs) == 500
     assert sys.getsizeof(dogs) < 10 * len(dogs) + 200  # a set: about 58 bytes a member
 

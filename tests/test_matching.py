@@ -70,7 +70,7 @@ def test_a_whole_functor_scan_finds_its_nodes_of_every_arity(steps):
             stored[text] = kb.assert_(text, "CxA")
         elif not add and text in stored:
             kb.retract(stored.pop(text))
-    findex = kb._index.by_functor.get(Sym("p"))
+    findex = kb._maintenance.index.by_functor.get(Sym("p"))
     mine = {t for t in stored if t.startswith("(p")}
     assert (findex.count if findex else 0) == len(mine)
     if findex is not None:
@@ -113,7 +113,7 @@ def test_an_atoms_nodes_are_found_through_its_arguments(steps):
             stored[step] = kb.assert_(text if positive else f"(not {text})", ctx)
         elif not add and step in stored:
             kb.retract(stored.pop(step))
-    index = kb._index
+    index = kb._maintenance.index
     nodes = [n for n in index.by_handle.values() if n.atom[0] is Sym("q")]
     for text in HUB_ATOMS:
         atom = koinii.parse(text)

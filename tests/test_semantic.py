@@ -76,7 +76,7 @@ def test_what_is_written_after_a_search_is_found_by_meaning_at_the_next(kb):
 def test_index_for_search_embeds_the_backlog_ahead_of_any_search(kb):
     kb.edit(add=[(f"(serviceOwner Service{i} Team{i})", TEAM) for i in range(30)])
     kb.index_for_search()
-    assert kb._search.vectors.top == kb._ledger.next_handle - 1  # nothing left to embed
+    assert kb._search.vectors.top == kb._writes.ledger.next_handle - 1  # nothing left to embed
 
 
 def test_a_ranking_that_is_not_lexical_or_hybrid_is_refused(kb):

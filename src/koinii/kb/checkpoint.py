@@ -54,17 +54,23 @@ import signal
 import threading
 import time
 import zlib
+from collections.abc import Callable, Collection
 from itertools import chain, repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from koinii._version import __version__
 from koinii.errors import Refused
 from koinii.kb import semantic
 from koinii.kb.index import Index
+from koinii.kb.maintenance import Structures
 from koinii.kb.rules import CARRIES_CLAIM, EXCEPT, GENL_CX
 from koinii.kb.sentex import Justification, Node, justification_of, node_of
-from koinii.kb.state import State
 from koinii.terms import Sym
+
+if TYPE_CHECKING:
+    from koinii.kb.ledger import Ledger
+    from koinii.kb.store import Store
+    from koinii.kb.writes import Transaction
 
 log = logging.getLogger("koinii.kb")
 
@@ -114,31 +120,90 @@ _ADMITTED = {
 }
 
 
-class Checkpoints(State):
-    """Writing the checkpoint, and opening from it (see the module docstring)."""
+class Maintained(Protocol):
+    """What the checkpoint asks of truth maintenance (maintenance.py), at each use: the
+    structures it keeps (`structures`), to take a checkpoint's (`take_structures`, or
+    `fresh_state` when one could not be applied), and — bringing one up to the rows — to
+    link, unlink, attach and detach, and to label belief again."""
 
-    def __init__(self, *, checkpoints: bool = True, **parts: Any) -> None:
-        self._checkpoints = checkpoints  # read and write them at all (open_kb's option)
-        self._checkpoint_seq: int | None = None  # the seq of the one on disk, as far as we know
-        self._checkpoint_at = -KEEP_EVERY_S  # monotonic time of the last one in the background
+    def structures(self) -> Structures: ...
+
+    def take_structures(
+        self, structures: Structures, links: list[tuple[Node, Any, Any]]
+    ) -> None: ...
+
+    def fresh_state(self) -> None: ...
+
+    def link_quiet(self, node: Node) -> None: ...
+
+    def unlink_quiet(self, node: Node) -> None: ...
+
+    def attach(self, j: Justification) -> None: ...
+
+    def detach(self, j: Justification) -> None: ...
+
+    def resting_on(self, node: Node) -> list[Justification]: ...
+
+    def closure(self, seeds: Collection[Node], made: Collection[int] = ()) -> set[Node]: ...
+
+    def relabel(self, nodes: Collection[Node], tx: Transaction | None) -> None: ...
+
+
+class Checkpoints:
+    """Writing the checkpoint, and opening from it (see the module docstring): an object
+    of its own, which `KB` makes before it opens (an open reads the checkpoint through
+    it) and delegates `checkpoint` and `keep_checkpoint` to (engine.py).
+
+    Its state is its own: whether checkpoints are kept at all, and where the last one
+    stands (its seq, when the last one in the background was started, the ledger's rows
+    written when it was taken). What it reads is given to it, and it changes none of it
+    but through its owner: the KB's lock, the store, the ledger (writes': an open sets
+    its counters through `restart` and `issued`), the search's vectors (asked when one
+    is written: the search is made after the open), and truth maintenance (`Maintained`),
+    whose structures an open from a checkpoint replaces whole — asked for at each use,
+    never held."""
+
+    __slots__ = (
+        "_maintained",
+        "_lock",
+        "_store",
+        "_ledger",
+        "_vectors",
+        "_enabled",
+        "_seq",
+        "_at",
+        "_rows",
+    )
+
+    def __init__(
+        self,
+        maintained: Maintained,
+        *,
+        lock: threading.RLock,
+        store: Store,
+        ledger: Ledger,
+        vectors: Callable[[], semantic.Vectors | None],
+        enabled: bool = True,
+    ) -> None:
+        self._maintained = maintained
+        self._lock = lock
+        self._store = store
+        self._ledger = ledger
+        self._vectors = vectors  # the search's, once it is made
+        self._enabled = enabled  # read and write them at all (open_kb's `checkpoints`)
+        self._seq: int | None = None  # the seq of the one on disk, as far as we know
+        self._at = -KEEP_EVERY_S  # monotonic time of the last one in the background
         # the ledger's `rows_written` when it was taken: the rows changed since are the
         # difference (what a restart from it would replay)
-        self._checkpoint_rows = 0
-        super().__init__(**parts)
+        self._rows = 0
 
     def checkpoint(self, *, wait: bool = True) -> dict[str, Any] | None:
-        """Write this store's checkpoint now, so the next open reads it instead of
-        rebuilding from the rows. With `wait=False` a forked child writes it and this
-        returns at once (None); else `{path, seq, bytes, seconds}` (None: nothing to keep
-        yet, or the change log compacted past the last write). Kept beside an SQLite
-        file, or for a PostgreSQL store in this machine's cache (`checkpoint-unsupported`
-        in memory), between writes (`group-open` inside a group commit). The KB also
-        writes one at close, on a store big enough to gain from it, and the daemon keeps
-        it up as the store changes."""
+        """Write this store's checkpoint now: in a forked child with `wait=False`, else
+        here, returning where and how big (`KB.checkpoint` says the rest)."""
         with self._lock:
             self._ledger.refuse_inside_group("writing a checkpoint")
             path = self._store.checkpoint_path
-            if path is None or not self._checkpoints:
+            if path is None or not self._enabled:
                 raise Refused(
                     "checkpoint-unsupported",
                     f"{self._store.location} keeps no checkpoint: one is kept beside an "
@@ -146,12 +211,12 @@ class Checkpoints(State):
                     "opened with checkpoints on (the default)",
                     {"location": self._store.location},
                 )
-            header = self._checkpoint_header()
+            header = self._header()
             if header is None:  # nothing written yet, or the log compacted past the last write
                 return None
             if wait:
                 started = time.perf_counter()
-                size = _write(path, header, self._checkpoint_state(), self._search.vectors)
+                size = _write(path, header, self._state(), self._vectors())
                 self._taken()
                 return {
                     "path": path,
@@ -162,33 +227,35 @@ class Checkpoints(State):
             if not hasattr(os, "fork"):
                 self.checkpoint(wait=True)
                 return None
-            state, vectors = self._checkpoint_state, self._search.vectors
+            state, vectors = self._state, self._vectors()
             _in_grandchild(lambda: _write(path, header, state(), vectors))
             self._taken()
-            self._checkpoint_at = time.monotonic()
+            self._at = time.monotonic()
             return None
+
+    def _stored(self) -> int:
+        """How many sentexes are stored (what a checkpoint would hold)."""
+        return len(self._maintained.structures().index.by_handle)
 
     def _taken(self) -> None:
         """The checkpoint holds the state as it is now."""
-        self._checkpoint_seq = self._ledger.seq
-        self._checkpoint_rows = self._ledger.rows_written
+        self._seq = self._ledger.seq
+        self._rows = self._ledger.rows_written
 
     def keep_checkpoint(self) -> bool:
-        """Write the checkpoint in the background if it is due: a store of at least
-        KEEP_FROM sentexes, KEEP_AFTER_SHARE of its rows changed since the last one, and
-        KEEP_EVERY_S since the last background one. For a long-running writer's idle
-        moments (the daemon's housekeeping); returns whether one was started."""
+        """Write the checkpoint in the background if it is due (`KB.keep_checkpoint`:
+        KEEP_FROM, KEEP_AFTER_SHARE, KEEP_EVERY_S); whether one was started."""
         with self._lock:
-            stored = len(self._index.by_handle)
-            changed = self._ledger.rows_written - self._checkpoint_rows
+            stored = self._stored()
+            changed = self._ledger.rows_written - self._rows
             if (
-                not self._checkpoints
+                not self._enabled
                 or self._store.checkpoint_path is None
                 or self._store.lost is not None
                 or self._ledger.in_group
                 or stored < KEEP_FROM
                 or changed < KEEP_AFTER_SHARE * stored
-                or time.monotonic() - self._checkpoint_at < KEEP_EVERY_S
+                or time.monotonic() - self._at < KEEP_EVERY_S
             ):
                 return False
             self.checkpoint(wait=False)
@@ -198,10 +265,10 @@ class Checkpoints(State):
         """After a big write (KEEP_AFTER_WRITE_OF rows or more, KEEP_AFTER_SHARE of the
         store at least), outside a group: the checkpoint, started in the background now,
         unless one is being written already (its temporary file is there)."""
-        if rows < KEEP_AFTER_WRITE_OF or rows < KEEP_AFTER_SHARE * len(self._index.by_handle):
+        if rows < KEEP_AFTER_WRITE_OF or rows < KEEP_AFTER_SHARE * self._stored():
             return
         path = self._store.checkpoint_path
-        if not self._checkpoints or path is None or self._store.lost is not None:
+        if not self._enabled or path is None or self._store.lost is not None:
             return
         folder, name = os.path.split(path)
         with contextlib.suppress(OSError):
@@ -216,18 +283,18 @@ class Checkpoints(State):
     def checkpoint_at_close(self) -> None:
         """At close: leave a checkpoint for the next open, if it would gain from one."""
         if (
-            self._checkpoints
+            self._enabled
             and self._store.checkpoint_path is not None
             and self._store.lost is None  # a writer that lost its role keeps nothing
-            and self._ledger.seq != self._checkpoint_seq
-            and len(self._index.by_handle) >= KEEP_FROM
+            and self._ledger.seq != self._seq
+            and self._stored() >= KEEP_FROM
         ):
             try:
                 self.checkpoint(wait=False)
             except Exception:  # the rows are the truth: the next open rebuilds from them
                 log.exception("could not write the checkpoint of %s", self._store.location)
 
-    def _checkpoint_header(self) -> dict[str, Any] | None:
+    def _header(self) -> dict[str, Any] | None:
         ledger = self._ledger
         mark = self._store.mark(ledger.seq)
         if mark is None:
@@ -242,23 +309,18 @@ class Checkpoints(State):
             "next_just": ledger.next_just,
         }
 
-    def _checkpoint_state(self) -> tuple:
+    def _state(self) -> tuple:
         # The nodes come first (their fields as columns, then the nodes), with nothing that
         # refers to another node, so every later reference to one is shallow: a chain of
         # justifications pickled through the nodes would recurse its length.
-        nodes = list(self._index.by_handle.values())
+        structures = self._maintained.structures()
+        nodes = list(structures.index.by_handle.values())
         links = [(n, n.justs, n.uses) for n in nodes if n.justs is not None or n.uses is not None]
         return (
             _Columns(nodes),
             nodes,
             links,
-            self._index,
-            self._hierarchy,
-            self._rules,
-            self._rules_by_literal,
-            self._masks,
-            self._carriers,
-            self._referrers,
+            *structures,
         )
 
     # --- opening ---------------------------------------------------------------------
@@ -269,7 +331,7 @@ class Checkpoints(State):
         makes: what was written since is embedded as it is searched), or None (and
         nothing changed) when there is no usable checkpoint."""
         path = self._store.checkpoint_path
-        if path is None or not self._checkpoints:
+        if path is None or not self._enabled:
             return None
         started = time.perf_counter()
         try:
@@ -289,11 +351,11 @@ class Checkpoints(State):
             tail = self._restore(header, state)
         except Exception as exc:
             log.warning("checkpoint %s could not be applied (%s): rebuilding", path, exc)
-            self.fresh_state()
+            self._maintained.fresh_state()
             return None
-        self._checkpoint_seq = header["seq"]
+        self._seq = header["seq"]
         # the tail applied counts as changed since it (the ledger counts from this open)
-        self._checkpoint_rows = self._ledger.rows_written - (tail[0] + tail[1])
+        self._rows = self._ledger.rows_written - (tail[0] + tail[1])
         opened = {
             "from": "checkpoint",
             "seconds": round(time.perf_counter() - started, 3),
@@ -320,11 +382,12 @@ class Checkpoints(State):
     def _restore(self, header: dict[str, Any], state: tuple) -> tuple[int, int]:
         """Take `state`, then apply the rows written after it; (sentexes, justifications)
         applied."""
-        (_, nodes, links, index, hierarchy, rules, by_literal, masks, carriers, referrers) = state
-        if type(index) is not Index or len(nodes) != header["sentexes"]:
+        _, nodes, links, *kept = state
+        structures = Structures(*kept)
+        if type(structures.index) is not Index or len(nodes) != header["sentexes"]:
             raise ValueError("the checkpoint's state is not the one its header describes")
-        index.by_handle = {node.handle: node for node in nodes}
-        self.take_structures(index, hierarchy, rules, by_literal, masks, carriers, referrers, links)
+        structures.index.by_handle = {node.handle: node for node in nodes}
+        self._maintained.take_structures(structures, links)
         next_handle, seq = self._store.head()
         self._ledger.restart(seq, max(next_handle, header["next_handle"]), header["next_just"])
         if seq == header["seq"]:
@@ -337,7 +400,8 @@ class Checkpoints(State):
         seq = header["seq"]
         store = self._store
         tail = store.tail(seq)
-        by_handle = self._index.by_handle
+        index = self._maintained.structures().index
+        by_handle = index.by_handle
         seeds: list[Node] = []
         structural = False
 
@@ -353,14 +417,14 @@ class Checkpoints(State):
             for node in list(by_handle.values()):
                 for j in list(node.justs or ()):
                     if j.id not in kept_ids:  # deleted since (or its id given out again)
-                        self.detach(j)
+                        self._maintained.detach(j)
                         seeds.append(j.conclusion)
         for node in gone:  # what of theirs is still attached (their rows went with them)
-            for j in dict.fromkeys([*(node.justs or ()), *self.resting_on(node)]):
-                self.detach(j)
-            self.unlink_quiet(node)
+            for j in dict.fromkeys([*(node.justs or ()), *self._maintained.resting_on(node)]):
+                self._maintained.detach(j)
+            self._maintained.unlink_quiet(node)
             structural = structural or _structural(node)
-            seeds.extend(self._index.same_atom(node.atom, node.key))
+            seeds.extend(index.same_atom(node.atom, node.key))
         for row in changed:
             node = by_handle[row.handle]
             node.premise, node.strength = row.premise, row.strength
@@ -371,20 +435,20 @@ class Checkpoints(State):
             if row.handle in by_handle:
                 continue
             node = node_of(row)
-            self.link_quiet(node)
+            self._maintained.link_quiet(node)
             structural = structural or _structural(node)
             seeds.append(node)
         top = 0
         for jrow in tail.justifications:
             j = justification_of(jrow, by_handle)
-            self.attach(j)
+            self._maintained.attach(j)
             seeds.append(j.conclusion)
             top = max(top, jrow.id)
         self._ledger.issued(top)
         if structural:
-            self.relabel(list(by_handle.values()), None)
+            self._maintained.relabel(list(by_handle.values()), None)
         elif seeds:
-            self.relabel(self.closure(seeds), None)
+            self._maintained.relabel(self._maintained.closure(seeds), None)
         return len(tail.sentexes) + len(gone), len(tail.justifications)
 
 

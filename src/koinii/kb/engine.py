@@ -3,36 +3,38 @@ them — `KB`, assembled from the parts that each own one concern and its state:
 
 | part | owns |
 | --- | --- |
+| `maintenance` | truth maintenance: linking, justifications, deletion, belief |
+| `firing` | its forward chaining: rules, carried claims (of maintenance's object) |
 | `writes` | transactions and commit: checks, the undo log, group commit, durable records |
-| `maintenance` | truth maintenance: linking nodes, justifications, deletion, belief labels |
-| `firing` | forward chaining: rules, carried claims, what no rule may derive |
 | `checkpoint` | the state kept in a file beside the store, and opening from it |
-| `reads` | reads and queries: sentexes, `query`, `why`, the change log (composed) |
-| `search` | ranked full-text `search` and the `vocabulary` in use (composed) |
-| `clashes` | contradictions, conflicts and functional clashes (composed) |
-| `watching` | the feed as the KB offers it: watch, replay, unwatch (composed) |
+| `reads` | reads and queries: sentexes, `query`, `why`, the change log |
+| `search` | ranked full-text `search` and the `vocabulary` in use |
+| `clashes` | contradictions, conflicts and functional clashes |
+| `watching` | the feed as the KB offers it: watch, replay, unwatch |
 
-The first four are mixins of `KB`, over the state `state.State` declares: they share the
-write path (a write settles belief, which fires rules, which link and justify through
-maintenance, per derivation), so a call between them is on the hot path; composing them
-is the rest of issue 43 (docs/architecture.md, "The engine's parts"). Their state:
-writes holds the ledger (ledger.py: the write in progress, the open group, the seq and
-the handle and justification counters); maintenance the index, every structure over
-the stored nodes, and each node's labels and links; checkpoint where the last one
-stands. `state.OWNERS` names each attribute's owner: each mixin makes its own in its
-`__init__` (run through `super` from `KB.__init__`) and no other binds it.
+Each is an object of its own, which `KB` makes and delegates to (issue 43;
+docs/architecture.md, "The engine's parts"): each is given in its constructor what it
+reads — the lock, the store, the index, the hierarchy, the ledger, truth maintenance,
+and this KB only through a Protocol naming what it asks — and keeps its own state
+(maintenance: the index, every structure over the stored nodes and each node's labels
+and links; writes: the ledger — the write in progress, the open group, the seq, the
+handle and justification counters —, the shipped handles, the commit listeners;
+checkpoint: where the last one stands; search: the words' counts and the vectors;
+watching: the feed; reads and clashes keep none). Truth maintenance is one object of
+two classes (`Maintenance`, deriving from firing.py's `Firing`), so a call between its
+halves, once per derivation, is a plain call on `self`; writes calls it through its
+public methods (`settle`, `link`, …), once per entry or per write. Maintenance, writes
+and the checkpoints are made before the open, which reads through them (an open from
+a checkpoint replaces the index, hierarchy, masks and rules: the checkpoints ask for
+them at each use); the other four once the KB is open, given the opened ones (and
+writes asks for the watching and the checkpoints at each write).
 
-The last four are objects of their own, which `KB` makes once it is open (an open from
-a checkpoint replaces the index, hierarchy, masks and rules they read) and delegates
-to: each is given in its constructor what it reads — the lock, the store, the index,
-the hierarchy, the ledger, and this KB only through a Protocol naming what it asks —
-and keeps its own state (search: the words' counts and the vectors; watching: the
-feed; reads and clashes keep none). The delegating methods below keep the signatures
-and docstrings the KB always had, written out so that mypy and the docs read them.
-
-This module keeps the lifecycle (open — from a checkpoint, or by a rebuild — and
-close), the budgets and the writer's health, the commit listeners, the domain record
-tables, attribution, and the composed parts.
+One concept: the facade. Its length is the KB's public surface: each delegating
+method below keeps the signature and docstring the KB always had, written out so that
+mypy and the docs read them, and is one line. Besides, this module keeps the lifecycle
+(open — from a checkpoint, or by a rebuild — and close), the budgets and the writer's
+health, the domain record tables, attribution, and the composed parts. `state.State`
+declares its own attributes, and `state.OWNERS` names them.
 
 Invariants kept here:
 - One `RLock` serialises everything, so a KB may be shared between threads; callbacks
@@ -50,7 +52,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -60,22 +62,23 @@ from koinii.kb.budget import Budget
 from koinii.kb.checkpoint import Checkpoints
 from koinii.kb.clashes import Clashes
 from koinii.kb.feed import Event
-from koinii.kb.firing import Firing
 from koinii.kb.maintenance import Maintenance
 from koinii.kb.reads import Reads
 from koinii.kb.search import DEFAULT_HITS, Hit, Search, Steps
 from koinii.kb.semantic import Vectors
 from koinii.kb.sentex import Node, Sentex, justification_of, node_of
+from koinii.kb.state import State
 from koinii.kb.store import Store, open_store
 from koinii.kb.watching import Watching
-from koinii.kb.writes import _PRINCIPAL, Writes
+from koinii.kb.writes import _PRINCIPAL, Edited, Retracted, Writes
 from koinii.results import WhyTree
+from koinii.terms import Term
 
 # The record tables' own connection a `reading_records_through` block reads through.
 _OWN_RECORDS: ContextVar[tuple[Any, Any] | None] = ContextVar("own_records", default=None)
 
 
-class KB(Writes, Maintenance, Firing, Checkpoints):
+class KB(State):
     """A knowledge base over one store. Open one with `koinii.open_kb`."""
 
     def __init__(
@@ -92,45 +95,78 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
         self._store = store
         self._clock = clock or _now  # epoch ms for `created` stamps and the change log
         self._lock = threading.RLock()
-        self._commit_listeners: dict[int, Callable[[int, str], Any]] = {}
-        self._next_listener = 0  # the last token `on_commit` gave
         self._closed = False
         self.max_depth = max_depth
         self.max_derivations = max_derivations
         self.query_budget_s = query_budget_s
         self.write_budget_s = write_budget_s
         self._budget: Budget | None = None  # the running operation's (see `budget`)
-        super().__init__(checkpoints=checkpoints)  # each mixin part makes its own state
-        vectors = self._open()
-        # The composed parts, made once the index and hierarchy they read are the opened
-        # ones (an open from a checkpoint replaces maintenance's whole), each given what
-        # it reads: the KB itself only through the narrow view its module names, and
-        # weakly — a part holding the KB would make a cycle, and a KB let go without
-        # `close` kept its store, and its writer's lock, until the cyclic collector ran.
+        # The composed parts, each given what it reads: the KB itself only through the
+        # narrow view its module names, and weakly — a part holding the KB would make a
+        # cycle, and a KB let go without `close` kept its store, and its writer's lock,
+        # until the cyclic collector ran. Truth maintenance, writes and the checkpoints
+        # first: the open reads through them (the checkpoints ask maintenance for its
+        # structures at each use, as an open from a checkpoint replaces them).
         view = weakref.proxy(self)
+
+        def running() -> Budget | None:
+            """The running operation's budget (`budget`), for the write path's loops."""
+            return view._budget
+
+        self._maintenance = maintenance = Maintenance(view, lock=self._lock, running=running)
+        # (the watching and the checkpoints read writes' ledger, so they are made after
+        # it, and it asks for them at each write)
+        self._writes = writes = Writes(
+            view,
+            lock=self._lock,
+            store=self._store,
+            clock=self._clock,
+            maintenance=maintenance,
+            running=running,
+            watching=lambda: view._watching,
+            checkpoints=lambda: view._checkpoints,
+        )
+        ledger = writes.ledger
+        self._checkpoints = Checkpoints(
+            maintenance,
+            lock=self._lock,
+            store=self._store,
+            ledger=ledger,
+            vectors=lambda: view._search.vectors,
+            enabled=checkpoints,
+        )
+        vectors = self._open()
+        # The others, made once the index and hierarchy they read are the opened ones (an
+        # open from a checkpoint replaces maintenance's whole).
+        index, hierarchy = maintenance.index, maintenance.hierarchy
         self._search = Search(
             view,
             lock=self._lock,
             store=self._store,
-            index=self._index,
-            ledger=self._ledger,
-            shipped=lambda: view._shipped,
+            index=index,
+            ledger=ledger,
+            shipped=lambda: writes.shipped,
             clock=self._clock,
             vectors=vectors,
         )
         self._reads = Reads(
             view,
+            goals=maintenance,
             lock=self._lock,
             store=self._store,
-            index=self._index,
-            hierarchy=self._hierarchy,
-            masks=self._masks,
-            rules=self._rules,
-            ledger=self._ledger,
+            index=index,
+            hierarchy=hierarchy,
+            masks=maintenance.masks,
+            rules=maintenance.rules,
+            ledger=ledger,
         )
-        self._clashes = Clashes(view, lock=self._lock, index=self._index, hierarchy=self._hierarchy)
+        self._clashes = Clashes(view, lock=self._lock, index=index, hierarchy=hierarchy)
         self._watching = Watching(
-            view, lock=self._lock, store=self._store, ledger=self._ledger, hierarchy=self._hierarchy
+            maintenance,
+            lock=self._lock,
+            store=self._store,
+            ledger=ledger,
+            hierarchy=hierarchy,
         )
 
     @property
@@ -147,7 +183,7 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
         """Take the state from the store's checkpoint and the rows written since, or else
         build it from the rows (checkpoint.py); the search's vectors the checkpoint kept."""
         with collector.paused():
-            from_checkpoint = self.open_from_checkpoint()
+            from_checkpoint = self._checkpoints.open_from_checkpoint()
             if from_checkpoint is None:
                 started = time.perf_counter()
                 self._rebuild_from(self._store.load())
@@ -165,25 +201,28 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
         return dict(self._opened)
 
     def _rebuild_from(self, loaded: Any) -> None:
-        index_link = self.link_quiet
+        maintenance = self._maintenance
+        index_link = maintenance.link_quiet
         for row in loaded.sentexes:
             index_link(node_of(row))
-        by_handle = self._index.by_handle
+        by_handle = maintenance.index.by_handle
+        attach = maintenance.attach
         top = 0
         for jrow in loaded.justifications:
-            self.attach(justification_of(jrow, by_handle))
+            attach(justification_of(jrow, by_handle))
             top = max(top, jrow.id)
-        self._ledger.restart(loaded.seq, loaded.next_handle, top + 1)
-        self.relabel(list(by_handle.values()), None)
+        self._writes.ledger.restart(loaded.seq, loaded.next_handle, top + 1)
+        maintenance.relabel(list(by_handle.values()), None)
 
     def close(self) -> None:
         with self._lock:
             if not self._closed:
                 try:
-                    self.commit_group()
-                    self.checkpoint_at_close()
+                    self._writes.commit_group()
+                    self._checkpoints.checkpoint_at_close()
                 finally:
                     self._closed = True
+                    self._writes.close()
                     self._search.close()
                     self._store.close()
                     collector.release()  # what its writes froze is the collector's again
@@ -252,7 +291,7 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
     def ensure_schema(self, domain: str, migrations: Any) -> None:
         """Create or upgrade a domain's record tables (wraps, sessions) in this store."""
         with self._lock:
-            self._ledger.refuse_inside_group("creating record tables")
+            self._writes.ledger.refuse_inside_group("creating record tables")
             self._store.ensure_schema(domain, migrations)
 
     def read_records(self, reader: Callable[[Any], Any]) -> Any:
@@ -265,17 +304,6 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
             if self._closed:
                 raise Refused("closed", "this knowledge base is closed", {})
             return self._store.read(reader)
-
-    def on_commit(self, listener: Callable[[int, str], Any]) -> int:
-        """Call `listener(seq, op)` after every durable write (belief changed or not)."""
-        with self._lock:
-            token = self._next_listener = self._next_listener + 1
-            self._commit_listeners[token] = listener
-            return token
-
-    def off_commit(self, token: int) -> bool:
-        with self._lock:
-            return self._commit_listeners.pop(token, None) is not None
 
     def records_reader(self) -> Any:
         """A read-only connection of its own to the record tables (`Store.records_reader`;
@@ -311,6 +339,137 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
         """The principal the writes now running are attributed to (`attributed_to`), if
         any: a domain that keeps its own records (sessions) records it as their owner."""
         return _PRINCIPAL.get()
+
+    # --- writes, delegated (writes.py: `Writes`) --------------------------------------
+
+    def on_commit(self, listener: Callable[[int, str], Any]) -> int:
+        """Call `listener(seq, op)` after every durable write (belief changed or not)."""
+        return self._writes.on_commit(listener)
+
+    def off_commit(self, token: int) -> bool:
+        """Stop the listener `token`; whether it was one."""
+        return self._writes.off_commit(token)
+
+    def assert_(
+        self,
+        sentence: Term | str,
+        context: Any,
+        *,
+        strength: str = "default",
+        creator: str | None = None,
+        provenance: dict[str, Any] | None = None,
+    ) -> int | list[int]:
+        """Store `sentence` in `context`; returns its handle (a list for a split rule).
+
+        Idempotent: a canonically equal sentence in the same context returns the existing
+        handle, keeping the stronger strength and merging new provenance fields.
+        """
+        return self._writes.assert_(
+            sentence, context, strength=strength, creator=creator, provenance=provenance
+        )
+
+    def retract(self, handle: Any) -> Retracted:
+        """Remove an asserted sentex and everything that rested only on it.
+
+        Also tears down, recursively, every stored meta-sentex whose predicate is marked
+        `(target_following_predicate P)` and that names a removed sentex. A handle that
+        names no stored sentex is refused (`unknown-handle`; `data.issued` tells one that
+        was stored once — a retract sent again after it landed — from a typo).
+        """
+        return self._writes.retract(handle)
+
+    def edit(self, add: Sequence[Any] = (), remove: Sequence[Any] = ()) -> Edited:
+        """Adds, then removes, as ONE all-or-nothing write with one settle and one event.
+
+        `add` holds `(sentence, context)` or `(sentence, context, opts)`; a refusal rolls
+        the whole batch back and carries `{"rolled_back": True, "in", "index"}`.
+        """
+        return self._writes.edit(add, remove)
+
+    def check(self, sentence: Term | str, context: Any, **opts: Any) -> list[dict[str, Any]]:
+        """Dry run of `assert_`: [] when admissible, else the problems. Stores nothing."""
+        return self._writes.check(sentence, context, **opts)
+
+    def check_edit(
+        self, add: Sequence[Any] = (), remove: Sequence[Any] = ()
+    ) -> list[dict[str, Any]]:
+        """Dry run of `edit`: every problem of the batch, judged against the KB as it is."""
+        return self._writes.check_edit(add, remove)
+
+    def load_text(
+        self,
+        source: Any,
+        context: Any,
+        *,
+        strength: str = "default",
+        on_error: str = "refuse",
+        format: str = "koinii",
+    ) -> Edited:
+        """Load every sentence of a file or text into `context`.
+
+        `source` is the text itself (a str) or a file (a `pathlib.Path` / PathLike).
+        Loading is idempotent: sentences already stored change nothing. With
+        `on_error="refuse"` (the default) it is one all-or-nothing edit: a bad sentence
+        refuses the whole text, naming its line and column. With `on_error="report"` the
+        sentences that read and pass every check are loaded in one edit, and the others
+        are listed in the result's `problems` — `{line, column, kind, message}` each — so
+        one bad statement does not lose a 5 MB file. `format="kif"` reads SUO-KIF
+        (`=>`, `<=>`, quantifiers: koinii.kb.kif) instead of Koinii's own sentences.
+        """
+        return self._writes.load_text(
+            source, context, strength=strength, on_error=on_error, format=format
+        )
+
+    def mark_shipped(self, handles: Collection[int]) -> None:
+        """Make `handles` — the vocabulary that ships, installed on every open — read-only:
+        a retraction of one would be acknowledged and then undone by the next open's
+        install, so it is refused (`vocabulary-read-only`) instead."""
+        return self._writes.mark_shipped(handles)
+
+    def add_provenance(self, handle: Any, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """Add provenance fields to a stored sentex (fields it has already are kept)."""
+        return self._writes.add_provenance(handle, fields)
+
+    def begin_group(self) -> None:
+        """Let the writes that follow share one durable commit, made by `commit_group`.
+
+        For a server with many concurrent writers (the daemon): a commit costs more than
+        the write it makes durable, so writes that arrive together commit together. Each
+        write in a group still checks, applies and returns at once, and later reads see
+        it; the store holds its rows, and its feed event and commit listeners wait, until
+        `commit_group` writes them all in one transaction. So nothing a group wrote — nor
+        any read made while the group was open — may be acknowledged before
+        `commit_group` returns. What writes the store at once (`transact`, `compact_log`,
+        `ensure_schema`) is refused inside a group (`group-open`).
+        """
+        return self._writes.begin_group()
+
+    def commit_group(self) -> int:
+        """Make the open group durable, then publish its writes in seq order; returns
+        how many writes it held (0 when no group is open).
+
+        If the store cannot commit, every write of the group is undone — in memory as in
+        the store, last first — and the store's refusal is raised: none of them happened.
+        """
+        return self._writes.commit_group()
+
+    def transact(
+        self,
+        op: str,
+        records: Callable[[Any, list[Any]], Any],
+        *,
+        add: Sequence[Any] = (),
+        remove: Sequence[Any] = (),
+        summary: dict[str, Any] | None = None,
+    ) -> tuple[Any, Edited]:
+        """One durable write of sentexes and domain records together, all or nothing.
+
+        Applies `add`/`remove` like `edit`, then runs `records(connection, handles)` in the
+        same store transaction (its SQL commits with the sentexes and the change-log
+        entry, or none of it does), and returns `(records' result, Edited)`. The write
+        always takes a seq; `summary` is what the change log says it changed.
+        """
+        return self._writes.transact(op, records, add=add, remove=remove, summary=summary)
 
     # --- reads, delegated (reads.py: `Reads`) ----------------------------------------
 
@@ -393,7 +552,7 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
     @property
     def seq(self) -> int:
         """The global log sequence number of the last durable write (the ledger's)."""
-        return self._ledger.seq
+        return self._writes.ledger.seq
 
     def changes(self, since: int = 0, limit: int = 1000, wait_ms: int = 0) -> dict[str, Any]:
         """The durable change log after global seq `since`: `{entries, seq, too_old}`.
@@ -415,6 +574,24 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
         return self._reads.compact_log(keep)
 
     # --- the composed parts' operations, delegated ------------------------------------
+
+    def checkpoint(self, *, wait: bool = True) -> dict[str, Any] | None:
+        """Write this store's checkpoint now, so the next open reads it instead of
+        rebuilding from the rows. With `wait=False` a forked child writes it and this
+        returns at once (None); else `{path, seq, bytes, seconds}` (None: nothing to keep
+        yet, or the change log compacted past the last write). Kept beside an SQLite
+        file, or for a PostgreSQL store in this machine's cache (`checkpoint-unsupported`
+        in memory), between writes (`group-open` inside a group commit). The KB also
+        writes one at close, on a store big enough to gain from it, and the daemon keeps
+        it up as the store changes (checkpoint.py: `Checkpoints.checkpoint`)."""
+        return self._checkpoints.checkpoint(wait=wait)
+
+    def keep_checkpoint(self) -> bool:
+        """Write the checkpoint in the background if it is due: a store of at least
+        KEEP_FROM sentexes, KEEP_AFTER_SHARE of its rows changed since the last one, and
+        KEEP_EVERY_S since the last background one. For a long-running writer's idle
+        moments (the daemon's housekeeping); returns whether one was started."""
+        return self._checkpoints.keep_checkpoint()
 
     def search(
         self, text: Any, ctx: Any, *, limit: int = DEFAULT_HITS, ranking: str | None = None
@@ -467,6 +644,12 @@ class KB(Writes, Maintenance, Firing, Checkpoints):
     def last_examined(self) -> int:
         """How many matches (by words and by meaning) the last search looked at."""
         return self._search.last_examined
+
+    def violations(self) -> list[dict[str, Any]]:
+        """Rule firings that derived nothing: no context to place their conclusion in
+        (`reason: no-context`), or a speech act whose speaker is not the rule's author
+        (`speaks-for-another`) (firing.py: `Firing.violations`)."""
+        return self._maintenance.violations()
 
     def contradictions(self, ctx: Any = None) -> list[dict[str, Any]]:
         """Dilemmas (default vs default) a reader at `ctx` can see (None: all; clashes.py)."""

@@ -1,5 +1,9 @@
 """Forward chaining: rules fire, claims are carried, and nothing speaks for another.
 
+One concept: forward chaining, the half of truth maintenance that derives — one object
+with maintenance.py's `Maintenance`, which derives from `Firing` and holds the state
+both halves work on; written apart because what fires is not how belief is labelled.
+
 Invariants:
 - Rules fire over every stored sentex whatever its belief, so the justifications are a
   function of the stored set (semi-naive: new rules against everything, new nodes
@@ -18,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from array import array
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from koinii.errors import Refused
@@ -30,18 +34,44 @@ from koinii.kb.rules import (
     refuse_underivable,
 )
 from koinii.kb.sentex import DEFAULT, NOT, Justification, Node, key_of
-from koinii.kb.state import State
 from koinii.terms import QUOTE, Sym, show
 
 if TYPE_CHECKING:
+    import threading
+
     from koinii.kb.budget import Budget
+    from koinii.kb.contexts import Hierarchy
+    from koinii.kb.index import Index
+    from koinii.kb.joins import Triggers
+    from koinii.kb.maintenance import Bounds
     from koinii.kb.writes import Transaction
 
 SPEECH_ACT = Sym("speechAct")
 
 
-class Firing(State):
-    """Rules and carried claims (see the module docstring)."""
+class Firing:
+    """Rules and carried claims (see the module docstring): the forward-chaining half of
+    truth maintenance's one object (`maintenance.Maintenance`, which derives from this
+    class and holds the state both halves work on — the index, the hierarchy, the rules
+    and their triggers, the carriers —, the KB's `Bounds` and the budget). A call
+    between the halves is a plain call on `self`: maintenance's `settle` calls `fire`,
+    `fire_waiting`, `place_again` and `rederive_all`; these call its `justify`, `link`,
+    `drop_justification`, `delete_cascading`, `triggers_of`, …"""
+
+    __slots__ = ()  # (the object's slots are `Maintenance`'s)
+
+    # The state this half works on, made and owned by `Maintenance` (declared, for mypy)
+    _kb: Bounds
+    _lock: threading.RLock
+    _running: Callable[[], Budget | None]
+    index: Index
+    hierarchy: Hierarchy
+    rules: dict[Node, Rule]
+    masks: dict[int, list[Node]]
+    _rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]]
+    _triggers: dict[tuple[Sym, bool], Triggers]
+    _carriers: dict[Sym, list[Node]]
+    _referrers: dict[int, set[Node]]
 
     def fire(self, tx: Transaction) -> None:
         """Semi-naive forward chaining from the new rules and the new nodes (and the
@@ -53,21 +83,21 @@ class Firing(State):
         so no firing is found twice, and none is looked for among the justifications a
         conclusion holds already.
         """
-        budget = self._budget
+        budget = self._running()
         for rule_node in tx.new_rules:
-            if self._index.by_handle.get(rule_node.handle) is not rule_node:
+            if self.index.by_handle.get(rule_node.handle) is not rule_node:
                 continue
-            rule = self._rules[rule_node]
-            position = scan_position(rule.antecedents, self._index)
+            rule = self.rules[rule_node]
+            position = scan_position(rule.antecedents, self.index)
             mark = budget.ticks() if budget is not None else 0
             fitting = functools.partial(
-                self._hierarchy.fitting, rule_node.context, authored=rule_node.creator is not None
+                self.hierarchy.fitting, rule_node.context, authored=rule_node.creator is not None
             )
             try:
                 firings = every_firing(
                     rule.joins,
                     rule.antecedents,
-                    self._index,
+                    self.index,
                     tx.fire,
                     budget,
                     position,
@@ -82,11 +112,11 @@ class Firing(State):
         """Semi-naive forward chaining from the new nodes alone (`tx.fire`, an ordered set
         of the nodes waiting to fire), until no firing makes another."""
         waiting = tx.fire
-        index = self._index
+        index = self.index
         by_handle = index.by_handle
-        rules, by_literal, carriers = self._rules, self._rules_by_literal, self._carriers
-        budget = self._budget
-        fitting = self._hierarchy.fitting
+        rules, by_literal, carriers = self.rules, self._rules_by_literal, self._carriers
+        budget = self._running()
+        fitting = self.hierarchy.fitting
         most = len(waiting)
         while waiting:
             node = waiting.popitem()[0]
@@ -136,7 +166,7 @@ class Firing(State):
         and every antecedent. `placed` is for a re-placement: the firings may have been
         made before, so a justification held already is not added again, and each
         firing's (antecedents, context) placed is added to it."""
-        budget = self._budget
+        budget = self._running()
         fired = tx.fired
         fired[rule_node] = fired.get(rule_node, 0) + len(firings)
         home = rule_node.context
@@ -144,7 +174,7 @@ class Firing(State):
         # Whether a conclusion speaks for another is asked only where its functor is a
         # speech act somewhere; what these firings make are all of that functor, and
         # declare it one only if it is `speechAct` itself: then each is asked.
-        speech = self._index.by_functor.get(SPEECH_ACT)
+        speech = self.index.by_functor.get(SPEECH_ACT)
         ask = pattern[0] is SPEECH_ACT or (
             speech is not None and bool(speech.args) and pattern[0] in speech.args[0]
         )
@@ -152,7 +182,7 @@ class Firing(State):
         # over SUMO's 69 contexts they ask about a few pairs a million times
         places: dict[Any, Collection[str] | None] = {}
         concluded = None if placed is not None else tx.concluded
-        justify, limit = self.justify, self.max_derivations
+        justify, limit = self.justify, self._kb.max_derivations
         at_home: Collection[str] | None = (home,)  # (the rule's context sees them all)
         for atom, antecedents in firings:
             if budget is not None:
@@ -211,16 +241,16 @@ class Firing(State):
         """
         home = rule_node.context
         if rule_node.creator is not None:
-            seen = self._hierarchy.up(home)
+            seen = self.hierarchy.up(home)
             return (home,) if all(a.context in seen for a in antecedents) else None
-        return self._hierarchy.placement((home, *[a.context for a in antecedents]))
+        return self.hierarchy.placement((home, *[a.context for a in antecedents]))
 
     def _speaks_for_another(
         self, atom: tuple, author: str | None, placements: Collection[str], tx: Transaction | None
     ) -> bool:
         """Would deriving `atom` put words in another's mouth: is it a speech act (where
         it would be placed) whose speaker is not `author`?"""
-        declared = self._index.by_functor.get(SPEECH_ACT)
+        declared = self.index.by_functor.get(SPEECH_ACT)
         if declared is None or not declared.args or atom[0] not in declared.args[0]:
             return False  # (an argument table's key for a symbol is the symbol)
         if len(atom) < 2:
@@ -237,7 +267,7 @@ class Firing(State):
         The claim is checked as if its author wrote it — a carried claim is no way
         around the write checks — and a bad one refuses the whole write.
         """
-        self.spend()
+        self._kb.spend()
         position = declaration.atom[2]
         atom = node.atom
         if not node.positive or len(atom) <= position:
@@ -245,7 +275,7 @@ class Firing(State):
         content = atom[position]
         if type(content) is not tuple or content[0] is not QUOTE or len(content) != 2:
             return
-        if declaration.context not in self._hierarchy.up(node.context):
+        if declaration.context not in self.hierarchy.up(node.context):
             return
         try:
             (entry,) = checks.prepare(content[1], node.context)
@@ -257,7 +287,7 @@ class Firing(State):
                 )
             refuse_underivable(entry.atom, "a carried claim", entry.text)
             for handle in entry.handles:
-                if handle not in self._index.by_handle:
+                if handle not in self.index.by_handle:
                     raise Refused(
                         "unknown-handle",
                         f"(sentexHandle {handle}) names no stored sentex",
@@ -306,7 +336,7 @@ class Firing(State):
         node = tx.concluded.get(key)
         found = True
         if node is None or node.context is not ctx or node.positive is not positive:
-            node = self._index.find(atom, key, ctx, positive)
+            node = self.index.find(atom, key, ctx, positive)
             found = False
         if node is None:
             node = tx.limbo.pop((key, ctx, positive), None) if tx.limbo else None
@@ -328,15 +358,15 @@ class Firing(State):
         if placed is not None:
             placed.add((antecedents, ctx))
         tx.derivations += 1
-        if tx.derivations > self.max_derivations:
+        if tx.derivations > self._kb.max_derivations:
             self._refuse_derivations()
         self.justify(tx, node, rule_node, antecedents)
 
     def _refuse_derivations(self) -> None:
         raise Refused(
             "derivation-limit",
-            f"one write derived more than {self.max_derivations} conclusions",
-            {"limit": self.max_derivations},
+            f"one write derived more than {self._kb.max_derivations} conclusions",
+            {"limit": self._kb.max_derivations},
         )
 
     def _derived_node(
@@ -361,11 +391,11 @@ class Firing(State):
                 d = 0 if a.premise or a.handle not in made else 1
             if d > depth:
                 depth = d
-        if depth >= self.max_depth:
+        if depth >= self._kb.max_depth:
             raise Refused(
                 "derivation-limit",
-                f"derivations chained deeper than {self.max_depth} in one write",
-                {"limit": self.max_depth, "rule": rule_node.handle},
+                f"derivations chained deeper than {self._kb.max_depth} in one write",
+                {"limit": self._kb.max_depth, "rule": rule_node.handle},
             )
         node = Node(tx.next_handle, atom, key, ctx, positive, False, DEFAULT, None, tx.now, None)
         tx.next_handle += 1
@@ -387,26 +417,26 @@ class Firing(State):
         mask hides something: those are settled again. The cost follows what the edge
         can reach, not the size of the store.
         """
-        hierarchy = self._hierarchy
+        hierarchy = self.hierarchy
         reached: set[str] = set()  # contexts whose down-set changed
         below: set[str] = set()  # contexts whose up-set changed
         for sub, sup in tx.edges:
             reached |= hierarchy.up(sup)
             below |= hierarchy.down(sub)
-        for rule_node, rule in list(self._rules.items()):
-            if self._index.by_handle.get(rule_node.handle) is rule_node and (
+        for rule_node, rule in list(self.rules.items()):
+            if self.index.by_handle.get(rule_node.handle) is rule_node and (
                 rule_node.context in reached or self._touches(rule, reached)
             ):
                 self._refire(tx, rule_node, rule)
         for functor, declarations in list(self._carriers.items()):
-            for node in list(self._index.with_functor(functor)):
+            for node in list(self.index.with_functor(functor)):
                 if node.context in below:
                     for declaration in list(declarations):
                         self._recarry(tx, declaration, node)
-        index = self._index
+        index = self.index
         for key, atom in index.two_sided.items():
             tx.seeds.update(index.same_atom(atom, key))
-        for handle in self._masks:
+        for handle in self.masks:
             target = index.by_handle.get(handle)
             if target is not None:
                 tx.seeds.add(target)
@@ -414,7 +444,7 @@ class Firing(State):
     def _touches(self, rule: Rule, reached: set[str]) -> bool:
         """Does some sentex an antecedent of `rule` could match sit in `reached`?"""
         for _positive, pattern in rule.antecedents:
-            for node in self._index.with_functor(pattern[0]):
+            for node in self.index.with_functor(pattern[0]):
                 if node.context in reached:
                     return True
         return False
@@ -423,7 +453,7 @@ class Firing(State):
         """Every firing of the rule placed anew; its justifications elsewhere dropped."""
         placed: set[tuple[tuple[Node, ...], str]] = set()
         # (what the re-placements before this one derived waits to fire, as new nodes do)
-        firings = every_firing(rule.joins, rule.antecedents, self._index, tx.fire, self._budget)
+        firings = every_firing(rule.joins, rule.antecedents, self.index, tx.fire, self._running())
         self._conclude(tx, rule_node, rule, firings, placed)
         for j in self.firings_of(rule_node):
             if (j.antecedents, j.conclusion.context) not in placed:
@@ -433,7 +463,7 @@ class Firing(State):
         """Carry `node`'s claim again under `declaration`, or drop it where the
         declaration is no longer seen from node's context."""
         carried = [j for j in node.uses or () if j.rule is declaration]
-        if declaration.context in self._hierarchy.up(node.context):
+        if declaration.context in self.hierarchy.up(node.context):
             if not carried:
                 self._carry(tx, declaration, node)
         else:
@@ -460,18 +490,18 @@ class Firing(State):
         Derived nodes that are derived again keep their handles (they wait in `limbo`);
         those that are not are deleted as unsupported.
         """
-        for node in list(self._index.by_handle.values()):
+        for node in list(self.index.by_handle.values()):
             for j in list(node.justs or ()):
                 self.drop_justification(tx, j)
         tx.concluded.clear()  # (it holds only stored nodes)
-        for node in list(self._index.by_handle.values()):
+        for node in list(self.index.by_handle.values()):
             if not node.premise:
                 self.unlink_quiet(node)
                 if node.handle not in tx.added:  # (what the write made is not logged)
                     tx.undo.append((self.link_quiet, node))
                 tx.limbo[(node.key, node.context, node.positive)] = node
-        tx.fire = dict.fromkeys(n for n in self._index.by_handle.values() if n not in self._rules)
-        tx.new_rules = list(self._rules)
+        tx.fire = dict.fromkeys(n for n in self.index.by_handle.values() if n not in self.rules)
+        tx.new_rules = list(self.rules)
         self.fire(tx)
         for node in tx.limbo.values():
             if node.handle in tx.added:
@@ -490,11 +520,11 @@ class Firing(State):
         (`speaks-for-another`)."""
         with self._lock:
             out = []
-            for rule_node, rule in self._rules.items():
+            for rule_node, rule in self.rules.items():
                 for atom, antecedents in every_firing(
-                    rule.joins, rule.antecedents, self._index, (), self._budget
+                    rule.joins, rule.antecedents, self.index, (), self._running()
                 ):
-                    self.spend()
+                    self._kb.spend()
                     contexts = {rule_node.context, *(a.context for a in antecedents)}
                     placements = self._placements(rule_node, antecedents)
                     positive = rule.consequent[0]

@@ -1,11 +1,14 @@
 """Truth maintenance: nodes linked into every structure, justifications attached and
 detached, deletion and its cascade, declarations in force, and belief.
 
-One concept: truth maintenance, one algorithm over one state; issue 43 separates it
-from the engine's other parts, which today share that state as mixins. That state is
-its own (state.OWNERS): the index and every structure over the stored nodes, made in
-`fresh_state` or taken from a checkpoint (`take_structures`), and each node's belief
-labels and `justs` / `uses` — the other parts change them only through its methods.
+One concept: truth maintenance, one algorithm over one state — an object of its own
+that `KB` holds (issue 43), its forward chaining written in firing.py (`Firing`, the
+base of `Maintenance`: one object, so a call between the two, per derivation, is a
+plain call on `self`). That state is its own (state.OWNERS): the index and every
+structure over the stored nodes, made in `fresh_state` or taken from a checkpoint
+(`take_structures`), and each node's belief labels and `justs` / `uses` — the other
+parts read the index, hierarchy, rules and masks, and change them only through its
+methods.
 
 Invariants:
 - A node is in the index and in every structure that knows stored nodes exactly while
@@ -21,11 +24,13 @@ Invariants:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from koinii.errors import Refused
 from koinii.kb.contexts import EVERYTHING, Hierarchy
+from koinii.kb.firing import Firing
 from koinii.kb.index import Index, members
 from koinii.kb.joins import Triggers
 from koinii.kb.rules import (
@@ -43,10 +48,12 @@ from koinii.kb.sentex import (
     ListSet,
     Node,
 )
-from koinii.kb.state import State
 from koinii.terms import QUOTE, Sym
 
 if TYPE_CHECKING:
+    import threading
+
+    from koinii.kb.budget import Budget
     from koinii.kb.rules import Rule
     from koinii.kb.writes import Transaction
 
@@ -54,52 +61,116 @@ ARITY = Sym("arity")
 TARGET_FOLLOWING = Sym("target_following_predicate")
 
 
-class Maintenance(State):
-    """Linking, justifications, deletion and belief (see the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class Structures:
+    """Every structure over the stored nodes (`Maintenance.structures`): what a
+    checkpoint keeps of them, in this order (`tuple(structures)`), and gives back
+    (`take_structures`)."""
 
-    def __init__(self, **parts: Any) -> None:
+    index: Index
+    hierarchy: Hierarchy
+    rules: dict[Node, Rule]
+    rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]]
+    masks: dict[int, list[Node]]
+    carriers: dict[Sym, list[Node]]
+    referrers: dict[int, set[Node]]
+
+    def __iter__(self) -> Iterator[Any]:
+        """The structures in their order, as a checkpoint pickles them."""
+        yield from (self.index, self.hierarchy, self.rules, self.rules_by_literal)
+        yield from (self.masks, self.carriers, self.referrers)
+
+
+class Bounds(Protocol):
+    """What truth maintenance asks of the KB around it, at each use: a unit of the running
+    operation's budget (`spend`), and the limits on what one write derives (`max_depth`,
+    `max_derivations`: a caller may change them on an open KB)."""
+
+    max_depth: int
+    max_derivations: int
+
+    def spend(self) -> None: ...
+
+
+class Maintenance(Firing):
+    """Truth maintenance, one object: linking, justifications, deletion and belief (see
+    the module docstring), and forward chaining, its `Firing` half (firing.py) — two
+    classes for two modules, one object, so that a call between them, once per
+    derivation, is a plain call on `self`. `KB` makes it first and holds it
+    (`_maintenance`); the engine, writes and the checkpoints call its public methods.
+
+    Its state is its own: the index and every structure over the stored nodes — the
+    index, the hierarchy, the rules and the masks public, for the others to read (and
+    the composed parts made after the open are given them), never to change — and each
+    node's labels and links. What it reads is given to it: the KB's lock (`violations`
+    takes it), the running operation's budget (`running`, asked once per loop), and the
+    KB only through `Bounds`."""
+
+    __slots__ = (
+        "_kb",
+        "_lock",
+        "_running",
+        "index",
+        "hierarchy",
+        "rules",
+        "masks",
+        "_rules_by_literal",
+        "_triggers",
+        "_carriers",
+        "_referrers",
+    )
+
+    def __init__(
+        self, kb: Bounds, *, lock: threading.RLock, running: Callable[[], Budget | None]
+    ) -> None:
+        self._kb = kb
+        self._lock = lock
+        self._running = running  # the running operation's budget, or None
         self.fresh_state()
-        super().__init__(**parts)
 
     def fresh_state(self) -> None:
         """Empty structures: what a new store starts from, and a rebuild starts again
         from (a checkpoint that could not be applied leaves its state half taken)."""
-        self._index = Index()
-        self._hierarchy = Hierarchy()
-        self._rules: dict[Node, Rule] = {}
+        self.index = Index()
+        self.hierarchy = Hierarchy()
+        self.rules: dict[Node, Rule] = {}
         self._rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]] = {}
         self._triggers: dict[tuple[Sym, bool], Triggers] = {}  # made from the above
-        self._masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
+        self.masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
         self._carriers: dict[Sym, list[Node]] = {}  # functor -> its carriesClaim declarations
         self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it
 
-    def take_structures(
-        self,
-        index: Index,
-        hierarchy: Hierarchy,
-        rules: dict[Node, Rule],
-        rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]],
-        masks: dict[int, list[Node]],
-        carriers: dict[Sym, list[Node]],
-        referrers: dict[int, set[Node]],
-        links: list[tuple[Node, Any, Any]],
-    ) -> None:
+    def structures(self) -> Structures:
+        """The structures over the stored nodes as they are now, for a checkpoint to keep
+        (checkpoint.py); the caller reads them and changes none of them."""
+        return Structures(
+            self.index,
+            self.hierarchy,
+            self.rules,
+            self._rules_by_literal,
+            self.masks,
+            self._carriers,
+            self._referrers,
+        )
+
+    def take_structures(self, structures: Structures, links: list[tuple[Node, Any, Any]]) -> None:
         """Take the structures a checkpoint kept (checkpoint.py), and give each node of
         `links` back its `justs` and `uses` — as they were when it was written, so the
         labels it kept still hold. (The rows written since are applied after.)"""
         for node, justs, uses in links:
             node.justs, node.uses = justs, uses
-        self._index, self._hierarchy = index, hierarchy
-        self._rules, self._rules_by_literal, self._triggers = rules, rules_by_literal, {}
-        self._masks, self._carriers, self._referrers = masks, carriers, referrers
+        self.index, self.hierarchy = structures.index, structures.hierarchy
+        self.rules, self._rules_by_literal = structures.rules, structures.rules_by_literal
+        self.masks, self._carriers = structures.masks, structures.carriers
+        self._referrers, self._triggers = structures.referrers, {}
 
     def delete_cascading(self, tx: Transaction, first: Node, reason: str) -> None:
         """Remove `first` and, transitively, what rested only on it or follows it."""
         queue = deque([(first, reason)])
-        by_handle = self._index.by_handle
+        by_handle = self.index.by_handle
         while queue:
             node, why = queue.popleft()
-            self.spend()
+            self._kb.spend()
             if by_handle.get(node.handle) is not node:
                 continue
             for j in list(node.justs or ()):
@@ -111,7 +182,7 @@ class Maintenance(State):
             else:
                 tx.deleted[node.handle] = (node, why)
             tx.removed_sentexes += 1
-            tx.seeds.update(self._index.same_atom(node.atom, node.key))
+            tx.seeds.update(self.index.same_atom(node.atom, node.key))
             for j in resting:
                 self.drop_justification(tx, j)
                 concl = j.conclusion
@@ -134,7 +205,7 @@ class Maintenance(State):
         For the parts that load or restore what is stored (the rebuild, a checkpoint's
         tail, firing's undo of a node it unlinked): the caller owns the undo, if any, and
         settles belief after; a write's own node goes through `link`."""
-        self._index.link(node)
+        self.index.link(node)
         atom = node.atom
         functor = atom[0]
         for x in atom:  # (a flat atom, the commonest, names no handle: a loop, faster
@@ -143,12 +214,12 @@ class Maintenance(State):
                     self._referrers.setdefault(handle, set()).add(node)
                 break
         if functor is GENL_CX:
-            self._hierarchy.add_edge(atom[1].name, atom[2].name)
+            self.hierarchy.add_edge(atom[1].name, atom[2].name)
         elif functor is EXCEPT:
-            self._masks.setdefault(atom[1][1], []).append(node)
+            self.masks.setdefault(atom[1][1], []).append(node)
         elif functor is IMPLIES:
             rule = compile_rule(atom)
-            self._rules[node] = rule
+            self.rules[node] = rule
             for i, (positive, pattern) in enumerate(rule.antecedents):
                 self._rules_by_literal.setdefault((pattern[0], positive), []).append((node, i))
                 self._triggers.pop((pattern[0], positive), None)
@@ -158,7 +229,7 @@ class Maintenance(State):
     def unlink_quiet(self, node: Node) -> None:
         """`link_quiet`'s inverse: take a node out of every structure (no undo, no
         checks). The caller owns the undo (`tx.undo.append((self.link_quiet, node))`)."""
-        self._index.unlink(node)
+        self.index.unlink(node)
         atom = node.atom
         functor = atom[0]
         for handle in _handles_in(atom):
@@ -167,14 +238,14 @@ class Maintenance(State):
             if not refs:
                 del self._referrers[handle]
         if functor is GENL_CX:
-            self._hierarchy.remove_edge(atom[1].name, atom[2].name)
+            self.hierarchy.remove_edge(atom[1].name, atom[2].name)
         elif functor is EXCEPT:
-            masks = self._masks[atom[1][1]]
+            masks = self.masks[atom[1][1]]
             masks.remove(node)
             if not masks:
-                del self._masks[atom[1][1]]
-        elif node in self._rules:
-            rule = self._rules.pop(node)
+                del self.masks[atom[1][1]]
+        elif node in self.rules:
+            rule = self.rules.pop(node)
             for i, (positive, pattern) in enumerate(rule.antecedents):
                 entries = self._rules_by_literal[(pattern[0], positive)]
                 entries.remove((node, i))
@@ -212,10 +283,10 @@ class Maintenance(State):
             tx.full = True
         elif functor is EXCEPT:
             tx.masks.append((node, added))
-            target = self._index.by_handle.get(node.atom[1][1])
+            target = self.index.by_handle.get(node.atom[1][1])
             if target is not None:
                 tx.seeds.add(target)
-        elif node in self._rules:
+        elif node in self.rules:
             if added:
                 tx.new_rules.append(node)
         elif added and (
@@ -229,7 +300,7 @@ class Maintenance(State):
         """The rule literals of `literal` (a functor and polarity some stored rule
         reads) by what a node must hold to fill each (joins.Triggers): made when firing
         first asks, kept until a rule of that literal is linked or unlinked."""
-        triggers = self._triggers[literal] = Triggers(self._rules_by_literal[literal], self._rules)
+        triggers = self._triggers[literal] = Triggers(self._rules_by_literal[literal], self.rules)
         return triggers
 
     def attach(self, j: Justification) -> None:
@@ -289,11 +360,11 @@ class Maintenance(State):
         peak. What asks for them — the rule retracted, re-placed after a `genlCx` edge,
         masked or strengthened — is rare, and walks what the rule could have concluded:
         the nodes its consequent can match, each node's justifications."""
-        rule = self._rules[rule_node]
+        rule = self.rules[rule_node]
         positive, pattern = rule.consequent
         return [
             j
-            for node in self._index.candidates(pattern, {})
+            for node in self.index.candidates(pattern, {})
             if node.positive is positive
             for j in node.justs or ()
             if j.rule is rule_node
@@ -301,7 +372,7 @@ class Maintenance(State):
 
     def resting_on(self, node: Node) -> list[Justification]:
         """Every justification `node` is a support of: its `uses`, or a rule's firings."""
-        if node in self._rules:
+        if node in self.rules:
             return self.firings_of(node)
         return list(node.uses or ())
 
@@ -337,11 +408,11 @@ class Maintenance(State):
         self, functor: Sym, subject: Any, context: str, tx: Transaction | None
     ) -> Node | None:
         """A `(functor subject …)` declaration in force and visible at `context`."""
-        findex = self._index.by_functor.get(functor)
+        findex = self.index.by_functor.get(functor)
         bucket = findex.args[0].get(subject) if findex is not None and findex.args else None
         if bucket is None:  # the common case on every write: nothing declared
             return None
-        up = self._hierarchy.up(context)
+        up = self.hierarchy.up(context)
         for node in members(bucket):
             if node.positive and node.context in up and self._in_force(node, tx):
                 return node
@@ -365,7 +436,7 @@ class Maintenance(State):
         a context that does not see the declaration may hold it."""
         if ctx is None or ctx.startswith("?") or ctx == EVERYTHING:
             return
-        declarations = self._index.by_functor.get(ARITY)
+        declarations = self.index.by_functor.get(ARITY)
         if declarations is None or not declarations.args:
             return
         declared_for = declarations.args[0]
@@ -396,8 +467,8 @@ class Maintenance(State):
     def _in_view_with(self, atom: tuple, ctx: str) -> bool:
         """Whether a believed sentence of `atom`'s functor and length is in view at `ctx`
         (the refusal's path only: a scan of the functor's sentences)."""
-        up = self._hierarchy.up(ctx)
-        for node in self._index.with_functor(atom[0]):
+        up = self.hierarchy.up(ctx)
+        for node in self.index.with_functor(atom[0]):
             if len(node.atom) == len(atom) and node.believed and node.context in up:
                 return True
         return False
@@ -407,11 +478,11 @@ class Maintenance(State):
         (firing's `fire`, `place_again`, `rederive_all`), delete what lost its support,
         relabel what can depend on the change. Writes calls it once per write, before the
         belief diff and the commit; if it raises `Refused` the write is undone whole."""
-        derives = bool(self._rules) or bool(self._carriers)
+        derives = bool(self.rules) or bool(self._carriers)
         if tx.full:
             if derives:
                 self.rederive_all(tx)
-            self.relabel(list(self._index.by_handle.values()), tx)
+            self.relabel(list(self.index.by_handle.values()), tx)
         else:
             if derives and (tx.fire or tx.new_rules):
                 self.fire(tx)
@@ -459,7 +530,7 @@ class Maintenance(State):
         False, and `relabel` decides.
         """
         if (
-            self._masks
+            self.masks
             or tx.deleted
             or tx.dead_justs
             or tx.dropped
@@ -470,8 +541,8 @@ class Maintenance(State):
         ):
             return False
         added = tx.added
-        two_sided = self._index.two_sided
-        budget = self._budget
+        two_sided = self.index.two_sided
+        budget = self._running()
         for node in added.values():
             if budget is not None:
                 budget.tick()
@@ -516,7 +587,7 @@ class Maintenance(State):
         become unfounded: the nodes outside that region were founded before this write
         and still are.
         """
-        by_handle = self._index.by_handle
+        by_handle = self.index.by_handle
         region: set[Node] = set()
         stack = [n for n in tx.unfounded if by_handle.get(n.handle) is n]
         tx.unfounded = []
@@ -539,7 +610,7 @@ class Maintenance(State):
         founded: set[Node] = set()
         while queue:
             node = queue.popleft()
-            self.spend()
+            self._kb.spend()
             if node in founded:
                 continue
             founded.add(node)
@@ -558,8 +629,8 @@ class Maintenance(State):
         """Seeds plus everything whose belief can depend on them. `made`: the handles of
         nodes a write made, whose dependents are seeds already (every justification
         resting on one is new, and a new justification's conclusion is a seed)."""
-        by_handle = self._index.by_handle
-        two_sided = self._index.two_sided
+        by_handle = self.index.by_handle
+        two_sided = self.index.two_sided
         if len(seeds) == 1:  # the common write: one new node nothing rests on yet
             (node,) = seeds
             if not node.uses and node.key not in two_sided and node.atom[0] is not IMPLIES:
@@ -573,10 +644,10 @@ class Maintenance(State):
             seen.add(node)
             if node.uses and node.handle not in made:
                 stack.extend([j.conclusion for j in node.uses])
-            elif node.atom[0] is IMPLIES and node.handle not in made and node in self._rules:
+            elif node.atom[0] is IMPLIES and node.handle not in made and node in self.rules:
                 stack.extend([j.conclusion for j in self.firings_of(node)])
             if two_sided and node.key in two_sided:
-                stack.extend(self._index.same_atom(node.atom, node.key))
+                stack.extend(self.index.same_atom(node.atom, node.key))
         return seen
 
     def restore_belief(self, old_belief: dict[Node, tuple[bool, bool, bool]]) -> None:
@@ -603,7 +674,7 @@ class Maintenance(State):
         region = nodes if type(nodes) is set else set(nodes)
         if len(region) == 1:
             (node,) = region
-            if not node.justs and node.key not in self._index.two_sided:
+            if not node.justs and node.key not in self.index.two_sided:
                 # the common write: one sentex nothing rests on, with no contrary: no
                 # fixed point to find (a region of one has no consequents, or they
                 # would be in it)
@@ -613,7 +684,7 @@ class Maintenance(State):
                 return
         for n in nodes:
             n.believed = n.mono = n.defeated = False
-        masks = self._masks
+        masks = self.masks
 
         def unmasked(j: Justification) -> bool:
             ctx = j.conclusion.context
@@ -624,14 +695,14 @@ class Maintenance(State):
         starts = [n for n in nodes if n.premise and n.strength == MONOTONIC]
         self._propagate(region, starts, True, valid)
         # defeat
-        two_sided = self._index.two_sided
+        two_sided = self.index.two_sided
         for n in nodes if two_sided else ():  # (a key is hashed to be looked for)
             if not n.mono and n.key in two_sided:
                 n.defeated = any(
                     other.mono
                     and other.positive is not n.positive
                     and self._clash_visible(n, other)
-                    for other in self._index.same_atom(n.atom, n.key)
+                    for other in self.index.same_atom(n.atom, n.key)
                 )
         # stratum 2: any strength
         starts = []
@@ -705,7 +776,7 @@ class Maintenance(State):
                     if not count and (valid is None or valid(j)):
                         starts.append(n)
         queue = deque(starts)
-        budget = self._budget
+        budget = self._running()
         tick = budget.tick if budget is not None else None
         while queue:
             n = queue.popleft()
@@ -729,12 +800,12 @@ class Maintenance(State):
 
     def masked_at(self, node: Node, ctx: str) -> bool:
         """Is `node` hidden at `ctx` by a mask stored in a context `ctx` sees?"""
-        return masked(self._masks, self._hierarchy, node, ctx)
+        return masked(self.masks, self.hierarchy, node, ctx)
 
     def _clash_visible(self, a: Node, b: Node) -> bool:
         """Does some context see both `a` and `b`, with neither masked there?"""
-        hierarchy = self._hierarchy
-        plain = not (self._masks.get(a.handle) or self._masks.get(b.handle))
+        hierarchy = self.hierarchy
+        plain = not (self.masks.get(a.handle) or self.masks.get(b.handle))
         if plain and (a.context in hierarchy.up(b.context) or b.context in hierarchy.up(a.context)):
             return True
         common = hierarchy.down(a.context) & hierarchy.down(b.context)

@@ -37,9 +37,15 @@ _SQL_MAX = 2**63 - 1  # the largest integer a store column holds
 MAX_GOAL_LITERALS = 64  # literals a goal list joins, at most
 
 
+class Goals(Protocol):
+    """What reads and watching ask of truth maintenance: whether a goal is held to the
+    arity declared where it is read or watched (`Maintenance.check_goal_arity`)."""
+
+    def check_goal_arity(self, literals: list[tuple[bool, tuple]], ctx: str | None) -> None: ...
+
+
 class Read(Protocol):
-    """What reads ask of the KB around them, at each use: whether a goal keeps the arity
-    declared where it is read (maintenance's `check_goal_arity`), the running operation's
+    """What reads ask of the KB around them, at each use: the running operation's
     budget (`spend` per turn of a loop the input decides; `bounded`, with the KB's
     `query_budget_s`, yields the budget a query's join ticks), and a commit's wake-up
     (`on_commit` / `off_commit`, for a change-log read that waits). Whether a node is
@@ -47,8 +53,6 @@ class Read(Protocol):
     `maintenance.masked` directly, as maintenance's `masked_at` does."""
 
     query_budget_s: float | None
-
-    def check_goal_arity(self, literals: list[tuple[bool, tuple]], ctx: str | None) -> None: ...
 
     def spend(self) -> None: ...
 
@@ -69,14 +73,26 @@ class Reads:
     lock, the store (its change log), the stored nodes' index, the hierarchy, the masks
     and the rules (maintenance's, bound again only while the KB opens: this object is
     made after), the ledger (the seq, the next handle, whether a group is open: writes'),
-    and the KB itself for what only it answers (`Read`)."""
+    truth maintenance for a goal's declared arity (`Goals`), and the KB itself for what
+    only it answers (`Read`)."""
 
-    __slots__ = ("_kb", "_lock", "_store", "_index", "_hierarchy", "_masks", "_rules", "_ledger")
+    __slots__ = (
+        "_kb",
+        "_goals",
+        "_lock",
+        "_store",
+        "_index",
+        "_hierarchy",
+        "_masks",
+        "_rules",
+        "_ledger",
+    )
 
     def __init__(
         self,
         kb: Read,
         *,
+        goals: Goals,
         lock: threading.RLock,
         store: Store,
         index: Index,
@@ -86,6 +102,7 @@ class Reads:
         ledger: Ledger,
     ) -> None:
         self._kb = kb
+        self._goals = goals
         self._lock = lock
         self._store = store
         self._index = index
@@ -177,7 +194,7 @@ class Reads:
         positive, atom = literals[0]
         ctx_name = checks.context_name(ctx, query=True)
         with self._lock:
-            self._kb.check_goal_arity(literals, ctx_name)
+            self._goals.check_goal_arity(literals, ctx_name)
             out = []
             everything = ctx_name == EVERYTHING
             anywhere = ctx_name.startswith("?")
@@ -211,7 +228,7 @@ class Reads:
         try:
             kb = self._kb
             with self._lock, kb.bounded(kb.query_budget_s, "the query") as budget:
-                kb.check_goal_arity(literals, ctx_name)
+                self._goals.check_goal_arity(literals, ctx_name)
                 admit, accept = self._sight(ctx_name)
                 seen: dict[tuple, dict[str, Any]] = {}
                 bound: list[Var] | None = None

@@ -1,36 +1,38 @@
 """The knowledge base's in-memory state: every structure the engine's parts share, and
 which part owns each.
 
-`KB` is one object assembled from parts. Four are mixins of it, sharing this state and
-the write path — `writes` (transactions and commit), `maintenance` (truth maintenance:
-linking, justifications, belief), `firing` (rules and carried claims) and `checkpoint`
-—, beside `engine` (the facade: the lifecycle, budgets, the store's record tables).
-Four are objects of their own that the engine makes once the KB is open and delegates
-to — `reads` (sentexes, `query`, `why`, the change log), `search`, `clashes` and
-`watching` (the feed) —, each given in its constructor what it reads (the lock, the
-store, maintenance's index, hierarchy, masks and rules, writes' ledger, the KB through
-a Protocol naming just what it asks).
+`KB` is one object assembled from parts: `engine` (the facade: the lifecycle, budgets,
+the store's record tables), which declares its own state here, on `State`, and seven
+objects of their own that the engine makes and delegates to: `maintenance` (truth
+maintenance, one object: linking, justifications, belief, and its forward-chaining
+half from firing.py), `writes` (transactions and commit) and `checkpoint`, made before
+the open, which reads through them; `reads` (sentexes, `query`, `why`, the change
+log), `search`, `clashes` and `watching` (the feed), made once the KB is open. Each is
+given in its constructor what it reads (the lock, the store, maintenance's index,
+hierarchy, masks and rules, or maintenance itself, writes' ledger, the KB through a
+Protocol naming just what it asks).
 
-The state is declared once, here, with its owner in `OWNERS`: the owner makes it (a
-mixin in its part's `__init__`, which `KB.__init__` runs through `super`; a composed
-part in its own object) and is the only part that binds it again; the others read it,
-and change it only by asking the owner (a public method on the owner's part or on the
-object it holds). A composed part's state is its own object's (its `__slots__`, named in
-`OWNERS` under its module): no other part binds it or reaches into it, and it changes
-none of what it is given. tests/test_engine_parts.py holds every part to that, and holds
-a node's belief labels (`believed`, `mono`, `defeated`) and its `justs` / `uses` to
-maintenance alone.
+The state is declared once, with its owner in `OWNERS`: the owner makes it (the engine
+in `KB.__init__`; a composed part in its own object) and is the only part that binds
+it again; the others read it, and change it only by asking the owner (a public method
+on the owner's part or on the object it holds). A composed part's state is its own
+object's (its `__slots__`, named in `OWNERS` under its module): no other part binds it
+or reaches into its privates, and it changes none of what it is given.
+tests/test_engine_parts.py holds every part to that, and holds a node's belief labels
+(`believed`, `mono`, `defeated`) and its `justs` / `uses` to maintenance alone.
 
 Invariants (each kept by the owner):
-- `_index` holds a Node exactly while it is stored (maintenance: `link` / `unlink_quiet`).
-- `_hierarchy`, `_rules`, `_rules_by_literal`, `_masks`, `_carriers` and `_referrers`
-  are functions of the stored nodes (maintenance, in `link_quiet` / `unlink_quiet`; a
-  checkpoint's are taken whole by `take_structures`). These and `_index` are bound
-  again only while the KB opens: the composed parts, made after, hold `_index`,
-  `_hierarchy`, `_masks` and `_rules`.
-- `_ledger` holds the write in progress, the open group commit, the seq of the last
-  durable write, and the next handle and justification id, never reused (writes;
-  ledger.py).
+- Maintenance's `index` holds a Node exactly while it is stored (`link` /
+  `unlink_quiet`).
+- Its `hierarchy`, `rules`, `masks` and its other structures are functions of the
+  stored nodes (in `link_quiet` / `unlink_quiet`; a checkpoint's are taken whole by
+  `take_structures`). They are bound again only while the KB opens: the composed parts
+  made after it hold `index`, `hierarchy`, `masks` and `rules`; the checkpoints, made
+  before, hold none of them (they ask `structures` at each use), and writes reads
+  them through maintenance.
+- Writes' `ledger` holds the write in progress, the open group commit, the seq of the
+  last durable write, and the next handle and justification id, never reused
+  (ledger.py).
 - The search's vectors hold a vector for stored handles up to their `top` (search:
   caught up lazily; a handle no longer stored is skipped, never returned).
 - A node's `justs` and `uses` (sentex.py) and its labels are maintenance's: firing makes
@@ -47,23 +49,20 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from koinii.kb.budget import Budget
+    from koinii.kb.checkpoint import Checkpoints
     from koinii.kb.clashes import Clashes
-    from koinii.kb.contexts import Hierarchy
-    from koinii.kb.index import Index
-    from koinii.kb.joins import Triggers
-    from koinii.kb.ledger import Ledger
+    from koinii.kb.maintenance import Maintenance
     from koinii.kb.reads import Reads
-    from koinii.kb.rules import Rule
     from koinii.kb.search import Search
-    from koinii.kb.sentex import Node
     from koinii.kb.store import Store
     from koinii.kb.watching import Watching
-    from koinii.terms import Sym
+    from koinii.kb.writes import Writes
 
 # Which part (its module in kb/) owns each attribute of the state: the only one that
-# binds it. Every attribute a mixin part binds is declared on `State` and named here; a
-# composed part's (reads, search, clashes, watching) are its own object's, named here too, and
-# the rest of its `__slots__` are what its constructor is given, bound there only.
+# binds it. Every attribute the engine binds is declared on `State` and named here; a
+# composed part's (maintenance, writes, checkpoint, reads, search, clashes, watching)
+# are its own object's, named here too, and the rest of its `__slots__` are what its
+# constructor is given, bound there only.
 OWNERS: dict[str, tuple[str, ...]] = {
     "engine": (
         "_store",
@@ -71,8 +70,6 @@ OWNERS: dict[str, tuple[str, ...]] = {
         "_lock",
         "_closed",
         "_budget",
-        "_commit_listeners",
-        "_next_listener",
         "_opened",
         "max_depth",
         "max_derivations",
@@ -82,20 +79,23 @@ OWNERS: dict[str, tuple[str, ...]] = {
         "_search",
         "_clashes",
         "_watching",
+        "_checkpoints",
+        "_maintenance",
+        "_writes",
     ),
-    "writes": ("_ledger", "_shipped"),
+    # the composed parts: each its own object's state
+    "writes": ("ledger", "shipped", "_commit_listeners", "_next_listener", "_closed"),
     "maintenance": (
-        "_index",
-        "_hierarchy",
-        "_rules",
+        "index",
+        "hierarchy",
+        "rules",
+        "masks",
         "_rules_by_literal",
         "_triggers",
-        "_masks",
         "_carriers",
         "_referrers",
     ),
-    "checkpoint": ("_checkpoints", "_checkpoint_seq", "_checkpoint_at", "_checkpoint_rows"),
-    # the composed parts: each its own object's state
+    "checkpoint": ("_enabled", "_seq", "_at", "_rows"),
     "reads": (),
     "search": ("_vectors_kept", "_terms_counted", "_words_indexed", "last_examined", "_closed"),
     "clashes": (),
@@ -104,42 +104,24 @@ OWNERS: dict[str, tuple[str, ...]] = {
 
 
 class State:
-    """The attributes the mixin parts share (each made by its owner: `OWNERS`)."""
+    """The engine's own attributes, declared (made in `KB.__init__`: `OWNERS`)."""
 
-    # engine: the lifecycle, the budgets, the commit listeners
+    # the lifecycle, the budgets
     _store: Store
     _clock: Callable[[], int]  # epoch ms for `created` stamps and the change log
     _lock: threading.RLock  # serialises everything: a KB may be shared between threads
     _closed: bool
     _budget: Budget | None  # the running operation's (see `KB.budget`)
-    _commit_listeners: dict[int, Callable[[int, str], Any]]
-    _next_listener: int  # the last token `on_commit` gave
     _opened: dict[str, Any]  # how this KB was opened (`KB.opened`)
     max_depth: int
     max_derivations: int
     query_budget_s: float | None
     write_budget_s: float | None
-    # the composed parts, made by the engine once the KB is open
+    # the composed parts, made by the engine (the first three before the open)
+    _maintenance: Maintenance
+    _writes: Writes
+    _checkpoints: Checkpoints
     _reads: Reads
     _search: Search
     _clashes: Clashes
     _watching: Watching
-    # writes: the ledger (the write in progress, the group, the counters: ledger.py)
-    _ledger: Ledger
-    _shipped: frozenset[int]  # the shipped vocabulary's handles (see `mark_shipped`)
-    # maintenance: the stored nodes and every structure that knows them
-    _index: Index
-    _hierarchy: Hierarchy
-    _rules: dict[Node, Rule]
-    _rules_by_literal: dict[tuple[Sym, bool], list[tuple[Node, int]]]
-    # `_rules_by_literal` by what a node must hold to fill each literal (joins.Triggers),
-    # made when firing first asks (`triggers_of`), dropped for a functor when its rules change
-    _triggers: dict[tuple[Sym, bool], Triggers]
-    _masks: dict[int, list[Node]]  # masked handle -> its mask nodes
-    _carriers: dict[Sym, list[Node]]  # functor -> its carriesClaim declarations
-    _referrers: dict[int, set[Node]]  # handle -> nodes naming it
-    # checkpoint
-    _checkpoints: bool  # read and write checkpoints at all (open_kb's `checkpoints`)
-    _checkpoint_seq: int | None  # the seq of the checkpoint on disk, as far as we know
-    _checkpoint_at: float  # monotonic time of the last one written in the background
-    _checkpoint_rows: int  # the ledger's `rows_written` when it was taken

@@ -8,13 +8,13 @@ any later write can come between; live events follow in seq order (`feed.Feed`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from koinii.errors import Refused
 from koinii.kb import checks
 from koinii.kb.contexts import EVERYTHING
 from koinii.kb.feed import Change, Event, Feed, Routed
-from koinii.kb.reads import goal_literals
+from koinii.kb.reads import Goals, goal_literals
 from koinii.kb.sentex import NOT
 from koinii.kb.store import LogEntry
 from koinii.terms import show
@@ -29,13 +29,6 @@ if TYPE_CHECKING:
 MAX_REPLAY = 10_000  # change-log entries a resuming watch replays, at most
 
 
-class Goals(Protocol):
-    """What watching asks of the KB around it: whether a goal is held to the arity
-    declared where it is watched (maintenance's `check_goal_arity`, as a query's is)."""
-
-    def check_goal_arity(self, literals: list[tuple[bool, tuple]], ctx: str | None) -> None: ...
-
-
 class Watching:
     """watch, unwatch and watchers (see the module docstring): an object of its own, which
     `KB` holds and delegates to (engine.py).
@@ -44,21 +37,21 @@ class Watching:
     writes hands each durable write's changes to (`route`, then `deliver` once the write
     is durable). What it reads is given to it, and it changes none of it: the KB's lock,
     the store (its change log, for a replay), the ledger (the seq, and whether a group is
-    open: writes'), the hierarchy a change is filtered against (maintenance's), and the
-    KB for a goal's declared arity (`Goals`)."""
+    open: writes'), the hierarchy a change is filtered against, and truth maintenance
+    for a goal's declared arity (`Goals`: maintenance's, as a query's is)."""
 
-    __slots__ = ("_kb", "_lock", "_store", "_ledger", "_hierarchy", "_feed")
+    __slots__ = ("_goals", "_lock", "_store", "_ledger", "_hierarchy", "_feed")
 
     def __init__(
         self,
-        kb: Goals,
+        goals: Goals,
         *,
         lock: threading.RLock,
         store: Store,
         ledger: Ledger,
         hierarchy: Hierarchy,
     ) -> None:
-        self._kb = kb
+        self._goals = goals
         self._lock = lock
         self._store = store
         self._ledger = ledger
@@ -114,7 +107,7 @@ class Watching:
                 raise Refused("not-watchable", "CxEverything is not watchable", {})
         with self._lock:
             if literal_ is not None:
-                self._kb.check_goal_arity([literal_], ctx_name)
+                self._goals.check_goal_arity([literal_], ctx_name)
             entries = [] if since is None else self._replayable(since)
             token = self._feed.add(callback, literal_, ctx_name, goal_text)
             if entries:

@@ -22,7 +22,7 @@ import logging
 import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from koinii.errors import Refused
 from koinii.kb import checks, collector, values
@@ -40,9 +40,17 @@ from koinii.kb.sentex import (
     Justification,
     Node,
 )
-from koinii.kb.state import State
 from koinii.kb.store import Commit, LogEntry
 from koinii.terms import Term, parse_all
+
+if TYPE_CHECKING:
+    import threading
+
+    from koinii.kb.budget import Budget
+    from koinii.kb.checkpoint import Checkpoints
+    from koinii.kb.maintenance import Maintenance
+    from koinii.kb.store import Store
+    from koinii.kb.watching import Watching
 
 _PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "koinii_principal", default=None
@@ -162,13 +170,98 @@ class Transaction:
         return text
 
 
-class Writes(State):
-    """Every write the KB makes, each one transaction (see the module docstring)."""
+class Writer(Protocol):
+    """What writes ask of the KB around them, at each write: the budget it runs under
+    (`bounded`, with the KB's `write_budget_s`: a caller may change it on an open KB),
+    and whether the store is still this KB's to write (`refuse_if_lost`)."""
 
-    def __init__(self, **parts: Any) -> None:
-        self._ledger = Ledger()  # the write in progress, the group, the counters
-        self._shipped: frozenset[int] = frozenset()  # see `mark_shipped`
-        super().__init__(**parts)
+    write_budget_s: float | None
+
+    def bounded(
+        self, seconds: float | None, what: str
+    ) -> contextlib.AbstractContextManager[Budget | None]: ...
+
+    def refuse_if_lost(self) -> None: ...
+
+
+class Writes:
+    """Every write the KB makes, each one transaction (see the module docstring): an
+    object of its own, which `KB` makes before it opens (the open sets its ledger's
+    counters) and delegates to (engine.py).
+
+    Its state is its own: the ledger (ledger.py: the write in progress, the open group,
+    the seq, the handle and justification counters; public, for the others to read and
+    to ask — an open sets the counters through `restart` and `issued` —, never to
+    bind), the shipped handles (`shipped`, which the search reads), the commit
+    listeners, and whether the KB is closed (`close`). What it reads is given to it,
+    and it changes none of it but through its owner's public methods: the KB's lock,
+    the store, the clock, truth maintenance (each entry linked, each write settled),
+    the running operation's budget (`running`), the watching and the checkpoints —
+    asked for at each write (`watching`, `checkpoints`: made after it, as they read its
+    ledger) —, and the KB through `Writer`."""
+
+    __slots__ = (
+        "_kb",
+        "_lock",
+        "_store",
+        "_clock",
+        "_maintenance",
+        "_running",
+        "_watching",
+        "_checkpoints",
+        "ledger",
+        "shipped",
+        "_commit_listeners",
+        "_next_listener",
+        "_closed",
+    )
+
+    def __init__(
+        self,
+        kb: Writer,
+        *,
+        lock: threading.RLock,
+        store: Store,
+        clock: Callable[[], int],
+        maintenance: Maintenance,
+        running: Callable[[], Budget | None],
+        watching: Callable[[], Watching],
+        checkpoints: Callable[[], Checkpoints],
+    ) -> None:
+        self._kb = kb
+        self._lock = lock
+        self._store = store
+        self._clock = clock  # epoch ms for `created` stamps and the change log
+        self._maintenance = maintenance
+        self._running = running  # the running operation's budget, or None
+        self._watching = watching
+        self._checkpoints = checkpoints
+        self.ledger = Ledger()  # the write in progress, the group, the counters
+        self.shipped: frozenset[int] = frozenset()  # see `mark_shipped`
+        self._commit_listeners: dict[int, Callable[[int, str], Any]] = {}
+        self._next_listener = 0  # the last token `on_commit` gave
+        self._closed = False
+
+    def close(self) -> None:
+        """Refuse every write from now on (`closed`): the KB is closing (engine.py),
+        after its last group was committed."""
+        self._closed = True
+
+    def _bounded(self, what: str) -> contextlib.AbstractContextManager[Budget | None]:
+        """The budget a write runs under: the one in force, or the KB's `write_budget_s`."""
+        return self._kb.bounded(self._kb.write_budget_s, what)
+
+    def on_commit(self, listener: Callable[[int, str], Any]) -> int:
+        """Call `listener(seq, op)` after every durable write (belief changed or not)."""
+        with self._lock:
+            token = self._next_listener = self._next_listener + 1
+            self._commit_listeners[token] = listener
+            return token
+
+    def off_commit(self, token: int) -> bool:
+        """Stop the listener `token`; whether it was one."""
+        with self._lock:
+            return self._commit_listeners.pop(token, None) is not None
 
     def assert_(
         self,
@@ -179,16 +272,12 @@ class Writes(State):
         creator: str | None = None,
         provenance: dict[str, Any] | None = None,
     ) -> int | list[int]:
-        """Store `sentence` in `context`; returns its handle (a list for a split rule).
-
-        Idempotent: a canonically equal sentence in the same context returns the existing
-        handle, keeping the stronger strength and merging new provenance fields.
-        """
+        """Store `sentence` in `context`; its handle (`KB.assert_` says the rest)."""
         if strength == "default" and creator is None and provenance is None:
             opts = {}  # the common write: nothing to check
         else:
             opts = {"strength": strength, "creator": creator, "provenance": provenance}
-        with self._lock, self.bounded(self.write_budget_s, "the write"), collector.paused():
+        with self._lock, self._bounded("the write"), collector.paused():
             tx = self._begin("assert")
             try:
                 handles = self._add(tx, sentence, context, opts)
@@ -198,15 +287,9 @@ class Writes(State):
                 raise
 
     def retract(self, handle: Any) -> Retracted:
-        """Remove an asserted sentex and everything that rested only on it.
-
-        Also tears down, recursively, every stored meta-sentex whose predicate is marked
-        `(target_following_predicate P)` and that names a removed sentex. A handle that
-        names no stored sentex is refused (`unknown-handle`; `data.issued` tells one that
-        was stored once — a retract sent again after it landed — from a typo).
-        """
+        """Remove an asserted sentex and what rested only on it (`KB.retract` says the rest)."""
         handle = checked_handle(handle)
-        with self._lock, self.bounded(self.write_budget_s, "the write"), collector.paused():
+        with self._lock, self._bounded("the write"), collector.paused():
             tx = self._begin("retract")
             try:
                 self._remove(tx, handle)
@@ -217,14 +300,10 @@ class Writes(State):
                 raise
 
     def edit(self, add: Sequence[Any] = (), remove: Sequence[Any] = ()) -> Edited:
-        """Adds, then removes, as ONE all-or-nothing write with one settle and one event.
-
-        `add` holds `(sentence, context)` or `(sentence, context, opts)`; a refusal rolls
-        the whole batch back and carries `{"rolled_back": True, "in", "index"}`.
-        """
+        """Adds, then removes, as one all-or-nothing write (`KB.edit` says the rest)."""
         with (
             self._lock,
-            self.bounded(self.write_budget_s, "the write"),
+            self._bounded("the write"),
             collector.paused(),
         ):
             tx = self._begin("edit")
@@ -249,9 +328,9 @@ class Writes(State):
     ) -> list[dict[str, Any]]:
         """Dry run of `edit`: every problem of the batch, judged against the KB as it is."""
         problems: list[dict[str, Any]] = []
-        with self._lock, self.bounded(self.write_budget_s, "the dry run"), collector.paused():
+        with self._lock, self._bounded("the dry run"), collector.paused():
             tx = self._begin("check")
-            budget = self._budget
+            budget = self._running()
             try:
                 for where, items in (("add", add), ("remove", remove)):
                     for i, item in enumerate(_listed(items, where)):
@@ -268,12 +347,12 @@ class Writes(State):
                                 return problems
                 if not problems:
                     try:
-                        self.settle(tx)
+                        self._maintenance.settle(tx)
                     except Refused as refusal:
                         problems.append(refusal.as_problem("add", len(add) - 1))
             finally:
                 self._undo(tx)
-                self._ledger.end(tx, keep_ids=False)  # a dry run hands its ids back
+                self.ledger.end(tx, keep_ids=False)  # a dry run hands its ids back
         return problems
 
     def load_text(
@@ -285,17 +364,7 @@ class Writes(State):
         on_error: str = "refuse",
         format: str = "koinii",
     ) -> Edited:
-        """Load every sentence of a file or text into `context`.
-
-        `source` is the text itself (a str) or a file (a `pathlib.Path` / PathLike).
-        Loading is idempotent: sentences already stored change nothing. With
-        `on_error="refuse"` (the default) it is one all-or-nothing edit: a bad sentence
-        refuses the whole text, naming its line and column. With `on_error="report"` the
-        sentences that read and pass every check are loaded in one edit, and the others
-        are listed in the result's `problems` — `{line, column, kind, message}` each — so
-        one bad statement does not lose a 5 MB file. `format="kif"` reads SUO-KIF
-        (`=>`, `<=>`, quantifiers: koinii.kb.kif) instead of Koinii's own sentences.
-        """
+        """Load every sentence of a file or text into `context` (`KB.load_text` says the rest)."""
         if on_error not in ("refuse", "report"):
             raise Refused(
                 "bad-option",
@@ -344,7 +413,7 @@ class Writes(State):
         so a rule that cannot finish is reported by its line and the rest still load."""
         with (
             self._lock,
-            self.bounded(self.write_budget_s, "the write"),
+            self._bounded("the write"),
             collector.paused(),
         ):
             tx = self._begin("edit")
@@ -352,7 +421,7 @@ class Writes(State):
             settling = False
             try:
                 handles = []
-                budget = self._budget
+                budget = self._running()
                 for line, column, term in read:
                     if budget is not None:
                         budget.tick()
@@ -415,18 +484,16 @@ class Writes(State):
         return self.edit(add=[e for i, e in enumerate(entries) if i not in refused])
 
     def mark_shipped(self, handles: Collection[int]) -> None:
-        """Make `handles` — the vocabulary that ships, installed on every open — read-only:
-        a retraction of one would be acknowledged and then undone by the next open's
-        install, so it is refused (`vocabulary-read-only`) instead."""
+        """Make `handles`, the shipped vocabulary, read-only (`KB.mark_shipped`)."""
         with self._lock:
-            self._shipped = frozenset(handles)
+            self.shipped = frozenset(handles)
 
     def add_provenance(self, handle: Any, fields: dict[str, Any]) -> dict[str, Any] | None:
         """Add provenance fields to a stored sentex (fields it has already are kept)."""
         handle = checked_handle(handle)
         extra = _provenance(fields)
         with self._lock:
-            node = self._index.by_handle.get(handle)
+            node = self._maintenance.index.by_handle.get(handle)
             if node is None:
                 return None
             tx = self._begin("provenance")
@@ -441,8 +508,8 @@ class Writes(State):
     def _begin(self, op: str) -> Transaction:
         if self._closed:
             raise Refused("closed", "this knowledge base is closed", {})
-        self.refuse_if_lost()
-        ledger = self._ledger  # (a second write in progress is refused there)
+        self._kb.refuse_if_lost()
+        ledger = self.ledger  # (a second write in progress is refused there)
         return ledger.begin(Transaction(op, self._clock(), ledger.next_handle, ledger.next_just))
 
     def _finish(self, tx: Transaction, result: Any, want_seq: bool = False) -> Any:
@@ -451,18 +518,18 @@ class Writes(State):
         In a group, the store holds the rows and the event waits for `commit_group`,
         routed now, against the hierarchy this write saw.
         """
-        self.settle(tx)
+        self._maintenance.settle(tx)
         tx.changes = self._changes(tx)
-        ledger = self._ledger
+        ledger = self.ledger
         rows = ledger.rows_written
         seq = self._commit(tx)
         ledger.end(tx)
         if seq is not None:
             added, removed = tx.changes
-            routed = self._watching.route(seq, added, removed) if added or removed else None
+            routed = self._watching().route(seq, added, removed) if added or removed else None
             if not ledger.in_group:
                 self._publish(seq, tx.op, routed)
-                self.checkpoint_after_write(ledger.rows_written - rows)
+                self._checkpoints().checkpoint_after_write(ledger.rows_written - rows)
             else:
                 ledger.hold(tx, seq, routed)
         return seq if want_seq else result
@@ -470,7 +537,7 @@ class Writes(State):
     def _publish(self, seq: int, op: str, routed: Routed | None) -> None:
         """Tell the watchers and the commit listeners about one durable write."""
         if routed:
-            self._watching.deliver(routed)
+            self._watching().deliver(routed)
         for listener in list(self._commit_listeners.values()):
             try:
                 listener(seq, op)
@@ -478,35 +545,20 @@ class Writes(State):
                 log.exception("commit listener failed")
 
     def begin_group(self) -> None:
-        """Let the writes that follow share one durable commit, made by `commit_group`.
-
-        For a server with many concurrent writers (the daemon): a commit costs more than
-        the write it makes durable, so writes that arrive together commit together. Each
-        write in a group still checks, applies and returns at once, and later reads see
-        it; the store holds its rows, and its feed event and commit listeners wait, until
-        `commit_group` writes them all in one transaction. So nothing a group wrote — nor
-        any read made while the group was open — may be acknowledged before
-        `commit_group` returns. What writes the store at once (`transact`, `compact_log`,
-        `ensure_schema`) is refused inside a group (`group-open`).
-        """
+        """Let the writes that follow share one durable commit (`KB.begin_group` says the rest)."""
         with self._lock:
             if self._closed:
                 raise Refused("closed", "this knowledge base is closed", {})
-            if self._ledger.in_group:
+            if self.ledger.in_group:
                 raise Refused("group-open", "a group commit is already open", {})
-            self.refuse_if_lost()
+            self._kb.refuse_if_lost()
             self._store.begin_group()
-            self._ledger.open_group()
+            self.ledger.open_group()
 
     def commit_group(self) -> int:
-        """Make the open group durable, then publish its writes in seq order; returns
-        how many writes it held (0 when no group is open).
-
-        If the store cannot commit, every write of the group is undone — in memory as in
-        the store, last first — and the store's refusal is raised: none of them happened.
-        """
+        """Make the open group durable, or undo it whole (`KB.commit_group` says the rest)."""
         with self._lock:
-            ledger = self._ledger
+            ledger = self.ledger
             held = ledger.close_group()
             if held is None:
                 return 0
@@ -526,11 +578,11 @@ class Writes(State):
     def _abort(self, tx: Transaction) -> None:
         consumed = bool(tx.added) or bool(tx.limbo)
         self._undo(tx)
-        self._ledger.end(tx)  # (what it consumed stays consumed)
+        self.ledger.end(tx)  # (what it consumed stays consumed)
         if consumed:
             # the refusal being raised matters more than a failure to record the mark
             with contextlib.suppress(Exception):
-                self._store.save_next_handle(self._ledger.next_handle)
+                self._store.save_next_handle(self.ledger.next_handle)
 
     def _undo(self, tx: Transaction) -> None:
         """Undo a write: its steps, last first; then the nodes it made and still holds
@@ -540,20 +592,21 @@ class Writes(State):
         node independently of the others.) The caller ends the write in the ledger."""
         for step in reversed(tx.undo):
             step[0](*step[1:])
-        by_handle = self._index.by_handle
+        maintenance = self._maintenance
+        by_handle = maintenance.index.by_handle
         for node in reversed(tx.added.values()):
             if by_handle.get(node.handle) is node:  # (not waiting in limbo: see firing.py)
-                self.unlink_quiet(node)
+                maintenance.unlink_quiet(node)
         for j in reversed(_kept(tx)):
-            self.detach(j)
+            maintenance.detach(j)
         for j in tx.dead_justs.values():
-            self.attach(j)
-        self.restore_belief(tx.old_belief)
+            maintenance.attach(j)
+        maintenance.restore_belief(tx.old_belief)
 
     def _apply_batch(self, tx: Transaction, add: Sequence[Any], remove: Sequence[Any]) -> list[Any]:
         handles = []
         for where, items in (("add", add), ("remove", remove)):
-            budget = self._budget
+            budget = self._running()
             for i, item in enumerate(_listed(items, where)):
                 if budget is not None:
                     budget.tick()
@@ -632,7 +685,7 @@ class Writes(State):
         if atom[0] is GENL_CX:
             strength = MONOTONIC  # genlCx edges are always held monotonic
         key = entry.key
-        node = self._index.find(atom, key, entry.context, entry.positive)
+        node = self._maintenance.index.find(atom, key, entry.context, entry.positive)
         if node is not None:
             self._strengthen(tx, node, strength)
             self._merge_provenance(tx, node, creator, extra)
@@ -651,7 +704,7 @@ class Writes(State):
             extra,
         )
         tx.next_handle += 1
-        self.link(tx, node)
+        self._maintenance.link(tx, node)
         if entry.shown is not None:  # (else shown only if the store's row asks: `Entry`)
             tx.texts[node.handle] = entry.shown
         return node.handle
@@ -659,20 +712,22 @@ class Writes(State):
     def _check_state(self, tx: Transaction, entry: Entry) -> None:
         """The checks that read the store: handles, cycles, arity declarations."""
         for handle in entry.handles:
-            if handle not in self._index.by_handle:
+            if handle not in self._maintenance.index.by_handle:
                 raise Refused(
                     "unknown-handle",
                     f"(sentexHandle {handle}) names no stored sentex",
                     {"handle": handle},
                 )
         atom = entry.atom
-        if atom[0] is GENL_CX and self._hierarchy.would_cycle(atom[1].name, atom[2].name):
+        if atom[0] is GENL_CX and self._maintenance.hierarchy.would_cycle(
+            atom[1].name, atom[2].name
+        ):
             raise Refused(
                 "not-well-formed",
                 f"{entry.text} would make a cycle: {atom[2].name} already sees {atom[1].name}",
                 {"sentence": entry.text},
             )
-        declarations = self._index.by_functor.get(ARITY)
+        declarations = self._maintenance.index.by_functor.get(ARITY)
         if declarations is None or not declarations.args:  # nothing declares an arity
             return
         declared_for = declarations.args[0]  # by predicate (a symbol's key is the symbol)
@@ -684,7 +739,7 @@ class Writes(State):
         for a in atoms:
             if a[0] not in declared_for:  # the common case: no arity declared for it
                 continue
-            declared = self.declared_arity(a[0], entry.context, tx)
+            declared = self._maintenance.declared_arity(a[0], entry.context, tx)
             if declared is not None and declared != len(a) - 1:
                 raise Refused(
                     "arity",
@@ -721,7 +776,7 @@ class Writes(State):
             tx.touched.add(node)
 
     def _remove(self, tx: Transaction, handle: int, top: bool = True) -> None:
-        node = self._index.by_handle.get(handle)
+        node = self._maintenance.index.by_handle.get(handle)
         if node is None:
             if handle in tx.deleted:  # named twice in one edit, or gone with what it rested on
                 return
@@ -734,7 +789,7 @@ class Writes(State):
                 f"no sentex {handle} is stored ({hint}); nothing to retract",
                 {"handle": handle, "issued": handle < tx.next_handle},
             )
-        if handle in self._shipped:
+        if handle in self.shipped:
             raise Refused(
                 "vocabulary-read-only",
                 f"sentex {handle} is shipped vocabulary ({node.context}), reinstalled on every "
@@ -753,12 +808,12 @@ class Writes(State):
             tx.seeds.add(node)
             tx.unfounded.append(node)  # its derivations may all rest on itself
         else:
-            self.delete_cascading(tx, node, "retracted")
+            self._maintenance.delete_cascading(tx, node, "retracted")
 
     def _changes(self, tx: Transaction) -> tuple[list[Change | Node], list[Change]]:
         added: list[Change | Node] = []
         removed: list[Change] = []
-        by_handle = self._index.by_handle
+        by_handle = self._maintenance.index.by_handle
         text = tx.text
         for node in tx.added.values():  # made by this write: believed now, or not at all
             if node.believed and by_handle.get(node.handle) is node:
@@ -776,12 +831,12 @@ class Writes(State):
             if tx.old_belief.get(node, (node.believed,))[0]:
                 removed.append(_change(node, text(node), why))
         for mask, was_added in tx.masks:
-            target = self._index.by_handle.get(mask.atom[1][1])
+            target = by_handle.get(mask.atom[1][1])
             if target is None or not target.believed:
                 continue
-            if was_added and mask.handle in self._index.by_handle:
+            if was_added and mask.handle in by_handle:
                 removed.append(_change(target, text(target), "excepted", mask.context))
-            elif not was_added and mask.handle not in self._index.by_handle:
+            elif not was_added and mask.handle not in by_handle:
                 added.append(_change(target, text(target), None, mask.context))
         if len(added) > 1:
             added.sort(key=_by_handle)
@@ -801,7 +856,7 @@ class Writes(State):
         changed = upserts or tx.deleted or new_justs or tx.dead_justs or added or removed
         if not changed and tx.records is None:
             return None
-        seq = self._ledger.seq + 1
+        seq = self.ledger.seq + 1
         entry = LogEntry(
             seq,
             tx.op,
@@ -824,7 +879,7 @@ class Writes(State):
         )
         # the rows it changed: what a restart from the last checkpoint would replay
         rows = len(upserts) + len(tx.deleted) + len(new_justs) + len(tx.dead_justs)
-        self._ledger.committed(seq, rows)
+        self.ledger.committed(seq, rows)
         return seq
 
     def transact(
@@ -836,15 +891,9 @@ class Writes(State):
         remove: Sequence[Any] = (),
         summary: dict[str, Any] | None = None,
     ) -> tuple[Any, Edited]:
-        """One durable write of sentexes and domain records together, all or nothing.
-
-        Applies `add`/`remove` like `edit`, then runs `records(connection, handles)` in the
-        same store transaction (its SQL commits with the sentexes and the change-log
-        entry, or none of it does), and returns `(records' result, Edited)`. The write
-        always takes a seq; `summary` is what the change log says it changed.
-        """
-        with self._lock, self.bounded(self.write_budget_s, "the write"), collector.paused():
-            self._ledger.refuse_inside_group("a domain write")
+        """One durable write of sentexes and domain records (`KB.transact` says the rest)."""
+        with self._lock, self._bounded("the write"), collector.paused():
+            self.ledger.refuse_inside_group("a domain write")
             tx = self._begin(op)
             try:
                 handles = self._apply_batch(tx, add, remove)
