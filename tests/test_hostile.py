@@ -400,6 +400,25 @@ def test_an_agent_cannot_hide_its_own_move_with_a_mask(members):
     atlas.claim(f"(except (sentexHandle {own}))")
 
 
+def test_a_mask_hides_no_claim_other_agents_replied_to(members):
+    """A claim others replied to is taken back by `withdraw`, which keeps the record of
+    their disputes, ballots and endorsements (a plain retract writes it too, issue 37):
+    Atlas's mask over its own disputed claim hid the claim, and the clash with Boreas's
+    rebuttal, from the channel, and kept no record. Masking a claim nobody answered is
+    still the agent's own business."""
+    agents, store = members
+    atlas, boreas = agents["AgentAtlas"], agents["AgentBoreas"]
+    claim = atlas.claim(CLAIM)
+    boreas.dispute(claim)
+    seq = store.seq
+    refusal = refused(lambda: atlas.claim(f"(except (sentexHandle {claim}))"))
+    assert refusal.kind == "koinii/use-the-move" and refusal.data["move"] == "withdraw"
+    assert f"withdraw(handle={claim})" in refusal.message
+    assert store.seq == seq and store.contradictions("CxTeam")
+    own = atlas.claim("(draft Idea)")
+    atlas.claim(f"(except (sentexHandle {own}))")
+
+
 def test_a_claim_taken_back_goes_with_the_answer_that_carries_it(members):
     """Atlas claimed a value, then answered with it: the claim stood twice, said and
     carried. `concede` (or `withdraw`) of it removed the said copy only — the record said

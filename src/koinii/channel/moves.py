@@ -180,11 +180,12 @@ def _check_quotes_no_move(sentence: Any) -> None:
 
 def check_not_masking_a_move(kb: KB, agent: str, sentence: Any) -> None:
     """Refuse the agent's mask `(except (sentexHandle T))` over a move of its own, the
-    claim its answer carries, or the rebuttal its standing dispute rests on: a mask hides
-    T from the moves' reads too, so `answer` saw no standing answer and wrote a second
-    (both stood once the mask went), `vote` a second ballot, `accept` a second acceptance,
-    and a dispute stood without its rebuttal. (A mask over another's sentex is refused
-    before: `identity.check_meaning`.)"""
+    claim its answer carries, the rebuttal its standing dispute rests on, or a claim
+    other agents replied to: a mask hides T from the moves' reads too, so `answer` saw no
+    standing answer and wrote a second (both stood once the mask went), `vote` a second
+    ballot, `accept` a second acceptance, a dispute stood without its rebuttal, and a
+    disputed claim left the channel with its clash and no record (`withdraw` keeps one).
+    (A mask over another's sentex is refused before: `identity.check_meaning`.)"""
     if type(sentence) is not tuple or len(sentence) != 2 or sentence[0] is not EXCEPT:
         return
     target = sentence[1]
@@ -202,6 +203,18 @@ def check_not_masking_a_move(kb: KB, agent: str, sentence: Any) -> None:
     resting = [d.handle for d in disputes_resting_on(kb, agent, masked)]
     if resting:
         raise rebuttal_stands(masked.handle, resting, "mask")
+    replies = [
+        r.handle for r in replies_to(kb, masked.handle) if speech.speaker(r.sentence) != agent
+    ]
+    if replies:
+        raise Refused(
+            "koinii/use-the-move",
+            f"#{masked.handle} has replies from other agents (#{replies[0]}): a mask would "
+            "hide it, and the disputes, ballots and endorsements on it, from the channel "
+            f"with no record of what was taken back; withdraw(handle={masked.handle}) "
+            "takes it back and keeps that record (POST /v1/moves/withdraw)",
+            {"move": "withdraw", "kind": "claim", "handle": masked.handle, "replies": replies},
+        )
 
 
 def rebuttal_stands(handle: int, resting: list[int], verb: str) -> Refused:
