@@ -674,3 +674,22 @@ def test_check_edit_reports_every_problem(kb):
         ("bad-handle", "remove", 0),
     ]
     assert kb.query("(color ?x ?c)", "CxA") == []
+
+
+def test_a_carried_claim_speaks_as_the_writer_of_what_carries_it(kb):
+    """A `(carriesClaim P N)` of a predicate that is no speech act carries its claim as
+    the carrying sentence's writer's, not as whoever its argument 1 names: Atlas's
+    `(says AgentBoreas (quote (endorses AgentBoreas …)))` made an endorsement in Boreas's
+    name. (An answer's argument 1 is its speaker: `answers` is a speech act.)"""
+    kb.assert_("(speechAct endorses)", "CxActs")
+    place(kb, "CxAtlas", "CxActs")
+    kb.assert_("(carriesClaim says 2)", "CxAtlas", creator="AgentAtlas")
+    target = kb.assert_("(usesDb Prod Pg)", "CxBoreas", creator="AgentBoreas")
+    forged = f"(says AgentBoreas (quote (endorses AgentBoreas (sentexHandle {target}))))"
+    with pytest.raises(Refused) as refused:
+        kb.assert_(forged, "CxAtlas", creator="AgentAtlas")
+    assert refused.value.kind == "koinii/speaker-mismatch"
+    assert texts(kb, "(endorses ?who ?what)") == []
+    own = f"(says AgentBoreas (quote (endorses AgentAtlas (sentexHandle {target}))))"
+    kb.assert_(own, "CxAtlas", creator="AgentAtlas")
+    assert texts(kb, "(endorses ?who ?what)") == [f"(endorses AgentAtlas (sentexHandle {target}))"]

@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 import koinii
 from koinii.channel import agent as channel
+from koinii.channel import belief
 from koinii.cli import main
 from koinii.disputes import majority
 from koinii.server.tokens import add_token
@@ -276,6 +277,42 @@ def test_an_admin_records_no_sessions(team):
     )
 
 
+def test_an_admin_writes_no_speech_act_in_the_registry(team):
+    """An admin writes registry rows, and wrote `(answers AgentAtlas …)` and `(endorses
+    AgentAtlas …)` there too: read across contexts (`Agent.answers_to`,
+    `endorsements_of`), Atlas had answered and endorsed what it never did. An admin
+    makes no moves, so it writes no speech act — nor a rule concluding one, nor a denial —
+    and makes no rulings: a ruling's tag is refused it as it is an agent."""
+    boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    registrar = team.client("Registrar")
+    claim = boreas.claim("(usesDb Prod Pg)")
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    seq = registrar.seq
+    for sentence, kind in (
+        (f"(answers AgentAtlas (quote (usesDb Staging X)) (sentexHandle {question}))", "answer"),
+        (f"(endorses AgentAtlas (sentexHandle {claim}))", "endorsement"),
+        ("(not (queries AgentBoreas (quote (usesDb Staging ?db))))", "question"),
+        ("(implies (registeredAgent ?a) (votesFor ?a (sentexHandle 1)))", "ballot"),
+    ):
+        refusal = refused(lambda s=sentence: registrar.assert_(s, "CxRegistry"))
+        assert refusal.kind == "forbidden" and refusal.data["kind"] == kind, sentence
+        assert "admin" in refusal.message and "agent token" in refusal.message
+        [problem] = registrar.check(sentence, "CxRegistry")  # the dry run says the same
+        assert problem["kind"] == "forbidden"
+    # nor a ruling: a sentence anywhere with a ruling's tag is read as one (rulings_on)
+    ruling = {"adjudication": {"dispute": [[claim, claim + 1]], "at": 1}}
+    for write in (
+        lambda: registrar.assert_("(not (usesDb Prod Pg))", "CxRegistry", provenance=ruling),
+        lambda: registrar.add_provenance(
+            registrar.assert_("(registeredAgent AgentDune)", "CxRegistry"), ruling
+        ),
+    ):
+        assert refused(write).kind == "reserved-provenance"
+    assert registrar.seq == seq + 1  # the row alone
+    assert boreas.answers_to(question) == [] and boreas.endorsements_of(claim) == []
+    registrar.assert_("(registeredAgent AgentAtlas)", "CxRegistry")  # a registry row: fine
+
+
 # --- meaning: what an agent's claims do to the meaning of others' ---------------------------
 # Each attack is made once with raw writes over the agent's token and once by a cooperative
 # agent through koinii.channel.agent, in process: the rule holds on both.
@@ -317,6 +354,128 @@ def test_an_agent_cannot_censor_another_agents_claim_with_a_mask(members):
     own = agents["AgentAtlas"].assert_("(draft Idea)")
     agents["AgentAtlas"].assert_(f"(except (sentexHandle {own}))")
     assert store.why_not(own, "CxTeam") == "excepted"
+
+
+def test_an_agent_cannot_hide_its_own_move_with_a_mask(members):
+    """A mask hides a sentex from the moves' reads too: over Atlas's own answer, `answer`
+    saw no standing answer and wrote a second, and once the mask was withdrawn both
+    stood; the same gave one ballot for and one against, and two acceptances of one
+    question; a mask over a rebuttal left its dispute standing without it (the clash gone
+    from the channel). So a mask hides no move, no claim an answer carries and no rebuttal
+    a standing dispute rests on: `withdraw` takes them back, with their rules."""
+    agents, store = members
+    atlas, boreas, charlie = (agents[a] for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie"))
+    claim = boreas.claim(CLAIM)
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    answer = atlas.answer(question, "(usesDb Staging Pg)")
+    [carried] = store.sentexes_matching("(usesDb Staging Pg)", "CxAtlas")
+    said = charlie.claim("(usesDb Staging Oracle)")  # said first, then answered: the same
+    charlies = charlie.move("answer", question=question, content="(usesDb Staging Oracle)")
+    ballot = atlas.vote(claim, "for")
+    acceptance = boreas.accept(answer)
+    rebuttal = charlie.move("dispute", target=claim)["rebuttal"]
+    raw = isinstance(atlas.medium, channel.Wire)  # and the daemon's plain write
+    seq = store.seq
+    for who, target, kind, instead in (
+        (atlas, answer, "answer", answer),
+        (atlas, carried.handle, "answer", answer),
+        (charlie, said, "answer", charlies["handle"]),
+        (atlas, ballot, "ballot", ballot),
+        (boreas, acceptance, "acceptance", acceptance),
+        (charlie, rebuttal, "rebuttal", rebuttal),
+    ):
+        mask = f"(except (sentexHandle {target}))"
+        writes = [lambda w=who, m=mask: w.claim(m)]
+        if raw:
+            writes.append(lambda w=who, m=mask: w.medium.store.assert_(m, w.context))
+        for write in writes:
+            refusal = refused(write)
+            assert refusal.kind == "koinii/use-the-move", (kind, refusal)
+            assert refusal.data["move"] == "withdraw" and refusal.data["kind"] == kind
+            assert f"withdraw(handle={instead})" in refusal.message, refusal.message
+            assert "mask" in refusal.message
+    assert store.seq == seq  # nothing written
+    assert store.why_not(rebuttal, "CxTeam") is None and store.contradictions("CxTeam")
+    own = atlas.claim("(draft Idea)")  # a mask over one's own claim: one's own business
+    atlas.claim(f"(except (sentexHandle {own}))")
+
+
+def test_a_mask_hides_no_claim_other_agents_replied_to(members):
+    """A claim others replied to is taken back by `withdraw`, which keeps the record of
+    their disputes, ballots and endorsements (a plain retract writes it too, issue 37):
+    Atlas's mask over its own disputed claim hid the claim, and the clash with Boreas's
+    rebuttal, from the channel, and kept no record. Masking a claim nobody answered is
+    still the agent's own business."""
+    agents, store = members
+    atlas, boreas = agents["AgentAtlas"], agents["AgentBoreas"]
+    claim = atlas.claim(CLAIM)
+    boreas.dispute(claim)
+    seq = store.seq
+    refusal = refused(lambda: atlas.claim(f"(except (sentexHandle {claim}))"))
+    assert refusal.kind == "koinii/use-the-move" and refusal.data["move"] == "withdraw"
+    assert f"withdraw(handle={claim})" in refusal.message
+    assert store.seq == seq and store.contradictions("CxTeam")
+    own = atlas.claim("(draft Idea)")
+    atlas.claim(f"(except (sentexHandle {own}))")
+
+
+def test_a_claim_taken_back_goes_with_the_answer_that_carries_it(members):
+    """Atlas claimed a value, then answered with it: the claim stood twice, said and
+    carried. `concede` (or `withdraw`) of it removed the said copy only — the record said
+    conceded, and the disputes on it ended so, while the claim stood on, carried, and
+    Boreas's dispute stayed open. Taken back, a claim goes with the answers of its
+    speaker that carry it, in the same edit."""
+    agents, store = members
+    atlas, boreas = agents["AgentAtlas"], agents["AgentBoreas"]
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    said = atlas.claim("(usesDb Staging Pg)")
+    answer = atlas.answer(question, "(usesDb Staging Pg)")
+    boreas.dispute(said)
+    conceded = atlas.concede(said, "Staging runs Oracle")
+    assert conceded["ending"] == "conceded" and answer in conceded["removed"]
+    assert store.sentexes_matching("(usesDb Staging ?db)", "CxAtlas") == []
+    assert store.contradictions("CxTeam") == []
+    thread = boreas.thread(question)
+    assert thread["answers"] == [] and thread["withdrawn_answers"][0]["handle"] == answer
+    if isinstance(atlas.medium, channel.Wire):  # a plain retract leaves it carried: no record
+        said = atlas.claim("(usesDb Staging Oracle)")
+        atlas.answer(question, "(usesDb Staging Oracle)")
+        boreas.dispute(said)
+        records = len(store.sentexes_matching("(retired ?h ?seq ?json)", "CxHistory"))
+        atlas.medium.store.retract(said)
+        assert len(store.sentexes_matching("(retired ?h ?seq ?json)", "CxHistory")) == records
+        assert [s.handle for s in store.sentexes_matching("(usesDb Staging ?db)", "CxAtlas")] == [
+            said
+        ]
+        assert boreas.thread(said)["earlier"] == [] and store.contradictions("CxTeam")
+
+
+def test_a_mask_made_before_the_move_hides_none_of_it(members):
+    """The same hiding in the other order: Charlie claimed the rebuttal `(not S)` and
+    masked it, then disputed S — the dispute wrote the rebuttal it already held, masked,
+    and stood without it (no clash in the channel); Atlas masked a claim, then answered
+    with it, and the answer's claim was hidden. A move refuses to stand on what its own
+    speaker's mask hides: withdraw the mask first."""
+    agents, store = members
+    atlas, boreas, charlie = (agents[a] for a in ("AgentAtlas", "AgentBoreas", "AgentCharlie"))
+    claim = boreas.claim(CLAIM)
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    rebuttal = charlie.claim(f"(not {CLAIM})")
+    hidden = charlie.claim(f"(except (sentexHandle {rebuttal}))")
+    answer_claim = atlas.claim("(usesDb Staging Pg)")
+    hiding = atlas.claim(f"(except (sentexHandle {answer_claim}))")
+    seq = store.seq
+    for move, mask in (
+        (lambda: charlie.dispute(claim), hidden),
+        (lambda: atlas.answer(question, "(usesDb Staging Pg)"), hiding),
+    ):
+        refusal = refused(move)
+        assert refusal.kind == "koinii/use-the-move" and refusal.data["move"] == "withdraw"
+        assert refusal.data["mask"] == mask and f"withdraw(handle={mask})" in refusal.message
+    assert store.seq == seq
+    charlie.withdraw(hidden)  # the mask withdrawn, the move stands on what it says
+    charlie.dispute(claim)
+    assert store.contradictions("CxTeam")
 
 
 def test_an_agent_cannot_silently_override_another_with_a_monotonic_rebuttal(members):
@@ -367,6 +526,64 @@ def test_an_agents_rule_concludes_no_move_its_own_or_anothers(members):
     atlas.answer(question, "(usesDb Staging Pg)")  # the move itself: fine
 
 
+def test_an_agents_own_claim_carrier_carries_no_move(members):
+    """`(carriesClaim says 2)` is an agent's to declare for its own predicate, and made
+    argument 2 of each `says` sentence a claim: `(says AgentAtlas (quote (answers
+    AgentAtlas …)))` gave Atlas a second standing answer, and as many endorsements, ballots
+    and closings as it wrote, none by its move — and `(says AgentBoreas (quote (endorses
+    AgentBoreas …)))` an endorsement in Boreas's name, seen in the channel. So no agent's
+    sentence — a claim, a rule's conclusion, an answer's claim — quotes a move, at any
+    depth, declared a carrier or not."""
+    agents, store = members
+    atlas, boreas = agents["AgentAtlas"], agents["AgentBoreas"]
+    claim = boreas.claim(CLAIM)
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    atlas.answer(question, "(usesDb Staging Pg)")
+    answers = f"(answers AgentAtlas (quote (usesDb Staging Oracle)) (sentexHandle {question}))"
+    endorses = f"(endorses AgentAtlas (sentexHandle {claim}))"
+    saying = "(says AgentAtlas (quote {}))".format
+    attacks = [
+        (saying(answers), "answer"),
+        (saying(endorses), "endorsement"),
+        (saying(f"(votesFor AgentAtlas (sentexHandle {claim}))"), "ballot"),
+        (saying(f"(closes AgentAtlas (sentexHandle {question}))"), "closing"),
+        (saying(saying(endorses)), "endorsement"),  # a carried claim carries in turn
+        # in Boreas's name: the engine took the carrier's argument 1 for its author
+        (
+            f"(says AgentBoreas (quote (endorses AgentBoreas (sentexHandle {claim}))))",
+            "endorsement",
+        ),
+        (f"(implies (trigger ?x) {saying(endorses)})", "endorsement"),
+    ]
+    seq = store.seq
+    refusal = refused(lambda: atlas.claim(saying(endorses)))  # declared later or never
+    assert refusal.kind == "koinii/use-the-move"
+    atlas.claim("(carriesClaim says 2)")
+    seq = store.seq
+    for sentence, kind in attacks:
+        refusal = refused(lambda s=sentence: atlas.claim(s))
+        assert refusal.kind == "koinii/use-the-move", sentence
+        assert refusal.data["kind"] == kind and "quote" in refusal.message, sentence
+        assert refused(lambda s=sentence: atlas.reply_many([s])).kind == refusal.kind
+        if isinstance(atlas.medium, channel.Wire):  # the daemon's plain write
+            plain = refused(lambda s=sentence: atlas.medium.store.assert_(s, "CxAtlas"))
+            assert plain.kind == refusal.kind and plain.data == refusal.data
+    for sentence, kind in (  # nor a denial of a move or of a system sentence, carried
+        (saying(f"(not (disputes AgentCharlie (sentexHandle {claim})))"), "koinii/use-the-move"),
+        (saying("(not (agentContext CxBoreas AgentBoreas))"), "koinii/foreign-mark"),
+        (saying(saying("(not (contested Prod))")), "koinii/system-vocabulary"),
+        (f"(implies (trigger ?x) {saying('(not (contested Prod))')})", "koinii/system-vocabulary"),
+    ):
+        assert refused(lambda s=sentence: atlas.claim(s)).kind == kind, sentence
+    asked = boreas.ask("(quote (says AgentAtlas ?what))")  # nor as an answer's claim
+    refusal = refused(lambda: atlas.answer(asked, saying(endorses)))
+    assert refusal.kind == "koinii/use-the-move" and refusal.data["kind"] == "endorsement"
+    assert store.seq == seq + 1  # the question alone
+    assert store.sentexes_matching("(endorses ?who ?what)", "?ctx") == []
+    assert len(store.sentexes_matching("(answers AgentAtlas ?c ?q)", "CxAtlas")) == 1
+    atlas.claim(saying("(usesDb Staging Pg)"))  # a claim carried: fine
+
+
 def test_a_plain_retract_keeps_the_record_of_the_replies_to_a_claim(team):
     """Issue 37, hostile rerun: withdraw keeps the record of a claim's dispute, ballots and
     endorsements (issue 38), but a plain `retract` (or an edit's removal) of the same claim
@@ -396,6 +613,32 @@ def test_a_plain_retract_keeps_the_record_of_the_replies_to_a_claim(team):
     seq = team.client("Ops").seq
     assert atlas.store.retract(own).seq == seq + 1
     assert boreas.thread(atlas.claim("(draft Idea)"))["earlier"] == []
+
+
+def test_an_agent_cannot_erase_the_record_of_what_it_took_back(team):
+    """A record in CxHistory is written by the move (or the removal) as its agent, so the
+    daemon attributed it to Atlas, and Atlas's plain `retract` of its own record erased
+    the withdrawn answer from the question's thread — the record that keeps a move taken
+    back from standing clean. No agent removes a record, or adds provenance to one."""
+    boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
+    atlas = channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    question = boreas.ask("(quote (usesDb Staging ?db))")
+    answer = atlas.answer(question, "(usesDb Staging Pg)")
+    record = atlas.move("withdraw", handle=answer)["record"]
+    seq = atlas.store.seq
+    for erase in (
+        lambda: atlas.store.retract(record),
+        lambda: atlas.store.edit(remove=[record]),
+        lambda: atlas.store.add_provenance(record, {"ending": "never-said"}),
+    ):
+        refusal = refused(erase)
+        assert refusal.kind == "koinii/foreign-context", refusal
+        assert refusal.data["context"] == "CxHistory" and "withdraw" in refusal.message
+    [problem] = atlas.store.check_edit(remove=[record])  # the dry run says the same
+    assert problem["kind"] == "koinii/foreign-context"
+    assert atlas.store.seq == seq
+    [withdrawn] = boreas.thread(question)["withdrawn_answers"]
+    assert withdrawn["handle"] == answer
 
 
 def test_a_forged_ballot_neither_counts_nor_vetoes_a_majority(members):
@@ -599,6 +842,32 @@ def test_an_agent_cannot_squat_the_context_the_system_speaks_as(tmp_path):
     Daemon(db, ["--tokens", table], tokens).start().kill()  # starts: nothing squats it
 
 
+def test_an_agent_cannot_place_its_context_under_another_agents_beliefs(team):
+    """Boreas's belief context, CxAgentAgentBoreas, is what Boreas believes (`believe_own`
+    links it to CxBoreas): Atlas placed its own context under it — by `join`, or a plain
+    placement — and Boreas believed Atlas's claims. Another principal's belief context is
+    no channel, before its owner links it too (Charlie's)."""
+    boreas, atlas = team.client("AgentBoreas"), team.client("AgentAtlas")
+    belief.believe_own(boreas, "AgentBoreas")
+    channel.join(channel.wire(atlas), "CxTeam", "AgentAtlas").claim("(usesDb Prod Evil)")
+    seq = atlas.seq
+    placed = "(genlCx CxAgentAgent{} CxAtlas)".format
+    for owner, place in (
+        (
+            "AgentBoreas",
+            lambda: channel.join(channel.wire(atlas), "CxAgentAgentBoreas", "AgentAtlas"),
+        ),
+        ("AgentBoreas", lambda: atlas.assert_(placed("Boreas"), "CxUniverse")),
+        ("AgentCharlie", lambda: atlas.assert_(placed("Charlie"), "CxUniverse")),
+    ):
+        refusal = refused(place)
+        assert refusal.kind == "koinii/not-a-channel" and refusal.data["owners"] == [owner]
+        assert "belief" in refusal.message and "(genlCx CxTeam CxAtlas)" in refusal.message
+    assert atlas.seq == seq
+    assert not belief.would_believe(boreas, "AgentBoreas", "(usesDb Prod Evil)")
+    assert belief.believe_own(atlas, "AgentAtlas") == "CxAgentAgentAtlas"  # its own: fine
+
+
 def test_an_agent_cannot_pull_another_channel_into_its_own(team):
     """Issue 37: (genlCx CxAtlas CxOther) made CxTeam — which sees CxAtlas — list
     CxOther's questions and disputes as its own. An agent's own context sees only
@@ -799,12 +1068,16 @@ def test_a_dry_run_names_the_refusal_the_write_would_get(team):
     """`check` and `check_edit` judge an agent's entries by the daemon's rules as well as
     the engine's: an agent told "no problems" was then refused its write."""
     boreas = channel.join(channel.wire(team.client("AgentBoreas")), "CxTeam", "AgentBoreas")
-    channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
+    mover = channel.join(channel.wire(team.client("AgentAtlas")), "CxTeam", "AgentAtlas")
     claim = boreas.claim(CLAIM)
+    ballot = mover.vote(claim, "for")
     atlas, ops = team.client("AgentAtlas"), team.client("Ops")
     seq = ops.seq
+    quoted = f"(says AgentAtlas (quote (endorses AgentAtlas (sentexHandle {claim}))))"
     for sentence, opts, kind in (
         (f"(except (sentexHandle {claim}))", {}, "koinii/foreign-mask"),
+        (f"(except (sentexHandle {ballot}))", {}, "koinii/use-the-move"),  # its own move
+        (quoted, {}, "koinii/use-the-move"),
         (f"(not {CLAIM})", {"strength": "monotonic"}, "koinii/strength-forbidden"),
         ("(agentContext CxTeam AgentAtlas)", {}, "koinii/foreign-mark"),
         ("(note Mine)", {"creator": "AgentBoreas"}, "koinii/creator-mismatch"),
@@ -821,6 +1094,21 @@ def test_a_dry_run_names_the_refusal_the_write_would_get(team):
     assert refused(lambda: atlas.retract(claim)).kind == problem["kind"]
     assert atlas.check_edit(add=[("(note Fine)", "CxAtlas")], remove=[]) == []
     assert ops.seq == seq  # a dry run stores nothing
+
+
+def test_an_agent_cannot_make_its_claim_read_as_a_ruling_after_the_fact(team):
+    """A ruling's tag (`adjudication`, `adjudication#2`) is refused in an agent's write,
+    and was taken by `add_provenance` on the agent's own claim: the claim then read as a
+    ruling. The tag is a ruling's on every path that writes provenance."""
+    atlas = team.client("AgentAtlas")
+    claim = atlas.assert_(CLAIM, "CxAtlas")
+    seq = atlas.seq
+    for field in ("adjudication", "adjudication#2"):
+        refusal = refused(lambda f=field: atlas.add_provenance(claim, {f: {"ruling": "upheld"}}))
+        assert refusal.kind == "reserved-provenance" and refusal.data == {"field": field}
+        assert "ruling" in refusal.message
+    assert atlas.seq == seq and "adjudication" not in atlas.provenance(claim)
+    atlas.add_provenance(claim, {"source": "runbook"})  # a writer's own field: fine
 
 
 # --- poisoned reads: values no JSON reader takes back ----------------------------------------

@@ -4,15 +4,16 @@ what — whatever the attacker writes, in whatever order with the victim's write
 
 A random script of a victim's moves runs twice, on two fresh stores: alone, and
 interleaved with a random script of an attacker's writes — claims, rules, declarations
-(of its own predicates and of the system's), denials of the victim's moves, placements
-(under the system's contexts, and its voice AgentMajority's), masks, moves, withdrawals,
-batches — each made as the daemon makes an agent token's write
-(`server.access.check_add` / `check_remove`, then the engine, attributed to the
-attacker; a move, a claim too, through its operation). Both daemons know both agents
-from their token table. The victim's own-context reads, the outcome of each of its
-writes, the owners of every context but the attacker's own, what each system context
-sees, and which of the victim's moves the channel lists as contradicted must come out
-the same; only what the channel shows beside them may differ.
+(of its own predicates and of the system's, a claim carrier of its own), denials of the
+victim's moves, placements (under the system's contexts, its voice AgentMajority's, and
+the victim's belief context), masks, moves, withdrawals, batches — each made as the
+daemon makes an agent token's write (`server.access.check_add` / `check_remove`, then
+the engine, attributed to the attacker; a move, a claim too, through its operation).
+Both daemons know both agents from their token table. The victim's own-context reads,
+what it believes (its belief context), the outcome of each of its writes, the owners of
+every context but the attacker's own, what each system context sees, and which of the
+victim's moves the channel lists as contradicted must come out the same; only what the
+channel shows beside them may differ.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import koinii
+from koinii.channel import belief
 from koinii.identity import SYSTEM_CONTEXTS, owners_of, reserve_principals
 from koinii.operations import invoker
 from koinii.server import access
@@ -32,6 +34,7 @@ from koinii.terms import parse
 
 VICTIM, ATTACKER, CHANNEL = "AgentVera", "AgentMallory", "CxTeam"
 OWN, ATTACKERS = "CxVera", "CxMallory"
+BELIEFS = "CxAgentAgentVera"  # what the victim believes (belief.believe_own)
 EXAMPLES = 200  # per run (about 1.5 s; new random examples each run; 600 passed when written)
 
 VICTIM_MOVES = [
@@ -85,6 +88,12 @@ ATTACKS = [
     ("(implies (p ?x) (not (queries AgentVera (quote (usesDatabase Prod ?db)))))", "own"),
     ("(not (agentContext CxVera AgentVera))", "own"),
     ("(not (arity usesDatabase 2))", "own"),
+    # a carrier of the attacker's own, carrying a denial of the victim's question
+    ("(carriesClaim says 2)", "own"),
+    (
+        "(says AgentMallory (quote (not (queries AgentVera (quote (usesDatabase Prod ?db))))))",
+        "own",
+    ),
     ("(p A)", "CxVera"),
     ("(p A)", "CxTeam"),
 ]
@@ -162,6 +171,9 @@ def _reading(kb) -> dict:
     """What the victim reads in its own context, and who owns what (not the attacker's)."""
     return {
         "reads": {g: sorted(str(sorted(b.items())) for b in kb.query(g, OWN)) for g in PROBES},
+        "believes": {
+            g: sorted(str(sorted(b.items())) for b in kb.query(g, BELIEFS)) for g in PROBES
+        },
         "owners": {c: owners_of(kb, c) for c in (CHANNEL, OWN, *SYSTEM_CONTEXTS)},
         "system sees": {
             c: sorted(kb.context_up(c))
@@ -187,7 +199,8 @@ attack_step = st.one_of(
     st.tuples(
         st.just("join"),
         st.sampled_from(
-            [CHANNEL, OWN, "CxSpeechActs", "CxDisputes", "CxHistory", "CxRegistry", "CxMajority"]
+            [CHANNEL, OWN, BELIEFS, "CxSpeechActs", "CxDisputes", "CxHistory", "CxRegistry"]
+            + ["CxMajority"]
         ),
     ),
 )
@@ -209,6 +222,7 @@ def test_nothing_an_attacker_writes_changes_the_victims_context_writes_or_owners
     try:
         for kb in (alone, attacked):
             assert _victim(kb, "join", {"channel": CHANNEL}) == "ok"
+            assert belief.believe_own(kb, VICTIM) == BELIEFS
         outcomes = {"alone": [], "attacked": []}
         for i, (move, fields) in enumerate(victim):
             for step in attacks[i % len(attacks)]:

@@ -744,8 +744,9 @@ _CATALOGUE = (
     Kind(
         "koinii/use-the-move",
         400,
-        "a speech act (an answer, a ballot, a dispute, …) written, or removed, other than "
-        "through its move (koinii.channel.moves), which keeps the conversation's rules",
+        "a speech act (an answer, a ballot, a dispute, …) written, removed, concluded by a "
+        "rule, quoted or hidden by a mask other than through its move (koinii.channel.moves), "
+        "which keeps the conversation's rules",
         "call the tool the message names for that move",
     ),
     # --- disputes and belief (docs/disputes.md) ---------------------------------------------

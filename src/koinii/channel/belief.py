@@ -23,6 +23,7 @@ from typing import Any
 
 from koinii import disputes, identity, speech
 from koinii.errors import Refused
+from koinii.identity import BELIEF_PREFIX, agent_of_belief_context
 from koinii.kb import KB, Retracted, Sentex
 from koinii.operations import operation
 from koinii.terms import Sym, Var, show
@@ -44,7 +45,6 @@ __all__ = [
     "would_believe",
 ]
 
-BELIEF_PREFIX = "CxAgent"
 _GENL_CX = Sym("genlCx")
 _EXCEPT = Sym("except")
 _HANDLE = Sym("sentexHandle")
@@ -55,13 +55,6 @@ def belief_context(agent: str) -> str:
     """The context an agent's beliefs are read in: `CxAgent` + the agent id."""
     identity.context_for(agent)  # an agent id, or refused by name
     return BELIEF_PREFIX + agent
-
-
-def agent_of_belief_context(ctx: str) -> str | None:
-    """The agent whose belief context `ctx` is, or None."""
-    if isinstance(ctx, str) and ctx.startswith(BELIEF_PREFIX) and len(ctx) > len(BELIEF_PREFIX):
-        return ctx[len(BELIEF_PREFIX) :]
-    return None
 
 
 # --- projection -------------------------------------------------------------------------------

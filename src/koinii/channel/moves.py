@@ -15,8 +15,10 @@ operator may act for any agent); it writes only in the agent's own context, with
 agent as creator. The speech acts themselves (`speech.ACTS`) are the moves' alone: a
 daemon refuses an agent's plain write or removal of one (`koinii/use-the-move`, naming
 the move to call), `claim` refuses one written out as a claim, neither takes a rule
-that concludes one (an agent's rule would make the move once per firing), and no answer
-carries one as its claim — so one standing
+that concludes one (an agent's rule would make the move once per firing), no answer
+carries one as its claim, no sentence quotes one (a `carriesClaim` declaration of the
+agent's own would make it), and no mask hides one (the move made again would not see it)
+— so one standing
 answer per agent per question, one ballot per agent per target, only the asker accepts
 or closes, and every dispute with its rebuttal hold for every entry, not only for
 clients that behave.
@@ -59,7 +61,7 @@ from koinii.identity import (
 )
 from koinii.kb import KB, Sentex
 from koinii.kb.checks import context_name
-from koinii.kb.rules import AND, IMPLIES
+from koinii.kb.rules import AND, EXCEPT, IMPLIES
 from koinii.operations import Caller, operation
 from koinii.speech import (
     ACCEPTS,
@@ -97,17 +99,32 @@ MOVE_OF_KIND = {
 }
 
 
-def use_the_move(kind: str, what: str = "written") -> Refused:
+def use_the_move(kind: str, what: str = "written", handle: int | None = None) -> Refused:
     """The refusal of a speech act made outside its move: written, withdrawn, concluded
-    by a rule or carried by an answer (`what`)."""
-    call = "withdraw(handle=…)" if what == "withdrawn" else MOVE_OF_KIND[kind]
+    by a rule, carried by an answer, quoted where a declaration would carry it, or hidden
+    by a mask (`what`; `handle`: the move to withdraw instead, when one is known)."""
+    withdraw = f"withdraw(handle={'…' if handle is None else handle})"
+    call = withdraw if what in ("withdrawn", "masked") else MOVE_OF_KIND[kind]
     article = "an" if kind[0] in "aeiou" else "a"
     rules = (
         "which keeps its rules (one answer and one ballot per agent, only the asker accepts "
         "or closes, a dispute with its rebuttal)"
     )
     how = f"call {call} (POST /v1/moves/{call.split('(')[0]})"
-    if what in ("concluded", "carried"):
+    if what == "masked":
+        said = (
+            f"a mask cannot hide {article} {kind}: hidden, it would still stand where its "
+            f"move no longer sees it, and the move made again would break its rules (one "
+            f"answer and one ballot per agent, one acceptance per question); to take it "
+            f"back, {how}"
+        )
+    elif what == "quoted":
+        said = (
+            f"a sentence cannot quote {article} {kind}: a (carriesClaim P N) declaration "
+            f"makes a quoted sentence a claim, and so {article} {kind} made by no move, "
+            f"{rules}; quote a claim, and {how} yourself"
+        )
+    elif what in ("concluded", "carried"):
         by = "a rule cannot conclude" if what == "concluded" else "an answer cannot carry"
         said = (
             f"{by} {article} {kind}: {article} {kind} is made only by its move, {rules}; "
@@ -115,17 +132,25 @@ def use_the_move(kind: str, what: str = "written") -> Refused:
         )
     else:
         said = f"{article} {kind} is {what} only by its move, {rules}: {how}"
-    return Refused("koinii/use-the-move", said, {"move": call.split("(")[0], "kind": kind})
+    data: dict[str, Any] = {"move": call.split("(")[0], "kind": kind}
+    if handle is not None:
+        data["handle"] = handle
+    return Refused("koinii/use-the-move", said, data)
 
 
-def check_not_a_move(sentence: Any, what: str = "written") -> None:
+def check_not_a_move(
+    sentence: Any, what: str = "written", kb: KB | None = None, agent: str | None = None
+) -> None:
     """Refuse a speech act stated as a plain sentence (or carried by an answer: `what`),
     or concluded by a rule (see the module's docstring): a rule's firings would make the
     move without its rules — an agent's rule concluding its own answers gave it one per
-    firing."""
+    firing. With the store (`kb`) and the writer (`agent`), refuse too a mask over a move
+    (`check_not_masking_a_move`)."""
     kind = speech.move_kind(sentence)
     if kind != "claim":
         raise use_the_move(kind, what)
+    if kb is not None and agent is not None:
+        check_not_masking_a_move(kb, agent, sentence)
     if type(sentence) is tuple and len(sentence) == 3 and sentence[0] is IMPLIES:
         consequent = sentence[2]
         conjunction = type(consequent) is tuple and consequent[:1] == (AND,)
@@ -133,6 +158,75 @@ def check_not_a_move(sentence: Any, what: str = "written") -> None:
             kind = speech.move_kind(literal)
             if kind != "claim":
                 raise use_the_move(kind, "concluded")
+            _check_quotes_no_move(literal)
+    else:
+        _check_quotes_no_move(sentence)
+
+
+def _check_quotes_no_move(sentence: Any) -> None:
+    """Refuse a move quoted as an argument, at any depth of quoting: an agent may declare
+    `(carriesClaim P N)` for a predicate of its own, and then `(P … (quote (answers A …)))`
+    carried an answer no `answer` made (a quoted claim carries its own quotes in turn).
+    Refused whether or not a declaration is seen yet: one may come after."""
+    if type(sentence) is not tuple:
+        return
+    for argument in sentence[1:]:
+        if type(argument) is tuple and len(argument) == 2 and argument[0] is QUOTE:
+            kind = speech.move_kind(argument[1])
+            if kind != "claim":
+                raise use_the_move(kind, "quoted")
+            _check_quotes_no_move(argument[1])
+
+
+def check_not_masking_a_move(kb: KB, agent: str, sentence: Any) -> None:
+    """Refuse the agent's mask `(except (sentexHandle T))` over a move of its own, the
+    claim its answer carries, the rebuttal its standing dispute rests on, or a claim
+    other agents replied to: a mask hides T from the moves' reads too, so `answer` saw no
+    standing answer and wrote a second (both stood once the mask went), `vote` a second
+    ballot, `accept` a second acceptance, a dispute stood without its rebuttal, and a
+    disputed claim left the channel with its clash and no record (`withdraw` keeps one).
+    (A mask over another's sentex is refused before: `identity.check_meaning`.)"""
+    if type(sentence) is not tuple or len(sentence) != 2 or sentence[0] is not EXCEPT:
+        return
+    target = sentence[1]
+    if type(target) is not tuple or len(target) != 2 or type(target[1]) is not int:
+        return
+    masked = kb.sentex(target[1]) if target[1] > 0 else None
+    if masked is None or masked.context != context_for(agent):
+        return
+    kind, move = speech.move_kind(masked.sentence), masked
+    carrier = _carrier(kb, masked) if kind == "claim" else None
+    if carrier is not None:  # the claim an answer carries (said before the answer, or not)
+        kind, move = "answer", carrier
+    if kind != "claim":
+        raise use_the_move(kind, "masked", move.handle)
+    resting = [d.handle for d in disputes_resting_on(kb, agent, masked)]
+    if resting:
+        raise rebuttal_stands(masked.handle, resting, "mask")
+    replies = [
+        r.handle for r in replies_to(kb, masked.handle) if speech.speaker(r.sentence) != agent
+    ]
+    if replies:
+        raise Refused(
+            "koinii/use-the-move",
+            f"#{masked.handle} has replies from other agents (#{replies[0]}): a mask would "
+            "hide it, and the disputes, ballots and endorsements on it, from the channel "
+            f"with no record of what was taken back; withdraw(handle={masked.handle}) "
+            "takes it back and keeps that record (POST /v1/moves/withdraw)",
+            {"move": "withdraw", "kind": "claim", "handle": masked.handle, "replies": replies},
+        )
+
+
+def rebuttal_stands(handle: int, resting: list[int], verb: str) -> Refused:
+    """The refusal to `verb` (remove, mask) the rebuttal #`handle` the agent's standing
+    disputes `resting` rest on: a dispute never stands without its rebuttal."""
+    return Refused(
+        "koinii/use-the-move",
+        f"#{handle} is the rebuttal your dispute #{resting[0]} stands on, and a dispute "
+        f"never stands without its rebuttal, so you cannot {verb} it: withdraw(handle="
+        f"{handle}) takes both (POST /v1/moves/withdraw)",
+        {"move": "withdraw", "kind": "rebuttal", "disputes": resting},
+    )
 
 
 def check_system_fields(provenance: Any) -> None:
@@ -160,10 +254,36 @@ def _stored(kb: KB, sentence: Any, context: str) -> Sentex | None:
     return next((s for s in found if s.context == context), None)
 
 
+def _check_unmasked(kb: KB, agent: str, sentence: Term, move: str) -> None:
+    """Refuse `move` writing `sentence` (a dispute's rebuttal, an answer's claim) where
+    the agent holds it already, hidden by a mask of its own: the move would stand on what
+    its speaker hides (a dispute without its rebuttal) — the mask made before the move,
+    which `check_not_masking_a_move` refuses after it."""
+    own = context_for(agent)
+    for held in kb.sentexes_matching(sentence, "CxEverything"):
+        if held.context != own:
+            continue
+        masks = kb.sentexes_matching((EXCEPT, ref(held.handle)), own)
+        if masks:
+            mask = masks[0].handle
+            raise Refused(
+                "koinii/use-the-move",
+                f"your mask #{mask} hides {held.text} (#{held.handle}), which this {move} "
+                f"would stand on: a move never stands on what its own speaker hides. "
+                f"withdraw(handle={mask}) first (POST /v1/moves/withdraw), then {move}",
+                {"move": "withdraw", "kind": "mask", "mask": mask, "hidden": held.handle},
+            )
+
+
+def _carriers(kb: KB, claim: Sentex) -> list[Sentex]:
+    """The answers in the claim's context that carry it (to one question or several)."""
+    pattern = (ANSWERS, Var("who"), (QUOTE, claim.sentence), Var("q"))
+    return [s for s in kb.sentexes_matching(pattern, claim.context) if s.context == claim.context]
+
+
 def _carrier(kb: KB, claim: Sentex) -> Sentex | None:
     """The answer in the claim's context that carries it, if any."""
-    pattern = (ANSWERS, Var("who"), (QUOTE, claim.sentence), Var("q"))
-    return _stored(kb, pattern, claim.context)
+    return next(iter(_carriers(kb, claim)), None)
 
 
 def _claim(kb: KB, handle: Any, action: str) -> Sentex:
@@ -353,7 +473,7 @@ def claim(
     check_creator(agent, creator)
     trusted = caller is not None and caller.role in ("arbiter", "operator") and caller.id
     term = _checked(kb, agent, sentence, None if trusted else strength)
-    check_not_a_move(term)
+    check_not_a_move(term, kb=kb, agent=agent)
     check_system_fields(provenance)
     opts: dict[str, Any] = _opts(agent)
     if strength is not None:
@@ -408,6 +528,7 @@ def answer(kb: KB, agent: str, question: Any, content: Any) -> dict[str, Any]:
     check_speaker(agent, claim_term)  # an answer's claim is the agent's own claim
     check_not_a_move(claim_term, "carried")  # (and a claim: never a move made by no move)
     act = _checked(kb, agent, (ANSWERS, Sym(agent), (QUOTE, claim_term), ref(question)))
+    _check_unmasked(kb, agent, claim_term, "answer")
     own = context_for(agent)
     standing = [
         s
@@ -476,6 +597,7 @@ def dispute(kb: KB, agent: str, target: Any) -> dict[str, Any]:
         )
     edge = _checked(kb, agent, (DISPUTES, Sym(agent), ref(on.handle)))
     rebuttal = speech.negation(on.sentence)
+    _check_unmasked(kb, agent, rebuttal, "dispute")
     own, opts = context_for(agent), _opts(agent)
     handles = kb.edit(add=[(rebuttal, own, opts), (edge, own, opts)]).handles
     return _written(kb, handles[1], rebuttal=handles[0], target=on.handle)
@@ -638,12 +760,19 @@ def _own_move(kb: KB, agent: str, handle: Any, verb: str) -> Sentex:
 
 
 def _take_back(kb: KB, agent: str, moved: Sentex, ending: str, reason: str | None = None):
-    """Withdraw `moved` with its cascade and leave its record, in ONE edit."""
+    """Withdraw `moved` with its cascade and leave its record, in ONE edit: a claim its
+    speaker also answered with goes with those answers, and the record is the answer's
+    (removed alone, the claim stood on, carried, while its record said it was withdrawn
+    or conceded)."""
     remove = [moved.handle]
     if speech.move_kind(moved.sentence) == "dispute":
         remove += _rebuttal_left_alone(kb, agent, moved)
     else:
         remove += [d.handle for d in disputes_resting_on(kb, agent, moved)]
+    if speech.move_kind(moved.sentence) == "claim":  # said, then answered with: the answer
+        carriers = [a for a in _carriers(kb, moved) if _mine(a, agent)]  # is taken back
+        if carriers:
+            moved, remove = carriers[0], [a.handle for a in carriers] + remove
     record = _record(kb, agent, moved, ending, reason, also=remove[1:])
     edited = kb.edit(add=[record], remove=remove)
     return {
@@ -669,6 +798,8 @@ def records_of_removal(kb: KB, agent: str, handles: Sequence[Any]) -> list[tuple
         sentex = kb.sentex(handle) if handle > 0 else None
         if sentex is None or speech.move_kind(sentex.sentence) != "claim":
             continue
+        if _carrier(kb, sentex) is not None:
+            continue  # an answer carries it on: removed, it still stands (no record to keep)
         if any(r.provenance.get("principal") != agent for r in replies_to(kb, handle)):
             records.append(_record(kb, agent, sentex, "withdrawn"))
     return records
@@ -788,7 +919,7 @@ def reply_many(kb: KB, agent: str, sentences: Sequence[Any]) -> dict[str, Any]:
                 raise
             term = sentence  # not a sentence at all: the dry run names the problem
         else:
-            check_not_a_move(term)
+            check_not_a_move(term, kb=kb, agent=agent)
         entries.append((term, own, opts))
     problems = kb.check_edit(add=entries)
     if problems:

@@ -42,11 +42,13 @@ from koinii.identity.boundaries import (
 )
 from koinii.identity.contexts import (
     AGENT_CONTEXT,
+    BELIEF_PREFIX,
     POLICIES,
     REGISTRY,
     SPEECH_ACTS,
     UNIVERSE_CONTEXT,
     agent_context_mark,
+    agent_of_belief_context,
     check_channel_parent,
     check_one_context_each,
     check_own_super,
@@ -83,6 +85,7 @@ from koinii.identity.registry import (
 
 __all__ = [
     "AGENT_CONTEXT",
+    "BELIEF_PREFIX",
     "POLICIES",
     "Principal",
     "REGISTRY",
@@ -90,6 +93,7 @@ __all__ = [
     "SYSTEM_CONTEXTS",
     "UNIVERSE_CONTEXT",
     "agent_context_mark",
+    "agent_of_belief_context",
     "attestation",
     "attested_by",
     "attestor",

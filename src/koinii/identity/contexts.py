@@ -34,6 +34,18 @@ def context_for(agent_id: str) -> str:
     return "Cx" + bare
 
 
+# An agent's belief context: what it believes (koinii.channel.belief), named for it here so
+# that no other agent places its own context under it (`check_channel_parent`).
+BELIEF_PREFIX = "CxAgent"
+
+
+def agent_of_belief_context(ctx: str) -> str | None:
+    """The agent whose belief context `ctx` is (`CxAgentAgentAtlas` → `AgentAtlas`), or None."""
+    if isinstance(ctx, str) and ctx.startswith(BELIEF_PREFIX) and len(ctx) > len(BELIEF_PREFIX):
+        return ctx[len(BELIEF_PREFIX) :]
+    return None
+
+
 def check_one_context_each(principals: Iterable[str], table: str = "FILE") -> None:
     """Refuse principals of which two distinct ids own one context (`Atlas` and
     `AgentAtlas` both own `CxAtlas`, so each could write as the other). In each clash the
@@ -118,6 +130,15 @@ def principal_roles(store: Any) -> dict[str, str]:
     return {} if table is None else dict(getattr(table, "roles", {}))
 
 
+def _believer(store: Any, parent: str, agent_id: str, principals: Iterable[str]) -> bool:
+    """Is `parent` another principal's belief context: of a principal the daemon knows
+    (before it links it), or one already linked to its owner's own context?"""
+    believer = agent_of_belief_context(parent)
+    if believer is None or believer == agent_id or not is_individual_name(believer):
+        return False
+    return believer in principals or context_for(believer) in store.context_up(parent)
+
+
 def check_channel_parent(
     store: Any, agent_id: str, parent: str, reserved: Iterable[str] = ()
 ) -> None:
@@ -126,7 +147,8 @@ def check_channel_parent(
     CxDisputes an agent's claims read as the daemon's marks), the agent's own context,
     another principal's own context (marked, or reserved before its first join for a
     principal of the daemon, or for the system's own voice AgentMajority: placed under
-    another agent's context, Atlas's claims and declarations would read as Dune's), or
+    another agent's context, Atlas's claims and declarations would read as Dune's) or its
+    belief context (Boreas believed Atlas's claims), or
     vocabulary another agent's context speaks (placed under CxSpeechActs, an agent's
     claims would appear in every context that speaks it)."""
     from koinii.identity.names import SYSTEM_CONTEXTS, SYSTEM_IDS  # (names reads this module)
@@ -142,6 +164,12 @@ def check_channel_parent(
         why = "the agent's own context"
     elif any(owner != agent_id for owner in owners):
         why = f"{next(o for o in owners if o != agent_id)}'s own context"
+    elif _believer(store, parent, agent_id, contexts.values()):
+        owners = [parent[len(BELIEF_PREFIX) :]]
+        why = (
+            f"{owners[0]}'s belief context, what {owners[0]} believes: under it, your claims "
+            f"would be {owners[0]}'s beliefs"
+        )
     elif contexts.get(parent, agent_id) != agent_id:
         owners = [contexts[parent]]
         why = f"{owners[0]}'s own context, reserved for it before its first join " + (

@@ -9,7 +9,8 @@ dispute's marks — are declared once, by the vocabulary an operator loads, and 
 declaration of one is refused `koinii/system-vocabulary`.
 
 Nor does an agent deny a sentence of the system's vocabulary — by a claim, a rule's
-conclusion, or the claim an answer carries: `(not (disputes AgentBoreas (sentexHandle
+conclusion, the claim an answer carries, or any sentence it quotes (a `carriesClaim` of
+its own would carry it): `(not (disputes AgentBoreas (sentexHandle
 7)))` in an agent's own context listed Boreas's dispute (and its ballots, questions,
 answers) as a contradiction in every channel the agent was in, for a majority to rule
 against. A move is taken back by its speaker's `withdraw` and challenged by `dispute`
@@ -24,10 +25,11 @@ from typing import Any
 from koinii.errors import Refused
 from koinii.identity.names import SYSTEM_CONTEXTS
 from koinii.kb.rules import UNDERIVABLE
-from koinii.speech import ACTS, carried_claim
-from koinii.terms import Sym, Var, show
+from koinii.speech import ACTS
+from koinii.terms import Sym, Var, quoted, show
 
 _NOT = Sym("not")
+_QUERIES = Sym("queries")
 _AND = Sym("and")
 _IMPLIES = Sym("implies")
 _ARITY = Sym("arity")
@@ -58,9 +60,9 @@ def system_declarer(store: Any, predicate: Sym) -> str | None:
 def check_system_sentences(store: Any, agent: str, sentence: Any) -> None:
     """Refuse an agent's declaration of a system predicate, or its denial of a system
     sentence (the module docstring)."""
-    carried = carried_claim(sentence)  # an answer's claim is its author's claim too
-    if type(carried) is tuple and carried and carried[0] is _NOT and len(carried) == 2:
-        check_system_sentences(store, agent, carried)
+    for carried in _quoted(sentence):  # an answer's claim is its author's claim too
+        if carried[0] is _NOT and len(carried) == 2:
+            check_system_sentences(store, agent, carried)
     if sentence[0] is _NOT and len(sentence) == 2 and type(sentence[1]) is tuple:
         if sentence[1][0] not in DECLARATIONS:  # (a declaration's own check names it)
             _check_denial(store, agent, sentence[1])
@@ -71,6 +73,22 @@ def check_system_sentences(store: Any, agent: str, sentence: Any) -> None:
             if type(denied) is tuple and denied and denied[0] not in UNDERIVABLE:
                 _check_denial(store, agent, denied)
     check_not_system_vocabulary(store, agent, sentence)
+
+
+def _quoted(sentence: tuple) -> list[tuple]:
+    """The sentences `sentence` quotes as arguments, at any depth of quoting, its
+    conclusions' if it is a rule: each a claim where a `(carriesClaim P N)` is seen — an
+    answer's, or one an agent declared for a predicate of its own, which carried a denial
+    of another agent's dispute."""
+    if sentence[0] is _QUERIES:
+        return []  # a question's pattern is asked, never carried
+    literals = _literals(sentence[2]) if sentence[0] is _IMPLIES and len(sentence) == 3 else []
+    found = []
+    for literal in literals or [sentence]:
+        for argument in literal[1:]:
+            if quoted(argument) and type(argument[1]) is tuple and argument[1]:
+                found += [argument[1], *_quoted(argument[1])]
+    return found
 
 
 def _literals(consequent: Any) -> list[tuple]:

@@ -302,8 +302,12 @@ class Firing:
                 "quote a ground claim such as (quote (usesDatabase ProdCluster PostgreSQL16))",
                 {"sentence": node.full_text, "claim": show(content[1])},
             ) from None
+        # the author: a speech act's speaker (an answer's argument 1), else its writer —
+        # argument 1 of any other carrier is no speaker (`(says AgentBoreas (quote …))`
+        # written by Atlas carried Boreas's endorsement)
         speaker = atom[1] if len(atom) > 1 and type(atom[1]) is Sym else None
-        author = speaker.name if speaker is not None else node.creator
+        speaks = speaker is not None and self.declared(SPEECH_ACT, atom[0], node.context, tx)
+        author = speaker.name if speaks else node.creator
         if entry.positive and self._speaks_for_another(entry.atom, author, (node.context,), tx):
             raise Refused(
                 "koinii/speaker-mismatch",

@@ -11,10 +11,14 @@ client library may check the same rules earlier; this is where they are enforced
 
 An agent (or arbiter) writes and removes speech acts only through their moves
 (`koinii.channel.moves`, which keep the conversation's rules on the writer): a plain write or
-removal of one is refused `koinii/use-the-move`, and so is the removal of a rebuttal
-while the agent's dispute stands on it. The provenance fields that carry a meaning only
-the system gives (a ruling's `adjudication` tag; the writer, which the daemon records)
-are refused to agents (`koinii/system-field`); an arbiter's rulings carry the tag.
+removal of one is refused `koinii/use-the-move`, and so are the removal of a rebuttal
+while the agent's dispute stands on it and a mask over a move (it would hide the move
+from the moves' own reads). The records of what the moves took back (`CxHistory`) are
+written as the agent, and no agent removes or amends one (`koinii/foreign-context`).
+The provenance fields that carry a meaning only the system gives (a ruling's
+`adjudication` tag; the writer, which the daemon records) are refused to agents
+(`reserved-provenance`), on a write and on `add_provenance`; an arbiter's rulings carry
+the tag.
 | admin    | CxRegistry                                                   | registry rows     |
 | operator | anything, and load vocabulary                                | anything          |
 | reader   | nothing                                                      | nothing           |
@@ -24,10 +28,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from koinii.channel.history import HISTORY
 from koinii.channel.moves import (
     check_not_a_move,
     check_system_fields,
     disputes_resting_on,
+    rebuttal_stands,
     use_the_move,
 )
 from koinii.errors import Refused
@@ -68,6 +74,9 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
                 f"an admin writes {REGISTRY} only, not {ctx}",
                 {"principal": caller.id, "context": ctx},
             )
+        check_system_fields(opts.get("provenance"))  # an admin makes no rulings either
+        for entry in entries:
+            _check_admin_entry(caller, entry.atom)
         return
     agent = caller.id
     check_registry_write(agent, ctx)  # the order of the checks is channel.md's
@@ -87,7 +96,24 @@ def check_add(kb: KB, caller: Caller, sentence: Any, context: Any, opts: dict[st
         if claim is not None:  # an answer's claim is its author's claim too
             check_speaker(agent, claim[1] if claim[0] is NOT else claim)
         if entry.positive:
-            check_not_a_move(entry.atom)
+            check_not_a_move(entry.atom, kb=kb, agent=agent)
+
+
+def _check_admin_entry(caller: Caller, atom: tuple) -> None:
+    """An admin makes no moves, so it writes no speech act in the registry — stated,
+    denied (`atom` is a denial's sentence) or concluded by a rule: `(answers AgentAtlas …)`
+    there was read as Atlas's answer by the reads across contexts."""
+    try:
+        check_not_a_move(atom)
+    except Refused as refusal:
+        kind = refusal.data["kind"]
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise Refused(
+            "forbidden",
+            f"an admin writes registry rows, not speech acts: {article} {kind} is made by an "
+            "agent's own move, with an agent token",
+            {"principal": caller.id, "kind": kind},
+        ) from None
 
 
 def _check_placement(kb: KB, agent: str, own: str, atom: tuple) -> None:
@@ -134,18 +160,29 @@ def check_remove(kb: KB, caller: Caller, handle: Any) -> None:
             f"{caller.id} may retract only what it wrote; sentex {handle} is not its own",
             {"agent": caller.id, "handle": handle},
         )
+    if sentex.context == HISTORY:
+        raise Refused(
+            "koinii/foreign-context",
+            f"#{handle} is a record in {HISTORY}, which the moves write and no agent removes "
+            "or amends: it keeps what was taken back from standing clean. To take back a "
+            "move, withdraw(handle=…) it (POST /v1/moves/withdraw); its record is kept",
+            {"agent": caller.id, "handle": handle, "context": HISTORY},
+        )
     kind = move_kind(sentex.sentence)
     if kind != "claim":
         raise use_the_move(kind, "withdrawn")
     resting = [d.handle for d in disputes_resting_on(kb, caller.id, sentex)]
     if resting:
-        raise Refused(
-            "koinii/use-the-move",
-            f"#{handle} is the rebuttal your dispute #{resting[0]} stands on, and a dispute "
-            f"never stands without its rebuttal: withdraw(handle={handle}) takes both "
-            "(POST /v1/moves/withdraw)",
-            {"move": "withdraw", "kind": "rebuttal", "disputes": resting},
-        )
+        raise rebuttal_stands(handle, resting, "remove")
+
+
+def check_add_provenance(kb: KB, caller: Caller, handle: Any, fields: Any) -> None:
+    """Refuse provenance added where the caller may not retract (`check_remove`), or a
+    ruling's tag in it from a caller that makes no rulings: `add_provenance` on an agent's
+    own claim took `adjudication`, and the claim read as a ruling."""
+    check_remove(kb, caller, handle)
+    if caller.role not in ("operator", "arbiter"):
+        check_system_fields(fields)
 
 
 def check_operator(caller: Caller, what: str) -> None:

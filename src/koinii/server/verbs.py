@@ -302,7 +302,7 @@ def load_text(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
     writes=True,
 )
 def add_provenance(daemon: Daemon, caller: Caller, body: dict[str, Any]) -> Any:
-    access.check_remove(daemon.kb, caller, body["handle"])  # same ownership rule
+    access.check_add_provenance(daemon.kb, caller, body["handle"], body["fields"])
     return daemon.kb.add_provenance(body["handle"], body["fields"])
 
 
