@@ -40,6 +40,7 @@ Run it::
     .venv/bin/python benchmarks/scale.py --facts 100000     # one size, a few minutes
     .venv/bin/python benchmarks/scale.py --quick            # a smoke run in seconds
     .venv/bin/python benchmarks/scale.py --facts 120000 --reads  # the read rows alone
+    .venv/bin/python benchmarks/scale.py --feed --watchers 100   # the feed rows alone
 
 Each system runs each size in a fresh process of its own (``spawn``), so one's memory
 never counts against another's. The table goes to stdout, progress to stderr. A ratio
@@ -1217,12 +1218,21 @@ def run(
     rule_size: tuple[int, int],
     watchers: Sequence[int],
     reads_only: bool = False,
+    feed_only: bool = False,
 ) -> str:
     started = time.perf_counter()
     parts = [
         f"# Koinii {koinii.__version__} at scale — Python {platform.python_version()}, "
         f"{platform.machine()}, {os.cpu_count()} CPUs; {peers()}",
     ]
+    if feed_only:
+        with tempfile.TemporaryDirectory(prefix="koinii-scale-") as workdir:
+            parts.append(feed_table(feed_rows(workdir, watchers)))
+        parts.append(
+            f"Load average {os.getloadavg()[0]:.2f} at the end; ran in "
+            f"{time.perf_counter() - started:,.0f} s."
+        )
+        return "\n\n".join(parts)
     with tempfile.TemporaryDirectory(prefix="koinii-scale-") as workdir:
         for size in sizes:
             progress(f"{size:,} facts: Koinii")
@@ -1260,6 +1270,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="only the in-memory load and the read rows (no durable store, writes, feed, rules)",
     )
+    parser.add_argument(
+        "--feed",
+        action="store_true",
+        help="only the feed rows (no load, reads, writes or rules)",
+    )
+    parser.add_argument("--watchers", help="comma-separated watcher counts (default 1,10,100)")
     args = parser.parse_args(argv)
     sizes = QUICK_SIZES if args.quick else DEFAULT_SIZES
     if args.facts:
@@ -1269,7 +1285,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         QUICK_RULE_INSTANCES if args.quick else DEFAULT_RULE_INSTANCES
     )
     watchers = QUICK_WATCHERS if args.quick else WATCHERS
-    print(run(sizes, (classes, instances), watchers, reads_only=args.reads))
+    if args.watchers:
+        watchers = tuple(int(s) for s in args.watchers.split(","))
+    print(run(sizes, (classes, instances), watchers, reads_only=args.reads, feed_only=args.feed))
 
 
 if __name__ == "__main__":
