@@ -59,9 +59,10 @@ from koinii.identity import (
     place_agent_context,
     reserved_principals,
 )
+from koinii.identity.declarations import conclusions, quoted_sentences
 from koinii.kb import KB, Sentex
 from koinii.kb.checks import context_name
-from koinii.kb.rules import AND, EXCEPT, IMPLIES
+from koinii.kb.rules import EXCEPT, IMPLIES
 from koinii.operations import Caller, operation
 from koinii.speech import (
     ACCEPTS,
@@ -152,30 +153,18 @@ def check_not_a_move(
     if kb is not None and agent is not None:
         check_not_masking_a_move(kb, agent, sentence)
     if type(sentence) is tuple and len(sentence) == 3 and sentence[0] is IMPLIES:
-        consequent = sentence[2]
-        conjunction = type(consequent) is tuple and consequent[:1] == (AND,)
-        for literal in consequent[1:] if conjunction else (consequent,):
+        for literal in conclusions(sentence[2]):
             kind = speech.move_kind(literal)
             if kind != "claim":
                 raise use_the_move(kind, "concluded")
-            _check_quotes_no_move(literal)
-    else:
-        _check_quotes_no_move(sentence)
-
-
-def _check_quotes_no_move(sentence: Any) -> None:
-    """Refuse a move quoted as an argument, at any depth of quoting: an agent may declare
-    `(carriesClaim P N)` for a predicate of its own, and then `(P … (quote (answers A …)))`
-    carried an answer no `answer` made (a quoted claim carries its own quotes in turn).
-    Refused whether or not a declaration is seen yet: one may come after."""
-    if type(sentence) is not tuple:
-        return
-    for argument in sentence[1:]:
-        if type(argument) is tuple and len(argument) == 2 and argument[0] is QUOTE:
-            kind = speech.move_kind(argument[1])
-            if kind != "claim":
-                raise use_the_move(kind, "quoted")
-            _check_quotes_no_move(argument[1])
+    # A move quoted as an argument, at any depth of quoting: an agent may declare
+    # `(carriesClaim P N)` for a predicate of its own, and then `(P … (quote (answers A
+    # …)))` carried an answer no `answer` made. Refused whether or not a declaration is
+    # seen yet: one may come after.
+    for quoted in quoted_sentences(sentence):
+        kind = speech.move_kind(quoted)
+        if kind != "claim":
+            raise use_the_move(kind, "quoted")
 
 
 def check_not_masking_a_move(kb: KB, agent: str, sentence: Any) -> None:

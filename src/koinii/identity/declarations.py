@@ -60,14 +60,14 @@ def system_declarer(store: Any, predicate: Sym) -> str | None:
 def check_system_sentences(store: Any, agent: str, sentence: Any) -> None:
     """Refuse an agent's declaration of a system predicate, or its denial of a system
     sentence (the module docstring)."""
-    for carried in _quoted(sentence):  # an answer's claim is its author's claim too
+    for carried in quoted_sentences(sentence):  # an answer's claim is its author's claim too
         if carried[0] is _NOT and len(carried) == 2:
             check_system_sentences(store, agent, carried)
     if sentence[0] is _NOT and len(sentence) == 2 and type(sentence[1]) is tuple:
         if sentence[1][0] not in DECLARATIONS:  # (a declaration's own check names it)
             _check_denial(store, agent, sentence[1])
     elif sentence[0] is _IMPLIES and len(sentence) == 3:  # what the rule would conclude
-        for literal in _literals(sentence[2]):
+        for literal in conclusions(sentence[2]):
             denied = literal[1] if literal[0] is _NOT and len(literal) == 2 else None
             # (an underivable conclusion the engine refuses itself: koinii/underivable)
             if type(denied) is tuple and denied and denied[0] not in UNDERIVABLE:
@@ -75,23 +75,24 @@ def check_system_sentences(store: Any, agent: str, sentence: Any) -> None:
     check_not_system_vocabulary(store, agent, sentence)
 
 
-def _quoted(sentence: tuple) -> list[tuple]:
+def quoted_sentences(sentence: Any) -> list[tuple]:
     """The sentences `sentence` quotes as arguments, at any depth of quoting, its
     conclusions' if it is a rule: each a claim where a `(carriesClaim P N)` is seen — an
     answer's, or one an agent declared for a predicate of its own, which carried a denial
-    of another agent's dispute."""
-    if sentence[0] is _QUERIES:
-        return []  # a question's pattern is asked, never carried
-    literals = _literals(sentence[2]) if sentence[0] is _IMPLIES and len(sentence) == 3 else []
+    of another agent's dispute (and a move, `moves.check_not_a_move`)."""
+    if type(sentence) is not tuple or not sentence or sentence[0] is _QUERIES:
+        return []  # (a question's pattern is asked, never carried)
+    rule = sentence[0] is _IMPLIES and len(sentence) == 3
     found = []
-    for literal in literals or [sentence]:
+    for literal in conclusions(sentence[2]) if rule else [sentence]:
         for argument in literal[1:]:
             if quoted(argument) and type(argument[1]) is tuple and argument[1]:
-                found += [argument[1], *_quoted(argument[1])]
+                found += [argument[1], *quoted_sentences(argument[1])]
     return found
 
 
-def _literals(consequent: Any) -> list[tuple]:
+def conclusions(consequent: Any) -> list[tuple]:
+    """The literals a rule's consequent concludes: each conjunct of an `(and …)`, else it."""
     if type(consequent) is not tuple or not consequent:
         return []
     if consequent[0] is _AND:
