@@ -34,6 +34,8 @@ RULES = [
     "(implies (likes ?x ?y) (knows ?x ?y))",
     "(implies (trusts ?x ?y) (likes ?y ?x))",  # concludes what another rule reads
     "(implies (and (knows ?x ?y) (not (trusts ?x ?y))) (wary ?x ?y))",
+    # a conclusion derived over each ?y: one justification kept, the others elided
+    "(implies (and (likes ?x ?y) (likes ?y ?z)) (knows ?x ?z))",
 ]
 PREDICATES = {"likes": 2, "trusts": 2, "knows": 2, "wary": 2, "vain": 1}
 
@@ -214,6 +216,24 @@ class KBMachine(RuleBasedStateMachine):
         atom = f"(likes {a} {b})"
         sentence = atom if positive else f"(not {atom})"
         self._write(lambda: self.kb.assert_(sentence, ctx, strength=strength))
+
+    @rule(
+        facts=st.lists(
+            st.tuples(
+                st.sampled_from(NAMES),
+                st.sampled_from(NAMES),
+                st.sampled_from(CONTEXTS),
+                st.sampled_from([{}, {"strength": "monotonic"}]),
+            ),
+            min_size=2,
+            max_size=4,
+        )
+    )
+    def assert_facts_at_once(self, facts) -> None:
+        # (one write deriving a conclusion over several of them: it keeps one
+        # justification per rule, firing.py `_derive`, and the rest are found again)
+        adds = [(f"(likes {a} {b})", ctx, fields) for a, b, ctx, fields in facts]
+        self._write(lambda: self.kb.edit(add=adds).handles)
 
     @rule(
         text=st.sampled_from(RULES),

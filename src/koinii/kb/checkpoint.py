@@ -416,9 +416,10 @@ class Checkpoints:
             kept_ids = store.justifications_written_upto(seq)
             for node in list(by_handle.values()):
                 for j in list(node.justs or ()):
-                    if j.id not in kept_ids:  # deleted since (or its id given out again)
-                        self._maintained.detach(j)
+                    if j.id not in kept_ids:  # deleted since (or its id given out again,
+                        self._maintained.detach(j)  # or never stored: see below)
                         seeds.append(j.conclusion)
+                        node.elided = node.elided or not node.premise
         for node in gone:  # what of theirs is still attached (their rows went with them)
             for j in dict.fromkeys([*(node.justs or ()), *self._maintained.resting_on(node)]):
                 self._maintained.detach(j)
@@ -435,6 +436,9 @@ class Checkpoints:
             if row.handle in by_handle:
                 continue
             node = node_of(row)
+            # (the rows keep the derivations firing held, not which it elided, nor
+            # those found again unstored while the KB opened: a derived node may have)
+            node.elided = not row.premise
             self._maintained.link_quiet(node)
             structural = structural or _structural(node)
             seeds.append(node)
@@ -469,7 +473,7 @@ def _structural(node: Node) -> bool:
 # as runs of one value (a write's nodes share theirs) and read back by `itertools`, the
 # nodes of a run sharing one int as they did when written: read back one per node, they
 # were 32 more bytes a node than before the reopen.
-_FIELDS = Node.__slots__[:10] + ("believed", "mono", "defeated")
+_FIELDS = Node.__slots__[:10] + ("believed", "mono", "defeated", "elided")
 _CREATED = _FIELDS.index("created")
 _reading = threading.Lock()  # one checkpoint read at a time: the rows below are its
 _next_row: Any = None
@@ -517,13 +521,14 @@ def _next_node() -> Node:
         believed,
         mono,
         defeated,
+        elided,
     ) = _next_row()
     node = _new(Node)
     node.handle, node.atom, node.key, node.context = handle, atom, key, context
     node.positive, node.premise, node.strength = positive, premise, strength
     node.creator, node.created, node.extra = creator, created, extra
     node.justs = node.uses = None
-    node.believed, node.mono, node.defeated = believed, mono, defeated
+    node.believed, node.mono, node.defeated, node.elided = believed, mono, defeated, elided
     return node
 
 

@@ -212,6 +212,11 @@ class KB(State):
             attach(justification_of(jrow, by_handle))
             top = max(top, jrow.id)
         self._writes.ledger.restart(loaded.seq, loaded.next_handle, top + 1)
+        # The rows keep the derivations firing held, not which it elided (firing.py,
+        # `_derive`): every derived node may have, and finds them again when asked.
+        for node in by_handle.values():
+            if not node.premise:
+                node.elided = True
         maintenance.relabel(list(by_handle.values()), None)
 
     def close(self) -> None:
@@ -265,6 +270,15 @@ class KB(State):
         budget = self._budget
         if budget is not None:
             budget.tick()
+
+    def unstored_justification_id(self) -> int:
+        """An id for a justification truth maintenance holds and no write stores: one
+        found again while the KB opens (`Maintenance.rederive_elided`). Issued by the
+        ledger, so no write's justification takes it after."""
+        ledger = self._writes.ledger
+        issued = ledger.next_just
+        ledger.issued(issued)
+        return issued
 
     def check_writer(self) -> Refused | None:
         """None while this KB is still its store's writer; else the refusal every write

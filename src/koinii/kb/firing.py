@@ -5,9 +5,11 @@ with maintenance.py's `Maintenance`, which derives from `Firing` and holds the s
 both halves work on; written apart because what fires is not how belief is labelled.
 
 Invariants:
-- Rules fire over every stored sentex whatever its belief, so the justifications are a
+- Rules fire over every stored sentex whatever its belief, so the derivations are a
   function of the stored set (semi-naive: new rules against everything, new nodes
-  against every rule that can use them).
+  against every rule that can use them). Each is held as a justification, but for a
+  node derived again in the write that made it by a rule it holds one of: that one is
+  elided, the node marked, and found again when needed (`_derive`).
 - A carried claim is a derivation like a rule's: `(carriesClaim P N)` makes argument N
   of every P sentence, when it is `(quote S)`, a claim S in that sentence's own context,
   justified by the declaration and the sentence — so it lives and dies with the sentence
@@ -29,11 +31,12 @@ from koinii.errors import Refused
 from koinii.kb import checks
 from koinii.kb.joins import Derivation, every_firing, scan_position
 from koinii.kb.rules import (
+    IMPLIES,
     NOT_DERIVABLE,
     Rule,
     refuse_underivable,
 )
-from koinii.kb.sentex import DEFAULT, NOT, Justification, Node, key_of
+from koinii.kb.sentex import DEFAULT, MONOTONIC, NOT, Justification, Node, key_of
 from koinii.terms import QUOTE, Sym, show
 
 if TYPE_CHECKING:
@@ -183,6 +186,8 @@ class Firing:
         places: dict[Any, Collection[str] | None] = {}
         concluded = None if placed is not None else tx.concluded
         justify, limit = self.justify, self._kb.max_derivations
+        elides = _elides(rule_node)
+        made = tx.added
         at_home: Collection[str] | None = (home,)  # (the rule's context sees them all)
         for atom, antecedents in firings:
             if budget is not None:
@@ -220,7 +225,10 @@ class Firing:
                     tx.derivations += 1
                     if tx.derivations > limit:
                         self._refuse_derivations()
-                    justify(tx, node, rule_node, antecedents)
+                    if elides and node.handle in made and _holds_firing_of(node, rule_node):
+                        node.elided = True  # (see `_derive`)
+                    else:
+                        justify(tx, node, rule_node, antecedents)
                 else:
                     self._derive(tx, rule_node, atom, positive, key, ctx, antecedents, placed)
 
@@ -364,6 +372,22 @@ class Firing:
         tx.derivations += 1
         if tx.derivations > self._kb.max_derivations:
             self._refuse_derivations()
+        if _elides(rule_node) and node.handle in tx.added and _holds_firing_of(node, rule_node):
+            # Elided: a node this write made, derived again by a rule it holds a
+            # justification of already. A conclusion of a deep, many-parent taxonomy is
+            # derived five times over; keeping each derivation was most of the
+            # inheritance axiom's memory over SUMO. The node is marked, and what it
+            # elided is found again by a join back from it when its justifications are
+            # asked for all (`Maintenance.rederive_elided`): when one of them is
+            # dropped, and where labelling could need another. (Only a node this write
+            # made: it is labelled by the write, where one stored before may not be,
+            # and a derivation elided there could change its label unseen. Only a
+            # rule's that can make nothing monotonic: one it elided could not make the
+            # node so either, and a node a write labelled believed is labelled as it
+            # would be with every derivation held — as a reopen from the rows, which
+            # cannot tell what was elided, labels it.)
+            node.elided = True
+            return
         self.justify(tx, node, rule_node, antecedents)
 
     def _refuse_derivations(self) -> None:
@@ -551,6 +575,30 @@ class Firing:
                     )
             out.sort(key=lambda v: (v["rule"], v["antecedents"]))
             return out
+
+
+def _elides(rule_node: Node) -> bool:
+    """Does firing elide a derivation by `rule_node` that a node it made holds one of
+    already (see `_derive`)? A rule sentence's, unless it can make a monotonic
+    conclusion (a carried claim's derivations are all held)."""
+    return rule_node.atom[0] is IMPLIES and not can_make_monotonic(rule_node)
+
+
+def can_make_monotonic(rule_node: Node) -> bool:
+    """Can a firing of `rule_node` make a monotonic conclusion: is the rule itself held
+    monotonic, or asserted so?"""
+    return rule_node.mono or (rule_node.premise and rule_node.strength == MONOTONIC)
+
+
+def _holds_firing_of(node: Node, rule_node: Node) -> bool:
+    """Does `node` hold a justification whose rule is `rule_node`? (The last attached is
+    asked first: a write derives a node's firings of one rule one after another.)"""
+    justs = node.justs
+    if not justs:
+        return False
+    if justs[-1].rule is rule_node:
+        return True
+    return any(j.rule is rule_node for j in justs)
 
 
 class Depths:

@@ -16,7 +16,8 @@ Invariants:
 - Belief is a function of what is stored, never of arrival order: belief is the
   two-stratum least fixed point computed in `relabel` (monotonic support first, then
   defeat by monotonic clashes, then default support), over a region closed under
-  dependence (`closure`).
+  dependence (`closure`) — the same whether or not a node's derivations are all held:
+  one a node `elided` (firing.py) is found again where it could change a label.
 - Deleting a node deletes what rested only on it, and every meta-sentex whose predicate
   is target-following and that names it (`delete_cascading`).
 """
@@ -30,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from koinii.errors import Refused
 from koinii.kb.contexts import EVERYTHING, Hierarchy
-from koinii.kb.firing import Firing
-from koinii.kb.index import Index, members
+from koinii.kb.firing import Firing, can_make_monotonic
+from koinii.kb.index import Index, accept_all, match, members, solve
 from koinii.kb.joins import Triggers
 from koinii.kb.rules import (
     CARRIES_CLAIM,
@@ -91,6 +92,8 @@ class Bounds(Protocol):
 
     def spend(self) -> None: ...
 
+    def unstored_justification_id(self) -> int: ...
+
 
 class Maintenance(Firing):
     """Truth maintenance, one object: linking, justifications, deletion and belief (see
@@ -118,6 +121,7 @@ class Maintenance(Firing):
         "_triggers",
         "_carriers",
         "_referrers",
+        "_concluders",
     )
 
     def __init__(
@@ -139,6 +143,9 @@ class Maintenance(Firing):
         self.masks: dict[int, list[Node]] = {}  # masked handle -> its mask nodes
         self._carriers: dict[Sym, list[Node]] = {}  # functor -> its carriesClaim declarations
         self._referrers: dict[int, set[Node]] = {}  # handle -> nodes naming it
+        # (functor, polarity) -> the rules concluding it, made from `rules` when
+        # `rederive_elided` first asks, dropped when a rule is linked or unlinked
+        self._concluders: dict[tuple[Sym, bool], list[Node]] | None = None
 
     def structures(self) -> Structures:
         """The structures over the stored nodes as they are now, for a checkpoint to keep
@@ -163,6 +170,7 @@ class Maintenance(Firing):
         self.rules, self._rules_by_literal = structures.rules, structures.rules_by_literal
         self.masks, self._carriers = structures.masks, structures.carriers
         self._referrers, self._triggers = structures.referrers, {}
+        self._concluders = None
 
     def delete_cascading(self, tx: Transaction, first: Node, reason: str) -> None:
         """Remove `first` and, transitively, what rested only on it or follows it."""
@@ -187,6 +195,8 @@ class Maintenance(Firing):
                 self.drop_justification(tx, j)
                 concl = j.conclusion
                 if not concl.premise:
+                    if concl.elided and by_handle.get(concl.handle) is concl:
+                        self.rederive_elided(concl, tx)
                     if concl.justs:
                         tx.unfounded.append(concl)  # what is left may rest on itself
                     else:
@@ -220,6 +230,7 @@ class Maintenance(Firing):
         elif functor is IMPLIES:
             rule = compile_rule(atom)
             self.rules[node] = rule
+            self._concluders = None
             for i, (positive, pattern) in enumerate(rule.antecedents):
                 self._rules_by_literal.setdefault((pattern[0], positive), []).append((node, i))
                 self._triggers.pop((pattern[0], positive), None)
@@ -246,6 +257,7 @@ class Maintenance(Firing):
                 del self.masks[atom[1][1]]
         elif node in self.rules:
             rule = self.rules.pop(node)
+            self._concluders = None
             for i, (positive, pattern) in enumerate(rule.antecedents):
                 entries = self._rules_by_literal[(pattern[0], positive)]
                 entries.remove((node, i))
@@ -370,6 +382,75 @@ class Maintenance(Firing):
             if j.rule is rule_node
         ]
 
+    def rederive_elided(self, node: Node, tx: Transaction | None) -> None:
+        """Hold every derivation of `node` (a stored derived node marked `elided`) as a
+        justification again: those firing elided, found by a join back from it.
+
+        Firing keeps one justification per rule for a node a write made, and marks the
+        node when it elides another (firing.py, `_derive`): a deep, many-parent
+        taxonomy derives each conclusion five times over. What is elided is a function
+        of the stored nodes, so it is found again where it is needed: for each rule
+        whose consequent `node` matches, the rule's antecedents joined under that match,
+        each firing placed as firing places it (`_placements`, and no speech act for
+        another) — and kept if it is placed at `node`'s context and not held. Asked
+        where a deletion drops one of the node's justifications (what is left must be
+        all there is before the node is called unsupported, `delete_cascading`, or
+        unfounded, `_delete_unfounded`) and where labelling could need one it elided
+        (`relabel`). (A re-placement after a `genlCx` edge needs no asking: it finds
+        every firing of the rule again, and attaches those a node stored before the
+        write does not hold, firing.py `_refire`.) In a write the justifications
+        are the write's (`justify`: stored with it, undone with it); while the KB opens
+        (`tx` None) they are held unstored, and whatever opens the store next from its
+        rows marks the node again.
+        """
+        node.elided = False
+        if tx is not None and node.handle not in tx.added:
+            tx.undo.append((_mark_elided, node))
+        concluders = self._concluders
+        if concluders is None:
+            concluders = self._concluders = {}
+            for rule_node, rule in self.rules.items():
+                positive, pattern = rule.consequent
+                concluders.setdefault((pattern[0], positive), []).append(rule_node)
+        waiting = tx.fire if tx is not None else None
+        admit = (lambda n: n not in waiting) if waiting else None  # (they fire later)
+        budget = self._running()
+        for rule_node in concluders.get((node.atom[0], node.positive), ()):
+            rule = self.rules[rule_node]
+            binding = match(rule.consequent[1], node.atom, {})
+            if binding is None:
+                continue
+            held = {j.antecedents for j in node.justs or () if j.rule is rule_node}
+            for _, antecedents in list(
+                solve(self.index, list(rule.antecedents), binding, accept_all, budget, admit)
+            ):
+                if antecedents in held:
+                    continue
+                placements = self._placements(rule_node, antecedents)
+                if not placements or node.context not in placements:
+                    continue
+                if self._speaks_for_another(node.atom, rule_node.creator, placements, tx):
+                    continue
+                held.add(antecedents)
+                if tx is not None:
+                    self.justify(tx, node, rule_node, antecedents)
+                else:
+                    issued = self._kb.unstored_justification_id()
+                    self.attach(Justification(issued, node, rule_node, antecedents))
+
+    def _rederive_for_stronger_rules(self, tx: Transaction) -> None:
+        """A rule this write made monotonic (asserted again so) can now make monotonic
+        what it derives: what its conclusions elided is held again. Firing elides no
+        derivation of such a rule, so a node's elided derivations are all of rules that
+        can make nothing monotonic, and labelling needs them only for a node left
+        unbelieved (`relabel`) — as a reopen from the rows, which cannot tell what was
+        elided, labels it."""
+        for rule_node in tx.touched:
+            if rule_node in self.rules and can_make_monotonic(rule_node):
+                for j in self.firings_of(rule_node):
+                    if j.conclusion.elided:
+                        self.rederive_elided(j.conclusion, tx)
+
     def resting_on(self, node: Node) -> list[Justification]:
         """Every justification `node` is a support of: its `uses`, or a rule's firings."""
         if node in self.rules:
@@ -492,6 +573,8 @@ class Maintenance(Firing):
                     self.fire_waiting(tx)
             if tx.unfounded:
                 self._delete_unfounded(tx)
+            if tx.touched:
+                self._rederive_for_stronger_rules(tx)
             if (tx.seeds or tx.added or tx.new_justs) and not self._labelled_as_grown(tx):
                 self.relabel(self.closure(self._seeds(tx), tx.added), tx)
         # derivation's and labelling's own tables are spent: let them go before the diff
@@ -596,6 +679,9 @@ class Maintenance(Firing):
             if node not in region:
                 region.add(node)
                 stack.extend(j.conclusion for j in node.uses or ())
+        for node in region:  # (founded by a derivation it elided, it stays)
+            if node.elided and by_handle.get(node.handle) is node:
+                self.rederive_elided(node, tx)
         missing: dict[Justification, int] = {}
         queue: deque[Node] = deque()
         for node in region:
@@ -712,6 +798,15 @@ class Maintenance(Firing):
             elif n.premise and not n.defeated:
                 starts.append(n)
         self._propagate(region, starts, False, valid)
+        # A derivation a node elided (`rederive_elided`) adds support, and none can make
+        # it monotonic (`_rederive_for_stronger_rules`): it changes nothing where the
+        # node is believed. Where it is not, the region is labelled again with every
+        # derivation held.
+        unsettled = [n for n in region if n.elided and not n.believed]
+        if unsettled:
+            for n in unsettled:
+                self.rederive_elided(n, tx)
+            self.relabel(region, tx)
 
     def _propagate(
         self,
@@ -823,6 +918,11 @@ def masked(masks: dict[int, list[Node]], hierarchy: Hierarchy, node: Node, ctx: 
         return False
     up = hierarchy.up(ctx)
     return any(m.context in up for m in found)
+
+
+def _mark_elided(node: Node) -> None:
+    """Undo `rederive_elided`'s clearing of the mark."""
+    node.elided = True
 
 
 def linked_supports(j: Justification) -> tuple[Node, ...]:

@@ -82,6 +82,9 @@ class Node:
         "believed",
         "mono",  # believed at monotonic strength
         "defeated",
+        "elided",  # derived again by a rule it holds a justification of, and that
+        # derivation not kept (firing.py, `_elide`): `Maintenance.rederive_elided`
+        # finds what it elided when its justifications are asked for all
     )
 
     def __init__(
@@ -112,6 +115,7 @@ class Node:
         self.believed = False
         self.mono = False
         self.defeated = False
+        self.elided = False
 
     # A node that a write added and left believed is that write's change as it stands
     # (feed.py `Change`'s fields, with no reason and no mask): the commonest change by

@@ -94,6 +94,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
         "_triggers",
         "_carriers",
         "_referrers",
+        "_concluders",
     ),
     "checkpoint": ("_enabled", "_seq", "_at", "_rows"),
     "reads": (),
