@@ -372,7 +372,12 @@ class Firing:
         tx.derivations += 1
         if tx.derivations > self._kb.max_derivations:
             self._refuse_derivations()
-        if _elides(rule_node) and node.handle in tx.added and _holds_firing_of(node, rule_node):
+        if (
+            node.justs  # (not a node just made: the commonest, asked first)
+            and node.handle in tx.added
+            and _holds_firing_of(node, rule_node)
+            and _elides(rule_node)
+        ):
             # Elided: a node this write made, derived again by a rule it holds a
             # justification of already. A conclusion of a deep, many-parent taxonomy is
             # derived five times over; keeping each derivation was most of the
