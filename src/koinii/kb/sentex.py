@@ -83,7 +83,7 @@ class Node:
         "mono",  # believed at monotonic strength
         "defeated",
         "elided",  # derived again by a rule it holds a justification of, and that
-        # derivation not kept (firing.py, `_elide`): `Maintenance.rederive_elided`
+        # derivation not kept (firing.py, `_derive`): `Maintenance.rederive_elided`
         # finds what it elided when its justifications are asked for all
     )
 
