@@ -421,8 +421,9 @@ class Maintenance(Firing):
             if binding is None:
                 continue
             held = {j.antecedents for j in node.justs or () if j.rule is rule_node}
-            for _, antecedents in list(
-                solve(self.index, list(rule.antecedents), binding, accept_all, budget, admit)
+            # (the join reads the index, which attaching a justification does not change)
+            for _, antecedents in solve(
+                self.index, list(rule.antecedents), binding, accept_all, budget, admit
             ):
                 if antecedents in held:
                     continue
